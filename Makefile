@@ -1,0 +1,46 @@
+# Evret monorepo: the core at the root, one separately installable distribution per folder under plugins/.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+# torch's CPU wheel is pinned first: any other torch request pulls gigabytes of CUDA packages.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: demo test venv install-core install-all test-setup lint bench docs clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+venv: $(BIN)/python
+
+install-core: venv
+	$(PIP) install -q -e .
+
+install-all: venv
+	$(PIP) install -q $(TORCH_PIN)
+	$(PIP) install -q -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
+
+# System packages and services the tests need (installed once; CI machines start bare).
+test-setup:
+	@bash .ci/test-setup.sh
+
+demo: install-core
+	$(PIP) install -q -e plugins/evret-bm25
+	$(BIN)/evret evaluate --config examples/eval.toml
+
+test: install-all test-setup
+	$(BIN)/python -m pytest tests $(foreach p,$(PLUGINS),$(p)tests)
+
+lint: install-all
+	$(BIN)/ruff check evret_core plugins tests benchmarks
+	$(BIN)/mypy evret_core
+
+bench: install-all
+	$(BIN)/python benchmarks/metrics.py
+
+docs: install-all
+	$(BIN)/mkdocs build --strict
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info site

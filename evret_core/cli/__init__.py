@@ -1,0 +1,54 @@
+"""The ``evret`` command line. Each subcommand lives in its own module with an ``add_parser(subparsers)``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from evret_core.errors import EvretError
+
+
+def _command_modules() -> list[str]:
+    """Every module of this package that defines ``add_parser``: one module per subcommand."""
+    import pkgutil
+
+    here = __path__  # type: ignore[name-defined]
+    return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(here) if not m.name.startswith("_")]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from evret_core import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="evret", description="Evaluate RAG retrieval against expected answer texts."
+    )
+    parser.add_argument("--version", action="version", version=f"evret {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in _command_modules():
+        module = importlib.import_module(module_name)
+        if hasattr(module, "add_parser"):
+            module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``evret`` console script; returns the exit status (2 for user errors)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except EvretError as exc:
+        if args.debug:
+            raise
+        print(f"evret: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("evret: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,144 @@
+"""``evret evaluate``: run a retriever over a dataset, judge, and print the metrics."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+from evret_core.cli.options import config_error, load_config, parse_options
+from evret_core.errors import EvretError
+
+CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("evaluate", help="evaluate a retriever on a dataset")
+    p.add_argument("--dataset", help="dataset file (.jsonl, .json, .csv) or BEIR folder")
+    p.add_argument("--retriever", help="registered retriever name, e.g. bm25")
+    p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
+    p.add_argument("--judge", help="registered judge name (default: token-overlap)")
+    p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
+    p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
+    p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
+    p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
+    p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
+    p.add_argument("--config", help="TOML file with the same settings; command-line options win")
+    p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
+                   help="fail when a judgment could not be made instead of reporting it")
+    p.add_argument("--no-progress", action="store_true", help="never show progress")
+    p.set_defaults(func=run)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    settings: dict[str, Any] = {"retriever_options": {}, "judge_options": {}}
+    base = Path(".")
+    if args.config:
+        data = load_config(args.config)
+        base = Path(args.config).parent
+        unknown = set(data) - CONFIG_KEYS
+        if unknown:
+            raise config_error(args.config, sorted(unknown)[0],
+                               f"unknown setting; known settings are {', '.join(sorted(CONFIG_KEYS))}")
+        for key in ("retriever", "judge"):
+            value = data.get(key)
+            if value is None:
+                continue
+            if isinstance(value, str):
+                settings[key] = value
+            elif isinstance(value, dict):
+                options = dict(value)
+                name = options.pop("name", None)
+                if not isinstance(name, str):
+                    raise config_error(args.config, f"{key}.name", "missing or not a string")
+                settings[key] = name
+                settings[f"{key}_options"] = options
+            else:
+                raise config_error(args.config, key, "must be a name or a table with 'name'")
+        if "metrics" in data:
+            metrics = data["metrics"]
+            if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+                raise config_error(args.config, "metrics", "must be a list of names such as ['ndcg@10']")
+            settings["metrics"] = metrics
+        if "k" in data:
+            if not isinstance(data["k"], int) or isinstance(data["k"], bool) or data["k"] <= 0:
+                raise config_error(args.config, "k", f"must be a positive integer, got {data['k']!r}")
+            settings["k"] = data["k"]
+        for key in ("dataset", "output", "matching"):
+            if key in data:
+                if not isinstance(data[key], str):
+                    raise config_error(args.config, key, "must be a string")
+                settings[key] = data[key]
+        if "matching" in settings and settings["matching"] not in ("first_match", "any_match"):
+            raise config_error(args.config, "matching", f"must be first_match or any_match, got {settings['matching']!r}")
+        for key in ("dataset", "output"):
+            if key in settings and not Path(settings[key]).is_absolute():
+                settings[key] = str(base / settings[key])
+        if "fail_on_unmeasured" in data:
+            settings["fail_on_unmeasured"] = bool(data["fail_on_unmeasured"])
+    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured"):
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
+    if args.metric:
+        settings["metrics"] = args.metric
+    settings["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
+    settings["judge_options"].update(parse_options(args.judge_option, "--judge-option"))
+    for required, flag in (("dataset", "--dataset"), ("retriever", "--retriever"), ("metrics", "--metric")):
+        if not settings.get(required):
+            raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
+    return settings
+
+
+def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
+    """Create a registered retriever, handing it the dataset when its factory accepts ``dataset``."""
+    from evret_core.plugins import get_registry
+    from evret_core.registry import create_retriever
+
+    factory = get_registry().get("retriever", name)
+    try:
+        accepts_dataset = "dataset" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        accepts_dataset = False
+    if accepts_dataset and "dataset" not in options:
+        options = {**options, "dataset": dataset}
+    return create_retriever(name, **options)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.evaluators.retrieval import Evaluator
+    from evret_core.models import EvaluationDataset
+    from evret_core.registry import create_judge
+    from evret_core.report.terminal import print_scores
+    from evret_core.progress import terminal_progress
+
+    settings = _settings(args)
+    dataset = EvaluationDataset.load(settings["dataset"])
+    retriever = build_retriever(settings["retriever"], settings["retriever_options"], dataset)
+    judge = None
+    if settings.get("judge") or settings["judge_options"]:
+        judge = create_judge(settings.get("judge") or "token-overlap", **settings["judge_options"])
+    if settings.get("output"):
+        out_dir = Path(settings["output"]).parent
+        if str(out_dir) and not out_dir.exists():
+            raise EvretError(f"--output {settings['output']}: folder {out_dir} does not exist")
+    progress = None if args.no_progress else terminal_progress()
+    evaluator = Evaluator(
+        retriever=retriever,
+        metrics=settings["metrics"],
+        judge=judge,
+        matching=settings.get("matching", "first_match"),
+        k=settings.get("k"),
+        fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
+        progress=progress,
+    )
+    results = evaluator.evaluate(dataset)
+    if progress is not None:
+        progress.close()
+    print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=sys.stdout)
+    if settings.get("output"):
+        results.to_json(settings["output"])
+        print(f"results written to {settings['output']}", file=sys.stderr)
+    return 0

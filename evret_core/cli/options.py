@@ -1,0 +1,56 @@
+"""Helpers shared by subcommands: KEY=VALUE options and TOML config files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evret_core.errors import EvretError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def parse_value(text: str) -> Any:
+    """A KEY=VALUE value: JSON when it parses (numbers, true/false, null, lists, objects), else the string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError):
+        return text
+
+
+def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
+    """Turn ``["a=1", "b=x"]`` into ``{"a": 1, "b": "x"}``; errors name the command-line option."""
+    options: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise EvretError(f"{option} {pair!r}: write it as KEY=VALUE")
+        options[key.replace("-", "_")] = parse_value(value)
+    return options
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a TOML config file; errors name the file and line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EvretError(f"{path}: no such config file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EvretError(f"{path}: invalid TOML: {exc}") from None
+    return data
+
+
+def config_error(path: str | Path, key: str, problem: str) -> EvretError:
+    return EvretError(f"{path}: option {key!r}: {problem}")

@@ -1,0 +1,7 @@
+"""Evret's built-ins, registered through the same hooks as third-party plugins."""
+
+BUILTIN_PLUGINS = (
+    "evret_core.default_plugins.judges",
+    "evret_core.default_plugins.metrics",
+    "evret_core.default_plugins.evaluators",
+)

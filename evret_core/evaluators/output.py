@@ -1,0 +1,66 @@
+"""Output evaluators: score what a pipeline produced, record by record, in 0..1.
+
+A record is a mapping ``{"input": ..., "output": "...", "target": "..." or None, ...}``. An evaluator type
+subclasses :class:`OutputEvaluator`, sets ``needs_target`` and implements :meth:`score_records` (or
+:meth:`score_record`). A score of ``None`` means unmeasured: reported, never silently counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evret_core.errors import EvretError
+
+
+class OutputResults(BaseModel):
+    """Mean over the measured records, per-record scores (None when unmeasured) and details."""
+
+    evaluator: str
+    mean: float | None
+    scores: list[float | None]
+    details: list[dict[str, Any]] = Field(default_factory=list)
+    unmeasured: list[int] = Field(default_factory=list)
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+
+class OutputEvaluator:
+    """Base class of the output evaluator types (``exact``, ``regex``, ``semantic-similarity``, ``llm-score``)."""
+
+    name: str = "output"
+    needs_target: bool = False
+
+    def validate(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Fail before any work when a record lacks what this evaluator needs; the error names the record."""
+        for i, record in enumerate(records):
+            if not isinstance(record, Mapping):
+                raise EvretError(f"record {i + 1}: expected an object, got {type(record).__name__}")
+            if "output" not in record or record["output"] is None:
+                raise EvretError(f"record {i + 1}: field 'output' is missing")
+            if self.needs_target and record.get("target") is None:
+                raise EvretError(f"record {i + 1}: evaluator {self.name!r} needs a 'target', and it is missing")
+
+    def score_record(self, record: Mapping[str, Any]) -> float | None:
+        raise NotImplementedError
+
+    def score_records(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float | None], list[dict[str, Any]]]:
+        """Scores and per-record details; the default scores one by one."""
+        return [self.score_record(r) for r in records], [{} for _ in records]
+
+    def evaluate(self, records: Sequence[Mapping[str, Any]]) -> OutputResults:
+        records = list(records)
+        self.validate(records)
+        scores, details = self.score_records(records)
+        measured = [s for s in scores if s is not None]
+        return OutputResults(
+            evaluator=self.name,
+            mean=(sum(measured) / len(measured)) if measured else None,
+            scores=scores,
+            details=details,
+            unmeasured=[i for i, s in enumerate(scores) if s is None],
+        )
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name}

@@ -1,0 +1,312 @@
+"""The retrieval evaluator: retrieve, judge, assign ids, compute metrics.
+
+Matching modes (how judgments become id sets):
+
+- ``first_match`` (default): each expected answer is one relevant item. A retrieved document takes the id of the
+  first expected answer (in dataset order) that it matches; a document matching none keeps its own id and is not
+  relevant. When a later document matches an answer that an earlier one already took, it counts as a repeat of
+  that answer and is not relevant again (trec_eval counts each relevant document once). Recall is the share of
+  expected answers found; precision the share of retrieved documents that found a new answer.
+- ``any_match``: every retrieved document that matches any expected answer is relevant (precision counts each
+  one), and recall@k is the share of expected answers matched by at least one document in the top k. For the
+  rank-based measures (MRR, nDCG, AP) the number of relevant items is the larger of the number of expected
+  answers and the number of matching documents retrieved, so that no score exceeds 1.
+
+A query with ``relevant_doc_ids`` is scored on ids (graded when grades are given), without judging.
+
+Judgments that could not be made (``None`` from a judge, e.g. an LLM call that failed after every retry) are
+reported per query and in ``stats["unmeasured"]``; in the metrics they count as not matching. Pass
+``fail_on_unmeasured=True`` to fail the run instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from evret_core.errors import EvretError
+from evret_core.metrics.base import Metric, RankedBatch
+from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+from evret_core.results import EvaluationResults, Judgment, QueryResult
+from evret_core.retrievers import PrecomputedRetriever, resolve_retriever
+
+MATCHING_MODES = ("first_match", "any_match")
+DEFAULT_DEPTH = 100
+
+
+def answer_id(index: int) -> str:
+    """The id an expected answer scores as in ``first_match`` mode."""
+    return f"answer:{index}"
+
+
+class UnmeasuredJudgmentsError(EvretError):
+    """Raised with ``fail_on_unmeasured=True`` when some judgments could not be made."""
+
+
+class Evaluator:
+    """Scores a retriever on a dataset.
+
+    :param retriever: an Evret retriever, a function ``(query, k)``, a precomputed run ``{query_id: results}``, or
+        any object an installed plugin can adapt (a LangChain retriever with evret-langchain).
+    :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.metrics.Metric` objects.
+    :param judge: a judge object or a registered judge name; needed when the dataset has text labels
+        (default: ``token-overlap``).
+    :param matching: ``first_match`` or ``any_match`` (see the module docs).
+    :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
+    :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
+    :param progress: called as ``progress(stage, done, total)`` while retrieving and judging.
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        metrics: Sequence[str | Metric],
+        judge: Any = None,
+        matching: str = "first_match",
+        k: int | None = None,
+        fail_on_unmeasured: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        batch_size: int = 256,
+    ) -> None:
+        from evret_core.registry import create_judge, create_metric
+
+        if not metrics:
+            raise EvretError("no metrics given: name at least one, e.g. recall@10")
+        self.metrics: list[Metric] = [m if isinstance(m, Metric) else create_metric(m) for m in metrics]
+        names = [m.name for m in self.metrics]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise EvretError(f"metric(s) given twice: {', '.join(duplicates)}")
+        if matching not in MATCHING_MODES:
+            raise EvretError(f"unknown matching mode {matching!r}; use one of {', '.join(MATCHING_MODES)}")
+        self.matching = matching
+        self.retriever = resolve_retriever(retriever)
+        self.judge = create_judge(judge) if isinstance(judge, str) else judge
+        depths = [m.depth for m in self.metrics if m.depth is not None]
+        if k is not None and int(k) <= 0:
+            raise EvretError(f"k must be a positive integer, got {k}")
+        self.k = int(k) if k is not None else (max(depths) if depths else DEFAULT_DEPTH)
+        self.fail_on_unmeasured = fail_on_unmeasured
+        self.progress = progress
+        self.batch_size = max(1, int(batch_size))
+
+    # -- pipeline ----------------------------------------------------------------------------------------------
+    def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
+        """Ranked results for every query of ``dataset``, cut to ``k``."""
+        queries = dataset.queries
+        if isinstance(self.retriever, PrecomputedRetriever):
+            return [self.retriever.results_for(q.query_id, self.k) for q in queries]
+        out: list[list[RetrievalResult]] = []
+        for start in range(0, len(queries), self.batch_size):
+            chunk = queries[start : start + self.batch_size]
+            batch = self.retriever.batch_retrieve([q.query_text for q in chunk], self.k)
+            batch = list(batch)
+            if len(batch) != len(chunk):
+                raise EvretError(
+                    f"retriever {type(self.retriever).__name__} returned {len(batch)} result lists for "
+                    f"{len(chunk)} queries"
+                )
+            out.extend(list(results)[: self.k] for results in batch)
+            self._report("retrieve", len(out), len(queries))
+        return out
+
+    def plan_judgments(
+        self, dataset: EvaluationDataset, retrieved: Sequence[Sequence[RetrievalResult]]
+    ) -> list[JudgmentContext]:
+        """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
+        seen: dict[JudgmentContext, None] = {}
+        for example, results in zip(dataset.queries, retrieved, strict=True):
+            if example.is_id_labelled:
+                continue
+            for rank, result in enumerate(results, start=1):
+                text = result.text
+                if text is None:
+                    raise EvretError(
+                        f"query {example.query_id!r}: retrieved document {result.doc_id!r} (rank {rank}) has no "
+                        f"text (metadata['text']); text-labelled queries need the retrieved texts to judge"
+                    )
+                for expected in example.expected_answers:
+                    seen.setdefault(JudgmentContext(query=example.query_text, expected_text=expected,
+                                                    retrieved_text=text), None)
+        return list(seen)
+
+    def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
+        if not contexts:
+            return {}
+        if self.judge is None:
+            from evret_core.registry import create_judge
+
+            self.judge = create_judge("token-overlap")
+        answers: list[bool | None] = []
+        step = max(self.batch_size * 4, 1024)
+        for start in range(0, len(contexts), step):
+            chunk = contexts[start : start + step]
+            got = list(self.judge.batch_judge(chunk))
+            if len(got) != len(chunk):
+                raise EvretError(f"judge {self.judge!r} returned {len(got)} answers for {len(chunk)} contexts")
+            answers.extend(None if a is None else bool(a) for a in got)
+            self._report("judge", len(answers), len(contexts))
+        return dict(zip(contexts, answers, strict=True))
+
+    def evaluate(self, dataset: EvaluationDataset) -> EvaluationResults:
+        """Retrieve, judge and score every query of ``dataset``."""
+        if not isinstance(dataset, EvaluationDataset):
+            raise EvretError(f"evaluate() needs an EvaluationDataset, got {type(dataset).__name__}")
+        started = time.time()
+        retrieved = self.retrieve(dataset)
+        contexts = self.plan_judgments(dataset, retrieved)
+        total_contexts = sum(
+            len(r) * len(q.expected_answers) for q, r in zip(dataset.queries, retrieved, strict=True)
+            if not q.is_id_labelled
+        )
+        verdicts = self.run_judge(contexts)
+        per_query, rankings, qrels, coverage = self._assign(dataset, retrieved, verdicts)
+        batch = RankedBatch.from_rankings(rankings, qrels)
+        scores_matrix = {m.name: self._compute(m, batch, coverage) for m in self.metrics}
+        for i, qr in enumerate(per_query):
+            qr.scores = {name: float(values[i]) for name, values in scores_matrix.items()}
+        means = {name: float(np.mean(values)) if len(values) else 0.0 for name, values in scores_matrix.items()}
+        unmeasured_queries = [qr.query_id for qr in per_query if qr.unmeasured]
+        unmeasured = sum(qr.unmeasured for qr in per_query)
+        if unmeasured and self.fail_on_unmeasured:
+            raise UnmeasuredJudgmentsError(
+                f"{unmeasured} judgment(s) could not be made, touching {len(unmeasured_queries)} queries: "
+                f"{', '.join(unmeasured_queries[:10])}{' ...' if len(unmeasured_queries) > 10 else ''}"
+            )
+        stats: dict[str, Any] = {
+            "num_queries": len(per_query),
+            "judgments": {
+                "contexts": total_contexts,
+                "unique": len(contexts),
+                "unmeasured": sum(1 for v in verdicts.values() if v is None),
+            },
+            "unmeasured": {"judgments": unmeasured, "queries": unmeasured_queries,
+                           "counted_as": "not matching"},
+            "elapsed_s": round(time.time() - started, 6),
+        }
+        judge_stats = getattr(self.judge, "stats", None)
+        if callable(judge_stats):
+            stats["judge"] = judge_stats()
+        return EvaluationResults(
+            scores=means,
+            metrics=[m.name for m in self.metrics],
+            per_query={qr.query_id: qr for qr in per_query},
+            config=self.config(),
+            stats=stats,
+        )
+
+    def config(self) -> dict[str, Any]:
+        retriever_config = getattr(self.retriever, "config", None)
+        judge_config = getattr(self.judge, "config", None)
+        return {
+            "retriever": retriever_config() if callable(retriever_config) else {"name": type(self.retriever).__name__},
+            "judge": judge_config() if callable(judge_config) else (None if self.judge is None else repr(self.judge)),
+            "metrics": [m.config() for m in self.metrics],
+            "matching": self.matching,
+            "k": self.k,
+        }
+
+    # -- assignment --------------------------------------------------------------------------------------------
+    def _assign(
+        self,
+        dataset: EvaluationDataset,
+        retrieved: Sequence[Sequence[RetrievalResult]],
+        verdicts: dict[JudgmentContext, bool | None],
+    ) -> tuple[list[QueryResult], list[list[str]], list[dict[str, float]], list[tuple[list[set[int]], int] | None]]:
+        per_query: list[QueryResult] = []
+        rankings: list[list[str]] = []
+        qrels: list[dict[str, float]] = []
+        coverage: list[tuple[list[set[int]], int] | None] = []
+        for example, results in zip(dataset.queries, retrieved, strict=True):
+            if example.is_id_labelled:
+                qr, ranking, rel = self._assign_ids(example, results)
+                cov = None
+            else:
+                qr, ranking, rel, cov = self._assign_text(example, results, verdicts)
+            per_query.append(qr)
+            rankings.append(ranking)
+            qrels.append(rel)
+            coverage.append(cov)
+        return per_query, rankings, qrels, coverage
+
+    def _assign_ids(
+        self, example: QueryExample, results: Sequence[RetrievalResult]
+    ) -> tuple[QueryResult, list[str], dict[str, float]]:
+        relevance = example.relevance
+        ranking = [r.doc_id for r in results]
+        judgments = [
+            Judgment(rank=i, doc_id=r.doc_id, score=r.score, text=r.text, assigned=r.doc_id)
+            for i, r in enumerate(results, start=1)
+        ]
+        qr = QueryResult(query_id=example.query_id, query_text=example.query_text, scores={},
+                         retrieved_ids=ranking, relevant_ids=relevance, judgments=judgments,
+                         expected_answers=example.expected_answers, tags=example.tags, labelled_by="ids")
+        return qr, ranking, relevance
+
+    def _assign_text(
+        self,
+        example: QueryExample,
+        results: Sequence[RetrievalResult],
+        verdicts: dict[JudgmentContext, bool | None],
+    ) -> tuple[QueryResult, list[str], dict[str, float], tuple[list[set[int]], int] | None]:
+        answers = example.expected_answers
+        judgments: list[Judgment] = []
+        ranking: list[str] = []
+        unmeasured = 0
+        for rank, result in enumerate(results, start=1):
+            text = result.text or ""
+            matched: list[int] = []
+            missing: list[int] = []
+            for j, expected in enumerate(answers):
+                verdict = verdicts.get(JudgmentContext(query=example.query_text, expected_text=expected,
+                                                       retrieved_text=text))
+                if verdict is None:
+                    missing.append(j)
+                elif verdict:
+                    matched.append(j)
+            unmeasured += len(missing)
+            judgments.append(Judgment(rank=rank, doc_id=result.doc_id, score=result.score, text=result.text,
+                                      matched=matched, unmeasured=missing))
+        if self.matching == "first_match":
+            relevance = {answer_id(j): 1.0 for j in range(len(answers))}
+            for judgment in judgments:
+                judgment.assigned = answer_id(judgment.matched[0]) if judgment.matched else judgment.doc_id
+                ranking.append(judgment.assigned)
+            cov = None
+        else:
+            matching_docs = [jd for jd in judgments if jd.matched]
+            relevance = {}
+            for jd in judgments:
+                jd.assigned = jd.doc_id
+                ranking.append(jd.doc_id)
+                if jd.matched:
+                    relevance[jd.doc_id] = 1.0
+            for j in range(max(len(answers), len(matching_docs)) - len(relevance)):
+                relevance[f"unretrieved:{j}"] = 1.0
+            cov = ([set(jd.matched) for jd in judgments], len(answers))
+        qr = QueryResult(query_id=example.query_id, query_text=example.query_text, scores={},
+                         retrieved_ids=[r.doc_id for r in results], relevant_ids=relevance, judgments=judgments,
+                         expected_answers=list(answers), tags=example.tags, labelled_by="text",
+                         unmeasured=unmeasured)
+        return qr, ranking, relevance, cov
+
+    def _compute(self, metric: Metric, batch: RankedBatch, coverage: list[tuple[list[set[int]], int] | None]) -> np.ndarray:
+        values = np.asarray(metric.compute(batch), dtype=np.float64)
+        if self.matching == "any_match" and metric.family == "recall":
+            # recall counts expected answers found, not matching documents
+            values = values.copy()
+            for q, cov in enumerate(coverage):
+                if cov is None:
+                    continue
+                per_rank, n_answers = cov
+                top = per_rank if metric.k is None else per_rank[: metric.k]
+                found: set[int] = set().union(*top) if top else set()
+                values[q] = len(found) / n_answers if n_answers else 0.0
+        return values
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(stage, done, total)

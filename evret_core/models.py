@@ -1,0 +1,345 @@
+"""The data that flows through Evret: queries, datasets, retrieved results and judgment contexts."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evret_core.errors import EvretError
+
+__all__ = [
+    "QueryExample",
+    "EvaluationDataset",
+    "RetrievalResult",
+    "JudgmentContext",
+    "derive_query_id",
+]
+
+
+def derive_query_id(query_text: str) -> str:
+    """A stable id for a query that has none: the first 12 hex digits of the SHA-256 of its text."""
+    return "q_" + hashlib.sha256(query_text.encode("utf-8")).hexdigest()[:12]
+
+
+class QueryExample(BaseModel):
+    """One evaluation query with what counts as a correct retrieval for it.
+
+    Either ``expected_answers`` (texts a judge compares with the retrieved texts) or ``relevant_doc_ids``
+    (a list of ids, or a mapping id -> grade for graded relevance) must be given; with ids the query is
+    scored without judging. ``tags`` label slices such as question type or domain.
+    """
+
+    model_config = ConfigDict(frozen=False, extra="forbid")
+
+    query_id: str
+    query_text: str
+    expected_answers: list[str] = Field(default_factory=list)
+    relevant_doc_ids: list[str] | dict[str, float] | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("query_text")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query text is empty")
+        return value
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_as_strings(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _has_labels(self) -> QueryExample:
+        if not self.expected_answers and not self.relevant_doc_ids:
+            raise ValueError("needs expected_answers or relevant_doc_ids")
+        return self
+
+    @property
+    def relevance(self) -> dict[str, float]:
+        """``relevant_doc_ids`` as a mapping id -> grade (grade 1 for a plain list); empty when text-labelled."""
+        ids = self.relevant_doc_ids
+        if ids is None:
+            return {}
+        if isinstance(ids, dict):
+            return {str(k): float(v) for k, v in ids.items()}
+        return {str(i): 1.0 for i in ids}
+
+    @property
+    def is_id_labelled(self) -> bool:
+        return bool(self.relevant_doc_ids)
+
+
+class RetrievalResult(BaseModel):
+    """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str
+    score: float = 0.0
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("doc_id", mode="before")
+    @classmethod
+    def _id_as_string(cls, value: Any) -> Any:
+        if isinstance(value, int):
+            return str(value)
+        return value
+
+    @property
+    def text(self) -> str | None:
+        """The retrieved document's text, or None when the retriever gave none."""
+        value = self.metadata.get("text")
+        return None if value is None else str(value)
+
+
+class JudgmentContext(BaseModel):
+    """What a judge sees: the query, one expected answer text and one retrieved text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    expected_text: str
+    retrieved_text: str
+
+
+_RECORD_KEYS = {"query_id", "query", "query_text", "expected_answers", "relevant_doc_ids", "tags"}
+
+
+def _example_from_record(record: Any, where: str) -> QueryExample:
+    if not isinstance(record, Mapping):
+        raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    unknown = set(record) - _RECORD_KEYS
+    if unknown:
+        raise EvretError(
+            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
+            f"known fields are {', '.join(sorted(_RECORD_KEYS))}"
+        )
+    text = record.get("query", record.get("query_text"))
+    if not isinstance(text, str):
+        raise EvretError(f"{where}: field 'query' is missing or not a string")
+    answers = record.get("expected_answers", [])
+    if isinstance(answers, str):
+        answers = [answers]
+    data = {
+        "query_id": str(record.get("query_id") or derive_query_id(text)),
+        "query_text": text,
+        "expected_answers": answers,
+        "relevant_doc_ids": record.get("relevant_doc_ids"),
+        "tags": record.get("tags") or {},
+    }
+    try:
+        return QueryExample.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()
+        )
+        raise EvretError(f"{where}: {problems}") from None
+
+
+class EvaluationDataset(BaseModel):
+    """An ordered set of queries with unique ids, plus an optional corpus (id -> record) for retrievers.
+
+    Read one with :meth:`from_jsonl`, :meth:`from_json`, :meth:`from_csv` or :meth:`load` (by suffix).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    queries: list[QueryExample]
+    corpus: dict[str, dict[str, Any]] | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> EvaluationDataset:
+        seen: set[str] = set()
+        for example in self.queries:
+            if example.query_id in seen:
+                raise ValueError(f"duplicate query_id {example.query_id!r}")
+            seen.add(example.query_id)
+        return self
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+    def __iter__(self) -> Iterator[QueryExample]:  # type: ignore[override]
+        return iter(self.queries)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Any], source: str = "<records>") -> EvaluationDataset:
+        examples: list[QueryExample] = []
+        seen: dict[str, str] = {}
+        for index, record in enumerate(records, start=1):
+            where = f"{source}: record {index}"
+            example = _example_from_record(record, where)
+            if example.query_id in seen:
+                raise EvretError(f"{where}: duplicate query_id {example.query_id!r} (first at {seen[example.query_id]})")
+            seen[example.query_id] = where
+            examples.append(example)
+        if not examples:
+            raise EvretError(f"{source}: the dataset has no queries")
+        return cls(queries=examples, name=Path(source).stem if source != "<records>" else None)
+
+    @classmethod
+    def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
+        """One JSON object per line; blank lines are skipped. Errors name the file and line."""
+        path = Path(path)
+        examples: list[QueryExample] = []
+        seen: dict[str, int] = {}
+        for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            example = _example_from_record(record, where)
+            if example.query_id in seen:
+                raise EvretError(
+                    f"{where}: duplicate query_id {example.query_id!r} (first on line {seen[example.query_id]})"
+                )
+            seen[example.query_id] = lineno
+            examples.append(example)
+        if not examples:
+            raise EvretError(f"{path}: the dataset has no queries")
+        return cls(queries=examples, name=path.stem)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> EvaluationDataset:
+        """A JSON list of records, or an object with a ``queries`` list."""
+        path = Path(path)
+        try:
+            data = json.loads(_read_text(path))
+        except json.JSONDecodeError as exc:
+            raise EvretError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        if isinstance(data, Mapping):
+            data = data.get("queries")
+        if not isinstance(data, list):
+            raise EvretError(f"{path}: expected a list of records or an object with a 'queries' list")
+        dataset = cls.from_records(data, source=str(path))
+        dataset.name = path.stem
+        return dataset
+
+    @classmethod
+    def from_csv(cls, path: str | Path) -> EvaluationDataset:
+        """Columns ``query`` (required), ``query_id``, ``expected_answers``, ``relevant_doc_ids``, ``tags``.
+
+        ``expected_answers`` and ``relevant_doc_ids`` hold a JSON list or a ``|``-separated list; ``tags`` a
+        JSON object or ``key=value`` pairs separated by ``;``. Errors name the file and line.
+        """
+        path = Path(path)
+        text = _read_text(path)
+        reader = csv.DictReader(text.splitlines())
+        if reader.fieldnames is None or ("query" not in reader.fieldnames and "query_text" not in reader.fieldnames):
+            raise EvretError(f"{path}:1: the CSV header needs a 'query' column")
+        examples: list[QueryExample] = []
+        seen: set[str] = set()
+        for row in reader:
+            where = f"{path}:{reader.line_num}"
+            record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+            if None in row:
+                raise EvretError(f"{where}: more fields than the header has")
+            for key in ("expected_answers", "relevant_doc_ids"):
+                if key in record:
+                    record[key] = _csv_list(record[key], where, key)
+            if "tags" in record:
+                record["tags"] = _csv_tags(record["tags"], where)
+            example = _example_from_record(record, where)
+            if example.query_id in seen:
+                raise EvretError(f"{where}: duplicate query_id {example.query_id!r}")
+            seen.add(example.query_id)
+            examples.append(example)
+        if not examples:
+            raise EvretError(f"{path}: the dataset has no queries")
+        return cls(queries=examples, name=path.stem)
+
+    @classmethod
+    def load(cls, path: str | Path) -> EvaluationDataset:
+        """Read a dataset by its suffix (.jsonl, .json, .csv), or a BEIR folder."""
+        path = Path(path)
+        if not path.exists():
+            raise EvretError(f"{path}: no such file or folder")
+        if path.is_dir():
+            from_beir = getattr(cls, "from_beir", None)
+            if from_beir is None:
+                raise EvretError(f"{path}: is a folder; give a .jsonl, .json or .csv dataset file")
+            return from_beir(path)  # type: ignore[no-any-return]
+        suffix = path.suffix.lower()
+        if suffix in (".jsonl", ".ndjson"):
+            return cls.from_jsonl(path)
+        if suffix == ".json":
+            return cls.from_json(path)
+        if suffix == ".csv":
+            return cls.from_csv(path)
+        raise EvretError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .json or .csv")
+
+    def to_jsonl(self, path: str | Path) -> None:
+        """Write the queries in the JSONL record format that :meth:`from_jsonl` reads."""
+        lines = []
+        for q in self.queries:
+            record: dict[str, Any] = {"query_id": q.query_id, "query": q.query_text}
+            if q.expected_answers:
+                record["expected_answers"] = q.expected_answers
+            if q.relevant_doc_ids:
+                record["relevant_doc_ids"] = q.relevant_doc_ids
+            if q.tags:
+                record["tags"] = q.tags
+            lines.append(json.dumps(record, ensure_ascii=False))
+        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    def content_hash(self) -> str:
+        """SHA-256 over the queries' canonical JSON: the same dataset always hashes the same."""
+        digest = hashlib.sha256()
+        for q in self.queries:
+            digest.update(json.dumps(q.model_dump(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+            digest.update(b"\n")
+        return digest.hexdigest()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise EvretError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except IsADirectoryError:
+        raise EvretError(f"{path}: is a folder, not a file") from None
+
+
+def _csv_list(value: str, where: str, key: str) -> list[str]:
+    value = value.strip()
+    if value.startswith("["):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            raise EvretError(f"{where}: column {key!r} is not a valid JSON list") from None
+        return [str(v) for v in parsed]
+    return [part.strip() for part in value.split("|") if part.strip()]
+
+
+def _csv_tags(value: str, where: str) -> dict[str, str]:
+    value = value.strip()
+    if value.startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            raise EvretError(f"{where}: column 'tags' is not a valid JSON object") from None
+        return {str(k): str(v) for k, v in parsed.items()}
+    tags: dict[str, str] = {}
+    for part in value.split(";"):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise EvretError(f"{where}: tag {part.strip()!r} is not key=value")
+        key, _, val = part.partition("=")
+        tags[key.strip()] = val.strip()
+    return tags

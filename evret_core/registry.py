@@ -1,0 +1,98 @@
+"""Create judges, metrics, retrievers, evaluators and LLM providers by their registered names."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+from evret_core.errors import EvretError
+from evret_core.plugins import get_registry
+
+_METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@]+))?$")
+
+
+def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
+    factory = get_registry().get(kind, name)
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        accepted = _accepted_options(factory)
+        hint = f"; accepted options: {', '.join(accepted)}" if accepted else ""
+        raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
+    except ValueError:  # builtins without a signature
+        pass
+    return factory(**options)
+
+
+def _accepted_options(factory: Any) -> list[str]:
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def create_judge(name: str, **options: Any) -> Any:
+    """A judge registered as ``name`` (``exact``, ``regex``, ``token-overlap``, ``semantic``, ``llm``...)."""
+    return _build("judge", name, options)
+
+
+def create_retriever(name: str, **options: Any) -> Any:
+    """A retriever registered as ``name`` (``bm25``, ``dense``, ``qdrant``...)."""
+    return _build("retriever", name, options)
+
+
+def create_evaluator(name: str, **options: Any) -> Any:
+    """An evaluator type registered as ``name`` (``retrieval``, ``exact``, ``regex``, ``llm-score``...)."""
+    return _build("evaluator", name, options)
+
+
+def create_llm_provider(name: str, **options: Any) -> Any:
+    """An LLM provider registered as ``name`` (``openai``, ``anthropic``, ``google``)."""
+    return _build("llm_provider", name, options)
+
+
+def parse_metric_name(spec: str) -> tuple[str, int | None]:
+    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; ``"mrr"`` gives ``("mrr", None)``."""
+    match = _METRIC_NAME.match(spec.strip())
+    if not match:
+        raise EvretError(f"bad metric name {spec!r}; write it as NAME or NAME@K, e.g. ndcg@10")
+    family, k_text = match.group("family"), match.group("k")
+    if k_text is None:
+        return family, None
+    try:
+        k = int(k_text)
+    except ValueError:
+        raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer") from None
+    if k <= 0:
+        raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer")
+    return family, k
+
+
+def create_metric(spec: str, **options: Any) -> Any:
+    """A metric from a name such as ``"ndcg@10"``, ``"recall@100"`` or ``"mrr"``."""
+    family, k = parse_metric_name(spec)
+    if k is not None:
+        options = {"k": k, **options}
+    return _build("metric", family, options)
+
+
+def judge_names() -> list[str]:
+    return get_registry().names("judge")
+
+
+def metric_names() -> list[str]:
+    return get_registry().names("metric")
+
+
+def retriever_names() -> list[str]:
+    return get_registry().names("retriever")
+
+
+def evaluator_names() -> list[str]:
+    return get_registry().names("evaluator")
+
+
+def llm_provider_names() -> list[str]:
+    return get_registry().names("llm_provider")

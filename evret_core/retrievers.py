@@ -1,0 +1,128 @@
+"""The retriever contract, and adapters for callables, precomputed runs and foreign objects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+
+
+class Retriever:
+    """Anything that answers a query with ranked :class:`RetrievalResult`s.
+
+    Implement :meth:`retrieve`; override :meth:`batch_retrieve` when many queries at once are cheaper. Async
+    retrievers may implement ``aretrieve``/``abatch_retrieve`` as well.
+    """
+
+    name: str = "retriever"
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        raise NotImplementedError
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """One ranked list per query, in order; the default loops over :meth:`retrieve`."""
+        return [self.retrieve(query, k) for query in queries]
+
+    def config(self) -> dict[str, Any]:
+        """Settings that identify this retriever in the results manifest."""
+        return {"name": self.name}
+
+
+class CallableRetriever(Retriever):
+    """Wraps a plain function ``(query, k) -> list[RetrievalResult | dict]``."""
+
+    name = "callable"
+
+    def __init__(self, fn: Callable[[str, int], Any]) -> None:
+        self.fn = fn
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        result = self.fn(query, k)
+        if asyncio.iscoroutine(result):
+            from evret_core.aio import run_sync
+
+            result = run_sync(result)
+        return coerce_results(result, f"retriever function {getattr(self.fn, '__name__', self.fn)!r}")
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "function": getattr(self.fn, "__qualname__", repr(self.fn))}
+
+
+class PrecomputedRetriever(Retriever):
+    """A run computed elsewhere: query id -> ranked results (or doc id -> score)."""
+
+    name = "precomputed"
+
+    def __init__(self, run: Mapping[str, Any]) -> None:
+        self.run = {str(qid): results for qid, results in run.items()}
+
+    def results_for(self, query_id: str, k: int) -> list[RetrievalResult]:
+        if query_id not in self.run:
+            return []
+        raw = self.run[query_id]
+        if isinstance(raw, Mapping):
+            ranked = sorted(raw.items(), key=lambda item: (-float(item[1]), _desc(item[0])))
+            results = [RetrievalResult(doc_id=str(d), score=float(s)) for d, s in ranked]
+        else:
+            results = coerce_results(raw, f"precomputed run, query {query_id!r}")
+        return results[:k]
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        raise EvretError("a precomputed run answers by query id, not query text")
+
+
+def _desc(doc_id: Any) -> tuple[int, ...]:
+    # trec_eval breaks score ties by document id in descending string order
+    return tuple(-ord(ch) for ch in str(doc_id)) + (1,)
+
+
+def coerce_results(raw: Any, where: str) -> list[RetrievalResult]:
+    """Accept RetrievalResult objects or dicts with doc_id/score/metadata (or text)."""
+    if raw is None:
+        raise EvretError(f"{where} returned None instead of a list of results")
+    results = []
+    for i, item in enumerate(raw):
+        if isinstance(item, RetrievalResult):
+            results.append(item)
+        elif isinstance(item, Mapping):
+            data = dict(item)
+            metadata = dict(data.pop("metadata", {}) or {})
+            if "text" in data:
+                metadata.setdefault("text", data.pop("text"))
+            try:
+                results.append(RetrievalResult(doc_id=str(data.pop("doc_id", data.pop("id", ""))),
+                                               score=float(data.pop("score", 0.0)), metadata=metadata))
+            except (TypeError, ValueError) as exc:
+                raise EvretError(f"{where}: result {i} is malformed: {exc}") from None
+        else:
+            raise EvretError(f"{where}: result {i} is a {type(item).__name__}, expected RetrievalResult or dict")
+    return results
+
+
+def resolve_retriever(obj: Any) -> Retriever | Any:
+    """Turn what a user passed as ``retriever`` into something with ``batch_retrieve``.
+
+    Accepts an Evret retriever (anything with ``retrieve``/``batch_retrieve``), a precomputed run (a mapping of
+    query id to results), a plain callable ``(query, k)``, or any object a plugin's ``adapt_retriever`` knows.
+    """
+    if obj is None:
+        raise EvretError("no retriever given")
+    if isinstance(obj, Retriever) or (hasattr(obj, "batch_retrieve") and hasattr(obj, "retrieve")):
+        return obj
+    if isinstance(obj, Mapping):
+        return PrecomputedRetriever(obj)
+    from evret_core.plugins import get_registry
+
+    adapted = get_registry().adapt(obj)
+    if adapted is not None:
+        return adapted
+    if callable(obj):
+        return CallableRetriever(obj)
+    raise EvretError(
+        f"cannot use {type(obj).__name__} as a retriever: give an object with retrieve(query, k), a function "
+        f"(query, k) -> results, a precomputed run {{query_id: results}}, or install the plugin that adapts it "
+        f"(e.g. evret-langchain for LangChain retrievers)"
+    )
