@@ -85,6 +85,7 @@ class PluginRegistry:
         self.pm.add_hookspecs(hookspecs)
         self._lock = threading.RLock()
         self._loaded = False
+        self._loading = False
         self.plugins: dict[str, PluginInfo] = {}
         self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in KINDS}
         self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
@@ -94,11 +95,16 @@ class PluginRegistry:
         if self._loaded:
             return
         with self._lock:
-            if self._loaded:
+            if self._loaded or self._loading:
+                # _loading: a plugin that looks names up while it is imported sees what is loaded so far
                 return
-            self._load_builtins()
-            self._load_entry_points()
-            self._loaded = True
+            self._loading = True
+            try:
+                self._load_builtins()
+                self._load_entry_points()
+                self._loaded = True
+            finally:
+                self._loading = False
 
     def _load_builtins(self) -> None:
         from evret_core.default_plugins import BUILTIN_PLUGINS
