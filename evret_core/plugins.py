@@ -251,6 +251,15 @@ class PluginRegistry:
         self.ensure_loaded()
         return [self.plugins[name] for name in sorted(self.plugins, key=lambda n: (not self.plugins[n].builtin, n))]
 
+    def register_plugin(self, obj: Any, name: str) -> PluginInfo:
+        """Register an in-process plugin object (a module or an instance with hookimpls) under ``name``."""
+        self.ensure_loaded()
+        if name in self.plugins:
+            raise PluginError(f"a plugin named {name!r} is already loaded")
+        info = PluginInfo(name=name, version=None, module=getattr(obj, "__name__", type(obj).__module__))
+        self._add(obj, info, strict=True)
+        return info
+
     def adapt(self, obj: Any) -> Any:
         self.ensure_loaded()
         return self.pm.hook.adapt_retriever(obj=obj)
@@ -298,6 +307,14 @@ def reset_registry() -> None:
     global _registry
     with _registry_lock:
         _registry = None
+
+
+def register_plugin(obj: Any, name: str) -> PluginInfo:
+    """Register a plugin without packaging it (a notebook, a test): its hooks take part like an entry point's.
+
+    Errors raise instead of being recorded. Forgotten by :func:`reset_registry`.
+    """
+    return get_registry().register_plugin(obj, name)
 
 
 def list_plugins() -> list[PluginInfo]:

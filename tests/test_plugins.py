@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core import EvretError, PluginError, UnknownNameError, create_judge, create_retriever, list_plugins
+from evret_core import EvretError, PluginError, UnknownNameError, create_judge, list_plugins
 from evret_core.plugins import KNOWN_DISTRIBUTIONS, get_registry, reset_registry
 
 from .conftest import REPO, FakePlugin

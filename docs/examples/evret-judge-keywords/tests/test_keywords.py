@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from evret_judge_keywords import KeywordJudge
 
 from evret_core import JudgmentContext, create_judge
 from evret_core.testing import JudgeConformance
-from evret_judge_keywords import KeywordJudge
 
 
 class TestKeywordJudgeConformance(JudgeConformance):
