@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evret_anthropic import DEFAULT_MODEL
 from evret_core.hookspecs import Register, hookimpl
 
 
@@ -11,6 +12,9 @@ def _anthropic_provider(**options: Any) -> Any:
     from evret_anthropic.provider import AnthropicProvider
 
     return AnthropicProvider(**options)
+
+
+_anthropic_provider.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]
 
 
 @hookimpl
