@@ -1,0 +1,184 @@
+"""What the LLM-based evaluators share: picking a provider, and asking for a structured answer with repair.
+
+A structured call sends the messages, parses the answer, and when the answer does not parse (or names something
+that does not exist) sends it back with the error so the model can correct itself, up to ``max_tries`` answers.
+After that the item is *unmeasured*: reported with the last error, never replaced by a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from evret_core.errors import EvretError
+from evret_core.llm import ChatMessage, LLMCallError, LLMProvider, LLMResponse
+
+T = TypeVar("T")
+
+DEFAULT_MAX_TRIES = 3
+
+
+class AnswerError(ValueError):
+    """The model's answer cannot be used; the message is sent back to the model verbatim."""
+
+
+def resolve_provider(
+    provider: str | LLMProvider,
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    provider_options: Mapping[str, Any] | None = None,
+    owner: str = "evaluator",
+) -> LLMProvider:
+    """An :class:`LLMProvider` instance: ``provider`` itself, or the registered provider of that name."""
+    if isinstance(provider, LLMProvider):
+        return provider
+    if not isinstance(provider, str) or not provider:
+        raise EvretError(f"{owner}: option 'provider' must be a registered provider name such as 'openai'")
+    from evret_core.registry import create_llm_provider
+
+    options: dict[str, Any] = dict(provider_options or {})
+    for key, value in (("model", model), ("base_url", base_url), ("api_key", api_key)):
+        if value is not None:
+            options[key] = value
+    return create_llm_provider(provider, **options)  # type: ignore[no-any-return]
+
+
+class Completer:
+    """Calls one provider with bounded concurrency and retries of transient failures; counts tokens.
+
+    Uses Evret's shared ``LLMClient`` (backoff, Retry-After, usage) when the core has one; otherwise it makes
+    the retries itself with exponential backoff.
+    """
+
+    def __init__(self, provider: LLMProvider, max_concurrency: int = 8, max_retries: int = 4) -> None:
+        self.provider = provider
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.max_retries = max(0, int(max_retries))
+        self.calls = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+
+    async def complete(self, messages: Sequence[ChatMessage], temperature: float) -> LLMResponse:
+        # One semaphore per event loop: each synchronous evaluate() runs on a fresh loop.
+        loop_id = id(asyncio.get_running_loop())
+        semaphore = self._semaphores.get(loop_id)
+        if semaphore is None:
+            self._semaphores = {loop_id: asyncio.Semaphore(self.max_concurrency)}
+            semaphore = self._semaphores[loop_id]
+        async with semaphore:
+            attempt = 0
+            while True:
+                try:
+                    response = await self.provider.acomplete(list(messages), temperature=temperature)
+                    break
+                except LLMCallError as exc:
+                    if not exc.retryable or attempt >= self.max_retries:
+                        raise
+                    delay = exc.retry_after if exc.retry_after is not None else min(8.0, 0.25 * 2**attempt)
+                    attempt += 1
+                    await asyncio.sleep(delay)
+        self.calls += 1
+        self.input_tokens += response.input_tokens
+        self.output_tokens += response.output_tokens
+        return response
+
+    def usage(self) -> dict[str, int]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+@dataclass
+class Outcome(Generic[T]):
+    """A structured call's result: ``value`` when measured, else ``error`` says why not."""
+
+    value: T | None
+    tries: int
+    error: str | None = None
+    answers: list[str] = field(default_factory=list)
+
+    @property
+    def measured(self) -> bool:
+        return self.value is not None
+
+
+async def structured_call(
+    complete: Callable[[Sequence[ChatMessage], float], Awaitable[LLMResponse]],
+    messages: Sequence[ChatMessage],
+    parse: Callable[[str], T],
+    *,
+    temperature: float = 0.0,
+    max_tries: int = DEFAULT_MAX_TRIES,
+) -> Outcome[T]:
+    """Ask, parse, and on :class:`AnswerError` send the answer back with the error, up to ``max_tries`` answers.
+
+    A call that fails after the transport's own retries (:class:`LLMCallError`) ends the item as unmeasured too.
+    """
+    conversation = list(messages)
+    answers: list[str] = []
+    last_error = "no answer"
+    for tries in range(1, max_tries + 1):
+        try:
+            response = await complete(conversation, temperature)
+        except LLMCallError as exc:
+            return Outcome(None, tries, f"LLM call failed: {exc}", answers)
+        answers.append(response.text)
+        try:
+            return Outcome(parse(response.text), tries, None, answers)
+        except AnswerError as exc:
+            last_error = str(exc)
+        conversation += [
+            ChatMessage("assistant", response.text),
+            ChatMessage("user", f"Your answer could not be used: {last_error}\n"
+                                "Answer again, with only the JSON object in the required format."),
+        ]
+    return Outcome(None, max_tries, f"no usable answer after {max_tries} tries; last error: {last_error}", answers)
+
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The JSON object in a model's answer: the whole text, a fenced block, or the outermost ``{...}``."""
+    candidates = [text.strip()]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(text)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    first_error: str | None = None
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except json.JSONDecodeError as exc:
+            first_error = first_error or f"invalid JSON ({exc})"
+            continue
+        if isinstance(value, dict):
+            return value
+        first_error = first_error or f"expected a JSON object, got {type(value).__name__}"
+    raise AnswerError(first_error or "the answer contains no JSON object")
+
+
+def format_field(value: Any) -> str:
+    """A record field as prompt text: lists become numbered lines, other non-strings JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        return "\n".join(f"[{i + 1}] {format_field(v)}" for i, v in enumerate(value))
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def run_all(coros: Sequence[Awaitable[T]]) -> list[T]:
+    """Run coroutines concurrently from sync code (works inside a running event loop too)."""
+    from evret_core.aio import run_sync
+
+    async def gather() -> list[T]:
+        return list(await asyncio.gather(*coros))
+
+    return run_sync(gather())
