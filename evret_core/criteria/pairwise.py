@@ -236,7 +236,7 @@ class PairwiseJudge(CriteriaJudge):
         bias = None
         if self.check_positional_bias:
             reverse_verdicts, reverse_error, _ = self._combine(outcomes[1])
-            shown = ({f"{a} vs {b}": w for (a, b), (w, _) in reverse_verdicts.items()}
+            shown = ({f"{a} vs {b}": reverse_verdicts[(a, b)][0] for (a, b) in (verdicts or reverse_verdicts)}
                      if reverse_verdicts else None)
             if verdicts is None or reverse_verdicts is None:
                 bias = PositionalBias(detected=None, error=error or reverse_error, reversed_verdict=shown)
