@@ -78,6 +78,7 @@ class CriteriaJudge:
         sampling_temperature: float = 0.7,
         max_tries: int = DEFAULT_MAX_TRIES,
         max_concurrency: int = 8,
+        requests_per_minute: float | None = None,
     ) -> None:
         owner = f"judge {self.kind!r}"
         if isinstance(self_consistency, bool) or not isinstance(self_consistency, int) or self_consistency < 1:
@@ -90,7 +91,8 @@ class CriteriaJudge:
         self.criteria = criteria
         self._owns_provider = not isinstance(provider, LLMProvider)
         self.provider = resolve_provider(provider, model, base_url, api_key, provider_options, owner=owner)
-        self.completer = Completer(self.provider, max_concurrency=max_concurrency)
+        self.completer = Completer(self.provider, max_concurrency=max_concurrency,
+                                   requests_per_minute=requests_per_minute)
         self.check_positional_bias = bool(check_positional_bias)
         self.self_consistency = self_consistency
         self.temperature = float(temperature)

@@ -161,9 +161,11 @@ class DirectJudge(CriteriaJudge):
         sampling_temperature: float = 0.7,
         max_tries: int = 3,
         max_concurrency: int = 8,
+        requests_per_minute: float | None = None,
     ) -> None:
         super().__init__(None, provider, model, base_url, api_key, provider_options, check_positional_bias,
-                         self_consistency, temperature, sampling_temperature, max_tries, max_concurrency)
+                         self_consistency, temperature, sampling_temperature, max_tries, max_concurrency,
+                         requests_per_minute)
         self.criteria = None if criteria is None else self._coerce(criteria)
         self.generate_feedback = bool(generate_feedback)
 

@@ -104,6 +104,7 @@ class LLMScoreEvaluator(OutputEvaluator):
         max_tries: int = DEFAULT_MAX_TRIES,
         temperature: float = 0.0,
         max_concurrency: int = 8,
+        requests_per_minute: float | None = None,
     ) -> None:
         if not isinstance(template, str) or not template.strip():
             raise EvretError("evaluator 'llm-score': option 'template' must be a template string or a built-in "
@@ -119,7 +120,8 @@ class LLMScoreEvaluator(OutputEvaluator):
         self._owns_provider = not isinstance(provider, LLMProvider)
         self.provider = resolve_provider(provider, model, base_url, api_key, provider_options,
                                          owner="evaluator 'llm-score'")
-        self.completer = Completer(self.provider, max_concurrency=max_concurrency)
+        self.completer = Completer(self.provider, max_concurrency=max_concurrency,
+                                   requests_per_minute=requests_per_minute)
         self.max_tries = max_tries
         self.temperature = float(temperature)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from evret_core.errors import EvretError
-from evret_core.llm import ChatMessage, LLMCallError, LLMProvider, LLMResponse
+from evret_core.llm import ChatMessage, LLMCallError, LLMClient, LLMProvider, LLMResponse
 
 T = TypeVar("T")
 
@@ -49,47 +49,19 @@ def resolve_provider(
 
 
 class Completer:
-    """Calls one provider with bounded concurrency and retries of transient failures; counts tokens.
-
-    Uses Evret's shared ``LLMClient`` (backoff, Retry-After, usage) when the core has one; otherwise it makes
-    the retries itself with exponential backoff.
+    """Evret's :class:`~evret_core.llm.LLMClient` (bounded concurrency, optional requests-per-minute limit,
+    retries of transient failures with backoff and Retry-After, usage) seen as ``complete(messages, temperature)``.
     """
 
-    def __init__(self, provider: LLMProvider, max_concurrency: int = 8, max_retries: int = 4) -> None:
-        self.provider = provider
-        self.max_concurrency = max(1, int(max_concurrency))
-        self.max_retries = max(0, int(max_retries))
-        self.calls = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self._semaphores: dict[int, asyncio.Semaphore] = {}
+    def __init__(self, provider: LLMProvider, max_concurrency: int = 8,
+                 requests_per_minute: float | None = None) -> None:
+        self.client = LLMClient(provider, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute)
 
     async def complete(self, messages: Sequence[ChatMessage], temperature: float) -> LLMResponse:
-        # One semaphore per event loop: each synchronous evaluate() runs on a fresh loop.
-        loop_id = id(asyncio.get_running_loop())
-        semaphore = self._semaphores.get(loop_id)
-        if semaphore is None:
-            self._semaphores = {loop_id: asyncio.Semaphore(self.max_concurrency)}
-            semaphore = self._semaphores[loop_id]
-        async with semaphore:
-            attempt = 0
-            while True:
-                try:
-                    response = await self.provider.acomplete(list(messages), temperature=temperature)
-                    break
-                except LLMCallError as exc:
-                    if not exc.retryable or attempt >= self.max_retries:
-                        raise
-                    delay = exc.retry_after if exc.retry_after is not None else min(8.0, 0.25 * 2**attempt)
-                    attempt += 1
-                    await asyncio.sleep(delay)
-        self.calls += 1
-        self.input_tokens += response.input_tokens
-        self.output_tokens += response.output_tokens
-        return response
+        return await self.client.complete(messages, temperature=temperature)
 
     def usage(self) -> dict[str, int]:
-        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        return self.client.usage.to_dict()
 
 
 @dataclass
