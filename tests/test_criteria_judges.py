@@ -214,6 +214,11 @@ def test_self_consistency_needs_positive_temperature(stub: StubLLMServer) -> Non
         DirectJudge(POLITE, self_consistency=3, sampling_temperature=0.0, **llm(stub))
 
 
+def test_direct_judging_needs_two_options(stub: StubLLMServer) -> None:
+    with pytest.raises(EvretError, match="needs at least two options"):
+        DirectJudge(Criteria("tone", "Is it friendly?"), **llm(stub))
+
+
 # -- multi-criteria --------------------------------------------------------------------------------------------
 
 ACCURACY = Criteria("accuracy", "Is the answer factually right?",

@@ -11,7 +11,7 @@ import pytest
 
 from evret_core import EvretError, create_evaluator
 from evret_core.cli import main
-from evret_core.testing.llm_stubs import StubLLMServer, StubRequest
+from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, StubRequest
 
 
 @pytest.fixture
@@ -133,3 +133,18 @@ def test_score_cli_with_llm_score(stub: StubLLMServer, tmp_path: Path, capsys: p
     assert "mean 0.6250 over 2 records" in capsys.readouterr().out
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["record"], r["score"], r["raw_score"]) for r in rows] == [(1, 1.0, 5), (2, 0.25, 2)]
+
+
+def test_transient_server_errors_are_retried_by_the_client_not_counted_as_tries(stub: StubLLMServer) -> None:
+    stub.responder = FailFirst(grade_by_content, times=1, status=503, retry_after=0)
+    results = create_evaluator("llm-score", **provider_options(stub)).evaluate(RECORDS)
+    assert results.scores == [1.0, 0.25]
+    assert [d["tries"] for d in results.details] == [1, 1]
+    assert results.stats["llm"]["retries"] == 2
+    assert len(stub.requests) == 4
+
+
+def test_bad_api_key_stops_the_run_instead_of_marking_everything_unmeasured(stub: StubLLMServer) -> None:
+    stub.responder = lambda request: StubReply(status=401)
+    with pytest.raises(EvretError, match="HTTP 401"):
+        create_evaluator("llm-score", **provider_options(stub)).evaluate(RECORDS)

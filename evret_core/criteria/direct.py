@@ -171,7 +171,7 @@ class DirectJudge(CriteriaJudge):
 
     @staticmethod
     def _coerce(value: Any) -> Criteria | MultiCriteria:
-        if isinstance(value, (Criteria, MultiCriteria)):
+        if isinstance(value, MultiCriteria):
             return value
         if isinstance(value, Mapping) and "items" in value:
             return MultiCriteria.coerce(value)

@@ -20,6 +20,8 @@ from evret_core.llm import ChatMessage, LLMCallError, LLMClient, LLMProvider, LL
 T = TypeVar("T")
 
 DEFAULT_MAX_TRIES = 3
+# Statuses that no retry and no other item can get past (bad key, no access, unknown model).
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 class AnswerError(ValueError):
@@ -88,7 +90,8 @@ async def structured_call(
 ) -> Outcome[T]:
     """Ask, parse, and on :class:`AnswerError` send the answer back with the error, up to ``max_tries`` answers.
 
-    A call that fails after the transport's own retries (:class:`LLMCallError`) ends the item as unmeasured too.
+    A call that fails after the client's own retries (:class:`LLMCallError`) ends the item as unmeasured too,
+    except authentication, permission and unknown-model errors, which raise :class:`EvretError` for the whole run.
     """
     conversation = list(messages)
     answers: list[str] = []
@@ -97,6 +100,8 @@ async def structured_call(
         try:
             response = await complete(conversation, temperature)
         except LLMCallError as exc:
+            if exc.status in FATAL_STATUSES:  # a bad key or model fails every item alike: stop, don't pay on
+                raise EvretError(f"LLM call failed, stopping: {exc}") from None
             return Outcome(None, tries, f"LLM call failed: {exc}", answers)
         answers.append(response.text)
         try:
