@@ -148,3 +148,17 @@ def test_bad_api_key_stops_the_run_instead_of_marking_everything_unmeasured(stub
     stub.responder = lambda request: StubReply(status=401)
     with pytest.raises(EvretError, match="HTTP 401"):
         create_evaluator("llm-score", **provider_options(stub)).evaluate(RECORDS)
+
+
+def test_score_cli_lists_unmeasured_records(stub: StubLLMServer, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    stub.responder = lambda request: "{not json" if "turtles" in first_prompt(request) else grade_by_content(request)
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    argv = ["score", "--evaluator", "llm-score", str(records)]
+    for key, value in provider_options(stub).items():
+        argv += ["--option", f"{key}={value}"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "mean 1.0000 over 2 records (1 unmeasured, left out of the mean)" in captured.out
+    assert "unmeasured: record 2: no usable answer after 3 tries" in captured.err

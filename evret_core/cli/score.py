@@ -84,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         mean = results.mean
         shown = "n/a" if mean is None else f"{mean:.4f}"
-        print(f"{args.evaluator}: mean {shown} over {len(records)} records")
+        missing = len(getattr(results, "unmeasured", []) or [])
+        note = f" ({missing} unmeasured, left out of the mean)" if missing else ""
+        print(f"{args.evaluator}: mean {shown} over {len(records)} records{note}")
     unmeasured = [row for row in rows if row.get("score") is None and "error" in row]
     for row in unmeasured:
         print(f"unmeasured: record {row['record']}: {row['error']}", file=sys.stderr)
