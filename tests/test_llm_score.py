@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -61,10 +62,13 @@ def test_builtin_rag_relevance_template_shows_question_context_and_answer(stub: 
     create_evaluator("llm-score", template="rag-relevance", **provider_options(stub)).evaluate(RECORDS[:1])
     (request,) = stub.requests
     prompt = first_prompt(request)
-    assert "Question:\nWhat is the capital of France?" in prompt
-    assert "Retrieved context:\n[1] Paris is the capital and largest city of France." in prompt
-    assert "Answer:\nParis is the capital of France." in prompt
+    nonce = re.search(r"<input-(\w+)>", prompt).group(1)  # type: ignore[union-attr]
+    assert f"Question:\n<input-{nonce}>\nWhat is the capital of France?\n</input-{nonce}>" in prompt
+    assert (f"Retrieved context:\n<context-{nonce}>\n[1] Paris is the capital and largest city of France.\n"
+            f"</context-{nonce}>") in prompt
+    assert f"Answer:\n<output-{nonce}>\nParis is the capital of France.\n</output-{nonce}>" in prompt
     assert '"score"' in request.system and '"reasoning"' in request.system
+    assert f"tags carrying the code {nonce}" in request.system
 
 
 def test_malformed_answers_are_sent_back_with_the_parse_error(stub: StubLLMServer) -> None:

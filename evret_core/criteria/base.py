@@ -15,7 +15,9 @@ from evret_core.evaluators.llm_support import (
     DEFAULT_MAX_TRIES,
     Completer,
     Outcome,
+    fence,
     format_field,
+    new_nonce,
     resolve_provider,
     run_all,
     structured_call,
@@ -98,6 +100,8 @@ class CriteriaJudge:
         self.temperature = float(temperature)
         self.sampling_temperature = float(sampling_temperature)
         self.max_tries = max_tries
+        # The fence code of the prompts; evaluate() draws a fresh one per run.
+        self.nonce = new_nonce()
 
     # -- helpers for subclasses ------------------------------------------------------------------------------
     @property
@@ -136,11 +140,14 @@ class CriteriaJudge:
                             f"record {i + 1}: criterion {criterion.name!r} reads field {name!r}, and the record "
                             f"has no such field (fields: {', '.join(sorted(record)) or 'none'})")
 
-    @staticmethod
-    def context_block(record: Mapping[str, Any], criterion: Criteria) -> str:
+    def fenced(self, name: str, value: Any) -> str:
+        """A record value as prompt text, fenced as data with this run's code."""
+        return fence(name, format_field(value), self.nonce)
+
+    def context_block(self, record: Mapping[str, Any], criterion: Criteria) -> str:
         if not criterion.context_fields:
             return ""
-        parts = [f"[{name}]\n{format_field(record[name])}" for name in criterion.context_fields]
+        parts = [f"[{name}]\n{self.fenced(name, record[name])}" for name in criterion.context_fields]
         return "Context:\n" + "\n\n".join(parts) + "\n\n"
 
     def usage(self) -> dict[str, int]:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, majority_vote
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import AnswerError, Outcome, format_field, parse_json_object
+from evret_core.evaluators.llm_support import AnswerError, Outcome, fence_notice, new_nonce, parse_json_object
 from evret_core.llm import ChatMessage, LLMProvider
 
 SYSTEM_PROMPT = (
@@ -195,14 +195,14 @@ class DirectJudge(CriteriaJudge):
         user = (
             f"{self.context_block(record, criterion)}"
             f"Response to evaluate [{criterion.to_evaluate_field}]:\n"
-            f"{format_field(record[criterion.to_evaluate_field])}\n\n"
+            f"{self.fenced(criterion.to_evaluate_field, record[criterion.to_evaluate_field])}\n\n"
             f"Criterion: {criterion.name}\n"
             + (f"{criterion.description}\n" if criterion.description != criterion.name else "")
             + f"\nOptions:\n{listed}\n\n"
             "Reason step by step about how well the response meets the criterion, then choose the one option "
             f"that describes it best.{feedback}\nAnswer with the JSON object {{{fields}}}."
         )
-        return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
+        return [ChatMessage("system", SYSTEM_PROMPT + fence_notice(self.nonce)), ChatMessage("user", user)]
 
     def parser(self, criterion: Criteria) -> Callable[[str], DirectAnswer]:
         best = set(criterion.best_options())
@@ -296,6 +296,7 @@ class DirectJudge(CriteriaJudge):
         if chosen is None:
             raise EvretError("judge 'direct': no criteria given; pass criteria=... to the judge or to evaluate()")
         records = list(records)
+        self.nonce = new_nonce()
         if isinstance(chosen, MultiCriteria):
             return self._evaluate_multi(records, chosen)
         self.check_fields(records, [chosen])

@@ -12,7 +12,15 @@ from pydantic import BaseModel, Field, ValidationError
 from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, majority_vote
 from evret_core.criteria.types import Criteria
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import AnswerError, Outcome, format_field, parse_json_object
+from evret_core.evaluators.llm_support import (
+    AnswerError,
+    Outcome,
+    fence,
+    fence_notice,
+    format_field,
+    new_nonce,
+    parse_json_object,
+)
 from evret_core.llm import ChatMessage, LLMProvider
 
 SYSTEM_PROMPT = (
@@ -135,7 +143,8 @@ class PairwiseJudge(CriteriaJudge):
 
     def messages(self, record: Mapping[str, Any], criterion: Criteria, shown: Sequence[str]) -> list[ChatMessage]:
         """The prompt: responses numbered 1..n in the order of ``shown`` texts."""
-        blocks = "\n\n".join(f"Response {i + 1}:\n{text}" for i, text in enumerate(shown))
+        blocks = "\n\n".join(f"Response {i + 1}:\n{fence(f'response_{i + 1}', text, self.nonce)}"
+                               for i, text in enumerate(shown))
         pairs = ", ".join(f"[{a + 1}, {b + 1}]" for a, b in combinations(range(len(shown)), 2))
         user = (
             f"{self.context_block(record, criterion)}"
@@ -148,7 +157,7 @@ class PairwiseJudge(CriteriaJudge):
             '{"comparisons": [{"responses": [<a>, <b>], "explanation": "<reasoning>", "winner": <a or b>}, ...]} '
             "with exactly one entry per pair."
         )
-        return [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", user)]
+        return [ChatMessage("system", SYSTEM_PROMPT + fence_notice(self.nonce)), ChatMessage("user", user)]
 
     @staticmethod
     def parser(n: int) -> Callable[[str], dict[tuple[int, int], tuple[int, str]]]:
@@ -267,6 +276,7 @@ class PairwiseJudge(CriteriaJudge):
         if criterion is None:
             raise EvretError("judge 'pairwise': no criteria given; pass criteria=... to the judge or to evaluate()")
         records = list(records)
+        self.nonce = new_nonce()
         self.check_fields(records, [criterion])
         for i, record in enumerate(records):
             _responses(record, criterion.to_evaluate_field, i)

@@ -13,7 +13,10 @@ from evret_core.evaluators.llm_support import (
     AnswerError,
     Completer,
     Outcome,
+    fence,
+    fence_notice,
     format_field,
+    new_nonce,
     parse_json_object,
     resolve_provider,
     run_all,
@@ -134,18 +137,22 @@ class LLMScoreEvaluator(OutputEvaluator):
                 raise EvretError(f"record {i + 1}: the llm-score template reads {names}, and the record has no "
                                  f"such field (fields: {', '.join(sorted(record)) or 'none'})")
 
-    def render(self, record: Mapping[str, Any]) -> str:
-        return self.template.format_map({f: format_field(record[f]) for f in self.fields})
+    def render(self, record: Mapping[str, Any], nonce: str) -> str:
+        """The user message: the template with each field's text fenced as data."""
+        return self.template.format_map({f: fence(f, format_field(record[f]), nonce) for f in self.fields})
 
-    async def _score_one(self, record: Mapping[str, Any]) -> Outcome[tuple[int, str]]:
-        messages = [ChatMessage("system", SYSTEM_PROMPT), ChatMessage("user", self.render(record))]
+    async def _score_one(self, record: Mapping[str, Any], nonce: str) -> Outcome[tuple[int, str]]:
+        messages = [ChatMessage("system", SYSTEM_PROMPT + fence_notice(nonce)),
+                    ChatMessage("user", self.render(record, nonce))]
         return await structured_call(self.completer.complete, messages, parse_score,
                                      temperature=self.temperature, max_tries=self.max_tries)
 
     def score_records(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float | None], list[dict[str, Any]]]:
+        nonce = new_nonce()  # one code per run; a record's text cannot know it
+
         async def run() -> list[Outcome[tuple[int, str]]]:
             try:
-                return list(await asyncio.gather(*(self._score_one(r) for r in records)))
+                return list(await asyncio.gather(*(self._score_one(r, nonce) for r in records)))
             finally:
                 if self._owns_provider:
                     await self.provider.aclose()
