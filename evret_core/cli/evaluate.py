@@ -110,9 +110,9 @@ def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from evret_core.evaluators.retrieval import Evaluator
     from evret_core.models import EvaluationDataset
+    from evret_core.progress import terminal_progress
     from evret_core.registry import create_judge
     from evret_core.report.terminal import print_scores
-    from evret_core.progress import terminal_progress
 
     settings = _settings(args)
     dataset = EvaluationDataset.load(settings["dataset"])
