@@ -15,6 +15,13 @@ from evret_core.cli import main
 from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, StubRequest
 
 
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own answer cache: answers from another test must never be reused."""
+    monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
 @pytest.fixture
 def stub() -> Iterator[StubLLMServer]:
     with StubLLMServer() as server:
@@ -166,3 +173,23 @@ def test_score_cli_lists_unmeasured_records(stub: StubLLMServer, tmp_path: Path,
     captured = capsys.readouterr()
     assert "mean 1.0000 over 2 records (1 unmeasured, left out of the mean)" in captured.out
     assert "unmeasured: record 2: no usable answer after 3 tries" in captured.err
+
+
+def test_answers_are_cached_so_a_rerun_pays_only_for_what_is_missing(stub: StubLLMServer, private_cache: Path) -> None:
+    stub.responder = lambda request: "{not json" if "turtles" in first_prompt(request) else grade_by_content(request)
+    first = create_evaluator("llm-score", **provider_options(stub)).evaluate(RECORDS)
+    assert first.scores == [1.0, None]
+    assert len(stub.requests) == 1 + 3
+    assert (private_cache / "judgments.sqlite3").exists()
+
+    stub.reset()
+    stub.responder = grade_by_content
+    second = create_evaluator("llm-score", **provider_options(stub)).evaluate(RECORDS)
+    assert second.scores == [1.0, 0.25]
+    assert [first_prompt(r).count("turtles") for r in stub.requests] == [1]  # only the unmeasured record again
+    assert second.stats["llm"]["cache_hits"] == 1
+    assert second.details[0]["tries"] == 0
+
+    stub.reset()
+    third = create_evaluator("llm-score", cache=False, **provider_options(stub)).evaluate(RECORDS)
+    assert third.scores == [1.0, 0.25] and len(stub.requests) == 2

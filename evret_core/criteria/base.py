@@ -81,6 +81,7 @@ class CriteriaJudge:
         max_tries: int = DEFAULT_MAX_TRIES,
         max_concurrency: int = 8,
         requests_per_minute: float | None = None,
+        cache: Any = None,
     ) -> None:
         owner = f"judge {self.kind!r}"
         if isinstance(self_consistency, bool) or not isinstance(self_consistency, int) or self_consistency < 1:
@@ -94,7 +95,7 @@ class CriteriaJudge:
         self._owns_provider = not isinstance(provider, LLMProvider)
         self.provider = resolve_provider(provider, model, base_url, api_key, provider_options, owner=owner)
         self.completer = Completer(self.provider, max_concurrency=max_concurrency,
-                                   requests_per_minute=requests_per_minute)
+                                   requests_per_minute=requests_per_minute, cache=cache, judge=self.kind)
         self.check_positional_bias = bool(check_positional_bias)
         self.self_consistency = self_consistency
         self.temperature = float(temperature)
@@ -108,12 +109,14 @@ class CriteriaJudge:
     def sample_temperature(self) -> float:
         return self.sampling_temperature if self.self_consistency > 1 else self.temperature
 
-    async def sample(self, messages: Sequence[ChatMessage], parse: Callable[[str], T]) -> list[Outcome[T]]:
-        """``self_consistency`` structured calls of the same messages."""
+    async def sample(self, messages: Sequence[ChatMessage], parse: Callable[[str], T],
+                     payload: Mapping[str, Any]) -> list[Outcome[T]]:
+        """``self_consistency`` structured calls of the same messages; ``payload`` (the un-fenced inputs) keys
+        each sample's answer in the cache."""
         return list(await asyncio.gather(*(
-            structured_call(self.completer.complete, messages, parse,
-                            temperature=self.sample_temperature, max_tries=self.max_tries)
-            for _ in range(self.self_consistency)
+            structured_call(self.completer, messages, parse, temperature=self.sample_temperature,
+                            max_tries=self.max_tries, cache_payload={**payload, "sample": i})
+            for i in range(self.self_consistency)
         )))
 
     def run(self, coros: Sequence[Any]) -> list[Any]:

@@ -162,10 +162,11 @@ class DirectJudge(CriteriaJudge):
         max_tries: int = 3,
         max_concurrency: int = 8,
         requests_per_minute: float | None = None,
+        cache: Any = None,
     ) -> None:
         super().__init__(None, provider, model, base_url, api_key, provider_options, check_positional_bias,
                          self_consistency, temperature, sampling_temperature, max_tries, max_concurrency,
-                         requests_per_minute)
+                         requests_per_minute, cache)
         self.criteria = None if criteria is None else self._coerce(criteria)
         self.generate_feedback = bool(generate_feedback)
 
@@ -250,9 +251,12 @@ class DirectJudge(CriteriaJudge):
 
     async def judge_one(self, record: Mapping[str, Any], criterion: Criteria) -> DirectInstanceResult:
         parse = self.parser(criterion)
-        runs = [self.sample(self.messages(record, criterion), parse)]
+        payload = {"criterion": criterion.model_dump(), "feedback": self.generate_feedback,
+                   "fields": {f: record[f] for f in [criterion.to_evaluate_field, *criterion.context_fields]}}
+        runs = [self.sample(self.messages(record, criterion), parse, {**payload, "reverse": False})]
         if self.check_positional_bias:
-            runs.append(self.sample(self.messages(record, criterion, reverse=True), parse))
+            runs.append(self.sample(self.messages(record, criterion, reverse=True), parse,
+                                    {**payload, "reverse": True}))
         outcomes = await asyncio.gather(*runs)
         answer, error, consistency = self._combine(outcomes[0])
         tries = sum(o.tries for o in outcomes[0])

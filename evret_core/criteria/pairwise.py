@@ -129,10 +129,11 @@ class PairwiseJudge(CriteriaJudge):
         max_tries: int = 3,
         max_concurrency: int = 8,
         requests_per_minute: float | None = None,
+        cache: Any = None,
     ) -> None:
         super().__init__(None, provider, model, base_url, api_key, provider_options, check_positional_bias,
                          self_consistency, temperature, sampling_temperature, max_tries, max_concurrency,
-                         requests_per_minute)
+                         requests_per_minute, cache)
         self.criteria = None if criteria is None else self._coerce(criteria)
 
     @staticmethod
@@ -194,7 +195,10 @@ class PairwiseJudge(CriteriaJudge):
     async def _run_order(self, record: Mapping[str, Any], criterion: Criteria, keys: list[str],
                          texts: list[str], order: list[int]) -> list[Outcome[dict[tuple[str, str], tuple[str, str]]]]:
         """Judge with responses shown in ``order``; verdicts come back keyed by response keys, pairs in key order."""
-        raw = await self.sample(self.messages(record, criterion, [texts[i] for i in order]), self.parser(len(keys)))
+        shown = [texts[i] for i in order]
+        payload = {"criterion": criterion.model_dump(), "shown": shown,
+                   "context": {f: record[f] for f in criterion.context_fields}}
+        raw = await self.sample(self.messages(record, criterion, shown), self.parser(len(keys)), payload)
         rank = {k: i for i, k in enumerate(keys)}
         mapped: list[Outcome[dict[tuple[str, str], tuple[str, str]]]] = []
         for outcome in raw:

@@ -90,7 +90,8 @@ class LLMScoreEvaluator(OutputEvaluator):
 
     ``template`` is a built-in name (``rag-relevance``) or a ``str.format`` template over the record's fields;
     every placeholder must exist in every record, checked before any call. A malformed answer is sent back with
-    the parse error, up to ``max_tries`` answers; then the record is unmeasured and reported.
+    the parse error, up to ``max_tries`` answers; then the record is unmeasured and reported. Usable answers go
+    to the persistent judgment cache (``cache=``, as for the ``llm`` judge) as they arrive.
     """
 
     name = "llm-score"
@@ -108,6 +109,7 @@ class LLMScoreEvaluator(OutputEvaluator):
         temperature: float = 0.0,
         max_concurrency: int = 8,
         requests_per_minute: float | None = None,
+        cache: Any = None,
     ) -> None:
         if not isinstance(template, str) or not template.strip():
             raise EvretError("evaluator 'llm-score': option 'template' must be a template string or a built-in "
@@ -124,7 +126,7 @@ class LLMScoreEvaluator(OutputEvaluator):
         self.provider = resolve_provider(provider, model, base_url, api_key, provider_options,
                                          owner="evaluator 'llm-score'")
         self.completer = Completer(self.provider, max_concurrency=max_concurrency,
-                                   requests_per_minute=requests_per_minute)
+                                   requests_per_minute=requests_per_minute, cache=cache, judge=self.name)
         self.max_tries = max_tries
         self.temperature = float(temperature)
 
@@ -144,8 +146,9 @@ class LLMScoreEvaluator(OutputEvaluator):
     async def _score_one(self, record: Mapping[str, Any], nonce: str) -> Outcome[tuple[int, str]]:
         messages = [ChatMessage("system", SYSTEM_PROMPT + fence_notice(nonce)),
                     ChatMessage("user", self.render(record, nonce))]
-        return await structured_call(self.completer.complete, messages, parse_score,
-                                     temperature=self.temperature, max_tries=self.max_tries)
+        payload = {"system": SYSTEM_PROMPT, "template": self.template, "fields": {f: record[f] for f in self.fields}}
+        return await structured_call(self.completer, messages, parse_score, temperature=self.temperature,
+                                     max_tries=self.max_tries, cache_payload=payload)
 
     def score_records(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float | None], list[dict[str, Any]]]:
         nonce = new_nonce()  # one code per run; a record's text cannot know it

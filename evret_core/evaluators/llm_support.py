@@ -8,6 +8,7 @@ After that the item is *unmeasured*: reported with the last error, never replace
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import secrets
@@ -21,6 +22,8 @@ from evret_core.llm import ChatMessage, LLMCallError, LLMClient, LLMProvider, LL
 T = TypeVar("T")
 
 DEFAULT_MAX_TRIES = 3
+# Part of every cache key: bump it when a prompt changes, so old answers are not reused for new questions.
+PROMPT_VERSION = 1
 # Statuses that no retry and no other item can get past (bad key, no access, unknown model).
 FATAL_STATUSES = frozenset({401, 403, 404})
 
@@ -53,18 +56,45 @@ def resolve_provider(
 
 class Completer:
     """Evret's :class:`~evret_core.llm.LLMClient` (bounded concurrency, optional requests-per-minute limit,
-    retries of transient failures with backoff and Retry-After, usage) seen as ``complete(messages, temperature)``.
+    retries of transient failures with backoff and Retry-After, usage) seen as ``complete(messages, temperature)``,
+    plus the persistent answer cache (``cache=`` as for the LLM judge: None/True default file, False off, a path).
     """
 
     def __init__(self, provider: LLMProvider, max_concurrency: int = 8,
-                 requests_per_minute: float | None = None) -> None:
+                 requests_per_minute: float | None = None, cache: Any = None, judge: str = "llm") -> None:
+        from evret_core.cache import resolve_cache
+
         self.client = LLMClient(provider, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute)
+        self.cache = resolve_cache(cache)
+        self.judge = judge
+        self.cache_hits = 0
 
     async def complete(self, messages: Sequence[ChatMessage], temperature: float) -> LLMResponse:
         return await self.client.complete(messages, temperature=temperature)
 
-    def usage(self) -> dict[str, int]:
-        return self.client.usage.to_dict()
+    def key(self, temperature: float, payload: Any) -> str:
+        """Cache key over everything that changes an answer except the random fence code: the judge, provider
+        settings, temperature, prompt version and the un-fenced inputs in ``payload``."""
+        data = {"judge": self.judge, "provider": self.client.provider.config(), "temperature": float(temperature),
+                "prompt_version": PROMPT_VERSION, "payload": payload}
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def cached(self, key: str) -> str | None:
+        if self.cache is None:
+            return None
+        row = self.cache.get_many([key]).get(key)
+        return None if row is None else str(row["answer"])
+
+    def store(self, key: str, response: LLMResponse) -> None:
+        if self.cache is not None:
+            provider = self.client.provider
+            self.cache.put(key, response.text, judge=self.judge, provider=provider.name, model=provider.model,
+                           input_tokens=response.input_tokens, output_tokens=response.output_tokens)
+
+    def usage(self) -> dict[str, Any]:
+        return {**self.client.usage.to_dict(), "cache_hits": self.cache_hits,
+                "cache": None if self.cache is None else str(self.cache.path)}
 
 
 @dataclass
@@ -82,33 +112,49 @@ class Outcome(Generic[T]):
 
 
 async def structured_call(
-    complete: Callable[[Sequence[ChatMessage], float], Awaitable[LLMResponse]],
+    completer: Completer,
     messages: Sequence[ChatMessage],
     parse: Callable[[str], T],
     *,
     temperature: float = 0.0,
     max_tries: int = DEFAULT_MAX_TRIES,
+    cache_payload: Any = None,
 ) -> Outcome[T]:
     """Ask, parse, and on :class:`AnswerError` send the answer back with the error, up to ``max_tries`` answers.
 
     A call that fails after the client's own retries (:class:`LLMCallError`) ends the item as unmeasured too,
     except authentication, permission and unknown-model errors, which raise :class:`EvretError` for the whole run.
     """
+    key = completer.key(temperature, cache_payload) if cache_payload is not None else None
+    if key is not None:
+        hit = completer.cached(key)
+        if hit is not None:
+            try:
+                value = parse(hit)
+            except AnswerError:
+                pass  # an answer this version no longer accepts: ask again
+            else:
+                completer.cache_hits += 1
+                return Outcome(value, 0, None, [hit])
     conversation = list(messages)
     answers: list[str] = []
     last_error = "no answer"
     for tries in range(1, max_tries + 1):
         try:
-            response = await complete(conversation, temperature)
+            response = await completer.complete(conversation, temperature)
         except LLMCallError as exc:
             if exc.status in FATAL_STATUSES:  # a bad key or model fails every item alike: stop, don't pay on
                 raise EvretError(f"LLM call failed, stopping: {exc}") from None
             return Outcome(None, tries, f"LLM call failed: {exc}", answers)
         answers.append(response.text)
         try:
-            return Outcome(parse(response.text), tries, None, answers)
+            value = parse(response.text)
         except AnswerError as exc:
             last_error = str(exc)
+        else:
+            if key is not None:  # committed at once: a killed run keeps every usable answer it paid for
+                completer.store(key, response)
+            return Outcome(value, tries, None, answers)
         conversation += [
             ChatMessage("assistant", response.text),
             ChatMessage("user", f"Your answer could not be used: {last_error}\n"
