@@ -472,3 +472,19 @@ def test_self_consistency_samples_are_cached_one_by_one(stub: StubLLMServer) -> 
     stub.reset()
     DirectJudge(POLITE, self_consistency=5, generate_feedback=True, **llm(stub)).evaluate(RECORDS[:1])
     assert len(stub.requests) == 5  # another prompt (feedback asked) is another question
+
+
+def test_score_cli_with_pairwise_judge(stub: StubLLMServer, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    stub.responder = compare(by_quality)
+    records = tmp_path / "pairs.jsonl"
+    records.write_text("".join(json.dumps(r) + "\n" for r in PAIR_RECORDS), encoding="utf-8")
+    out = tmp_path / "ranks.jsonl"
+    argv = ["score", "--evaluator", "pairwise", "--option", f"criteria={HELPFUL}", str(records), "--output", str(out)]
+    for key, value in llm(stub).items():
+        argv += ["--option", f"{key}={value}"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1:] == ["  alpha: win rate 0.7500", "  beta: win rate 0.7500", "  gamma: win rate 0.0000"]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["ranking"] for r in rows] == [["beta", "alpha", "gamma"], ["alpha", "beta", "gamma"]]
