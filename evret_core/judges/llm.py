@@ -149,6 +149,7 @@ class LLMJudge(Judge):
             self._factory_options = {"model": model, "api_key": api_key, "base_url": base_url, "timeout": timeout}
             self.model = model or self._default_model()
         self._client: LLMClient | None = None
+        self._active = 0
         self.cache = resolve_cache(cache)
         self.reset_stats()
 
@@ -285,17 +286,23 @@ class LLMJudge(Judge):
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:  # type: ignore[override]
         """Judge every context concurrently; works inside a running event loop too (Jupyter, async apps)."""
 
-        async def run() -> list[bool | None]:
-            try:
-                return await self.abatch_judge(contexts)
-            finally:
-                await self.aclose()
-
-        return run_sync(run())
+        return run_sync(self.abatch_judge(contexts))
 
     async def abatch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         """Judge every context: cached answers first, then one bounded, retried call per remaining distinct
-        judgment, each answer cached as soon as it arrives. None marks a judgment that could not be made."""
+        judgment, each answer cached as soon as it arrives. None marks a judgment that could not be made.
+
+        The provider's connections are closed when the last concurrent batch ends, so that no SDK client outlives
+        the event loop it was made in (``asyncio.run`` per call, Jupyter cells, ``run_sync``)."""
+        self._active += 1
+        try:
+            return await self._abatch_judge(contexts)
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                await self.aclose()
+
+    async def _abatch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         import asyncio
 
         _ = self.provider  # fixes self.model before any cache key is made
