@@ -30,7 +30,6 @@ def main() -> None:
     args = parser.parse_args()
     import bm25s
     import Stemmer
-
     from evret_bm25.retriever import BM25Retriever, load_corpus
 
     corpus = load_corpus(SCIFACT / "corpus.jsonl")
