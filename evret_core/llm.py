@@ -237,7 +237,7 @@ class LLMClient:
         never less than Retry-After asked."""
         import random
 
-        window = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1)))
+        window = min(self.backoff_max, self.backoff_base * (2.0 ** (attempt - 1)))
         delay = window * (0.5 + random.random() / 2)
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_retry_after) + random.random() * 0.1)
