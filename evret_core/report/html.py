@@ -47,6 +47,7 @@ table{border-collapse:collapse;margin:6px 0}
 th,td{border-bottom:1px solid var(--line);padding:4px 10px;text-align:left;vertical-align:top}
 th{background:#f3f4f6;font-weight:600}
 td.num{font-variant-numeric:tabular-nums;white-space:nowrap}
+td.nowrap{white-space:nowrap}
 .sig{font-weight:700;color:var(--good)}
 .sig.neg{color:var(--bad)}
 .muted{color:var(--muted)}
@@ -248,7 +249,7 @@ def _comparison_section(data: ReportData) -> str:
         cls = ' class="num sig' + (' neg"' if p.delta < 0 else '"') if p.significant else ' class="num"'
         gained = ", ".join(f"{g['query_id']} ({g['delta']:+.3f})" for g in p.gained[:3])
         lost = ", ".join(f"{g['query_id']} ({g['delta']:+.3f})" for g in p.lost[:3])
-        rows.append(f"<tr><td>{e(p.metric)}</td><td>{e(p.b)} vs {e(p.a)}</td><td{cls}>{p.delta:+.4f}</td>"
+        rows.append(f"<tr><td>{e(p.metric)}</td><td class='nowrap'>{e(p.b)} vs {e(p.a)}</td><td{cls}>{p.delta:+.4f}</td>"
                     f'<td class="num">{p.p_value:.4g}</td><td class="num">{p.p_adjusted:.4g}</td>'
                     f'<td class="num">{p.effect_size:+.2f}</td><td>{e(gained)}</td><td>{e(lost)}</td></tr>')
     warnings = "".join(f"<p><strong>Warning:</strong> {e(w)}</p>" for w in c.warnings)

@@ -48,6 +48,11 @@ def print_slices(results: EvaluationResults, file: TextIO | None = None, max_val
             print(f"{value.ljust(label_width)}  {sl.n:>5}  {cells}".rstrip() + flag, file=out)
 
 
+def format_p(p: float) -> str:
+    """A p-value in at most 8 characters: ``0.0312``, or ``2.1e-06`` when tiny."""
+    return f"{p:.1e}" if 0 < p < 1e-4 else f"{p:.4f}"
+
+
 def print_comparison(
     comparison: Comparison,
     scores: dict[str, dict[str, float]],
@@ -59,10 +64,10 @@ def print_comparison(
     runs = comparison.runs
     width = max([len(m) for m in comparison.metrics] + [6])
     cell = 21
-    print(f"{'metric'.ljust(width)}  " + "  ".join(r[:cell].ljust(cell) for r in runs), file=out)
+    print((f"{'metric'.ljust(width)}  " + "  ".join(r[:cell].ljust(cell) for r in runs)).rstrip(), file=out)
     for metric in comparison.metrics:
         cells = [format_interval(scores[r][metric], intervals.get(r, {}).get(metric)).ljust(cell) for r in runs]
-        print(f"{metric.ljust(width)}  " + "  ".join(cells), file=out)
+        print((f"{metric.ljust(width)}  " + "  ".join(cells)).rstrip(), file=out)
     print(f"\n{comparison.test} test, Holm-Bonferroni over {len(comparison.pairs)} comparisons, "
           f"{len(comparison.query_ids)} queries; * = p_adjusted < {comparison.alpha:g}", file=out)
     pair_width = max([len(f"{p.b} vs {p.a}") for p in comparison.pairs] + [4])
@@ -71,6 +76,6 @@ def print_comparison(
     for p in comparison.pairs:
         mark = " *" if p.significant else ""
         print(f"{p.metric.ljust(width)}  {f'{p.b} vs {p.a}'.ljust(pair_width)}  {p.delta:+8.4f}  "
-              f"{p.p_value:8.4f}  {p.p_adjusted:8.4f}  {p.effect_size:+6.2f}{mark}", file=out)
+              f"{format_p(p.p_value):>8}  {format_p(p.p_adjusted):>8}  {p.effect_size:+6.2f}{mark}", file=out)
     for warning in comparison.warnings:
         print(f"WARNING: {warning}", file=out)
