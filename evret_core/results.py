@@ -112,9 +112,10 @@ class EvaluationResults(BaseModel):
     metrics: list[str]
     intervals: dict[str, list[float]] = Field(default_factory=dict)
     confidence_level: float | None = None
-    per_query: dict[str, QueryResult]
     slices: dict[str, dict[str, SliceResult]] = Field(default_factory=dict)
     manifest: Manifest | None = None
+    # the bulk comes last so the summary fields head the JSON file
+    per_query: dict[str, QueryResult]
     config: dict[str, Any] = Field(default_factory=dict)
     stats: dict[str, Any] = Field(default_factory=dict)
 

@@ -94,14 +94,16 @@ def t_cdf(t: float, df: float) -> float:
 
 
 # -- intervals ---------------------------------------------------------------------------------------------------
-def _check_level(level: float) -> float:
+def check_confidence_level(level: float) -> float:
+    """``level`` as a float, or an EvretError naming the option when it is not strictly between 0 and 1."""
     level = float(level)
     if not 0.0 < level < 1.0:
         raise EvretError(f"confidence_level must be between 0 and 1 (e.g. 0.95), got {level}")
     return level
 
 
-def _check_resamples(n_resamples: int, option: str = "n_resamples") -> int:
+def check_resamples(n_resamples: int, option: str = "n_resamples") -> int:
+    """``n_resamples`` as an int, or an EvretError naming the option when it is not positive."""
     if int(n_resamples) < 1:
         raise EvretError(f"{option} must be a positive integer, got {n_resamples}")
     return int(n_resamples)
@@ -109,9 +111,9 @@ def _check_resamples(n_resamples: int, option: str = "n_resamples") -> int:
 
 def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``n_resamples`` bootstrap resamples of the rows of ``matrix`` (n x m) -> (n_resamples x m)."""
-    n = matrix.shape[0]
-    out = np.empty((n_resamples, matrix.shape[1]), dtype=np.float64)
-    rows = max(1, _CHUNK_CELLS // max(n, 1))
+    n, m = matrix.shape
+    out = np.empty((n_resamples, m), dtype=np.float64)
+    rows = max(1, _CHUNK_CELLS // max(n * m, 1))
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
         index = rng.integers(0, n, size=(stop - start, n))
@@ -131,8 +133,8 @@ def bootstrap_intervals(
     Queries are resampled with replacement (the same resamples for every metric); ``seed`` makes it repeatable.
     With fewer than two queries the interval is the mean itself.
     """
-    level = _check_level(confidence_level)
-    n_resamples = _check_resamples(n_resamples)
+    level = check_confidence_level(confidence_level)
+    n_resamples = check_resamples(n_resamples)
     names = list(scores)
     if not names:
         return {}
@@ -202,7 +204,7 @@ def paired_randomization_test(
     ``(hits + 1) / (n_resamples + 1)``, so the p-value is never 0.
     """
     d = _paired(a, b)
-    n_resamples = _check_resamples(n_resamples)
+    n_resamples = check_resamples(n_resamples)
     n = d.size
     observed = abs(d.mean())
     tolerance = 1e-12 * max(1.0, float(np.abs(d).max()))
@@ -232,7 +234,7 @@ def paired_bootstrap_test(
     observed mean difference; ``(hits + 1) / (n_resamples + 1)``.
     """
     d = _paired(a, b)
-    n_resamples = _check_resamples(n_resamples)
+    n_resamples = check_resamples(n_resamples)
     observed = abs(d.mean())
     centred = (d - d.mean())[:, None]
     means = _resampled_means(centred, n_resamples, np.random.default_rng(seed))[:, 0]

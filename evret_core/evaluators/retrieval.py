@@ -98,10 +98,10 @@ class Evaluator:
         self.fail_on_unmeasured = fail_on_unmeasured
         self.progress = progress
         self.batch_size = max(1, int(batch_size))
-        from evret_core.stats import _check_level, _check_resamples
+        from evret_core.stats import check_confidence_level, check_resamples
 
-        self.confidence_level = _check_level(confidence_level)
-        self.n_resamples = _check_resamples(n_resamples)
+        self.confidence_level = check_confidence_level(confidence_level)
+        self.n_resamples = check_resamples(n_resamples)
         self.seed = int(seed)
         self.min_slice_size = int(min_slice_size)
 
