@@ -32,18 +32,27 @@ def print_scores(results: EvaluationResults, title: str | None = None, file: Tex
 
 
 def print_slices(results: EvaluationResults, file: TextIO | None = None, max_values: int = 20) -> None:
-    """One table per tag: N and each metric with its interval per tag value; small slices marked ``(small)``."""
+    """One table per tag: N and each metric per tag value, small slices marked ``(small)``.
+
+    With up to 3 metrics each mean has its interval; with more, only means fit a terminal line (the intervals are
+    in the results JSON and in ``evret report``).
+    """
     out = file or sys.stdout
+    with_ci = len(results.metrics) <= 3
+    cell = 21 if with_ci else max([len(m) for m in results.metrics] + [5])
     for tag, values in results.slices.items():
-        print(f"\nslices by {tag}:", file=out)
+        note = "" if with_ci else " (means; intervals in the results JSON and evret report)"
+        print(f"\nslices by {tag}{note}:", file=out)
         label_width = max([len(v) for v in values] + [5])
-        header = f"{'value'.ljust(label_width)}  {'N':>5}  " + "  ".join(m.ljust(21) for m in results.metrics)
+        header = f"{'value'.ljust(label_width)}  {'N':>5}  " + "  ".join(m.ljust(cell) for m in results.metrics)
         print(header.rstrip(), file=out)
         for shown, (value, sl) in enumerate(values.items()):
             if shown == max_values:
                 print(f"... {len(values) - max_values} more values", file=out)
                 break
-            cells = "  ".join(format_interval(sl.scores[m], sl.intervals.get(m)).ljust(21) for m in results.metrics)
+            cells = "  ".join(
+                (format_interval(sl.scores[m], sl.intervals.get(m)) if with_ci else f"{sl.scores[m]:.3f}").ljust(cell)
+                for m in results.metrics)
             flag = "  (small)" if sl.small else ""
             print(f"{value.ljust(label_width)}  {sl.n:>5}  {cells}".rstrip() + flag, file=out)
 
