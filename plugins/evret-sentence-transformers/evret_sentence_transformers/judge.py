@@ -42,6 +42,7 @@ class SemanticJudge(Judge):
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
                                what="semantic judge: model")
         self.table = EmbeddingTable()
+        self._seen: set[str] = set()  # distinct texts judged since the last reset_stats()
 
     @property
     def model(self) -> str:
@@ -52,6 +53,8 @@ class SemanticJudge(Judge):
         expected = [c.expected_text for c in contexts]
         retrieved = [c.retrieved_text for c in contexts]
         self.table.ensure(expected + retrieved, self.encoder)
+        self._seen.update(expected)
+        self._seen.update(retrieved)
         return paired_cosines(self.table.matrix, self.table.rows(expected), self.table.rows(retrieved))
 
     def judge(self, context: JudgmentContext) -> bool:
@@ -65,6 +68,11 @@ class SemanticJudge(Judge):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.model, "threshold": self.threshold}
 
+    def reset_stats(self) -> None:
+        """Start counting afresh (the evaluator calls this per run); embeddings already made are kept."""
+        self.encoder.reset_stats()
+        self._seen.clear()
+
     def stats(self) -> dict[str, Any]:
-        """What the judge encoded: ends up in the results' ``stats["judge"]``."""
-        return {**self.encoder.stats(), "distinct_texts": len(self.table)}
+        """Since the last reset: texts encoded, read from the cache, and distinct texts judged (``stats["judge"]``)."""
+        return {**self.encoder.stats(), "distinct_texts": len(self._seen)}

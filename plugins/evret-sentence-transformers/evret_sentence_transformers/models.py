@@ -40,12 +40,9 @@ def _truthy(value: str | None) -> bool:
 
 def cache_dir() -> Path:
     """Where Evret keeps caches: ``$EVRET_CACHE_DIR``, else the user cache folder (``~/.cache/evret``)."""
-    configured = os.environ.get("EVRET_CACHE_DIR")
-    if configured:
-        return Path(configured).expanduser()
-    import platformdirs
+    from evret_core.cache import default_cache_dir
 
-    return Path(platformdirs.user_cache_dir("evret"))
+    return default_cache_dir()
 
 
 # -- resolution ------------------------------------------------------------------------------------------------
@@ -278,15 +275,19 @@ class EmbeddingCache:
 
     @classmethod
     def from_option(cls, cache: Any, what: str = "cache") -> EmbeddingCache | None:
-        """``None``/``False``: no cache; ``True`` or ``"default"``: the user cache folder; a path: that file."""
+        """``None``/``False``: no cache; ``True`` or ``"default"``: ``embeddings.sqlite`` in the Evret cache folder;
+        a path: that file, or ``embeddings.sqlite`` in that folder."""
         if cache is None or cache is False:
+            return None
+        if isinstance(cache, str) and cache.strip().lower() in ("false", "off", "no", "0", "none", ""):
             return None
         if isinstance(cache, EmbeddingCache):
             return cache
         if cache is True or (isinstance(cache, str) and cache.strip().lower() in ("default", "true", "1", "yes")):
             return cls(cache_dir() / "embeddings.sqlite")
         if isinstance(cache, (str, os.PathLike)):
-            return cls(cache)
+            path = Path(cache).expanduser()
+            return cls(path / "embeddings.sqlite" if path.is_dir() else path)
         raise EvretError(f"{what}: expected true, false or a file path, got {cache!r}")
 
     @staticmethod
@@ -442,6 +443,9 @@ class Encoder:
         if dim is None:
             dim = int(self._encode_now([""]).shape[1])
         return int(dim)
+
+    def reset_stats(self) -> None:
+        self.texts_encoded = self.cache_hits = self.encode_calls = 0
 
     def stats(self) -> dict[str, Any]:
         return {

@@ -11,7 +11,7 @@ from evret_sentence_transformers import SemanticJudge
 from evret_sentence_transformers import models as st_models
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample, create_judge
-from evret_core.judges import Judge
+from evret_core.testing import JudgeConformance
 
 
 def ctx(expected: str, retrieved: str, query: str = "q") -> JudgmentContext:
@@ -203,18 +203,21 @@ def test_bad_device_is_an_error() -> None:
         SemanticJudge(device="quantum").batch_judge([ctx("a", "b")])
 
 
-# -- the judge contract (evret_core.testing's JudgeConformance was not merged yet: checked directly) ---------
+# -- the judge contract ---------------------------------------------------------------------------------------
 
 
-def test_judge_contract(loaded_judge: SemanticJudge, paraphrases: list[tuple[str, str]]) -> None:
-    judge = create_judge("semantic")
-    assert isinstance(judge, Judge)
-    assert judge.batch_judge([]) == []
-    contexts = [ctx(a, b) for a, b in paraphrases] + [ctx(b, a) for a, b in paraphrases]
-    answers = judge.batch_judge(contexts)
-    assert len(answers) == len(contexts) and all(type(a) is bool for a in answers)
-    # order is kept: reversed input gives reversed answers; duplicates answer alike
-    assert judge.batch_judge(contexts[::-1]) == answers[::-1]
-    assert judge.batch_judge([contexts[0], contexts[0]]) == [answers[0], answers[0]]
-    assert judge.config()["name"] == "semantic"
-    assert "SemanticJudge(" in repr(judge)
+class TestSemanticJudgeConformance(JudgeConformance):
+    @pytest.fixture
+    def judge(self, loaded_judge: SemanticJudge) -> SemanticJudge:
+        return SemanticJudge()
+
+
+def test_stats_count_per_run_and_the_memo_survives_a_reset(loaded_judge: SemanticJudge,
+                                                          paraphrases: list[tuple[str, str]]) -> None:
+    judge = SemanticJudge()
+    contexts = [ctx(a, b) for a, b in paraphrases]
+    judge.batch_judge(contexts)
+    assert judge.stats()["texts_encoded"] == judge.stats()["distinct_texts"] == 2 * len(paraphrases)
+    judge.reset_stats()
+    judge.batch_judge(contexts[:1])
+    assert judge.stats() == {"texts_encoded": 0, "cache_hits": 0, "encode_calls": 0, "distinct_texts": 2}
