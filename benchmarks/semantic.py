@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 judge = SemanticJudge(device=args.device)
                 started = time.perf_counter()
                 answers: list[bool] = []
+                judge.prepare(contexts)  # as the evaluator does: every distinct text in one pass
                 for start in range(0, len(contexts), args.chunk):
                     answers.extend(judge.batch_judge(contexts[start : start + args.chunk]))
                 judge_times.append(time.perf_counter() - started)

@@ -110,13 +110,15 @@ def test_each_distinct_text_is_encoded_once_over_an_evaluation(
     run = {q: [{"doc_id": d, "score": 10 - r, "text": docs[d]} for r, d in enumerate(ids)]
            for q, ids in rankings.items()}
     judge = SemanticJudge()
-    # batch_size=1 makes the evaluator judge in several batch_judge calls: the memo must span them
-    evaluator = Evaluator(retriever=run, metrics=["recall@4", "mrr"], judge=judge, batch_size=1)
+    # judge_batch_size=3 makes the evaluator judge in several batch_judge calls: the memo must span them, and
+    # prepare() must have encoded every distinct text in a single pass before the first call
+    evaluator = Evaluator(retriever=run, metrics=["recall@4", "mrr"], judge=judge, batch_size=1, judge_batch_size=3)
     results = evaluator.evaluate(dataset)
     encoded = count_encodes.texts  # type: ignore[attr-defined]
     assert sorted(encoded) == sorted(set(docs.values()) | set(answers))
     assert results.stats["judge"]["texts_encoded"] == 10
     assert results.stats["judge"]["distinct_texts"] == 10
+    assert results.stats["judge"]["encode_calls"] == 1
     # every answer sits at rank 1 for the query that asks for it first
     assert results.scores["mrr"] == pytest.approx(1.0)
     assert results.scores["recall@4"] == pytest.approx(1.0)
