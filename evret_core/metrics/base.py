@@ -1,15 +1,17 @@
 """Metric contract and the array form that every metric is computed on.
 
-Every metric is computed on a :class:`RankedBatch`: for ``n`` queries and a depth ``K``, the grade of the
-document at each rank (0 where not relevant), the grades of all relevant documents (for the ideal ranking and
-the number of relevant documents), and how many documents each query retrieved. The same arrays serve one
-query (``score``) and a whole evaluation (``compute``), so there is one implementation of each formula.
+Every metric is computed on a :class:`RankedBatch`: for ``n`` queries and a depth ``D``, the judged grade of the
+document at each rank (NaN where unjudged or past the end of the ranking), every judged grade of each query (for
+the ideal ranking, the number of relevant and of judged non-relevant documents) and how many documents each
+query retrieved. The same arrays serve one query (``score``) and a whole run (``compute``), so there is one
+implementation of each formula.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain, repeat
 from typing import Any
 
 import numpy as np
@@ -18,82 +20,200 @@ from evret_core.errors import EvretError
 
 Relevance = Mapping[str, float] | Iterable[str]
 
+_NAN = float("nan")
 
-@dataclass
+
 class RankedBatch:
-    """Per-query relevance along the ranking, padded to a common depth.
+    """Per-query judged grades along the ranking, padded to a common depth, plus each query's judgments.
 
-    - ``gains[q, r]``: grade of the document at rank ``r`` (0-based) of query ``q``; 0 when not relevant or
-      past the end of the ranking.
-    - ``relevant[q, r]``: True when that document counts as relevant (grade >= the relevance level).
-    - ``ideal[q, j]``: grades of query ``q``'s relevant documents, sorted descending, 0-padded.
-    - ``num_rel[q]``: number of relevant documents of query ``q`` (judged, grade >= the relevance level).
-    - ``num_ret[q]``: number of documents query ``q`` retrieved.
+    - ``grades[q, r]``: grade of the document at rank ``r`` (0-based) of query ``q``; NaN when that document is
+      unjudged or the ranking is shorter than ``r + 1``.
+    - ``qrel_grades[q, j]``: every judged grade of query ``q``, sorted descending, NaN-padded.
+    - ``num_ret[q]``: how many documents query ``q`` retrieved (the whole ranking, even past ``depth``).
+    - ``relevance_level``: a document is relevant when its grade is >= this level; None means grade > 0
+      (trec_eval's default for integer grades, i.e. ``-l 1``).
+
+    Derived arrays (``relevant``, ``judged_nonrel``, ``gains``, ``ideal``, ``num_rel``, ``num_nonrel``) are
+    computed once, on first use.
     """
 
-    gains: np.ndarray
-    relevant: np.ndarray
-    ideal: np.ndarray
-    num_rel: np.ndarray
-    num_ret: np.ndarray
+    def __init__(
+        self,
+        grades: np.ndarray,
+        qrel_grades: np.ndarray,
+        num_ret: np.ndarray,
+        relevance_level: float | None = None,
+    ) -> None:
+        grades = np.asarray(grades, dtype=np.float64)
+        qrel_grades = np.asarray(qrel_grades, dtype=np.float64)
+        if grades.ndim != 2 or qrel_grades.ndim != 2:
+            raise EvretError("RankedBatch: grades and qrel_grades must be 2-d arrays (queries x ranks)")
+        if grades.shape[0] != qrel_grades.shape[0] or len(num_ret) != grades.shape[0]:
+            raise EvretError(
+                f"RankedBatch: {grades.shape[0]} ranked rows, {qrel_grades.shape[0]} judgment rows and "
+                f"{len(num_ret)} num_ret values must agree"
+            )
+        self.grades = grades
+        self.qrel_grades = qrel_grades
+        self.num_ret = np.asarray(num_ret, dtype=np.int64)
+        self.relevance_level = None if relevance_level is None else float(relevance_level)
 
     @property
     def n_queries(self) -> int:
-        return int(self.gains.shape[0])
+        return int(self.grades.shape[0])
 
     @property
     def depth(self) -> int:
-        return int(self.gains.shape[1])
+        return int(self.grades.shape[1])
 
+    def _is_rel(self, grades: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            if self.relevance_level is None:
+                return grades > 0
+            return grades >= self.relevance_level
+
+    @cached_property
+    def relevant(self) -> np.ndarray:
+        """True where the document at that rank is relevant."""
+        return self._is_rel(self.grades)
+
+    @cached_property
+    def judged_nonrel(self) -> np.ndarray:
+        """True where the document at that rank is judged and not relevant (what bpref counts)."""
+        return ~np.isnan(self.grades) & ~self.relevant
+
+    @cached_property
+    def gains(self) -> np.ndarray:
+        """The grade as gain where positive, 0 elsewhere (unjudged, non-relevant, negative, padding)."""
+        with np.errstate(invalid="ignore"):
+            return np.where(self.grades > 0, self.grades, 0.0)
+
+    @cached_property
+    def ideal(self) -> np.ndarray:
+        """Positive judged grades of each query, sorted descending, 0-padded: the ideal ranking's gains."""
+        with np.errstate(invalid="ignore"):
+            return np.where(self.qrel_grades > 0, self.qrel_grades, 0.0)
+
+    @cached_property
+    def num_rel(self) -> np.ndarray:
+        """Number of relevant judged documents per query."""
+        return self._is_rel(self.qrel_grades).sum(axis=1)
+
+    @cached_property
+    def num_nonrel(self) -> np.ndarray:
+        """Number of judged non-relevant documents per query."""
+        judged = (~np.isnan(self.qrel_grades)).sum(axis=1)
+        return judged - self.num_rel
+
+    @cached_property
+    def num_rel_ret(self) -> np.ndarray:
+        """Relevant documents retrieved (at any rank within ``depth``)."""
+        return self.relevant.sum(axis=1)
+
+    def __getitem__(self, rows: slice | np.ndarray) -> RankedBatch:
+        return RankedBatch(self.grades[rows], self.qrel_grades[rows], self.num_ret[rows], self.relevance_level)
+
+    # -- construction ------------------------------------------------------------------------------------------
     @classmethod
     def from_rankings(
         cls,
         rankings: Sequence[Sequence[str]],
         qrels: Sequence[Relevance],
         relevance_level: float | None = None,
+        *,
+        depth: int | None = None,
+        duplicates: str = "first",
+        query_ids: Sequence[str] | None = None,
     ) -> RankedBatch:
-        """Build the arrays from ranked id lists and, per query, relevant ids (a list, or a mapping id -> grade).
+        """Build the arrays from ranked id lists and, per query, judged ids (a list, or a mapping id -> grade).
 
-        A document is relevant when its grade is > 0, or >= ``relevance_level`` when one is given. A document
-        retrieved twice counts once, at its best rank (later copies are not relevant).
+        ``duplicates="first"``: a document retrieved twice counts at its best rank, later copies are unjudged;
+        ``"error"``: a duplicate raises an :class:`EvretError` naming the query (``query_ids``) and document.
+        ``depth`` keeps only the top ``depth`` ranks in the arrays (``num_ret`` still counts every document).
         """
         if len(rankings) != len(qrels):
             raise EvretError(f"{len(rankings)} rankings but {len(qrels)} relevance sets")
-        grades_per_query = [_as_grades(r) for r in qrels]
+        if duplicates not in ("first", "error"):
+            raise EvretError(f"duplicates must be 'first' or 'error', got {duplicates!r}")
+        grade_maps = [_as_grades(r) for r in qrels]
         n = len(rankings)
-        depth = max((len(r) for r in rankings), default=0)
-        max_rel = max((len(g) for g in grades_per_query), default=0)
-        gains = np.zeros((n, max(depth, 1)), dtype=np.float64)
-        relevant = np.zeros((n, max(depth, 1)), dtype=bool)
-        ideal = np.zeros((n, max(max_rel, 1)), dtype=np.float64)
-        num_rel = np.zeros(n, dtype=np.int64)
-        num_ret = np.zeros(n, dtype=np.int64)
-        for q, (ranking, grades) in enumerate(zip(rankings, grades_per_query, strict=True)):
-            rel_grades = sorted(
-                (g for g in grades.values() if _is_relevant(g, relevance_level)), reverse=True
-            )
-            num_rel[q] = len(rel_grades)
-            ideal[q, : len(rel_grades)] = [max(g, 0.0) for g in rel_grades]
-            num_ret[q] = len(ranking)
-            seen: set[str] = set()
-            for r, doc in enumerate(ranking):
-                if doc in seen:
-                    continue
-                seen.add(doc)
-                grade = grades.get(doc)
-                if grade is not None and _is_relevant(grade, relevance_level):
-                    relevant[q, r] = True
-                    gains[q, r] = max(grade, 0.0)
-        return cls(gains=gains, relevant=relevant, ideal=ideal, num_rel=num_rel, num_ret=num_ret)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
+        width = int(lengths.max()) if n else 0
+        if depth is not None:
+            width = min(width, depth)
+        rows: list[Sequence[str]] = list(rankings)
+        for q, ranking in enumerate(rankings):
+            if len(set(ranking)) != len(ranking):
+                if duplicates == "error":
+                    seen: set[str] = set()
+                    for doc in ranking:
+                        if doc in seen:
+                            who = query_ids[q] if query_ids is not None else f"#{q}"
+                            raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
+                        seen.add(doc)
+                rows[q] = _first_copies_only(ranking)
+        if depth is not None:
+            rows = [r[:depth] if len(r) > depth else r for r in rows]
+        cut_lengths = np.minimum(lengths, width)
+        flat = np.fromiter(
+            chain.from_iterable(map(g.get, r, repeat(_NAN)) for g, r in zip(grade_maps, rows, strict=True)),
+            dtype=np.float64,
+            count=int(cut_lengths.sum()),
+        )
+        grades = _pad_rows(flat, cut_lengths, width, _NAN)
+        return cls(grades, qrels_matrix(grade_maps), lengths, relevance_level)
 
 
-def _is_relevant(grade: float, relevance_level: float | None) -> bool:
-    return grade >= relevance_level if relevance_level is not None else grade > 0
+def _first_copies_only(ranking: Sequence[str]) -> list[Any]:
+    """The ranking with later copies of a document replaced by a placeholder that no qrels can judge."""
+    seen: set[str] = set()
+    out: list[Any] = []
+    for doc in ranking:
+        if doc in seen:
+            out.append(_Unjudged())
+        else:
+            seen.add(doc)
+            out.append(doc)
+    return out
 
 
-def _as_grades(relevant: Relevance) -> dict[str, float]:
+class _Unjudged:
+    """A placeholder id equal to nothing but itself, so a grade lookup always misses."""
+
+    __slots__ = ()
+
+
+def _pad_rows(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float) -> np.ndarray:
+    """Lay a flat array of consecutive rows (``lengths[i]`` values each) into an (n, width) matrix."""
+    n = len(lengths)
+    if n and (lengths == width).all():
+        return flat.reshape(n, width)
+    out = np.full((n, width), fill, dtype=np.float64)
+    if flat.size:
+        rows = np.repeat(np.arange(n), lengths)
+        starts = np.cumsum(lengths) - lengths
+        cols = np.arange(flat.size) - np.repeat(starts, lengths)
+        out[rows, cols] = flat
+    return out
+
+
+def qrels_matrix(grade_maps: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """Every judged grade of each query, sorted descending, NaN-padded: an (n, max judged) matrix."""
+    n = len(grade_maps)
+    lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
+    width = max(int(lengths.max()) if n else 0, 1)
+    flat = np.fromiter(
+        chain.from_iterable(g.values() for g in grade_maps), dtype=np.float64, count=int(lengths.sum())
+    )
+    matrix = _pad_rows(flat, lengths, width, -np.inf)
+    matrix = -np.sort(-matrix, axis=1)
+    matrix[np.isneginf(matrix) & (np.arange(width) >= lengths[:, None])] = np.nan
+    return matrix
+
+
+def _as_grades(relevant: Relevance) -> Mapping[str, float]:
     if isinstance(relevant, Mapping):
-        return {str(k): float(v) for k, v in relevant.items()}
+        return relevant
     return {str(doc): 1.0 for doc in relevant}
 
 
@@ -106,10 +226,16 @@ class Metric:
 
     family: str = "metric"
     requires_k: bool = False
+    allows_k: bool = True
     higher_is_better: bool = True
+    #: the trec_eval measure this equals (``{k}`` is replaced by the cutoff), or None when trec_eval has none
+    trec_name: str | None = None
+    trec_name_k: str | None = None
 
     def __init__(self, k: int | None = None) -> None:
         if k is not None:
+            if not self.allows_k:
+                raise EvretError(f"metric {self.family!r} takes no cutoff: write {self.family}, not {self.family}@{k}")
             try:
                 k = int(k)
             except (TypeError, ValueError):
@@ -128,6 +254,13 @@ class Metric:
     def depth(self) -> int | None:
         """How many retrieved documents the metric reads (None: all of them)."""
         return self.k
+
+    @property
+    def trec_eval_name(self) -> str | None:
+        """The name trec_eval prints for this measure, when it has one."""
+        if self.k is None:
+            return self.trec_name
+        return None if self.trec_name_k is None else self.trec_name_k.format(k=self.k)
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name}
