@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from itertools import chain, repeat
+from itertools import chain, count, repeat
 from typing import Any
 
 import numpy as np
@@ -138,49 +138,75 @@ class RankedBatch:
         grade_maps = [_as_grades(r) for r in qrels]
         n = len(rankings)
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
+        # one C-level dict per ranking: doc -> rank; it also reveals duplicates (fewer keys than documents)
+        positions = [dict(zip(r, count())) for r in rankings]
+        for q in np.flatnonzero(np.fromiter(map(len, positions), dtype=np.int64, count=n) != lengths).tolist():
+            if duplicates == "error":
+                seen: set[str] = set()
+                for doc in rankings[q]:
+                    if doc in seen:
+                        who = query_ids[q] if query_ids is not None else f"#{q}"
+                        raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
+                    seen.add(doc)
+            first: dict[str, int] = {}
+            for rank, doc in enumerate(rankings[q]):
+                first.setdefault(doc, rank)
+            positions[q] = first
+        qrel_lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
+        n_judged = int(qrel_lengths.sum())
+        ranks = np.fromiter(
+            chain.from_iterable(map(p.get, g, repeat(-1)) for p, g in zip(positions, grade_maps, strict=True)),
+            dtype=np.int64, count=n_judged,
+        )
+        qrel_flat = _flat_values(grade_maps, n_judged)
+        rows = np.repeat(np.arange(n), qrel_lengths)
         width = int(lengths.max()) if n else 0
         if depth is not None:
             width = min(width, depth)
-        rows: list[Sequence[str]] = list(rankings)
-        for q, ranking in enumerate(rankings):
-            if len(set(ranking)) != len(ranking):
-                if duplicates == "error":
-                    seen: set[str] = set()
-                    for doc in ranking:
-                        if doc in seen:
-                            who = query_ids[q] if query_ids is not None else f"#{q}"
-                            raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
-                        seen.add(doc)
-                rows[q] = _first_copies_only(ranking)
-        if depth is not None:
-            rows = [r[:depth] if len(r) > depth else r for r in rows]
-        cut_lengths = np.minimum(lengths, width)
-        flat = np.fromiter(
-            chain.from_iterable(map(g.get, r, repeat(_NAN)) for g, r in zip(grade_maps, rows, strict=True)),
-            dtype=np.float64,
-            count=int(cut_lengths.sum()),
-        )
-        grades = _pad_rows(flat, cut_lengths, width, _NAN)
-        return cls(grades, qrels_matrix(grade_maps), lengths, relevance_level)
+        return cls.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
+
+    @classmethod
+    def from_positions(
+        cls,
+        rows: np.ndarray,
+        ranks: np.ndarray,
+        qrel_flat: np.ndarray,
+        qrel_lengths: np.ndarray,
+        num_ret: np.ndarray,
+        width: int,
+        relevance_level: float | None = None,
+    ) -> RankedBatch:
+        """Build the arrays from every judgment (query row, 0-based rank or -1 when not retrieved, grade).
+
+        The judgments are laid out query by query (``qrel_lengths[q]`` consecutive entries for query ``q``).
+        """
+        n = len(num_ret)
+        grades = np.full((n, width), np.nan)
+        keep = (ranks >= 0) & (ranks < width)
+        grades[rows[keep], ranks[keep]] = qrel_flat[keep]
+        return cls(grades, _sorted_rows(qrel_flat, qrel_lengths), num_ret, relevance_level)
 
 
-def _first_copies_only(ranking: Sequence[str]) -> list[Any]:
-    """The ranking with later copies of a document replaced by a placeholder that no qrels can judge."""
-    seen: set[str] = set()
-    out: list[Any] = []
-    for doc in ranking:
-        if doc in seen:
-            out.append(_Unjudged())
-        else:
-            seen.add(doc)
-            out.append(doc)
-    return out
+def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.ndarray:
+    try:
+        return np.fromiter(chain.from_iterable(g.values() for g in grade_maps), dtype=np.float64, count=total)
+    except (TypeError, ValueError):
+        for g in grade_maps:
+            for doc, grade in g.items():
+                try:
+                    float(grade)
+                except (TypeError, ValueError):
+                    raise EvretError(f"qrels: document {doc!r} has a non-numeric grade {grade!r}") from None
+        raise
 
 
-class _Unjudged:
-    """A placeholder id equal to nothing but itself, so a grade lookup always misses."""
-
-    __slots__ = ()
+def _sorted_rows(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each query's judged grades sorted descending, NaN-padded: an (n, max judged) matrix."""
+    width = max(int(lengths.max()) if len(lengths) else 0, 1)
+    matrix = _pad_rows(flat, lengths, width, -np.inf)
+    matrix = -np.sort(-matrix, axis=1)
+    matrix[np.arange(width) >= lengths[:, None]] = np.nan
+    return matrix
 
 
 def _pad_rows(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float) -> np.ndarray:
@@ -199,16 +225,8 @@ def _pad_rows(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float) ->
 
 def qrels_matrix(grade_maps: Sequence[Mapping[str, float]]) -> np.ndarray:
     """Every judged grade of each query, sorted descending, NaN-padded: an (n, max judged) matrix."""
-    n = len(grade_maps)
-    lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
-    width = max(int(lengths.max()) if n else 0, 1)
-    flat = np.fromiter(
-        chain.from_iterable(g.values() for g in grade_maps), dtype=np.float64, count=int(lengths.sum())
-    )
-    matrix = _pad_rows(flat, lengths, width, -np.inf)
-    matrix = -np.sort(-matrix, axis=1)
-    matrix[np.isneginf(matrix) & (np.arange(width) >= lengths[:, None])] = np.nan
-    return matrix
+    lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=len(grade_maps))
+    return _sorted_rows(_flat_values(grade_maps, int(lengths.sum())), lengths)
 
 
 def _as_grades(relevant: Relevance) -> Mapping[str, float]:

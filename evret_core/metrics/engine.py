@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric, RankedBatch, _pad_rows, qrels_matrix
+from evret_core.metrics.base import Metric, RankedBatch, _flat_values, _pad_rows
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics"]
 
@@ -24,8 +25,10 @@ MetricSpec = str | Metric
 _EMPTY: Mapping[str, float] = {}
 _NAN = float("nan")
 # entries of the (judged documents x ranking length) comparison blocks: bounds the memory of a block
-_BLOCK_ELEMENTS = 1 << 22
+_BLOCK_ELEMENTS = 1 << 17
 _CHUNK = 8192
+# above this many comparisons per run entry, ranks come from one sort instead of row comparisons
+_SORT_FACTOR = 16
 
 
 def resolve_metrics(metrics: Iterable[MetricSpec] | MetricSpec) -> list[Metric]:
@@ -133,10 +136,13 @@ def _package(qids: list[str], metrics: Sequence[Metric], columns: list[np.ndarra
     if not per_query:
         return {name: float(col.mean()) for name, col in zip(names, columns, strict=True)}
     rows = zip(*(col.tolist() for col in columns), strict=True)
-    return {qid: dict(zip(names, row, strict=True)) for qid, row in zip(qids, rows, strict=True)}
+    return dict(zip(qids, map(dict, map(zip, repeat(names), rows)), strict=True))
 
 
 # -- dict run -> RankedBatch ---------------------------------------------------------------------------------------
+_values = methodcaller("values")
+
+
 def batch_from_run(
     qrels: Mapping[str, Mapping[str, float]],
     run: Mapping[str, Mapping[str, float]],
@@ -146,109 +152,110 @@ def batch_from_run(
     depth: int | None = None,
 ) -> RankedBatch:
     """The :class:`RankedBatch` of ``qids``: each query's run ranked the trec_eval way, graded by its qrels."""
-    runs = [run.get(q, _EMPTY) for q in qids]
-    judged = [qrels.get(q, _EMPTY) for q in qids]
+    runs = list(map(run.get, qids, repeat(_EMPTY)))
+    judged = list(map(qrels.get, qids, repeat(_EMPTY)))
     n = len(qids)
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=n)
     total = int(lengths.sum())
     length = int(lengths.max()) if n else 0
     width = length if depth is None else min(length, depth)
     try:
-        flat = np.fromiter(chain.from_iterable(r.values() for r in runs), dtype=np.float64, count=total)
+        flat = np.fromiter(chain.from_iterable(map(_values, runs)), dtype=np.float64, count=total)
     except (TypeError, ValueError):
         raise _bad_score(qids, runs) from None
     if np.isnan(flat).any():
         raise _bad_score(qids, runs)
-    scores = _pad_rows(flat, lengths, length, -np.inf)
 
-    # the retrieved documents that are judged: the only ones whose rank matters
-    common = [j.keys() & r.keys() if j and r else () for j, r in zip(judged, runs, strict=True)]
-    counts = np.fromiter(map(len, common), dtype=np.int64, count=n)
-    n_judged = int(counts.sum())
-    grades = np.full((n, width), np.nan)
-    if n_judged and width:
-        if n_judged * length > 32 * max(total, 1):
-            # many judged documents per query: sorting every ranking is cheaper than counting per document
-            grades = _grades_by_sorting(scores, lengths, runs, judged, qids, width)
+    # each judgment's score in the run (NaN: not retrieved); only these documents' ranks matter
+    qrel_lengths = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    n_judged = int(qrel_lengths.sum())
+    judged_scores = np.fromiter(
+        chain.from_iterable(map(r.get, j, repeat(_NAN)) for r, j in zip(runs, judged, strict=True)),
+        dtype=np.float64, count=n_judged,
+    )
+    rows = np.repeat(np.arange(n), qrel_lengths)
+    ranks = np.full(n_judged, -1, dtype=np.int64)
+    hit = np.flatnonzero(~np.isnan(judged_scores))
+    if hit.size and width:
+        padded = _pad_rows(flat, lengths, length, -np.inf)
+        if hit.size * length > _SORT_FACTOR * total:
+            # many judged documents per query: sorting the run once beats comparing each with its ranking
+            greater, ties = _count_by_sorting(flat, lengths, rows[hit], judged_scores[hit])
         else:
-            _place_judged(grades, scores, lengths, runs, judged, common, counts, width)
-    return RankedBatch(grades, qrels_matrix(judged), lengths, relevance_level)
+            greater, ties = _count_by_comparing(padded, rows[hit], judged_scores[hit])
+        tied = np.flatnonzero(ties > 1)
+        if tied.size:
+            _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
+        ranks[hit] = greater
+    qrel_flat = _flat_values(judged, n_judged)
+    return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
 
 
-def _place_judged(
-    grades: np.ndarray,
-    scores: np.ndarray,
-    lengths: np.ndarray,
-    runs: list[Mapping[str, float]],
-    judged: list[Mapping[str, float]],
-    common: list[Any],
-    counts: np.ndarray,
-    width: int,
-) -> None:
-    rows = np.repeat(np.arange(len(runs)), counts)
-    docs = list(chain.from_iterable(common))
-    doc_scores = np.fromiter(
-        chain.from_iterable(map(r.__getitem__, c) for r, c in zip(runs, common, strict=True)),
-        dtype=np.float64, count=len(docs),
-    )
-    doc_grades = np.fromiter(
-        chain.from_iterable(map(j.__getitem__, c) for j, c in zip(judged, common, strict=True)),
-        dtype=np.float64, count=len(docs),
-    )
-    length = scores.shape[1]
-    ranks = np.empty(len(docs), dtype=np.int64)
-    ties = np.empty(len(docs), dtype=np.int64)
-    block = max(_BLOCK_ELEMENTS // max(length, 1), 1)
-    for start in range(0, len(docs), block):
+def _count_by_comparing(scores: np.ndarray, rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per document: how many documents of its ranking score higher, and how many score the same."""
+    greater = np.empty(len(rows), dtype=np.int64)
+    ties = np.empty(len(rows), dtype=np.int64)
+    block = max(_BLOCK_ELEMENTS // max(scores.shape[1], 1), 1)
+    for start in range(0, len(rows), block):
         sl = slice(start, start + block)
         row_scores = scores[rows[sl]]
-        s = doc_scores[sl, None]
-        ranks[sl] = (row_scores > s).sum(axis=1)
-        ties[sl] = (row_scores == s).sum(axis=1)
-    tied = np.flatnonzero(ties > 1)
-    if tied.size:
-        # equal scores: trec_eval puts the larger document id first
-        row_docs: dict[int, list[str]] = {}
-        for i in tied.tolist():
-            q = int(rows[i])
-            run_q = runs[q]
-            s_i = doc_scores[i]
-            doc = docs[i]
-            if q not in row_docs:
-                row_docs[q] = list(run_q)
-            ranks[i] += sum(1 for other in row_docs[q] if run_q[other] == s_i and other > doc)
-    keep = ranks < width
-    grades[rows[keep], ranks[keep]] = doc_grades[keep]
-    del lengths
+        v = values[sl, None]
+        greater[sl] = np.count_nonzero(row_scores > v, axis=1)
+        ties[sl] = np.count_nonzero(row_scores == v, axis=1)
+    return greater, ties
 
 
-def _grades_by_sorting(
-    scores: np.ndarray,
+def _count_by_sorting(
+    flat: np.ndarray, lengths: np.ndarray, rows: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_count_by_comparing`, in O(N log N): one integer key (query, descending score) per document."""
+    uniq = np.unique(flat)
+    span = len(uniq) + 1
+    run_rows = np.repeat(np.arange(len(lengths)), lengths)
+    keys = np.sort(run_rows * span + (len(uniq) - np.searchsorted(uniq, flat)))
+    probe = rows * span + (len(uniq) - np.searchsorted(uniq, values))
+    starts = (np.cumsum(lengths) - lengths)[rows]
+    left = np.searchsorted(keys, probe, side="left")
+    right = np.searchsorted(keys, probe, side="right")
+    return left - starts, right - left
+
+
+def _break_ties(
+    greater: np.ndarray,
+    judgments: np.ndarray,
+    slots: np.ndarray,
+    padded: np.ndarray,
     lengths: np.ndarray,
+    rows: np.ndarray,
+    judged_scores: np.ndarray,
+    qrel_lengths: np.ndarray,
     runs: list[Mapping[str, float]],
     judged: list[Mapping[str, float]],
-    qids: Sequence[str],
-    width: int,
-) -> np.ndarray:
-    length = scores.shape[1]
-    flat_grades = np.fromiter(
-        chain.from_iterable(map(j.get, r, repeat(_NAN)) for j, r in zip(judged, runs, strict=True)),
-        dtype=np.float64, count=int(lengths.sum()),
-    )
-    grade_matrix = _pad_rows(flat_grades, lengths, length, _NAN)
-    # stable sort on descending score keeps the padding (after every real column) last
-    order = np.argsort(-scores, axis=1, kind="stable")
-    sorted_scores = np.take_along_axis(scores, order, axis=1)
-    out = np.take_along_axis(grade_matrix, order, axis=1)
-    valid = np.arange(length) < lengths[:, None]
-    tie = (sorted_scores[:, 1:] == sorted_scores[:, :-1]) & valid[:, 1:]
-    for q in np.flatnonzero(tie.any(axis=1)).tolist():
-        from evret_core.metrics.trec import ranked_docs
+) -> None:
+    """Equal scores: trec_eval ranks the larger document id first, so count the tied ids above each document.
 
-        run_q, judged_q = runs[q], judged[q]
-        ordered = ranked_docs(run_q)
-        out[q, : len(ordered)] = [judged_q.get(d, _NAN) for d in ordered]
-    return out[:, :width]
+    ``judgments`` are the tied judgments (indexes into ``rows``/``judged_scores``), ``slots`` where their counts
+    sit in ``greater``. Only the documents that share a score are compared, in Python.
+    """
+    t_rows = rows[judgments]
+    same = padded[t_rows] == judged_scores[judgments][:, None]
+    same &= np.arange(padded.shape[1]) < lengths[t_rows][:, None]
+    which, cols = np.nonzero(same)
+    qrel_starts = np.cumsum(qrel_lengths) - qrel_lengths
+    run_keys: dict[int, list[str]] = {}
+    judged_keys: dict[int, list[str]] = {}
+    docs: list[str] = []
+    for i, q in zip(judgments.tolist(), t_rows.tolist(), strict=True):
+        if q not in judged_keys:
+            judged_keys[q] = list(judged[q])
+            run_keys[q] = list(runs[q])
+        docs.append(judged_keys[q][i - int(qrel_starts[q])])
+    above = np.zeros(len(judgments), dtype=np.int64)
+    row_list = t_rows.tolist()
+    for w, c in zip(which.tolist(), cols.tolist(), strict=True):
+        if run_keys[row_list[w]][c] > docs[w]:
+            above[w] += 1
+    greater[slots] += above
 
 
 def _bad_score(qids: Sequence[str], runs: list[Mapping[str, float]]) -> EvretError:
