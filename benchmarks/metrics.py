@@ -128,7 +128,8 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
     qids = list(run)
     batch0 = RankedBatch.from_rankings([rankings[q] for q in qids], [qrels[q] for q in qids], depth=DEPTH)
     grades, judged, num_ret = batch0.grades.copy(), batch0.qrel_grades.copy(), batch0.num_ret.copy()
-    del batch0, rankings
+    del batch0
+    rankings = {}  # free the ranked lists before the peers run
 
     def from_arrays() -> list[np.ndarray]:
         batch = RankedBatch(grades, judged, num_ret)
