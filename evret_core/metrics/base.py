@@ -138,25 +138,10 @@ class RankedBatch:
         grade_maps = [_as_grades(r) for r in qrels]
         n = len(rankings)
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
-        # one C-level dict per ranking: doc -> rank; it also reveals duplicates (fewer keys than documents)
-        positions = [dict(zip(r, count())) for r in rankings]
-        for q in np.flatnonzero(np.fromiter(map(len, positions), dtype=np.int64, count=n) != lengths).tolist():
-            if duplicates == "error":
-                seen: set[str] = set()
-                for doc in rankings[q]:
-                    if doc in seen:
-                        who = query_ids[q] if query_ids is not None else f"#{q}"
-                        raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
-                    seen.add(doc)
-            first: dict[str, int] = {}
-            for rank, doc in enumerate(rankings[q]):
-                first.setdefault(doc, rank)
-            positions[q] = first
         qrel_lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
         n_judged = int(qrel_lengths.sum())
         ranks = np.fromiter(
-            chain.from_iterable(map(p.get, g, repeat(-1)) for p, g in zip(positions, grade_maps, strict=True)),
-            dtype=np.int64, count=n_judged,
+            _judged_ranks(rankings, grade_maps, duplicates, query_ids), dtype=np.int64, count=n_judged
         )
         qrel_flat = _flat_values(grade_maps, n_judged)
         rows = np.repeat(np.arange(n), qrel_lengths)
@@ -185,6 +170,29 @@ class RankedBatch:
         keep = (ranks >= 0) & (ranks < width)
         grades[rows[keep], ranks[keep]] = qrel_flat[keep]
         return cls(grades, _sorted_rows(qrel_flat, qrel_lengths), num_ret, relevance_level)
+
+
+def _judged_ranks(
+    rankings: Sequence[Sequence[str]],
+    grade_maps: Sequence[Mapping[str, float]],
+    duplicates: str,
+    query_ids: Sequence[str] | None,
+) -> Iterable[int]:
+    """The 0-based rank of every judged document (-1 when not retrieved), query by query, judgments in order."""
+    for q, (ranking, grades) in enumerate(zip(rankings, grade_maps, strict=True)):
+        # a C-level dict per ranking, dropped right after use: doc -> rank; fewer keys than documents = duplicates
+        position = dict(zip(ranking, count()))
+        if len(position) != len(ranking):
+            seen: set[str] = set()
+            for doc in ranking:
+                if doc in seen and duplicates == "error":
+                    who = query_ids[q] if query_ids is not None else f"#{q}"
+                    raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
+                seen.add(doc)
+            position = {}
+            for rank, doc in enumerate(ranking):
+                position.setdefault(doc, rank)
+        yield from map(position.get, grades, repeat(-1))
 
 
 def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.ndarray:
@@ -230,7 +238,7 @@ def qrels_matrix(grade_maps: Sequence[Mapping[str, float]]) -> np.ndarray:
 
 
 def _as_grades(relevant: Relevance) -> Mapping[str, float]:
-    if isinstance(relevant, Mapping):
+    if type(relevant) is dict or isinstance(relevant, Mapping):
         return relevant
     return {str(doc): 1.0 for doc in relevant}
 

@@ -26,7 +26,7 @@ _EMPTY: Mapping[str, float] = {}
 _NAN = float("nan")
 # entries of the (judged documents x ranking length) comparison blocks: bounds the memory of a block
 _BLOCK_ELEMENTS = 1 << 17
-_CHUNK = 8192
+_CHUNK = 2048
 # above this many comparisons per run entry, ranks come from one sort instead of row comparisons
 _SORT_FACTOR = 16
 
