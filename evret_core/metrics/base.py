@@ -69,8 +69,8 @@ class RankedBatch:
     def _is_rel(self, grades: np.ndarray) -> np.ndarray:
         with np.errstate(invalid="ignore"):
             if self.relevance_level is None:
-                return grades > 0
-            return grades >= self.relevance_level
+                return np.asarray(grades > 0)
+            return np.asarray(grades >= self.relevance_level)
 
     @cached_property
     def relevant(self) -> np.ndarray:
@@ -80,7 +80,7 @@ class RankedBatch:
     @cached_property
     def judged_nonrel(self) -> np.ndarray:
         """True where the document at that rank is judged and not relevant (what bpref counts)."""
-        return ~np.isnan(self.grades) & ~self.relevant
+        return np.asarray(~np.isnan(self.grades) & ~self.relevant)
 
     @cached_property
     def gains(self) -> np.ndarray:
@@ -97,18 +97,18 @@ class RankedBatch:
     @cached_property
     def num_rel(self) -> np.ndarray:
         """Number of relevant judged documents per query."""
-        return self._is_rel(self.qrel_grades).sum(axis=1)
+        return np.asarray(self._is_rel(self.qrel_grades).sum(axis=1))
 
     @cached_property
     def num_nonrel(self) -> np.ndarray:
         """Number of judged non-relevant documents per query."""
         judged = (~np.isnan(self.qrel_grades)).sum(axis=1)
-        return judged - self.num_rel
+        return np.asarray(judged - self.num_rel)
 
     @cached_property
     def num_rel_ret(self) -> np.ndarray:
         """Relevant documents retrieved (at any rank within ``depth``)."""
-        return self.relevant.sum(axis=1)
+        return np.asarray(self.relevant.sum(axis=1))
 
     def __getitem__(self, rows: slice | np.ndarray) -> RankedBatch:
         return RankedBatch(self.grades[rows], self.qrel_grades[rows], self.num_ret[rows], self.relevance_level)

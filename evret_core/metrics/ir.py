@@ -31,7 +31,7 @@ class Precision(Metric):
     def compute(self, batch: RankedBatch) -> np.ndarray:
         if self.k is None:
             return safe_divide(batch.num_rel_ret, batch.num_ret)
-        return cut(batch.relevant, self.k).sum(axis=1) / float(self.k)
+        return np.asarray(cut(batch.relevant, self.k).sum(axis=1) / float(self.k), dtype=np.float64)
 
 
 class Recall(Metric):
@@ -64,7 +64,7 @@ class HitRate(Metric):
     trec_name_k = "success_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        return cut(batch.relevant, self.k).any(axis=1).astype(np.float64)
+        return np.asarray(cut(batch.relevant, self.k).any(axis=1), dtype=np.float64)
 
 
 class MRR(Metric):
@@ -88,8 +88,8 @@ class NDCG(Metric):
     """
 
     family = "ndcg"
-    trec_name = "ndcg"
-    trec_name_k = "ndcg_cut_{k}"
+    trec_name: str | None = "ndcg"
+    trec_name_k: str | None = "ndcg_cut_{k}"
 
     def __init__(self, k: int | None = None, gain: str = "linear") -> None:
         super().__init__(k)
@@ -193,7 +193,7 @@ class ERR(Metric):
         stop = (np.power(2.0, gains) - 1.0) / 2.0**top
         reach = np.cumprod(1.0 - stop, axis=1)
         reach = np.concatenate([np.ones((gains.shape[0], 1)), reach[:, :-1]], axis=1)
-        return (stop * reach / _ranks(gains.shape[1])).sum(axis=1)
+        return np.asarray((stop * reach / _ranks(gains.shape[1])).sum(axis=1), dtype=np.float64)
 
 
 class RBP(Metric):
@@ -204,7 +204,7 @@ class RBP(Metric):
 
     family = "rbp"
     allows_k = False
-    trec_name = "rbp"
+    trec_name: str | None = "rbp"
     default_p = 0.9
 
     def __init__(self, k: int | None = None, p: float = 0.9) -> None:
@@ -228,7 +228,7 @@ class RBP(Metric):
     def compute(self, batch: RankedBatch) -> np.ndarray:
         top = batch.ideal[:, :1].max(axis=1, initial=0.0) if batch.ideal.shape[1] else np.zeros(batch.n_queries)
         scale = np.where(top > 1.0, top, 1.0)
-        return (1.0 - self.p) * (batch.gains @ self._weights(batch.depth)) / scale
+        return np.asarray((1.0 - self.p) * (batch.gains @ self._weights(batch.depth)) / scale, dtype=np.float64)
 
 
 class RBPResidual(RBP):
