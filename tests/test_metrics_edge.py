@@ -236,3 +236,29 @@ def test_batch_from_arrays_matches_dict_path() -> None:
 
     from_lists = evaluate_rankings(qrels, {q: ranked_docs(s) for q, s in run.items()}, ALL, per_query=True)
     assert from_dicts == from_lists
+
+
+class _Colliding(str):
+    """A document id whose hash collides with every other: matching must fall back to string equality."""
+
+    def __hash__(self) -> int:
+        return 7
+
+
+def test_ranked_lists_survive_hash_collisions() -> None:
+    ranking = ["d3", "d1", "d2", "d5"]
+    qrels = {"d1": 2.0, "d2": 0.0, "d4": 1.0}
+    plain = RankedBatch.from_rankings([ranking], [qrels], duplicates="error")
+    colliding = RankedBatch.from_rankings(
+        [[_Colliding(d) for d in ranking]], [{_Colliding(d): g for d, g in qrels.items()}], duplicates="error"
+    )
+    np.testing.assert_array_equal(plain.grades, colliding.grades)
+    with pytest.raises(EvretError, match="'d1' is ranked more than once"):
+        RankedBatch.from_rankings([[_Colliding(d) for d in ["d1", "d2", "d1"]]], [{}], duplicates="error")
+
+
+def test_ragged_rankings_and_depth() -> None:
+    batch = RankedBatch.from_rankings([["a", "b", "c"], [], ["x"]], [{"c": 1}, {"a": 1}, {"x": 2}], depth=2)
+    assert batch.grades.shape == (3, 2)
+    assert batch.num_ret.tolist() == [3, 0, 1]
+    assert create_metric("recall").compute(batch).tolist() == [0.0, 0.0, 1.0]  # c is past the depth

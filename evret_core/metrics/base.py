@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from itertools import chain, count, repeat
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -140,9 +140,7 @@ class RankedBatch:
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
         qrel_lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
         n_judged = int(qrel_lengths.sum())
-        ranks = np.fromiter(
-            _judged_ranks(rankings, grade_maps, duplicates, query_ids), dtype=np.int64, count=n_judged
-        )
+        ranks = _judged_ranks(rankings, lengths, grade_maps, qrel_lengths, duplicates, query_ids)
         qrel_flat = _flat_values(grade_maps, n_judged)
         rows = np.repeat(np.arange(n), qrel_lengths)
         width = int(lengths.max()) if n else 0
@@ -174,25 +172,56 @@ class RankedBatch:
 
 def _judged_ranks(
     rankings: Sequence[Sequence[str]],
+    lengths: np.ndarray,
     grade_maps: Sequence[Mapping[str, float]],
+    qrel_lengths: np.ndarray,
     duplicates: str,
     query_ids: Sequence[str] | None,
-) -> Iterable[int]:
-    """The 0-based rank of every judged document (-1 when not retrieved), query by query, judgments in order."""
-    for q, (ranking, grades) in enumerate(zip(rankings, grade_maps, strict=True)):
-        # a C-level dict per ranking, dropped right after use: doc -> rank; fewer keys than documents = duplicates
-        position = dict(zip(ranking, count()))
-        if len(position) != len(ranking):
+) -> np.ndarray:
+    """The 0-based rank of every judged document's first copy (-1 when not retrieved), judgments in qrels order.
+
+    Documents are matched by their Python hash in numpy (one C-level ``hash`` per id, no dict per ranking), then
+    every match is confirmed by string equality, so a hash collision can only cost time, never a wrong rank.
+    """
+    n = len(rankings)
+    total, width = int(lengths.sum()), int(lengths.max()) if n else 0
+    n_judged = int(qrel_lengths.sum())
+    doc_hashes = np.fromiter(map(hash, chain.from_iterable(rankings)), dtype=np.int64, count=total)
+    ragged = bool(n) and not (lengths == width).all()
+    # padding: distinct values per column, so padding never looks like a duplicate (any real clash is confirmed)
+    matrix = _pad_rows(doc_hashes, lengths, width, 0, dtype=np.int64)
+    valid = np.arange(width) < lengths[:, None]
+    if ragged:
+        matrix[~valid] = np.broadcast_to(np.iinfo(np.int64).min + np.arange(width), matrix.shape)[~valid]
+    if duplicates == "error" and width > 1:
+        ordered = np.sort(matrix, axis=1)
+        for q in np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1)).tolist():
             seen: set[str] = set()
-            for doc in ranking:
-                if doc in seen and duplicates == "error":
+            for doc in rankings[q]:
+                if doc in seen:
                     who = query_ids[q] if query_ids is not None else f"#{q}"
                     raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
                 seen.add(doc)
-            position = {}
-            for rank, doc in enumerate(ranking):
-                position.setdefault(doc, rank)
-        yield from map(position.get, grades, repeat(-1))
+    ranks = np.full(n_judged, -1, dtype=np.int64)
+    if not n_judged or not width:
+        return ranks
+    judged_hashes = np.fromiter(map(hash, chain.from_iterable(grade_maps)), dtype=np.int64, count=n_judged)
+    rows = np.repeat(np.arange(n), qrel_lengths)
+    block = max((1 << 17) // width, 1)
+    for start in range(0, n_judged, block):
+        sl = slice(start, start + block)
+        same = matrix[rows[sl]] == judged_hashes[sl, None]
+        if ragged:
+            same &= valid[rows[sl]]
+        ranks[sl] = np.where(same.any(axis=1), same.argmax(axis=1), -1)
+    found = np.flatnonzero(ranks >= 0)
+    judged_docs = list(chain.from_iterable(grade_maps))
+    wrong = [i for i, q, r in zip(found.tolist(), rows[found].tolist(), ranks[found].tolist(), strict=True)
+             if rankings[q][r] != judged_docs[i]]
+    for i in wrong:  # a hash collision: find the document the slow way
+        ranking = rankings[int(rows[i])]
+        ranks[i] = next((r for r, doc in enumerate(ranking) if doc == judged_docs[i]), -1)
+    return ranks
 
 
 def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.ndarray:
@@ -217,12 +246,14 @@ def _sorted_rows(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return matrix
 
 
-def _pad_rows(flat: np.ndarray, lengths: np.ndarray, width: int, fill: float) -> np.ndarray:
+def _pad_rows(
+    flat: np.ndarray, lengths: np.ndarray, width: int, fill: float, dtype: Any = np.float64
+) -> np.ndarray:
     """Lay a flat array of consecutive rows (``lengths[i]`` values each) into an (n, width) matrix."""
     n = len(lengths)
     if n and (lengths == width).all():
         return flat.reshape(n, width)
-    out = np.full((n, width), fill, dtype=np.float64)
+    out = np.full((n, width), fill, dtype=dtype)
     if flat.size:
         rows = np.repeat(np.arange(n), lengths)
         starts = np.cumsum(lengths) - lengths
