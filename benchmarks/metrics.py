@@ -68,9 +68,9 @@ def _rss_kib(field: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
-    """Best wall time of ``repeat`` calls, peak extra memory (MiB) of the first, and the first call's result."""
-    best = float("inf")
+def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float, Any]:
+    """Best wall time and best CPU time of ``repeat`` calls, peak extra memory (MiB) of the first, its result."""
+    best = best_cpu = float("inf")
     peak = 0.0
     result = None
     for i in range(repeat):
@@ -81,14 +81,15 @@ def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
                 handle.write("5")
         except OSError:
             pass
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         out = fn()
         best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
         if i == 0:
             peak = max(_rss_kib("VmHWM") - before, 0) / 1024
             result = out
         del out
-    return best, peak, result
+    return best, best_cpu, peak, result
 
 
 def compare(name: str, ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, float]]) -> str:
@@ -109,20 +110,20 @@ def pytrec_per_query(raw: dict[str, dict[str, float]]) -> dict[str, dict[str, fl
     return out
 
 
-def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float, float]]:
+def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float, float, float]]:
     print(f"\n## {n_queries:,} queries x {DEPTH} documents")
     t0 = time.perf_counter()
     qrels, run = synthetic(n_queries)
     print(f"(generated in {time.perf_counter() - t0:.1f}s)")
-    rows: list[tuple[str, float, float]] = []
+    rows: list[tuple[str, float, float, float]] = []
     metrics = resolve_metrics(METRICS)
 
-    t, mem, ours = measure(lambda: evaluate_run(qrels, run, metrics, per_query=True), repeat)
-    rows.append(("evret, dict run (evaluate_run)", t, mem))
+    t, cpu, mem, ours = measure(lambda: evaluate_run(qrels, run, metrics, per_query=True), repeat)
+    rows.append(("evret, dict run (evaluate_run)", t, cpu, mem))
 
     rankings = {q: ranked_docs(scores) for q, scores in run.items()}
-    t, mem, from_lists = measure(lambda: evaluate_rankings(qrels, rankings, metrics, per_query=True), repeat)
-    rows.append(("evret, ranked lists (evaluate_rankings)", t, mem))
+    t, cpu, mem, from_lists = measure(lambda: evaluate_rankings(qrels, rankings, metrics, per_query=True), repeat)
+    rows.append(("evret, ranked lists (evaluate_rankings)", t, cpu, mem))
     print(compare("evret ranked lists vs dict", ours, from_lists))
 
     qids = list(run)
@@ -135,8 +136,8 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
         batch = RankedBatch(grades, judged, num_ret)
         return [m.compute(batch) for m in metrics]
 
-    t, mem, columns = measure(from_arrays, repeat)
-    rows.append(("evret, arrays (RankedBatch)", t, mem))
+    t, cpu, mem, columns = measure(from_arrays, repeat)
+    rows.append(("evret, arrays (RankedBatch)", t, cpu, mem))
     as_dict = {q: {m.name: float(c[i]) for m, c in zip(metrics, columns, strict=True)} for i, q in enumerate(qids)}
     print(compare("evret arrays vs dict", ours, as_dict))
 
@@ -151,8 +152,8 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
             evaluator = pytrec_eval.RelevanceEvaluator(qrels, set(PYTREC.values()))
             return evaluator.evaluate(run)  # type: ignore[no-any-return]
 
-        t, mem, raw = measure(run_pytrec, repeat)
-        rows.append(("pytrec_eval", t, mem))
+        t, cpu, mem, raw = measure(run_pytrec, repeat)
+        rows.append(("pytrec_eval", t, cpu, mem))
         print(compare("pytrec_eval vs evret", ours, pytrec_per_query(raw)))
         del raw
 
@@ -173,8 +174,8 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
         start = time.perf_counter()
         run_ranx(small_q, small_r)
         print(f"ranx first call (numba JIT compile, 10 queries): {time.perf_counter() - start:.2f}s")
-        t, mem, theirs = measure(lambda: run_ranx(qrels, run), repeat)
-        rows.append(("ranx (after JIT)", t, mem))
+        t, cpu, mem, theirs = measure(lambda: run_ranx(qrels, run), repeat)
+        rows.append(("ranx (after JIT)", t, cpu, mem))
         print(compare("ranx vs evret", ours, theirs))
         differ, untied = _disagreements(run, ours, theirs)
         if differ:
@@ -182,14 +183,13 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
                   "(ranx does not break score ties by document id as trec_eval does)")
         del theirs
 
-    base = dict((name, t) for name, t, _ in rows).get("pytrec_eval")
-    print(f"\n| {n_queries:,} queries | time (s) | vs pytrec_eval | peak extra memory (MiB) |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, t, mem in rows:
-        ratio = f"{base / t:.1f}x faster" if base else "-"
-        if base and name == "pytrec_eval":
-            ratio = "1.0x"
-        print(f"| {name} | {t:.3f} | {ratio} | {mem:.0f} |")
+    base = {name: (t, cpu) for name, t, cpu, _ in rows}.get("pytrec_eval")
+    print(f"\n| {n_queries:,} queries | wall (s) | vs pytrec_eval | CPU (s) | vs pytrec_eval, CPU | peak extra memory (MiB) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, t, cpu, mem in rows:
+        ratio = f"{base[0] / t:.1f}x" if base else "-"
+        ratio_cpu = f"{base[1] / cpu:.1f}x" if base else "-"
+        print(f"| {name} | {t:.3f} | {ratio} | {cpu:.3f} | {ratio_cpu} | {mem:.0f} |")
     return rows
 
 
