@@ -262,12 +262,6 @@ def _pad_rows(
     return out
 
 
-def qrels_matrix(grade_maps: Sequence[Mapping[str, float]]) -> np.ndarray:
-    """Every judged grade of each query, sorted descending, NaN-padded: an (n, max judged) matrix."""
-    lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=len(grade_maps))
-    return _sorted_rows(_flat_values(grade_maps, int(lengths.sum())), lengths)
-
-
 def _as_grades(relevant: Relevance) -> Mapping[str, float]:
     if type(relevant) is dict or isinstance(relevant, Mapping):
         return relevant
