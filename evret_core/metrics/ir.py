@@ -121,11 +121,13 @@ class AveragePrecision(Metric):
     trec_name_k = "map_cut_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        rel = cut(batch.relevant, self.k)
-        if rel.shape[1] == 0:
+        # sparse: only the relevant ranks are visited (a handful per query, not the whole depth)
+        rows, cols = np.nonzero(cut(batch.relevant, self.k))
+        if rows.size == 0:
             return np.zeros(batch.n_queries)
-        precision_at = np.cumsum(rel, axis=1) / _ranks(rel.shape[1])
-        return safe_divide(np.where(rel, precision_at, 0.0).sum(axis=1), batch.num_rel)
+        found = np.arange(1, rows.size + 1) - np.searchsorted(rows, rows, side="left")
+        total = np.bincount(rows, weights=found / (cols + 1.0), minlength=batch.n_queries)
+        return safe_divide(total, batch.num_rel)
 
 
 class RPrecision(Metric):
