@@ -85,12 +85,12 @@ class RankedBatch:
     @cached_property
     def gains(self) -> np.ndarray:
         """The grade as gain where positive, 0 elsewhere (unjudged, non-relevant, negative, padding)."""
-        return np.fmax(self.grades, 0.0)  # fmax maps NaN (unjudged, padding) to 0
+        return np.asarray(np.fmax(self.grades, 0.0))  # fmax maps NaN (unjudged, padding) to 0
 
     @cached_property
     def ideal(self) -> np.ndarray:
         """Positive judged grades of each query, sorted descending, 0-padded: the ideal ranking's gains."""
-        return np.fmax(self.qrel_grades, 0.0)
+        return np.asarray(np.fmax(self.qrel_grades, 0.0))
 
     @cached_property
     def num_rel(self) -> np.ndarray:
