@@ -11,7 +11,11 @@ from typing import Any
 from evret_core.cli.options import config_error, load_config, parse_options
 from evret_core.errors import EvretError
 
-CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured"}
+CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured",
+               "confidence_level", "n_resamples", "seed", "min_slice_size"}
+# statistics settings: config key -> (type, command-line flag)
+STAT_KEYS = {"confidence_level": (float, "--confidence-level"), "n_resamples": (int, "--resamples"),
+             "seed": (int, "--seed"), "min_slice_size": (int, "--min-slice-size")}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -28,6 +32,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
                    help="fail when a judgment could not be made instead of reporting it")
+    p.add_argument("--confidence-level", type=float, help="level of the bootstrap intervals (default 0.95)")
+    p.add_argument("--resamples", dest="n_resamples", type=int, help="bootstrap resamples (default 1000)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap (default 0)")
+    p.add_argument("--min-slice-size", type=int, help="flag slices with fewer queries than this (default 10)")
     p.add_argument("--no-progress", action="store_true", help="never show progress")
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many judgments would be sent (after dedupe and cache) and "
@@ -83,7 +91,13 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
             settings[key] = {name: _relative_to(base, name, value) for name, value in settings[key].items()}
         if "fail_on_unmeasured" in data:
             settings["fail_on_unmeasured"] = bool(data["fail_on_unmeasured"])
-    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured"):
+        for key, (kind, _) in STAT_KEYS.items():
+            if key in data:
+                value = data[key]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
+                    raise config_error(args.config, key, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
+                settings[key] = value
+    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured", *STAT_KEYS):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -148,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         k=settings.get("k"),
         fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
         progress=progress,
+        **{key: settings[key] for key in STAT_KEYS if key in settings},
     )
     if getattr(args, "dry_run", False):
         plan = evaluator.dry_run(dataset)
