@@ -33,7 +33,7 @@ test: install-all test-setup
 	$(BIN)/python -m pytest tests $(foreach p,$(PLUGINS),$(p)tests)
 
 lint: install-all
-	$(BIN)/ruff check evret_core plugins tests benchmarks
+	$(BIN)/ruff check evret_core plugins tests benchmarks docs/examples
 	$(BIN)/mypy evret_core
 
 bench: install-all
