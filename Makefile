@@ -36,8 +36,13 @@ lint: install-all
 	$(BIN)/ruff check evret_core plugins tests benchmarks docs/examples
 	$(BIN)/mypy evret_core
 
+# Every benchmark prints its ratios against the peers measured in the same run; docs/benchmarks.md records them.
 bench: install-all
 	$(BIN)/python benchmarks/metrics.py
+	$(BIN)/python benchmarks/stats.py
+	$(BIN)/python benchmarks/llm.py
+	$(BIN)/python benchmarks/semantic.py
+	$(BIN)/python benchmarks/bm25_batch.py
 
 docs: install-all
 	$(BIN)/mkdocs build --strict
