@@ -50,6 +50,16 @@ class QueryExample(BaseModel):
             raise ValueError("query text is empty")
         return value
 
+    @field_validator("relevant_doc_ids", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, value: Any) -> Any:
+        # ids in JSON files are often numbers; they name the same documents as their string form
+        if isinstance(value, Mapping):
+            return {str(k): v for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
+
     @field_validator("tags", mode="before")
     @classmethod
     def _tags_as_strings(cls, value: Any) -> Any:

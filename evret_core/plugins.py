@@ -85,6 +85,7 @@ class PluginRegistry:
         self.pm.add_hookspecs(hookspecs)
         self._lock = threading.RLock()
         self._loaded = False
+        self._loading = False
         self.plugins: dict[str, PluginInfo] = {}
         self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in KINDS}
         self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
@@ -94,11 +95,16 @@ class PluginRegistry:
         if self._loaded:
             return
         with self._lock:
-            if self._loaded:
+            if self._loaded or self._loading:
+                # _loading: a plugin that looks names up while it is imported sees what is loaded so far
                 return
-            self._load_builtins()
-            self._load_entry_points()
-            self._loaded = True
+            self._loading = True
+            try:
+                self._load_builtins()
+                self._load_entry_points()
+                self._loaded = True
+            finally:
+                self._loading = False
 
     def _load_builtins(self) -> None:
         from evret_core.default_plugins import BUILTIN_PLUGINS
@@ -245,6 +251,15 @@ class PluginRegistry:
         self.ensure_loaded()
         return [self.plugins[name] for name in sorted(self.plugins, key=lambda n: (not self.plugins[n].builtin, n))]
 
+    def register_plugin(self, obj: Any, name: str) -> PluginInfo:
+        """Register an in-process plugin object (a module or an instance with hookimpls) under ``name``."""
+        self.ensure_loaded()
+        if name in self.plugins:
+            raise PluginError(f"a plugin named {name!r} is already loaded")
+        info = PluginInfo(name=name, version=None, module=getattr(obj, "__name__", type(obj).__module__))
+        self._add(obj, info, strict=True)
+        return info
+
     def adapt(self, obj: Any) -> Any:
         self.ensure_loaded()
         return self.pm.hook.adapt_retriever(obj=obj)
@@ -292,6 +307,14 @@ def reset_registry() -> None:
     global _registry
     with _registry_lock:
         _registry = None
+
+
+def register_plugin(obj: Any, name: str) -> PluginInfo:
+    """Register a plugin without packaging it (a notebook, a test): its hooks take part like an entry point's.
+
+    Errors raise instead of being recorded. Forgotten by :func:`reset_registry`.
+    """
+    return get_registry().register_plugin(obj, name)
 
 
 def list_plugins() -> list[PluginInfo]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -13,22 +14,85 @@ from evret_core.models import RetrievalResult
 class Retriever:
     """Anything that answers a query with ranked :class:`RetrievalResult`s.
 
-    Implement :meth:`retrieve`; override :meth:`batch_retrieve` when many queries at once are cheaper. Async
-    retrievers may implement ``aretrieve``/``abatch_retrieve`` as well.
+    Implement :meth:`retrieve` (or the async :meth:`aretrieve`); override :meth:`batch_retrieve` (or
+    :meth:`abatch_retrieve`) when many queries at once are cheaper. The sync and async sides fill each other in:
+    a subclass that implements only the async methods is usable from sync code (through
+    :func:`evret_core.aio.run_sync`, also inside a running event loop), and the other way round.
     """
 
     name: str = "retriever"
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        raise NotImplementedError
+        """The top ``k`` results for ``query``, best first."""
+        if _overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve"):
+            from evret_core.aio import run_sync
+
+            return run_sync(self.abatch_retrieve([query], k))[0]
+        if _overrides(self, "batch_retrieve"):
+            return call_batch_retrieve(self, [query], k)[0]  # type: ignore[no-any-return]
+        raise NotImplementedError(f"{type(self).__name__} implements neither retrieve nor aretrieve")
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """One ranked list per query, in order; the default loops over :meth:`retrieve`."""
+        """One ranked list per query, in order; the default loops over :meth:`retrieve` (or gathers the async
+        methods when only those are implemented)."""
+        if not _overrides(self, "retrieve") and (_overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve")):
+            from evret_core.aio import run_sync
+
+            return run_sync(self.abatch_retrieve(queries, k))
         return [self.retrieve(query, k) for query in queries]
+
+    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        """Async :meth:`retrieve`; the default calls the sync method."""
+        return self.retrieve(query, k)
+
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """Async :meth:`batch_retrieve`; the default runs :meth:`aretrieve` for every query concurrently."""
+        if not _overrides(self, "aretrieve"):
+            return self.batch_retrieve(queries, k)
+        return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
 
     def config(self) -> dict[str, Any]:
         """Settings that identify this retriever in the results manifest."""
         return {"name": self.name}
+
+
+def _overrides(obj: Any, method: str) -> bool:
+    return getattr(type(obj), method, None) is not getattr(Retriever, method)
+
+
+class _AsyncOnlyRetriever(Retriever):
+    """Wraps a foreign object that has only ``aretrieve``/``abatch_retrieve``."""
+
+    name = "async"
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return coerce_results(await self.inner.aretrieve(query, k), f"{type(self.inner).__name__}.aretrieve")
+
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        if hasattr(self.inner, "abatch_retrieve"):
+            return list(await self.inner.abatch_retrieve(list(queries), k))
+        return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
+
+    def config(self) -> dict[str, Any]:
+        inner_config = getattr(self.inner, "config", None)
+        return inner_config() if callable(inner_config) else {"name": type(self.inner).__name__}
+
+
+def call_batch_retrieve(retriever: Any, queries: Sequence[str], k: int) -> list[Any]:
+    """``retriever.batch_retrieve(queries, k)``, run to completion when it is a coroutine function."""
+    result = retriever.batch_retrieve(list(queries), k)
+    if inspect.isawaitable(result):
+        from evret_core.aio import run_sync
+
+        result = run_sync(_await(result))
+    return list(result)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
 
 
 class CallableRetriever(Retriever):
@@ -41,10 +105,10 @@ class CallableRetriever(Retriever):
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         result = self.fn(query, k)
-        if asyncio.iscoroutine(result):
+        if inspect.isawaitable(result):
             from evret_core.aio import run_sync
 
-            result = run_sync(result)
+            result = run_sync(_await(result))
         return coerce_results(result, f"retriever function {getattr(self.fn, '__name__', self.fn)!r}")
 
     def config(self) -> dict[str, Any]:
@@ -92,8 +156,11 @@ def coerce_results(raw: Any, where: str) -> list[RetrievalResult]:
             metadata = dict(data.pop("metadata", {}) or {})
             if "text" in data:
                 metadata.setdefault("text", data.pop("text"))
+            doc_id = data.pop("doc_id", data.pop("id", None))
+            if doc_id is None or str(doc_id) == "":
+                raise EvretError(f"{where}: result {i} has no 'doc_id'")
             try:
-                results.append(RetrievalResult(doc_id=str(data.pop("doc_id", data.pop("id", ""))),
+                results.append(RetrievalResult(doc_id=str(doc_id),
                                                score=float(data.pop("score", 0.0)), metadata=metadata))
             except (TypeError, ValueError) as exc:
                 raise EvretError(f"{where}: result {i} is malformed: {exc}") from None
@@ -112,6 +179,8 @@ def resolve_retriever(obj: Any) -> Retriever | Any:
         raise EvretError("no retriever given")
     if isinstance(obj, Retriever) or (hasattr(obj, "batch_retrieve") and hasattr(obj, "retrieve")):
         return obj
+    if not callable(obj) and (hasattr(obj, "aretrieve") or hasattr(obj, "abatch_retrieve")):
+        return _AsyncOnlyRetriever(obj)
     if isinstance(obj, Mapping):
         return PrecomputedRetriever(obj)
     from evret_core.plugins import get_registry

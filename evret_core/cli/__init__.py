@@ -31,6 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(module_name)
         if hasattr(module, "add_parser"):
             module.add_parser(sub)
+    for subparser in sub.choices.values():
+        # `evret evaluate ... --debug` works as well as `evret --debug evaluate ...`
+        if "--debug" not in subparser._option_string_actions:
+            subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                   help="show tracebacks for errors")
     return parser
 
 
@@ -45,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except EvretError as exc:
-        if args.debug:
+        if getattr(args, "debug", False):
             raise
         print(f"evret: error: {exc}", file=sys.stderr)
         return 2

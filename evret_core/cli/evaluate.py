@@ -76,6 +76,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         for key in ("dataset", "output"):
             if key in settings and not Path(settings[key]).is_absolute():
                 settings[key] = str(base / settings[key])
+        for key in ("retriever_options", "judge_options"):
+            settings[key] = {name: _relative_to(base, name, value) for name, value in settings[key].items()}
         if "fail_on_unmeasured" in data:
             settings["fail_on_unmeasured"] = bool(data["fail_on_unmeasured"])
     for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured"):
@@ -90,6 +92,16 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         if not settings.get(required):
             raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
     return settings
+
+
+PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
+
+
+def _relative_to(base: Path, name: str, value: Any) -> Any:
+    """Config-file options that name files (``corpus``, ``*_path``, ``*_file``, ``*_dir``) are relative to the file."""
+    if isinstance(value, str) and name.endswith(PATH_OPTION_SUFFIXES) and not Path(value).is_absolute():
+        return str(base / value)
+    return value
 
 
 def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
@@ -110,9 +122,9 @@ def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
 def run(args: argparse.Namespace) -> int:
     from evret_core.evaluators.retrieval import Evaluator
     from evret_core.models import EvaluationDataset
+    from evret_core.progress import terminal_progress
     from evret_core.registry import create_judge
     from evret_core.report.terminal import print_scores
-    from evret_core.progress import terminal_progress
 
     settings = _settings(args)
     dataset = EvaluationDataset.load(settings["dataset"])

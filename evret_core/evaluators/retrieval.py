@@ -31,7 +31,7 @@ from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.results import EvaluationResults, Judgment, QueryResult
-from evret_core.retrievers import PrecomputedRetriever, resolve_retriever
+from evret_core.retrievers import PrecomputedRetriever, call_batch_retrieve, coerce_results, resolve_retriever
 
 MATCHING_MODES = ("first_match", "any_match")
 DEFAULT_DEPTH = 100
@@ -102,14 +102,17 @@ class Evaluator:
         out: list[list[RetrievalResult]] = []
         for start in range(0, len(queries), self.batch_size):
             chunk = queries[start : start + self.batch_size]
-            batch = self.retriever.batch_retrieve([q.query_text for q in chunk], self.k)
-            batch = list(batch)
+            batch = call_batch_retrieve(self.retriever, [q.query_text for q in chunk], self.k)
             if len(batch) != len(chunk):
                 raise EvretError(
                     f"retriever {type(self.retriever).__name__} returned {len(batch)} result lists for "
                     f"{len(chunk)} queries"
                 )
-            out.extend(list(results)[: self.k] for results in batch)
+            where = f"retriever {type(self.retriever).__name__}"
+            out.extend(
+                coerce_results(results, f"{where}, query {q.query_id!r}")[: self.k]
+                for q, results in zip(chunk, batch, strict=True)
+            )
             self._report("retrieve", len(out), len(queries))
         return out
 

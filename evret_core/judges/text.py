@@ -35,6 +35,24 @@ def tokenize(text: str) -> frozenset[str]:
     return frozenset(t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS)
 
 
+def contains_phrase(outer: str, inner: str) -> bool:
+    """True when ``inner`` occurs in ``outer`` not glued to a word character on either side."""
+    start = outer.find(inner)
+    while start != -1:
+        end = start + len(inner)
+        before_ok = start == 0 or not (outer[start - 1].isalnum() or outer[start - 1] == "_") or not _edge(inner[0])
+        after_ok = end == len(outer) or not (outer[end].isalnum() or outer[end] == "_") or not _edge(inner[-1])
+        if before_ok and after_ok:
+            return True
+        start = outer.find(inner, start + 1)
+    return False
+
+
+def _edge(ch: str) -> bool:
+    # a phrase that starts or ends with punctuation may touch a word ("(rag)" inside "x(rag)")
+    return ch.isalnum() or ch == "_"
+
+
 class ExactJudge(Judge):
     """Match when the two texts are equal after normalising case and whitespace."""
 
@@ -80,7 +98,8 @@ class TokenOverlapJudge(Judge):
     The algorithm, in order (texts are normalised: lower case, whitespace collapsed):
 
     1. equal normalised texts match;
-    2. one normalised text containing the other matches;
+    2. one normalised text containing the other as a whole-word phrase matches ("rag" is in "what is rag?"
+       but not in "fragment");
     3. otherwise compare token sets (``\\w+`` tokens, lower case, English stop words removed): the texts match
        when they share at least ``min_tokens`` tokens and shared / expected tokens >= ``overlap_ratio``;
     4. with ``query_boost``, when the query shares at least one token with the retrieved text, the ratio
@@ -123,7 +142,9 @@ class TokenOverlapJudge(Judge):
     ) -> bool:
         if norm_expected == norm_retrieved:
             return True
-        if norm_expected and norm_retrieved and (norm_expected in norm_retrieved or norm_retrieved in norm_expected):
+        if norm_expected and norm_retrieved and (
+            contains_phrase(norm_retrieved, norm_expected) or contains_phrase(norm_expected, norm_retrieved)
+        ):
             return True
         if not expected_tokens:
             return False

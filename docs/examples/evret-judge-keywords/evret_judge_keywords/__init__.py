@@ -1,0 +1,56 @@
+"""The ``keywords`` judge, registered through Evret's ``register_judges`` hook."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from evret_core import EvretError, Judge, JudgmentContext, hookimpl
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+class KeywordJudge(Judge):
+    """Match when the retrieved text holds at least ``min_fraction`` of the expected answer's keywords."""
+
+    name = "keywords"
+
+    def __init__(self, min_fraction: float = 1.0, min_length: int = 4) -> None:
+        if not 0 < float(min_fraction) <= 1:
+            raise EvretError(f"keywords judge: min_fraction must be in (0, 1], got {min_fraction}")
+        self.min_fraction = float(min_fraction)
+        self.min_length = int(min_length)
+
+    def keywords(self, text: str) -> set[str]:
+        return {w for w in _WORD.findall(text.lower()) if len(w) >= self.min_length}
+
+    def judge(self, context: JudgmentContext) -> bool:
+        wanted = self.keywords(context.expected_text)
+        if not wanted:
+            return False
+        found = wanted & self.keywords(context.retrieved_text)
+        return len(found) / len(wanted) >= self.min_fraction
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool]:
+        # each distinct text is split into keywords once
+        cache: dict[str, set[str]] = {}
+
+        def words(text: str) -> set[str]:
+            if text not in cache:
+                cache[text] = self.keywords(text)
+            return cache[text]
+
+        answers = []
+        for c in contexts:
+            wanted = words(c.expected_text)
+            answers.append(bool(wanted) and len(wanted & words(c.retrieved_text)) / len(wanted) >= self.min_fraction)
+        return answers
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "min_fraction": self.min_fraction, "min_length": self.min_length}
+
+
+@hookimpl
+def register_judges(register: Any) -> None:
+    register("keywords", KeywordJudge)

@@ -1,0 +1,20 @@
+"""Conformance suites for plugin authors: subclass one in your plugin's tests so every judge and retriever
+behaves alike.
+
+Needs pytest. A judge plugin's test module::
+
+    from evret_core.testing import JudgeConformance
+
+    class TestMyJudge(JudgeConformance):
+        @pytest.fixture
+        def judge(self):
+            return MyJudge()
+
+A retriever plugin overrides the ``retriever`` fixture and, usually, ``queries`` (queries that find documents in
+its corpus). Every ``test_*`` method of the base class then runs against your object.
+"""
+
+from evret_core.testing.judges import JudgeConformance
+from evret_core.testing.retrievers import RetrieverConformance
+
+__all__ = ["JudgeConformance", "RetrieverConformance"]

@@ -1,0 +1,169 @@
+"""BM25 over an in-memory corpus with bm25s: index once, retrieve query batches in one call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+from evret_core.retrievers import Retriever
+
+METHODS = ("robertson", "atire", "bm25l", "bm25+", "lucene")
+
+
+def load_corpus(path: str | Path) -> dict[str, dict[str, str]]:
+    """Read a JSONL corpus (``id`` or ``_id``, ``text``, optional ``title``) into id -> {"title", "text"}.
+
+    Bad lines raise :class:`EvretError` naming the file and line.
+    """
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except FileNotFoundError:
+        raise EvretError(f"{path}: no such corpus file") from None
+    except IsADirectoryError:
+        raise EvretError(f"{path}: is a folder; give the corpus .jsonl file") from None
+    except UnicodeDecodeError as exc:
+        raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    corpus: dict[str, dict[str, str]] = {}
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict):
+            raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
+        doc_id = record.get("id", record.get("_id"))
+        if doc_id is None or isinstance(doc_id, (dict, list, bool)) or str(doc_id) == "":
+            raise EvretError(f"{where}: field 'id' (or '_id') is missing or not a string")
+        text = record.get("text")
+        if not isinstance(text, str):
+            raise EvretError(f"{where}: field 'text' is missing or not a string")
+        title = record.get("title") or ""
+        if not isinstance(title, str):
+            raise EvretError(f"{where}: field 'title' is not a string")
+        if str(doc_id) in corpus:
+            raise EvretError(f"{where}: duplicate document id {str(doc_id)!r}")
+        corpus[str(doc_id)] = {"title": title, "text": text}
+    if not corpus:
+        raise EvretError(f"{path}: the corpus has no documents")
+    return corpus
+
+
+class BM25Retriever(Retriever):
+    """Lexical BM25 retrieval with bm25s; title and text are indexed as one field ("flat", as Anserini's BEIR runs).
+
+    ``k1``/``b`` default to Anserini's 0.9/0.4; ``method`` is a bm25s scoring variant (default ``lucene``);
+    ``stopwords`` is a bm25s stop-word list name (``en``) or None; ``stemmer`` a Snowball language (``english``)
+    or None. Results carry ``metadata["text"]`` and ``metadata["title"]``; documents sharing no term with the
+    query are not returned.
+    """
+
+    name = "bm25"
+
+    def __init__(
+        self,
+        corpus: Mapping[str, Mapping[str, Any]],
+        k1: float = 0.9,
+        b: float = 0.4,
+        method: str = "lucene",
+        stopwords: str | None = "en",
+        stemmer: str | None = "english",
+    ) -> None:
+        import bm25s
+        from bm25s.tokenization import Tokenizer
+
+        try:
+            self.k1, self.b = float(k1), float(b)
+        except (TypeError, ValueError):
+            raise EvretError(f"bm25: options k1 and b must be numbers, got k1={k1!r}, b={b!r}") from None
+        if method not in METHODS:
+            raise EvretError(f"bm25: option method={method!r} is not one of {', '.join(METHODS)}")
+        if not corpus:
+            raise EvretError("bm25: the corpus is empty")
+        self.method = method
+        self.stopwords = None if stopwords in (None, "", "none", False) else str(stopwords)
+        self.stemmer_name = None if stemmer in (None, "", "none", False) else str(stemmer)
+        stem = None
+        if self.stemmer_name is not None:
+            import Stemmer
+
+            try:
+                stem = Stemmer.Stemmer(self.stemmer_name).stemWord
+            except KeyError:
+                raise EvretError(
+                    f"bm25: option stemmer={stemmer!r} is not a Snowball language "
+                    f"(e.g. english, german, french), or none to disable stemming"
+                ) from None
+        try:
+            self._tokenizer = Tokenizer(stopwords=self.stopwords or [], stemmer=stem)
+        except ValueError as exc:
+            raise EvretError(f"bm25: option stopwords={stopwords!r}: {exc}") from None
+        self.doc_ids: list[str] = []
+        self._texts: list[str] = []
+        self._titles: list[str] = []
+        for doc_id, record in corpus.items():
+            self.doc_ids.append(str(doc_id))
+            self._texts.append(str(record.get("text") or ""))
+            self._titles.append(str(record.get("title") or ""))
+        flat = [f"{title} {text}".strip() for title, text in zip(self._titles, self._texts, strict=True)]
+        tokens = self._tokenizer.tokenize(flat, return_as="tuple", show_progress=False)
+        self._model = bm25s.BM25(k1=self.k1, b=self.b, method=method)
+        self._model.index(tokens, show_progress=False)
+
+    @classmethod
+    def build(cls, corpus: Any = None, dataset: Any = None, **options: Any) -> BM25Retriever:
+        """From a corpus file path, a mapping id -> record, or the ``corpus`` of an evaluation dataset."""
+        if corpus is None:
+            corpus = getattr(dataset, "corpus", None)
+            if corpus is None:
+                raise EvretError(
+                    "bm25: option 'corpus' is missing: give a JSONL corpus file "
+                    "(--retriever-option corpus=PATH) or a dataset that carries its corpus (a BEIR folder)"
+                )
+        elif isinstance(corpus, (str, Path)):
+            corpus = load_corpus(corpus)
+        elif not isinstance(corpus, Mapping):
+            raise EvretError(f"bm25: option 'corpus' must be a file path or a mapping, got {type(corpus).__name__}")
+        return cls(corpus, **options)
+
+    def __len__(self) -> int:
+        return len(self.doc_ids)
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "k1": self.k1, "b": self.b, "method": self.method,
+                "stopwords": self.stopwords, "stemmer": self.stemmer_name, "documents": len(self.doc_ids)}
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return self.batch_retrieve([query], k)[0]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """All queries in one bm25s call; only the result objects are built per query."""
+        if not queries:
+            return []
+        if k <= 0:
+            raise EvretError(f"bm25: k must be a positive integer, got {k}")
+        depth = min(int(k), len(self.doc_ids))
+        query_ids = self._tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids",
+                                             show_progress=False)
+        docs, scores = self._model.retrieve(query_ids, k=depth, show_progress=False, return_as="tuple")
+        docs = np.asarray(docs)
+        scores = np.asarray(scores, dtype=np.float64)
+        ids, texts, titles = self.doc_ids, self._texts, self._titles
+        construct = RetrievalResult.model_construct
+        out: list[list[RetrievalResult]] = []
+        for row_docs, row_scores in zip(docs.tolist(), scores.tolist(), strict=True):
+            out.append([
+                construct(doc_id=ids[d], score=s, metadata={"text": texts[d], "title": titles[d]})
+                for d, s in zip(row_docs, row_scores, strict=True)
+                if s > 0.0
+            ])
+        return out

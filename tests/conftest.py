@@ -1,0 +1,55 @@
+"""Shared fixtures: a clean plugin registry per test and fake installed plugins (dist-info on sys.path)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from evret_core.plugins import reset_registry
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_ENV = ("EVRET_LOAD_PLUGINS", "EVRET_DISABLE_PLUGINS", "EVRET_STRICT_PLUGINS")
+
+
+@pytest.fixture(autouse=True)
+def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for name in PLUGIN_ENV:
+        monkeypatch.delenv(name, raising=False)
+    reset_registry()
+    yield
+    reset_registry()
+
+
+FakePlugin = Callable[[str, str], Path]
+
+
+@pytest.fixture
+def fake_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePlugin:
+    """Install a plugin the way pip would, minus the copying: ``fake_plugin(dist_name, module_source)`` writes
+    the module and a ``.dist-info`` with an ``evret`` entry point into a folder put on ``sys.path`` (returned,
+    for subprocesses' PYTHONPATH)."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    monkeypatch.syspath_prepend(str(site))
+    added: list[str] = []
+
+    def install(dist: str, source: str) -> Path:
+        module = dist.replace("-", "_")
+        (site / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+        info = site / f"{module}-0.1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n", encoding="utf-8")
+        (info / "entry_points.txt").write_text(f"[evret]\n{dist} = {module}\n", encoding="utf-8")
+        added.append(module)
+        importlib.invalidate_caches()
+        reset_registry()
+        return site
+
+    yield install  # type: ignore[misc]
+    for module in added:
+        sys.modules.pop(module, None)

@@ -1,0 +1,117 @@
+"""Built-in judges: the conformance suite, and the token-overlap algorithm step by step."""
+
+from __future__ import annotations
+
+import pytest
+
+from evret_core import EvretError, ExactJudge, JudgmentContext, RegexJudge, TokenOverlapJudge, create_judge
+from evret_core.judges import text as text_module
+from evret_core.testing import JudgeConformance
+
+
+class TestExactJudge(JudgeConformance):
+    @pytest.fixture
+    def judge(self) -> ExactJudge:
+        return create_judge("exact")
+
+
+class TestRegexJudge(JudgeConformance):
+    @pytest.fixture
+    def judge(self) -> RegexJudge:
+        return create_judge("regex")
+
+
+class TestTokenOverlapJudge(JudgeConformance):
+    @pytest.fixture
+    def judge(self) -> TokenOverlapJudge:
+        return create_judge("token-overlap")
+
+
+def ctx(expected: str, retrieved: str, query: str = "unrelated question") -> JudgmentContext:
+    return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved)
+
+
+def test_exact_normalises_case_and_whitespace() -> None:
+    judge = ExactJudge()
+    assert judge.judge(ctx("Paris  is\nthe Capital", " paris is the capital "))
+    assert not judge.judge(ctx("Paris is the capital", "Paris is the capital."))
+
+
+def test_regex_searches_the_expected_pattern() -> None:
+    assert RegexJudge().judge(ctx(r"\b(two|2) thousand eggs\b", "she lays two thousand eggs a day"))
+    assert not RegexJudge().judge(ctx(r"^eggs", "she lays eggs"))
+    assert RegexJudge(ignore_case=True).judge(ctx("QUEEN", "the queen"))
+    with pytest.raises(EvretError, match="not a valid pattern"):
+        RegexJudge().judge(ctx("(unclosed", "x"))
+
+
+# TokenOverlapJudge, one step of the documented algorithm per case (defaults: min_tokens=2, ratio 0.6, boost on)
+@pytest.mark.parametrize(
+    ("expected", "retrieved", "query", "verdict", "why"),
+    [
+        ("The Queen", "the   queen", "q", True, "1. equal after normalisation"),
+        ("varroa", "The varroa mite is a pest.", "q", True, "2. expected contained in retrieved"),
+        ("the varroa mite is the most serious pest", "varroa mite", "q", True, "2. retrieved contained in expected"),
+        ("rag", "a fragment of text", "q", False, "2. containment is whole-word only"),
+        ("queen lays eggs daily", "eggs daily", "q", True, "2. containment beats min_tokens"),
+        # tokens: {queen, lays, eggs, summer, daily}; shared with retrieved: queen, lays, eggs = 3/5 = 0.6
+        ("queen lays eggs in summer daily", "a queen lays many eggs", "zzz", True, "3. ratio 0.6 >= 0.6"),
+        # shared 2/4 = 0.5 < 0.6 without boost
+        ("queen lays eggs daily", "the queen lays nothing", "zzz", False, "3. ratio 0.5 < 0.6"),
+        # same, but the query shares 'nothing' with the retrieved text: threshold 0.45 <= 0.5
+        ("queen lays eggs daily", "the queen lays nothing", "why nothing", True, "4. query boost relaxes to 0.45"),
+        # shared 1 token only: min_tokens=2 blocks even a boosted ratio of 1/2
+        ("queen eggs", "a queen bee", "queen", False, "3. fewer than min_tokens shared"),
+        ("the of and", "the of and is", "q", True, "2. stop words still count for containment"),
+        ("of the", "something else entirely", "q", False, "3. no content tokens"),
+    ],
+)
+def test_token_overlap_algorithm(expected: str, retrieved: str, query: str, verdict: bool, why: str) -> None:
+    judge = TokenOverlapJudge()
+    assert judge.judge(ctx(expected, retrieved, query)) is verdict, why
+    assert judge.batch_judge([ctx(expected, retrieved, query)]) == [verdict], why
+
+
+def test_query_boost_can_be_disabled() -> None:
+    context = ctx("queen lays eggs daily", "the queen lays nothing", "why nothing")
+    assert not TokenOverlapJudge(query_boost=False).judge(context)
+    assert not create_judge("token-overlap", query_boost="false").judge(context)
+
+
+def test_options_change_the_thresholds() -> None:
+    context = ctx("queen lays eggs daily", "the queen lays nothing", "zzz")  # 2 of 4 shared
+    assert TokenOverlapJudge(overlap_ratio=0.5).judge(context)
+    assert not TokenOverlapJudge(min_tokens=3, overlap_ratio=0.5).judge(context)
+
+
+@pytest.mark.parametrize("options", [{"min_tokens": 0}, {"overlap_ratio": 1.5}, {"overlap_ratio": "x"}])
+def test_bad_options(options: dict[str, object]) -> None:
+    with pytest.raises(EvretError, match="token-overlap judge"):
+        TokenOverlapJudge(**options)  # type: ignore[arg-type]
+
+
+def test_batch_judge_tokenises_each_distinct_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = text_module.tokenize
+
+    def counting(text: str) -> frozenset[str]:
+        calls.append(text)
+        return real(text)
+
+    monkeypatch.setattr(text_module, "tokenize", counting)
+    queries = ["what do queens do", "how long do workers live"]
+    expected = ["the queen lays eggs", "workers live six weeks"]
+    retrieved = [f"document {i} about queens and workers" for i in range(5)]
+    contexts = [ctx(e, r, q) for q in queries for e in expected for r in retrieved]
+    judge = TokenOverlapJudge()
+    answers = judge.batch_judge(contexts)
+    assert len(contexts) == 20
+    distinct = set(queries) | set(expected) | set(retrieved)
+    assert sorted(calls) == sorted(distinct)  # 9 tokenisations for 20 contexts, each text once
+    calls.clear()
+    assert answers == [judge.judge(c) for c in contexts]
+    assert len(calls) == 3 * len(contexts)  # judge() alone tokenises three texts per context
+
+
+def test_judge_config_is_in_the_repr() -> None:
+    assert repr(TokenOverlapJudge(min_tokens=3)) == "TokenOverlapJudge(min_tokens=3, overlap_ratio=0.6, query_boost=True)"

@@ -1,0 +1,240 @@
+"""The plugin system: discovery, isolation of broken plugins, allow/block lists, duplicates, install hints."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evret_core import EvretError, PluginError, UnknownNameError, create_judge, list_plugins
+from evret_core.plugins import KNOWN_DISTRIBUTIONS, get_registry, reset_registry
+
+from .conftest import REPO, FakePlugin
+
+GOOD = """
+from evret_core import hookimpl
+from evret_core.judges import ExactJudge
+
+class ShoutJudge(ExactJudge):
+    name = "shout"
+
+@hookimpl
+def register_judges(register):
+    register("shout", ShoutJudge)
+"""
+
+BROKEN_ON_IMPORT = """
+raise RuntimeError("this plugin is broken on purpose")
+"""
+
+
+def run_cli(*args: str, pythonpath: Path | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_")}
+    if pythonpath is not None:
+        full_env["PYTHONPATH"] = str(pythonpath)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "evret_core.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd or REPO, timeout=120)
+
+
+# -- a real third-party package, built and pip-installed by the test ------------------------------------------
+@pytest.fixture(scope="module")
+def keywords_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    source = tmp_path_factory.mktemp("pkg") / "evret-judge-keywords"
+    shutil.copytree(REPO / "docs" / "examples" / "evret-judge-keywords", source)  # builds write into the tree
+    pip = [sys.executable, "-m", "pip"]
+    subprocess.run([*pip, "install", "-q", "--no-build-isolation", "--no-deps", str(source)], check=True,
+                   capture_output=True, timeout=300)
+    import importlib
+
+    importlib.invalidate_caches()
+    reset_registry()
+    try:
+        yield
+    finally:
+        subprocess.run([*pip, "uninstall", "-y", "-q", "evret-judge-keywords"], check=True, capture_output=True,
+                       timeout=300)
+        sys.modules.pop("evret_judge_keywords", None)
+        importlib.invalidate_caches()
+        reset_registry()
+
+
+def test_installed_package_judge_by_name_from_python(keywords_package: None) -> None:
+    from evret_core import JudgmentContext
+
+    judge = create_judge("keywords", min_fraction=0.5)
+    assert type(judge).__module__ == "evret_judge_keywords"
+    # keywords (4+ letters): queens, eggs, daily; found: queens, eggs
+    assert judge.judge(JudgmentContext(query="q", expected_text="queens lay eggs daily",
+                                       retrieved_text="the queens lay eggs"))
+    info = {p.name: p for p in list_plugins()}["evret-judge-keywords"]
+    assert info.version == "0.1.0" and info.registers == {"judge": ["keywords"]} and info.error is None
+
+
+def test_installed_package_judge_from_the_cli(keywords_package: None, tmp_path: Path) -> None:
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text(json.dumps({"query_id": "q1", "query": "eggs", "expected_answers": ["queens lay eggs"]}) + "\n")
+    corpus_check = run_cli("plugins", "--json")
+    assert "evret-judge-keywords" in corpus_check.stdout
+    proc = run_cli("evaluate", "--dataset", str(dataset), "--retriever", "bm25",
+                   "--retriever-option", f"corpus={REPO / 'examples' / 'corpus.jsonl'}",
+                   "--judge", "keywords", "--judge-option", "min_fraction=0.3", "--metric", "hit_rate@3",
+                   "--output", str(tmp_path / "r.json"))
+    if "unknown retriever 'bm25'" in proc.stderr:
+        pytest.skip("evret-bm25 is not installed")
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["config"]["judge"] == {"name": "keywords", "min_fraction": 0.3, "min_length": 4}
+    assert results["scores"]["hit_rate@3"] == 1.0
+
+
+def test_installed_package_passes_its_own_tests(keywords_package: None) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(REPO / "docs" / "examples" / "evret-judge-keywords" / "tests")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- discovery and isolation --------------------------------------------------------------------------------------
+def test_fake_plugin_is_discovered(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-shout", GOOD)
+    assert type(create_judge("shout")).__name__ == "ShoutJudge"
+    assert get_registry().owner("judge", "shout") == "evret-shout"
+
+
+def test_plugin_raising_on_import_is_reported_and_the_rest_works(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-broken", BROKEN_ON_IMPORT)
+    site = fake_plugin("evret-shout", GOOD)
+    info = {p.name: p for p in list_plugins()}
+    assert "this plugin is broken on purpose" in (info["evret-broken"].error or "")
+    assert create_judge("shout") is not None and create_judge("exact") is not None
+    proc = run_cli("plugins", pythonpath=site)
+    assert proc.returncode == 0
+    assert "evret-broken" in proc.stdout and "ERROR: import failed: RuntimeError" in proc.stdout
+    assert "judges: shout" in proc.stdout
+    listed = json.loads(run_cli("plugins", "--json", "--all", pythonpath=site).stdout)
+    by_name = {p["name"]: p for p in listed}
+    assert by_name["evret-broken"]["error"].startswith("import failed")
+    assert by_name["evret-core:judges"]["registers"]["judge"] == ["exact", "regex", "token-overlap"]
+
+
+def test_strict_plugins_raise(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = fake_plugin("evret-broken", BROKEN_ON_IMPORT)
+    monkeypatch.setenv("EVRET_STRICT_PLUGINS", "1")
+    with pytest.raises(PluginError, match="evret-broken.*failed to import"):
+        create_judge("exact")
+    proc = run_cli("plugins", pythonpath=site, env={"EVRET_STRICT_PLUGINS": "1"})
+    assert proc.returncode == 2 and "evret-broken" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_duplicate_names_error_names_both_plugins(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-shout", GOOD)
+    fake_plugin("evret-shout-two", GOOD)
+    with pytest.raises(PluginError, match="'evret-shout' and 'evret-shout-two'"):
+        create_judge("shout")
+    info = {p.name: p for p in list_plugins()}
+    assert "registered by both 'evret-shout' and 'evret-shout-two'" in (info["evret-shout-two"].error or "")
+
+
+def test_plugin_may_not_take_a_builtin_name(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-exact", GOOD.replace('register("shout"', 'register("exact"'))
+    with pytest.raises(PluginError, match="'evret-core:judges' and 'evret-exact'"):
+        create_judge("exact")
+
+
+def test_allowlist(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_plugin("evret-shout", GOOD)
+    fake_plugin("evret-broken", BROKEN_ON_IMPORT)
+    monkeypatch.setenv("EVRET_LOAD_PLUGINS", "evret-shout")
+    reset_registry()
+    info = {p.name: p for p in list_plugins()}
+    assert info["evret-broken"].skipped == "not in EVRET_LOAD_PLUGINS" and info["evret-broken"].error is None
+    assert create_judge("shout") is not None
+    monkeypatch.setenv("EVRET_LOAD_PLUGINS", "")
+    reset_registry()
+    with pytest.raises(UnknownNameError, match="unknown judge 'shout'"):
+        create_judge("shout")
+    assert create_judge("token-overlap") is not None  # built-ins always load
+
+
+def test_blocklist(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_plugin("evret-shout", GOOD)
+    monkeypatch.setenv("EVRET_DISABLE_PLUGINS", "evret-other, evret-shout")
+    reset_registry()
+    with pytest.raises(UnknownNameError):
+        create_judge("shout")
+    assert {p.name: p for p in list_plugins()}["evret-shout"].skipped == "disabled by EVRET_DISABLE_PLUGINS"
+
+
+def test_misspelt_hook_is_caught_by_check_pending(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-typo", GOOD.replace("def register_judges", "def register_judgez"))
+    info = {p.name: p for p in list_plugins()}["evret-typo"]
+    assert "register_judgez" in (info.error or "") and info.registers == {}
+    with pytest.raises(UnknownNameError):
+        create_judge("shout")
+
+
+def test_failing_register_hook_is_reported(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-bad-register", GOOD.replace('register("shout", ShoutJudge)', 'register("", ShoutJudge)'))
+    info = {p.name: p for p in list_plugins()}["evret-bad-register"]
+    assert "name must be a non-empty string" in (info.error or "")
+
+
+def _installed(dist: str) -> bool:
+    import importlib.metadata as md
+
+    try:
+        md.distribution(dist)
+    except md.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_unknown_name_lists_known_names_and_the_distribution_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(KNOWN_DISTRIBUTIONS, ("judge", "fancy"), "evret-fancy")
+    with pytest.raises(UnknownNameError) as err:
+        create_judge("fancy")
+    message = str(err.value)
+    assert message.startswith("unknown judge 'fancy'; known judges: exact, ")
+    assert "token-overlap" in message and message.endswith("Install it with: pip install evret-fancy")
+    with pytest.raises(UnknownNameError, match="unknown judge 'nope'; known judges: exact") as err2:
+        create_judge("nope")
+    assert "pip install" not in str(err2.value)
+
+
+@pytest.mark.skipif(_installed("evret-sentence-transformers"), reason="evret-sentence-transformers is installed")
+def test_semantic_without_its_plugin_names_the_distribution() -> None:
+    with pytest.raises(UnknownNameError, match="pip install evret-sentence-transformers"):
+        create_judge("semantic")
+
+
+def test_unknown_name_of_a_skipped_plugin_says_so(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_plugin("evret-fancy", GOOD.replace('register("shout"', 'register("fancy"'))
+    monkeypatch.setitem(KNOWN_DISTRIBUTIONS, ("judge", "fancy"), "evret-fancy")
+    monkeypatch.setenv("EVRET_LOAD_PLUGINS", "")
+    reset_registry()
+    with pytest.raises(UnknownNameError, match="'evret-fancy' is installed but not in EVRET_LOAD_PLUGINS"):
+        create_judge("fancy")
+
+
+def test_unknown_name_says_when_the_plugin_is_installed_but_broken(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-sentence-transformers", BROKEN_ON_IMPORT)
+    with pytest.raises(UnknownNameError, match="'evret-sentence-transformers' is installed but failed to load"):
+        create_judge("semantic")
+
+
+def test_bad_factory_options_name_the_accepted_ones() -> None:
+    with pytest.raises(EvretError, match="judge 'token-overlap': bad options.*accepted options: min_tokens"):
+        create_judge("token-overlap", min_token=3)
+
+
+def test_plugin_looking_names_up_while_loading_does_not_recurse(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-eager", GOOD + "\nfrom evret_core import create_judge\nEAGER = create_judge('exact')\n")
+    assert create_judge("shout") is not None
