@@ -17,6 +17,7 @@ from evret_chroma import ChromaRetriever, index_corpus
 from evret_chroma.retriever import make_client
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
+from evret_core.testing import RetrieverConformance
 
 DOCS = [
     {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
@@ -61,8 +62,18 @@ def collection(corpus_file: Path) -> tuple[object, str]:
     return client, name
 
 
-class TestContract:
-    """The retriever contract (evret_core.testing is not on main yet, so the checks are written here)."""
+class TestConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self, collection: tuple[object, str]) -> ChromaRetriever:
+        return ChromaRetriever(collection[1], embedding=embed, client=collection[0])
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+
+
+class TestRanking:
+    """Beyond the contract: the expected documents come first, in batches smaller than the query list."""
 
     def test_batch_shape_order_and_cut(self, collection: tuple[object, str]) -> None:
         client, name = collection

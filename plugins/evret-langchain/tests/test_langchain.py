@@ -17,6 +17,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.retrievers import resolve_retriever
+from evret_core.testing import RetrieverConformance
 
 TEXTS = {
     "d1": "Honey bees communicate the direction of food with a waggle dance.",
@@ -90,8 +91,28 @@ def docs_with_ids() -> list[Document]:
 
 
 # -- the retriever contract ------------------------------------------------------------------------------------
-class TestContract:
-    """The retriever contract, checked on the adapted vector store (evret_core.testing is not on main yet)."""
+class TestVectorStoreConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self) -> LangChainRetriever:
+        return LangChainRetriever(make_store())
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return list(TEXTS.values())[:4]
+
+
+class TestHandWrittenRetrieverConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self) -> LangChainRetriever:
+        return LangChainRetriever(ListRetriever(docs=docs_with_ids()))
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return ["a", "bb", "ccc"]
+
+
+class TestAdaptedStore:
+    """Beyond the contract: texts, order and scores of the adapted vector store."""
 
     @pytest.fixture
     def retriever(self) -> LangChainRetriever:

@@ -16,6 +16,7 @@ from evret_qdrant import QdrantRetriever, index_corpus
 from qdrant_client import QdrantClient
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
+from evret_core.testing import RetrieverConformance
 
 DOCS = [
     {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
@@ -59,8 +60,18 @@ def memory_client(corpus_file: Path) -> QdrantClient:
     return client
 
 
-class TestContract:
-    """The retriever contract (evret_core.testing is not on main yet, so the checks are written here)."""
+class TestConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self, memory_client: QdrantClient) -> QdrantRetriever:
+        return QdrantRetriever("bees", embedding=embed, client=memory_client)
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+
+
+class TestRanking:
+    """Beyond the contract: the expected documents come first, in batches smaller than the query list."""
 
     def test_batch_shape_order_and_cut(self, memory_client: QdrantClient) -> None:
         retriever = QdrantRetriever("bees", embedding=embed, client=memory_client, batch_size=2)
