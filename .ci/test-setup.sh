@@ -1,4 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs from Debian's packages, when missing. Idempotent.
 set -euo pipefail
+
+# evret-pgvector's tests run PostgreSQL (binaries from the pgserver wheel); it refuses to run as root, so as root
+# the tests run it as this user.
+if [ "$(id -u)" = 0 ] && ! id -u postgres >/dev/null 2>&1; then
+    useradd --system --user-group --no-create-home --shell /usr/sbin/nologin postgres
+fi
+
 exit 0
