@@ -8,6 +8,7 @@ the failure is worth retrying.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,7 +73,223 @@ class LLMProvider(ABC):
 
     async def aclose(self) -> None:
         """Release connections; called once when a judge or evaluator is done with the provider."""
+        return None
 
     def config(self) -> dict[str, Any]:
         """Identifying settings for manifests and cache keys. Never include API keys."""
         return {"provider": self.name, "model": self.model}
+
+
+# -- Evret's call policy: shared by every LLM-backed judge and evaluator ------------------------------------------
+
+RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+
+
+def is_retryable_status(status: int | None) -> bool:
+    """429, 408 and 5xx are worth retrying; other 4xx (bad request, auth) are not."""
+    if status is None:
+        return True
+    return status in RETRYABLE_STATUSES or status >= 500
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date); None when absent."""
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+    except Exception:  # headers of an unexpected type: no hint rather than a crash
+        return None
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    import datetime as _dt
+
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.timezone.utc)
+    return max(0.0, (when - _dt.datetime.now(_dt.timezone.utc)).total_seconds())
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """``text`` with every given secret replaced by ``***`` (error messages must never carry API keys)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+@dataclass
+class LLMUsage:
+    """What calls to one provider cost: attempts, token counts, retries and failures."""
+
+    calls: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "retries": self.retries,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+
+class RateLimiter:
+    """Spaces request starts evenly so that at most ``requests_per_minute`` start in any minute."""
+
+    def __init__(self, requests_per_minute: float) -> None:
+        if requests_per_minute <= 0:
+            raise ValueError("requests_per_minute must be positive")
+        self.interval = 60.0 / float(requests_per_minute)
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    async def acquire(self) -> None:
+        import asyncio
+        import time
+
+        # Reserve a start slot under a thread lock (the limiter may be shared by loops in several threads),
+        # then sleep outside it until the slot comes.
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        delay = slot - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class LLMClient:
+    """Evret's one call policy around an :class:`LLMProvider`.
+
+    At most ``max_concurrency`` calls in flight, an optional ``requests_per_minute`` limit, a ``timeout`` per
+    attempt, and up to ``max_retries`` retries with exponential backoff and jitter on retryable failures (429,
+    5xx, connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 pauses every
+    caller of this client, not just the one that got it. :attr:`usage` counts calls, tokens and failures.
+    Usable from several event loops in turn (``run_sync`` starts a fresh loop per batch).
+    """
+
+    def __init__(
+        self,
+        provider: LLMProvider,
+        *,
+        max_retries: int = 3,
+        max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        timeout: float | None = 60.0,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        max_retry_after: float = 300.0,
+    ) -> None:
+        if int(max_retries) < 0:
+            raise ValueError("max_retries must be >= 0")
+        if int(max_concurrency) < 1:
+            raise ValueError("max_concurrency must be >= 1")
+        self.provider = provider
+        self.max_retries = int(max_retries)
+        self.max_concurrency = int(max_concurrency)
+        self.timeout = None if timeout is None else float(timeout)
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.limiter = RateLimiter(requests_per_minute) if requests_per_minute else None
+        self.usage = LLMUsage()
+        self._semaphores: dict[int, Any] = {}
+        self._resume_at = 0.0
+        self._lock = threading.Lock()
+
+    def _semaphore(self) -> Any:
+        import asyncio
+
+        # One semaphore per event loop: an asyncio primitive must not be shared between loops.
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            sem = self._semaphores.get(id(loop))
+            if sem is None or getattr(sem, "_evret_loop", None) is not loop:
+                sem = asyncio.Semaphore(self.max_concurrency)
+                sem._evret_loop = loop  # type: ignore[attr-defined]
+                self._semaphores = {id(loop): sem}
+            return sem
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter over an exponential window,
+        never less than Retry-After asked."""
+        import random
+
+        window = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1)))
+        delay = window * (0.5 + random.random() / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after) + random.random() * 0.1)
+        return delay
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> LLMResponse:
+        """One completion under the policy; raises the last :class:`LLMCallError` when every attempt failed."""
+        import asyncio
+        import time
+
+        attempt = 0
+        while True:
+            wait = self._resume_at - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            async with self._semaphore():
+                self.usage.calls += 1
+                try:
+                    call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens)
+                    response = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+                except asyncio.TimeoutError:
+                    error = LLMCallError(f"{self.provider.name}: no answer within {self.timeout:g} s",
+                                         retryable=True)
+                except LLMCallError as exc:
+                    error = exc
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a provider bug: not worth retrying, but never a crash mid-run
+                    error = LLMCallError(f"{self.provider.name}: {type(exc).__name__}: {exc}", retryable=False)
+                else:
+                    self.usage.succeeded += 1
+                    self.usage.input_tokens += int(response.input_tokens or 0)
+                    self.usage.output_tokens += int(response.output_tokens or 0)
+                    return response
+            attempt += 1
+            if not error.retryable or attempt > self.max_retries:
+                self.usage.failed += 1
+                raise error
+            self.usage.retries += 1
+            delay = self.backoff(attempt, error.retry_after)
+            if error.status == 429:
+                # The server is rate limiting this key: hold every caller, not only this one.
+                self._resume_at = max(self._resume_at, time.monotonic() + delay)
+            await asyncio.sleep(delay)
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()

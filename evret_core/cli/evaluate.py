@@ -29,6 +29,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
                    help="fail when a judgment could not be made instead of reporting it")
     p.add_argument("--no-progress", action="store_true", help="never show progress")
+    p.add_argument("--dry-run", action="store_true",
+                   help="retrieve and plan: print how many judgments would be sent (after dedupe and cache) and "
+                        "a token estimate, without judging or calling any LLM")
     p.set_defaults(func=run)
 
 
@@ -146,11 +149,43 @@ def run(args: argparse.Namespace) -> int:
         fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
         progress=progress,
     )
+    if getattr(args, "dry_run", False):
+        plan = evaluator.dry_run(dataset)
+        if progress is not None:
+            progress.close()
+        _print_plan(plan)
+        return 0
     results = evaluator.evaluate(dataset)
     if progress is not None:
         progress.close()
     print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=sys.stdout)
+    _print_llm_stats(results.stats)
     if settings.get("output"):
         results.to_json(settings["output"])
         print(f"results written to {settings['output']}", file=sys.stderr)
     return 0
+
+
+def _print_plan(plan: dict[str, Any]) -> None:
+    """The --dry-run summary: judgments that would be sent and what they would cost in tokens."""
+    where = f" ({plan['provider']}, {plan.get('model') or 'default model'})" if plan.get("provider") else ""
+    print(f"dry run{where}: {plan['contexts']} judgment(s) planned, {plan['unique']} distinct, "
+          f"{plan['cached']} cached, {plan['to_send']} would be sent")
+    if "estimated_input_tokens" in plan:
+        print(f"estimated tokens: ~{plan['estimated_input_tokens']} input, at most "
+              f"{plan['estimated_output_tokens_max']} output")
+    if plan.get("note"):
+        print(plan["note"])
+
+
+def _print_llm_stats(stats: dict[str, Any]) -> None:
+    """LLM cost and parse fallbacks after the scores, so a run never hides what it spent or guessed."""
+    for provider, cost in (stats.get("cost") or {}).items():
+        print(f"{provider} ({cost.get('model')}): {cost.get('calls', 0)} call(s), {cost.get('cache_hits', 0)} "
+              f"cache hit(s), {cost.get('input_tokens', 0)} input / {cost.get('output_tokens', 0)} output tokens, "
+              f"{cost.get('retries', 0)} retries, {cost.get('failed', 0)} failed")
+    parsing = stats.get("parsing") or {}
+    if parsing.get("fallbacks"):
+        print(f"WARNING: {parsing['fallbacks']} LLM answer(s) did not start with YES or NO: "
+              f"{parsing.get('keyword', 0)} decided by keywords, {parsing.get('unparseable', 0)} unparseable "
+              f"(counted as not matching)")

@@ -1,4 +1,4 @@
-"""Built-in judges: exact, regex, token-overlap."""
+"""Built-in judges: exact, regex, token-overlap, and llm (provider-agnostic; providers come from plugins)."""
 
 from __future__ import annotations
 
@@ -12,3 +12,7 @@ def register_judges(register: Register) -> None:
     register("exact", ExactJudge)
     register("regex", RegexJudge)
     register("token-overlap", TokenOverlapJudge)
+
+    from evret_core.judges.llm import LLMJudge
+
+    register("llm", LLMJudge)

@@ -143,6 +143,9 @@ class Evaluator:
             from evret_core.registry import create_judge
 
             self.judge = create_judge("token-overlap")
+        reset_stats = getattr(self.judge, "reset_stats", None)
+        if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
+            reset_stats()
         answers: list[bool | None] = []
         step = max(self.batch_size * 4, 1024)
         for start in range(0, len(contexts), step):
@@ -193,6 +196,9 @@ class Evaluator:
         judge_stats = getattr(self.judge, "stats", None)
         if callable(judge_stats):
             stats["judge"] = judge_stats()
+            for key in ("cost", "parsing"):  # LLM judges: calls, cache hits and tokens per provider; parse fallbacks
+                if isinstance(stats["judge"], dict) and key in stats["judge"]:
+                    stats[key] = stats["judge"][key]
         return EvaluationResults(
             scores=means,
             metrics=[m.name for m in self.metrics],
@@ -200,6 +206,21 @@ class Evaluator:
             config=self.config(),
             stats=stats,
         )
+
+    def dry_run(self, dataset: EvaluationDataset) -> dict[str, Any]:
+        """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
+        token estimate when the judge can make one (``judge.plan``). Nothing is sent to an LLM."""
+        if self.judge is None:
+            from evret_core.registry import create_judge
+
+            self.judge = create_judge("token-overlap")
+        retrieved = self.retrieve(dataset)
+        contexts = self.plan_judgments(dataset, retrieved)
+        plan = getattr(self.judge, "plan", None)
+        if callable(plan):
+            return dict(plan(contexts))
+        return {"contexts": len(contexts), "unique": len(contexts), "cached": 0, "to_send": 0,
+                "note": f"judge {getattr(self.judge, 'name', type(self.judge).__name__)!r} makes no API calls"}
 
     def config(self) -> dict[str, Any]:
         retriever_config = getattr(self.retriever, "config", None)

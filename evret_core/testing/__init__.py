@@ -1,4 +1,5 @@
-"""Conformance suites for plugin authors: subclass one in your plugin's tests so every judge and retriever
+"""Testing kit for Evret and its plugins: conformance suites, and (``evret_core.testing.llm_stubs``) HTTP stub
+servers speaking the LLM providers' wire formats. Conformance suites: subclass one in your plugin's tests so every judge and retriever
 behaves alike.
 
 Needs pytest. A judge plugin's test module::

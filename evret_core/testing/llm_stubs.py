@@ -1,0 +1,328 @@
+"""Local HTTP servers that speak the LLM providers' wire formats, for tests and benchmarks.
+
+One :class:`StubLLMServer` on 127.0.0.1 answers, by path:
+
+- ``POST .../chat/completions``: OpenAI chat completions (point the OpenAI SDK at :attr:`StubLLMServer.openai_base_url`);
+- ``POST .../messages``: Anthropic messages (``base_url`` = :attr:`StubLLMServer.url`);
+- ``POST .../models/{model}:generateContent``: Gemini generateContent (``base_url`` = :attr:`StubLLMServer.url`).
+
+A *responder* decides each answer from the parsed request: it returns the answer text, or a :class:`StubReply`
+with a status, headers (``Retry-After``) and a delay before answering (a large delay is a hanging server). The
+server records every request and the most requests it ever had in flight at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "always"]
+
+
+@dataclass
+class StubRequest:
+    """One request as the stub understood it. ``api`` is ``openai``, ``anthropic`` or ``gemini``."""
+
+    index: int
+    api: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    model: str
+    system: str
+    prompt: str
+    received_at: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """System and user text together: what a test searches for injected or fenced content."""
+        return f"{self.system}\n{self.prompt}"
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the request content, equal for retries of the same request."""
+        return hashlib.sha256(json.dumps([self.model, self.system, self.prompt]).encode()).hexdigest()
+
+
+@dataclass
+class StubReply:
+    """What to answer: ``text`` with ``status`` 200, or an error ``status`` (429, 500...) with ``headers``;
+    ``delay`` seconds are waited first. ``body`` replaces the whole JSON body when given."""
+
+    text: str = "YES"
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: dict[str, Any] | None = None
+
+
+Responder = Callable[[StubRequest], "str | StubReply"]
+
+
+def always(text: str = "YES", delay: float = 0.0) -> Responder:
+    """A responder that answers ``text`` to everything, after ``delay`` seconds."""
+
+    def respond(request: StubRequest) -> StubReply:
+        return StubReply(text=text, delay=delay)
+
+    return respond
+
+
+class FailFirst:
+    """Wraps a responder: the chosen requests fail ``times`` times (by :attr:`StubRequest.fingerprint`, so a
+    retry of the same request counts) with ``status`` and an optional Retry-After, then get the real answer.
+
+    ``select(request) -> bool`` chooses which requests fail; default: all of them.
+    """
+
+    def __init__(
+        self,
+        inner: Responder,
+        *,
+        times: int = 1,
+        status: int = 429,
+        retry_after: float | None = None,
+        select: Callable[[StubRequest], bool] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.times = times
+        self.status = status
+        self.retry_after = retry_after
+        self.select = select
+        self._failures: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self.failed = 0
+
+    def __call__(self, request: StubRequest) -> str | StubReply:
+        if self.select is None or self.select(request):
+            with self._lock:
+                done = self._failures.get(request.fingerprint, 0)
+                if done < self.times:
+                    self._failures[request.fingerprint] = done + 1
+                    self.failed += 1
+                    headers = {} if self.retry_after is None else {"Retry-After": f"{self.retry_after:g}"}
+                    return StubReply(status=self.status, headers=headers)
+        return self.inner(request)
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_content_text(part) for part in content)
+    if isinstance(content, dict):
+        if "text" in content:
+            return str(content["text"])
+        if "parts" in content:
+            return _content_text(content["parts"])
+        if "content" in content:
+            return _content_text(content["content"])
+    return ""
+
+
+def _parse(api: str, path: str, body: dict[str, Any]) -> tuple[str, str, str]:
+    """(model, system text, user text) of a request in ``api``'s format."""
+    if api == "openai":
+        system = [_content_text(m.get("content")) for m in body.get("messages", []) if m.get("role") in
+                  ("system", "developer")]
+        user = [_content_text(m.get("content")) for m in body.get("messages", []) if m.get("role") not in
+                ("system", "developer")]
+        return str(body.get("model", "")), "\n".join(system), "\n".join(user)
+    if api == "anthropic":
+        user = [_content_text(m.get("content")) for m in body.get("messages", [])]
+        return str(body.get("model", "")), _content_text(body.get("system", "")), "\n".join(user)
+    model = path.rsplit("/models/", 1)[-1].split(":", 1)[0]
+    system_instruction = body.get("systemInstruction") or body.get("system_instruction") or {}
+    user = [_content_text(c) for c in body.get("contents", [])]
+    return model, _content_text(system_instruction), "\n".join(user)
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _success_body(api: str, request: StubRequest, text: str) -> dict[str, Any]:
+    n_in, n_out = _tokens(request.text), _tokens(text)
+    if api == "openai":
+        return {
+            "id": f"chatcmpl-stub-{request.index}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
+                         "logprobs": None}],
+            "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
+        }
+    if api == "anthropic":
+        return {
+            "id": f"msg_stub_{request.index}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": n_in, "output_tokens": n_out},
+        }
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP",
+                        "index": 0}],
+        "usageMetadata": {"promptTokenCount": n_in, "candidatesTokenCount": n_out, "totalTokenCount": n_in + n_out},
+        "modelVersion": request.model,
+    }
+
+
+_STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
+def _error_body(api: str, status: int) -> dict[str, Any]:
+    message = f"stub error {status}"
+    if api == "openai":
+        return {"error": {"message": message, "type": "rate_limit_exceeded" if status == 429 else "server_error",
+                          "param": None, "code": None}}
+    if api == "anthropic":
+        kind = {429: "rate_limit_error", 401: "authentication_error", 529: "overloaded_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
+
+
+class StubLLMServer:
+    """A threaded HTTP server on 127.0.0.1 speaking the OpenAI, Anthropic and Gemini wire formats.
+
+    Use as a context manager. :attr:`requests` lists every request received (in arrival order) and
+    :attr:`max_in_flight` the largest number handled at once.
+    """
+
+    def __init__(self, responder: Responder | None = None) -> None:
+        self.responder: Responder = responder or always("YES")
+        self.requests: list[StubRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def start(self) -> StubLLMServer:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the records instead
+                return None
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                try:
+                    stub._handle(self)
+                except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+                    pass  # the client gave up (timeout) or the server is stopping
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False
+            request_queue_size = 256
+
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                return None
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="evret-stub-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> StubLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- addresses -----------------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``: the base URL for the Anthropic and Gemini SDKs."""
+        assert self._server is not None, "start the server first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: the base URL for the OpenAI SDK."""
+        return self.url + "/v1"
+
+    def reset(self) -> None:
+        """Forget the recorded requests and the in-flight maximum."""
+        with self._lock:
+            self.requests.clear()
+            self.max_in_flight = self.in_flight
+
+    # -- handling ------------------------------------------------------------------------------------------
+    def _handle(self, handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.split("?", 1)[0]
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        if path.endswith("/chat/completions"):
+            api = "openai"
+        elif path.endswith("/messages"):
+            api = "anthropic"
+        elif path.endswith(":generateContent"):
+            api = "gemini"
+        else:
+            self._send(handler, 404, {"error": {"message": f"stub: unknown path {path}"}}, {})
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            self._send(handler, 400, {"error": {"message": "stub: body is not JSON"}}, {})
+            return
+        model, system, prompt = _parse(api, path, body)
+        with self._lock:
+            request = StubRequest(index=len(self.requests), api=api, path=path,
+                                  headers={k.lower(): v for k, v in handler.headers.items()}, body=body,
+                                  model=model, system=system, prompt=prompt, received_at=time.monotonic())
+            self.requests.append(request)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            reply = self.responder(request)
+            if isinstance(reply, str):
+                reply = StubReply(text=reply)
+            if reply.delay > 0 and self._stop.wait(reply.delay):
+                return
+            if reply.body is not None:
+                payload = reply.body
+            elif reply.status == 200:
+                payload = _success_body(api, request, reply.text)
+            else:
+                payload = _error_body(api, reply.status)
+            self._send(handler, reply.status, payload, reply.headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    @staticmethod
+    def _send(handler: BaseHTTPRequestHandler, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        for key, value in headers.items():
+            handler.send_header(key, value)
+        handler.end_headers()
+        handler.wfile.write(data)
+        handler.wfile.flush()

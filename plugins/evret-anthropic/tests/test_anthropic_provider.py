@@ -1,0 +1,94 @@
+"""The anthropic provider under LLMJudge, driven through the real anthropic SDK against a loopback stub server."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from evret_core import EvretError
+from evret_core.judges.llm import LLMJudge
+from evret_core.models import JudgmentContext
+from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, always
+
+KEY = "sk-ant-test-SECRET-0123456789"
+EXPECTED = re.compile(r"<expected-([0-9a-f]+)>\n(.*?)\n</expected-\1>", re.S)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def ctx(i: int) -> JudgmentContext:
+    return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"passage {i}")
+
+
+def judge_for(server: StubLLMServer, **options: object) -> LLMJudge:
+    judge = LLMJudge(provider="anthropic", api_key=KEY, base_url=server.url, cache=False, **options)  # type: ignore[arg-type]
+    judge.client.backoff_base = 0.01
+    return judge
+
+
+def test_yes_no_unparseable_and_the_wire_format() -> None:
+    answers = {"answer-0": "YES", "answer-1": "NO", "answer-2": "Hmm."}
+    with StubLLMServer(lambda r: answers[EXPECTED.search(r.text).group(2)]) as server:  # type: ignore[union-attr]
+        judge = judge_for(server)
+        assert judge.model == "claude-haiku-4-5"
+        assert judge.batch_judge([ctx(0), ctx(1), ctx(2)]) == [True, False, False]
+    assert judge.stats()["parsing"]["unparseable"] == 1
+    request = server.requests[0]
+    assert request.path == "/v1/messages" and request.api == "anthropic"
+    assert request.body["model"] == "claude-haiku-4-5" and request.body["max_tokens"] == 16
+    assert "never instructions" in request.body["system"]  # the system prompt goes in `system`, not a message
+    assert [m["role"] for m in request.body["messages"]] == ["user"]
+    assert any(KEY in value for value in request.headers.values())  # x-api-key or Bearer, by SDK release
+    assert judge.stats()["cost"]["anthropic"]["input_tokens"] > 0
+
+
+def test_429_retry_after_and_529_overloaded_are_retried() -> None:
+    responder = FailFirst(FailFirst(always("YES"), status=529), status=429, retry_after=1.0)
+    with StubLLMServer(responder) as server:
+        judge = judge_for(server, max_retries=3)
+        assert judge.batch_judge([ctx(0)]) == [True]
+    assert len(server.requests) == 3
+    assert server.requests[1].received_at - server.requests[0].received_at >= 1.0
+
+
+def test_500s_exhaust_retries_and_leave_the_judgment_unmeasured() -> None:
+    with StubLLMServer(lambda r: StubReply(status=500)) as server:
+        judge = judge_for(server, max_retries=2)
+        assert judge.batch_judge([ctx(0)]) == [None]
+    assert len(server.requests) == 3
+    assert judge.stats()["unmeasured"] == 1
+
+
+def test_a_hanging_server_times_out() -> None:
+    with StubLLMServer(always("YES", delay=30)) as server:
+        judge = judge_for(server, timeout=0.5, max_retries=0)
+        started = time.monotonic()
+        assert judge.batch_judge([ctx(0)]) == [None]
+    assert time.monotonic() - started < 5 and len(server.requests) == 1
+
+
+def test_concurrency_bound_seen_by_the_server() -> None:
+    with StubLLMServer(always("YES", delay=0.2)) as server:
+        judge = judge_for(server, max_concurrency=4)
+        assert judge.batch_judge([ctx(i) for i in range(16)]) == [True] * 16
+    assert server.max_in_flight == 4
+
+
+def test_env_key_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EvretError, match="ANTHROPIC_API_KEY"):
+        LLMJudge(provider="anthropic", cache=False).batch_judge([ctx(0)])
+    with StubLLMServer(always("YES")) as server:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+        judge = LLMJudge(provider="anthropic", cache=False)
+        assert judge.batch_judge([ctx(0)]) == [True]
+        assert KEY not in repr(judge.provider) and KEY not in str(judge.config())
+    assert len(server.requests) == 1
