@@ -3,6 +3,14 @@
 The public API is re-exported here; nothing heavy is imported at package import time.
 """
 
+from evret_core.criteria import (
+    Criteria,
+    CriteriaOption,
+    DirectJudge,
+    MultiCriteria,
+    MultiCriteriaItem,
+    PairwiseJudge,
+)
 from evret_core.errors import EvretError, PluginError, UnknownNameError
 from evret_core.evaluators.retrieval import Evaluator
 from evret_core.hookspecs import hookimpl
@@ -24,6 +32,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AveragePrecision",
+    "Criteria",
+    "CriteriaOption",
+    "DirectJudge",
+    "MultiCriteria",
+    "MultiCriteriaItem",
+    "PairwiseJudge",
     "EvaluationDataset",
     "EvaluationResults",
     "Evaluator",

@@ -186,7 +186,7 @@ class LLMClient:
     At most ``max_concurrency`` calls in flight, an optional ``requests_per_minute`` limit, a ``timeout`` per
     attempt, and up to ``max_retries`` retries with exponential backoff and jitter on retryable failures (429,
     5xx, connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 pauses every
-    caller of this client, not just the one that got it. :attr:`usage` counts calls, tokens and failures.
+    caller of this client, not just the one that got it, when it says how long (Retry-After). :attr:`usage` counts calls, tokens and failures.
     Usable from several event loops in turn (``run_sync`` starts a fresh loop per batch).
     """
 
@@ -237,7 +237,7 @@ class LLMClient:
         never less than Retry-After asked."""
         import random
 
-        window = min(self.backoff_max, self.backoff_base * (2 ** (attempt - 1)))
+        window = min(self.backoff_max, self.backoff_base * (2.0 ** (attempt - 1)))
         delay = window * (0.5 + random.random() / 2)
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_retry_after) + random.random() * 0.1)
@@ -286,8 +286,8 @@ class LLMClient:
                 raise error
             self.usage.retries += 1
             delay = self.backoff(attempt, error.retry_after)
-            if error.status == 429:
-                # The server is rate limiting this key: hold every caller, not only this one.
+            if error.status == 429 and error.retry_after is not None:
+                # The server said how long this key is rate limited: hold every caller, not only this one.
                 self._resume_at = max(self._resume_at, time.monotonic() + delay)
             await asyncio.sleep(delay)
 

@@ -91,18 +91,12 @@ class QueryExample(BaseModel):
 class RetrievalResult(BaseModel):
     """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``."""
 
-    model_config = ConfigDict(extra="forbid")
+    # numeric ids become strings without a Python-level validator: retrievers build many of these
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
     doc_id: str
     score: float = 0.0
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("doc_id", mode="before")
-    @classmethod
-    def _id_as_string(cls, value: Any) -> Any:
-        if isinstance(value, int):
-            return str(value)
-        return value
 
     @property
     def text(self) -> str | None:

@@ -14,7 +14,7 @@ def _command_modules() -> list[str]:
     """Every module of this package that defines ``add_parser``: one module per subcommand."""
     import pkgutil
 
-    here = __path__  # type: ignore[name-defined]
+    here = __path__
     return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(here) if not m.name.startswith("_")]
 
 

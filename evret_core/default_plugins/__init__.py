@@ -4,4 +4,6 @@ BUILTIN_PLUGINS = (
     "evret_core.default_plugins.judges",
     "evret_core.default_plugins.metrics",
     "evret_core.default_plugins.evaluators",
+    "evret_core.default_plugins.output_evaluators",
+    "evret_core.default_plugins.criteria_judges",
 )

@@ -140,7 +140,7 @@ class LLMJudge(Judge):
         if isinstance(provider, LLMProvider):
             self._provider: LLMProvider | None = provider
             self.provider_name = provider.name
-            self.model = provider.model
+            self.model: str | None = provider.model
             self._factory_options: dict[str, Any] = {}
         else:
             self._provider = None

@@ -8,7 +8,8 @@ One :class:`StubLLMServer` on 127.0.0.1 answers, by path:
 
 A *responder* decides each answer from the parsed request: it returns the answer text, or a :class:`StubReply`
 with a status, headers (``Retry-After``) and a delay before answering (a large delay is a hanging server). The
-server records every request and the most requests it ever had in flight at once.
+server records every request and the most requests it ever had in flight at once; ``GET /_stub/stats`` returns
+those counters as JSON (for a server run in another process).
 """
 
 from __future__ import annotations
@@ -225,6 +226,15 @@ class StubLLMServer:
                     stub._handle(self)
                 except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
                     pass  # the client gave up (timeout) or the server is stopping
+
+            def do_GET(self) -> None:  # noqa: N802 - counters for a server run in another process
+                if self.path.split("?", 1)[0] != "/_stub/stats":
+                    stub._send(self, 404, {"error": {"message": "stub: unknown path"}}, {})
+                    return
+                with stub._lock:
+                    payload = {"requests": len(stub.requests), "max_in_flight": stub.max_in_flight,
+                               "in_flight": stub.in_flight}
+                stub._send(self, 200, payload, {})
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
