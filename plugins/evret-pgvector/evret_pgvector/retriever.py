@@ -136,7 +136,7 @@ class PgVectorRetriever(Retriever):
         distance = sql.SQL("{} {} %(q)s").format(vector, sql.SQL(self.operator))
         selected = [sql.Identifier(self.columns["id_column"]), sql.Identifier(self.columns["text_column"]), distance]
         selected += [sql.Identifier(c) for c in self.metadata_columns]
-        where = sql.SQL(" WHERE ({})").format(sql.SQL(self.where)) if self.where else sql.SQL("")  # type: ignore[arg-type]
+        where = sql.SQL(" WHERE ({})").format(sql.SQL(self.where)) if self.where else sql.SQL("")
         return sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT %(k)s").format(
             sql.SQL(", ").join(selected), _table_identifier(self.table), where, distance
         )
