@@ -52,7 +52,7 @@ BASE = ["evaluate", "--dataset", "data.jsonl", "--retriever", "tiny", "--judge",
 def test_evaluate_prints_the_table_and_writes_results(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*BASE, "--output", "out.json", "--judge-option", "min_tokens=1"]) == 0
     out = capsys.readouterr().out
-    assert "recall@2  1.0000" in out and "mrr@2     1.0000" in out
+    assert "recall@2  1.000 [1.000, 1.000]" in out and "mrr@2     1.000 [1.000, 1.000]" in out
     data = json.loads((env / "out.json").read_text())
     assert data["config"]["judge"]["min_tokens"] == 1 and set(data["per_query"]) == {"q1", "q2"}
 

@@ -30,7 +30,7 @@ import numpy as np
 from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-from evret_core.results import EvaluationResults, Judgment, QueryResult
+from evret_core.results import EvaluationResults, Judgment, QueryResult, add_statistics
 from evret_core.retrievers import PrecomputedRetriever, call_batch_retrieve, coerce_results, resolve_retriever
 
 MATCHING_MODES = ("first_match", "any_match")
@@ -58,6 +58,8 @@ class Evaluator:
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
     :param progress: called as ``progress(stage, done, total)`` while retrieving and judging.
+    :param confidence_level, n_resamples, seed: the percentile bootstrap intervals of the means (and slices).
+    :param min_slice_size: slices (queries sharing a tag value) smaller than this are flagged ``small``.
     """
 
     def __init__(
@@ -70,6 +72,10 @@ class Evaluator:
         fail_on_unmeasured: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
         batch_size: int = 256,
+        confidence_level: float = 0.95,
+        n_resamples: int = 1000,
+        seed: int = 0,
+        min_slice_size: int = 10,
     ) -> None:
         from evret_core.registry import create_judge, create_metric
 
@@ -92,6 +98,12 @@ class Evaluator:
         self.fail_on_unmeasured = fail_on_unmeasured
         self.progress = progress
         self.batch_size = max(1, int(batch_size))
+        from evret_core.stats import check_confidence_level, check_resamples
+
+        self.confidence_level = check_confidence_level(confidence_level)
+        self.n_resamples = check_resamples(n_resamples)
+        self.seed = int(seed)
+        self.min_slice_size = int(min_slice_size)
 
     # -- pipeline ----------------------------------------------------------------------------------------------
     def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
@@ -199,13 +211,15 @@ class Evaluator:
             for key in ("cost", "parsing"):  # LLM judges: calls, cache hits and tokens per provider; parse fallbacks
                 if isinstance(stats["judge"], dict) and key in stats["judge"]:
                     stats[key] = stats["judge"][key]
-        return EvaluationResults(
+        results = EvaluationResults(
             scores=means,
             metrics=[m.name for m in self.metrics],
             per_query={qr.query_id: qr for qr in per_query},
             config=self.config(),
             stats=stats,
         )
+        return add_statistics(results, dataset, self.confidence_level, self.n_resamples, self.seed,
+                              self.min_slice_size)
 
     def dry_run(self, dataset: EvaluationDataset) -> dict[str, Any]:
         """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a

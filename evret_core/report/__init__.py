@@ -1,1 +1,28 @@
-"""Reports of evaluation results."""
+"""Reports of evaluation results: terminal tables, Markdown, HTML (one self-contained file) and LaTeX."""
+
+from __future__ import annotations
+
+from evret_core.errors import EvretError
+from evret_core.report.common import ReportData, build_report_data
+
+FORMATS = ("markdown", "html", "latex")
+
+__all__ = ["FORMATS", "ReportData", "build_report_data", "render_report"]
+
+
+def render_report(data: ReportData, fmt: str) -> str:
+    """The report of ``data`` as text in ``fmt``: ``markdown``, ``html`` or ``latex``."""
+    if fmt == "markdown":
+        from evret_core.report.markdown import render_markdown
+
+        return render_markdown(data)
+    if fmt == "html":
+        from evret_core.report.html import render_html
+
+        return render_html(data)
+    if fmt == "latex":
+        from evret_core.report.latex import render_latex
+
+        return render_latex(data)
+    raise EvretError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
+

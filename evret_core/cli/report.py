@@ -1,0 +1,46 @@
+"""``evret report``: a Markdown, HTML or LaTeX report of one or more results files."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("report", help="write a Markdown, HTML or LaTeX report of results files")
+    p.add_argument("results", nargs="+", metavar="RESULTS.json", help="one or more results files")
+    p.add_argument("--format", choices=["markdown", "html", "latex"], default="markdown",
+                   help="report format (default: markdown)")
+    p.add_argument("--output", metavar="FILE", help="write the report here (default: standard output)")
+    p.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
+                   help="paired test of the comparison section (several runs)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level after correction")
+    p.add_argument("--max-k", type=int, default=None, help="largest k of the metric@k curves (default: depth)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.errors import EvretError
+    from evret_core.report import build_report_data, render_report
+    from evret_core.report.common import load_runs
+    from evret_core.results import atomic_write_text
+
+    if args.max_k is not None and args.max_k <= 0:
+        raise EvretError(f"--max-k must be a positive integer, got {args.max_k}")
+    if args.output:
+        folder = Path(args.output).parent
+        if str(folder) and not folder.exists():
+            raise EvretError(f"--output {args.output}: folder {folder} does not exist")
+    runs = load_runs(args.results)
+    data = build_report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
+    text = render_report(data, args.format)
+    if data.comparison is not None:
+        for warning in data.comparison.warnings:
+            print(f"WARNING: {warning}", file=sys.stderr)
+    if args.output:
+        atomic_write_text(Path(args.output), text)
+        print(f"{args.format} report written to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

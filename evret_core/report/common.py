@@ -1,0 +1,79 @@
+"""What every report format shows, computed once: the runs, their curves and the comparison of the runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evret_core.errors import EvretError
+from evret_core.results import EvaluationResults
+from evret_core.stats import Comparison, compare_scores
+
+
+@dataclass
+class ReportData:
+    """The runs of a report (name -> results), in order, with the comparison when there are several."""
+
+    runs: dict[str, EvaluationResults]
+    comparison: Comparison | None = None
+    curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    metrics: list[str] = field(default_factory=list)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.runs)
+
+
+def run_names(paths: Sequence[str | Path]) -> list[str]:
+    """Each results file's name without its suffix; repeated names get ``#1``, ``#2``."""
+    stems = [Path(p).stem for p in paths]
+    return [s if stems.count(s) == 1 else f"{s}#{i + 1}" for i, s in enumerate(stems)]
+
+
+def load_runs(paths: Sequence[str | Path]) -> dict[str, EvaluationResults]:
+    """Read results files, named by :func:`run_names`."""
+    if not paths:
+        raise EvretError("give at least one results file")
+    return {name: EvaluationResults.from_json(Path(p)) for name, p in zip(run_names(paths), paths, strict=True)}
+
+
+def common_metrics(runs: dict[str, EvaluationResults]) -> list[str]:
+    """The metrics every run has, in the first run's order."""
+    first = next(iter(runs.values()))
+    return [m for m in first.metrics if all(m in r.scores for r in runs.values())]
+
+
+def compare_runs(
+    runs: dict[str, EvaluationResults],
+    test: str = "t",
+    alpha: float = 0.05,
+    n_resamples: int = 10000,
+    seed: int = 0,
+    intersection: bool = False,
+) -> Comparison:
+    """Paired comparison of every pair of runs on their common metrics (see :func:`evret_core.stats.compare_scores`)."""
+    metrics = common_metrics(runs)
+    if not metrics:
+        raise EvretError("the runs have no metric in common")
+    comparison = compare_scores({name: r.per_query_scores() for name, r in runs.items()}, metrics, test=test,
+                                alpha=alpha, n_resamples=n_resamples, seed=seed, intersection=intersection)
+    hashes = {name: (r.manifest.dataset.get("hash") if r.manifest else None) for name, r in runs.items()}
+    known = {h for h in hashes.values() if h}
+    if len(known) > 1:
+        comparison.warnings.append(
+            "the runs were scored on different datasets (dataset hashes differ: "
+            + ", ".join(f"{n}={h[:12] if h else '?'}" for n, h in hashes.items()) + ")"
+        )
+    return comparison
+
+
+def build_report_data(
+    runs: dict[str, EvaluationResults], test: str = "t", alpha: float = 0.05, seed: int = 0,
+    max_k: int | None = None,
+) -> ReportData:
+    """Curves for every run and, with two or more runs, their comparison (on common queries, with a warning
+    when the query sets differ: a report shows what it can rather than failing)."""
+    comparison = compare_runs(runs, test=test, alpha=alpha, seed=seed, intersection=True) if len(runs) > 1 else None
+    curves = {name: r.metric_curves(max_k) for name, r in runs.items()}
+    return ReportData(runs=runs, comparison=comparison, curves=curves, metrics=common_metrics(runs))

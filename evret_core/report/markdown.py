@@ -1,0 +1,53 @@
+"""Markdown report: metrics with intervals, slices and the comparison of runs, as GitHub-flavoured tables."""
+
+from __future__ import annotations
+
+from evret_core.report.common import ReportData
+from evret_core.stats import format_interval
+
+
+def md_escape(text: str) -> str:
+    """Text safe inside a Markdown table cell: pipes, backslashes, HTML brackets and newlines neutralised."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("\r", " ").replace("\n", " "))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(data: ReportData) -> str:
+    lines: list[str] = ["# Evret report", ""]
+    for name, results in data.runs.items():
+        m = results.manifest
+        dataset = (m.dataset.get("name") or "dataset") if m else "dataset"
+        level = f", {results.confidence_level:.0%} bootstrap CI" if results.confidence_level else ""
+        lines.append(f"- **{md_escape(name)}**: {md_escape(str(dataset))}, {results.num_queries} queries{level}"
+                     + (f", dataset hash `{m.dataset.get('hash', '')[:12]}`" if m and m.dataset.get("hash") else ""))
+    lines += ["", "## Metrics", ""]
+    lines += _table(["metric"] + [md_escape(n) for n in data.names],
+                    [[md_escape(metric)] + [format_interval(r.scores[metric], r.intervals.get(metric))
+                                            for r in data.runs.values()] for metric in data.metrics])
+    if data.comparison is not None:
+        c = data.comparison
+        lines += ["", "## Comparison", "",
+                  f"{c.test} test, Holm-Bonferroni over {len(c.pairs)} comparisons, {len(c.query_ids)} queries; "
+                  f"**bold** = significant (p_adjusted < {c.alpha:g}).", ""]
+        rows = []
+        for p in c.pairs:
+            delta = f"{p.delta:+.4f}"
+            rows.append([md_escape(p.metric), md_escape(f"{p.b} vs {p.a}"), f"**{delta}**" if p.significant else delta,
+                         f"{p.p_value:.4g}", f"{p.p_adjusted:.4g}", f"{p.effect_size:+.2f}"])
+        lines += _table(["metric", "pair", "delta", "p", "p_adjusted", "effect size (d)"], rows)
+        for warning in c.warnings:
+            lines += ["", f"> WARNING: {md_escape(warning)}"]
+    for name, results in data.runs.items():
+        for tag, values in results.slices.items():
+            lines += ["", f"## Slices of {md_escape(name)} by {md_escape(tag)}", ""]
+            rows = [[md_escape(value) + (" (small)" if sl.small else ""), str(sl.n)]
+                    + [format_interval(sl.scores[m], sl.intervals.get(m)) for m in data.metrics]
+                    for value, sl in values.items()]
+            lines += _table(["value", "N"] + [md_escape(m) for m in data.metrics], rows)
+    return "\n".join(lines) + "\n"
