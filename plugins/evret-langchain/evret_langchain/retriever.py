@@ -120,7 +120,10 @@ class LangChainRetriever(Retriever):
             return r.model_copy(update={"k": k}), {}
         return r, {}
 
-    async def _abatch(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """The native path: LangChain's async API, at most ``max_concurrency`` queries in flight."""
+        if not queries:
+            return []
         if self.vectorstore is not None:
             gate = asyncio.Semaphore(self.max_concurrency)
 
@@ -135,13 +138,16 @@ class LangChainRetriever(Retriever):
             answers = [[(doc, None) for doc in docs] for docs in docs_lists]
         return [self._results(q, pairs, k) for q, pairs in zip(queries, answers, strict=True)]
 
+    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return (await self.abatch_retrieve([query], k))[0]
+
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         if not queries:
             return []
-        return run_sync(self._abatch(queries, k))
+        return run_sync(self.abatch_retrieve(queries, k))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.vectorstore if self.vectorstore is not None else self.retriever

@@ -260,10 +260,13 @@ def test_bounded_concurrency_on_a_vector_store() -> None:
 
 
 def test_works_inside_a_running_event_loop() -> None:
-    async def main() -> list[str]:
-        return [r.doc_id for r in LangChainRetriever(make_store()).retrieve(TEXTS["d6"], 1)]
+    async def main() -> tuple[list[str], list[list[str]]]:
+        wrapped = LangChainRetriever(make_store())
+        sync_ids = [r.doc_id for r in wrapped.retrieve(TEXTS["d6"], 1)]
+        native = await wrapped.abatch_retrieve([TEXTS["d1"], TEXTS["d2"]], 1)
+        return sync_ids, [[r.doc_id for r in rs] for rs in native]
 
-    assert asyncio.run(main()) == ["d6"]
+    assert asyncio.run(main()) == (["d6"], [["d1"], ["d2"]])
 
 
 def test_bad_objects_and_options() -> None:
