@@ -3,7 +3,8 @@
 A provider (registered through ``register_llm_providers``) turns chat messages into text plus token usage,
 asynchronously. Retries, backoff, rate limits, concurrency bounds, caching and cost accounting are Evret's job,
 not the provider's: providers make exactly one attempt per call and raise :class:`LLMCallError` saying whether
-the failure is worth retrying.
+the failure is worth retrying. :class:`SDKProvider` holds what every provider wrapping a vendor SDK repeats
+(key resolution and secrecy, a client per event loop, HTTP status to :class:`LLMCallError`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from evret_core.errors import EvretError
 
 
 @dataclass
@@ -131,6 +134,103 @@ def redact(text: str, *secrets: str | None) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
+
+
+def status_error(
+    source: str,
+    status: int | None,
+    message: Any,
+    headers: Any = None,
+    secrets: Sequence[str | None] = (),
+) -> LLMCallError:
+    """The :class:`LLMCallError` for an HTTP error answer: ``"<source>: HTTP <status>: <message>"`` with the
+    secrets redacted, retryable by :func:`is_retryable_status`, ``retry_after`` from the headers."""
+    return LLMCallError(
+        redact(f"{source}: HTTP {status}: {message}", *secrets),
+        retryable=is_retryable_status(status),
+        status=status,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+class SDKProvider(LLMProvider):
+    """Base of providers that wrap a vendor SDK's async client (the core imports no SDK; subclasses do).
+
+    It resolves the API key (``api_key``, else the first set variable of ``api_key_env``; an :class:`EvretError`
+    naming them when none is), keeps it out of ``repr()``, :meth:`config` and error messages, builds one SDK
+    client per event loop through :meth:`_make_client` (``run_sync`` may start a loop per batch), closes it in
+    :meth:`aclose`, and maps failures to :class:`LLMCallError` (:meth:`status_error`, :meth:`timeout_error`,
+    :meth:`connection_error`). Subclasses set ``name``, ``default_model``, ``api_key_env`` and implement
+    :meth:`_make_client` and :meth:`acomplete`.
+    """
+
+    api_key_env: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float | None = 60.0,
+    ) -> None:
+        import os
+
+        super().__init__(model)
+        key = api_key or next((os.environ[n] for n in self.api_key_env if os.environ.get(n)), None)
+        if not key:
+            raise EvretError(f"{self.name} provider: no API key; pass api_key=... or set "
+                             f"{' or '.join(self.api_key_env)}")
+        self.__key = key  # name-mangled and never in config() or repr()
+        self.base_url = base_url
+        self.timeout = timeout
+        self._client: Any = None
+        self._loop: Any = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def config(self) -> dict[str, Any]:
+        return {"provider": self.name, "model": self.model, "base_url": self.base_url}
+
+    @abstractmethod
+    def _make_client(self, api_key: str) -> Any:
+        """A new SDK async client with the SDK's own retries off (Evret's :class:`LLMClient` retries)."""
+
+    async def _close_client(self, client: Any) -> None:
+        """Release one client made by :meth:`_make_client`; the default awaits ``client.close()``."""
+        await client.close()
+
+    def _sdk(self) -> Any:
+        """The SDK client for the running event loop, made on first use in each loop."""
+        import asyncio
+
+        # The SDK's HTTP pool belongs to one event loop; run_sync may start a new loop per batch.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:
+            self._client = self._make_client(self.__key)
+            self._loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client, self._loop = self._client, None, None
+        if client is not None:
+            await self._close_client(client)
+
+    def redact(self, text: str) -> str:
+        """``text`` without this provider's API key."""
+        return redact(text, self.__key)
+
+    def status_error(self, status: int | None, message: Any, headers: Any = None) -> LLMCallError:
+        """The error for an HTTP error answer (see :func:`status_error`), the key redacted."""
+        return status_error(self.name, status, message, headers, (self.__key,))
+
+    def timeout_error(self) -> LLMCallError:
+        """The (retryable) error for an attempt that got no answer within :attr:`timeout`."""
+        return LLMCallError(f"{self.name}: no answer within {self.timeout} s", retryable=True)
+
+    def connection_error(self, detail: Any) -> LLMCallError:
+        """The (retryable) error for a failed connection; ``detail`` describes it, the key redacted."""
+        return LLMCallError(self.redact(f"{self.name}: connection failed: {detail}"), retryable=True)
 
 
 @dataclass

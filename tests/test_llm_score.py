@@ -12,14 +12,15 @@ import pytest
 
 from evret_core import EvretError, create_evaluator
 from evret_core.cli import main
-from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, StubRequest
+from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, StubRequest, isolate_llm_env
+from evret_core.testing.llm_stubs import first_user_prompt as first_prompt
+from evret_core.testing.llm_stubs import openai_options as provider_options
 
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test gets its own answer cache: answers from another test must never be reused."""
-    monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path / "cache"
+    return isolate_llm_env(monkeypatch, tmp_path)
 
 
 @pytest.fixture
@@ -28,16 +29,8 @@ def stub() -> Iterator[StubLLMServer]:
         yield server
 
 
-def provider_options(stub: StubLLMServer) -> dict[str, Any]:
-    return {"provider": "openai", "model": "gpt-stub", "base_url": stub.openai_base_url, "api_key": "sk-stub"}
-
-
 def messages(request: StubRequest) -> list[dict[str, Any]]:
     return list(request.body["messages"])
-
-
-def first_prompt(request: StubRequest) -> str:
-    return next(str(m["content"]) for m in messages(request) if m["role"] == "user")
 
 
 RECORDS = [

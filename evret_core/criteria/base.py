@@ -18,8 +18,6 @@ from evret_core.evaluators.llm_support import (
     fence,
     format_field,
     new_nonce,
-    resolve_provider,
-    run_all,
     structured_call,
 )
 from evret_core.llm import ChatMessage, LLMProvider
@@ -57,6 +55,19 @@ def majority_vote(values: Sequence[K]) -> tuple[K, float]:
     return winner, best / len(values)
 
 
+def mean(values: Sequence[float | None]) -> float | None:
+    """The mean of the measured (not None) values; None when there are none."""
+    measured = [v for v in values if v is not None]
+    return sum(measured) / len(measured) if measured else None
+
+
+def bias_summary(flags: Sequence[bool | None]) -> dict[str, Any]:
+    """How many instances had their positional bias checked (flag not None) and in how many the verdict changed."""
+    checked = [f for f in flags if f is not None]
+    detected = sum(1 for f in checked if f)
+    return {"checked": len(checked), "detected": detected, "rate": detected / len(checked) if checked else None}
+
+
 class CriteriaJudge:
     """Base of the LLM criteria judges. Subclasses build prompts and parse answers; this class runs them.
 
@@ -92,10 +103,10 @@ class CriteriaJudge:
         if isinstance(max_tries, bool) or not isinstance(max_tries, int) or max_tries < 1:
             raise EvretError(f"{owner}: option 'max_tries' must be a positive integer, got {max_tries!r}")
         self.criteria = criteria
-        self._owns_provider = not isinstance(provider, LLMProvider)
-        self.provider = resolve_provider(provider, model, base_url, api_key, provider_options, owner=owner)
-        self.completer = Completer(self.provider, max_concurrency=max_concurrency,
-                                   requests_per_minute=requests_per_minute, cache=cache, judge=self.kind)
+        self.completer = Completer.for_provider(provider, model, base_url, api_key, provider_options, owner=owner,
+                                                judge=self.kind, max_concurrency=max_concurrency,
+                                                requests_per_minute=requests_per_minute, cache=cache)
+        self.provider = self.completer.provider
         self.check_positional_bias = bool(check_positional_bias)
         self.self_consistency = self_consistency
         self.temperature = float(temperature)
@@ -121,14 +132,7 @@ class CriteriaJudge:
 
     def run(self, coros: Sequence[Any]) -> list[Any]:
         """Run the judgments concurrently, then release the provider's connections if this judge made it."""
-        async def go() -> list[Any]:
-            try:
-                return list(await asyncio.gather(*coros))
-            finally:
-                if self._owns_provider:
-                    await self.provider.aclose()
-
-        return run_all([go()])[0]
+        return self.completer.run(coros)
 
     @staticmethod
     def check_fields(records: Sequence[Mapping[str, Any]], criteria: Sequence[Criteria]) -> None:

@@ -6,12 +6,13 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, majority_vote
+from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, bias_summary, majority_vote
+from evret_core.criteria.base import mean as _mean
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import AnswerError, Outcome, fence_notice, new_nonce, parse_json_object
+from evret_core.evaluators.llm_support import AnswerError, Outcome, fence_notice, new_nonce, parse_model
 from evret_core.llm import ChatMessage, LLMProvider
 
 SYSTEM_PROMPT = (
@@ -45,16 +46,7 @@ class DirectInstanceResult(BaseModel):
 
 
 def _bias_summary(flags: list[bool | None]) -> dict[str, Any] | None:
-    checked = [f for f in flags if f is not None]
-    if not flags:
-        return None
-    detected = sum(1 for f in checked if f)
-    return {"checked": len(checked), "detected": detected, "rate": detected / len(checked) if checked else None}
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    measured = [v for v in values if v is not None]
-    return sum(measured) / len(measured) if measured else None
+    return bias_summary(flags) if flags else None
 
 
 class DirectResults(BaseModel):
@@ -209,13 +201,7 @@ class DirectJudge(CriteriaJudge):
         best = set(criterion.best_options())
 
         def parse(text: str) -> DirectAnswer:
-            data = parse_json_object(text)
-            try:
-                answer = DirectAnswer.model_validate(data)
-            except ValidationError as exc:
-                problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                                     for e in exc.errors())
-                raise AnswerError(f"the JSON does not have the required fields ({problems})") from None
+            answer = parse_model(text, DirectAnswer)
             option = criterion.option(answer.selected_option)
             if option is None:
                 names = ", ".join(f'"{n}"' for n in criterion.option_names)

@@ -7,9 +7,16 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, majority_vote
+from evret_core.criteria.base import (
+    Consistency,
+    CriteriaJudge,
+    PositionalBias,
+    bias_summary,
+    majority_vote,
+    mean,
+)
 from evret_core.criteria.types import Criteria
 from evret_core.errors import EvretError
 from evret_core.evaluators.llm_support import (
@@ -19,7 +26,7 @@ from evret_core.evaluators.llm_support import (
     fence_notice,
     format_field,
     new_nonce,
-    parse_json_object,
+    parse_model,
 )
 from evret_core.llm import ChatMessage, LLMProvider
 
@@ -166,13 +173,7 @@ class PairwiseJudge(CriteriaJudge):
         expected = set(combinations(range(n), 2))
 
         def parse(text: str) -> dict[tuple[int, int], tuple[int, str]]:
-            data = parse_json_object(text)
-            try:
-                answer = PairwiseAnswer.model_validate(data)
-            except ValidationError as exc:
-                problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
-                                     for e in exc.errors())
-                raise AnswerError(f"the JSON does not have the required fields ({problems})") from None
+            answer = parse_model(text, PairwiseAnswer)
             verdicts: dict[tuple[int, int], tuple[int, str]] = {}
             for c in answer.comparisons:
                 a, b = sorted(c.responses)
@@ -294,16 +295,11 @@ class PairwiseJudge(CriteriaJudge):
         order = list(totals)
         ranking = sorted(order, key=lambda k: (-win_rates[k], order.index(k)))
         flags = [r.positional_bias.detected for r in results if r.positional_bias is not None]
-        checked = [f for f in flags if f is not None]
-        agreements = [r.consistency.agreement_rate for r in results
-                      if r.consistency is not None and r.consistency.agreement_rate is not None]
+        agreements = [r.consistency.agreement_rate for r in results if r.consistency is not None]
         return PairwiseResults(
             criteria=criterion.name, results=results, win_rates=win_rates, ranking=ranking,
             unmeasured=[i for i, r in enumerate(results) if not r.measured],
-            positional_bias={"checked": len(checked), "detected": sum(checked),
-                             "rate": sum(checked) / len(checked) if checked else None}
-            if self.check_positional_bias else None,
-            agreement_rate=(sum(agreements) / len(agreements) if agreements else None)
-            if self.self_consistency > 1 else None,
+            positional_bias=bias_summary(flags) if self.check_positional_bias else None,
+            agreement_rate=mean(agreements) if self.self_consistency > 1 else None,
             stats={"llm": self.usage()},
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,8 +17,6 @@ from evret_core.evaluators.llm_support import (
     format_field,
     new_nonce,
     parse_json_object,
-    resolve_provider,
-    run_all,
     structured_call,
 )
 from evret_core.evaluators.output import OutputEvaluator, OutputResults
@@ -122,11 +119,11 @@ class LLMScoreEvaluator(OutputEvaluator):
         if not self.fields:
             raise EvretError("evaluator 'llm-score': the template has no placeholder; it must show the model at "
                              "least {output}")
-        self._owns_provider = not isinstance(provider, LLMProvider)
-        self.provider = resolve_provider(provider, model, base_url, api_key, provider_options,
-                                         owner="evaluator 'llm-score'")
-        self.completer = Completer(self.provider, max_concurrency=max_concurrency,
-                                   requests_per_minute=requests_per_minute, cache=cache, judge=self.name)
+        self.completer = Completer.for_provider(provider, model, base_url, api_key, provider_options,
+                                                owner="evaluator 'llm-score'", judge=self.name,
+                                                max_concurrency=max_concurrency,
+                                                requests_per_minute=requests_per_minute, cache=cache)
+        self.provider = self.completer.provider
         self.max_tries = max_tries
         self.temperature = float(temperature)
 
@@ -152,15 +149,7 @@ class LLMScoreEvaluator(OutputEvaluator):
 
     def score_records(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float | None], list[dict[str, Any]]]:
         nonce = new_nonce()  # one code per run; a record's text cannot know it
-
-        async def run() -> list[Outcome[tuple[int, str]]]:
-            try:
-                return list(await asyncio.gather(*(self._score_one(r, nonce) for r in records)))
-            finally:
-                if self._owns_provider:
-                    await self.provider.aclose()
-
-        outcomes = run_all([run()])[0]
+        outcomes = self.completer.run([self._score_one(r, nonce) for r in records])
         scores: list[float | None] = []
         details: list[dict[str, Any]] = []
         for outcome in outcomes:

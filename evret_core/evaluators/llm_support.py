@@ -16,10 +16,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from pydantic import BaseModel, ValidationError
+
 from evret_core.errors import EvretError
 from evret_core.llm import ChatMessage, LLMCallError, LLMClient, LLMProvider, LLMResponse
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_MAX_TRIES = 3
 # Part of every cache key: bump it when a prompt changes, so old answers are not reused for new questions.
@@ -58,16 +61,55 @@ class Completer:
     """Evret's :class:`~evret_core.llm.LLMClient` (bounded concurrency, optional requests-per-minute limit,
     retries of transient failures with backoff and Retry-After, usage) seen as ``complete(messages, temperature)``,
     plus the persistent answer cache (``cache=`` as for the LLM judge: None/True default file, False off, a path).
+    ``owns_provider``: :meth:`run` closes the provider's connections when done (it was made for this user).
     """
 
     def __init__(self, provider: LLMProvider, max_concurrency: int = 8,
-                 requests_per_minute: float | None = None, cache: Any = None, judge: str = "llm") -> None:
+                 requests_per_minute: float | None = None, cache: Any = None, judge: str = "llm",
+                 owns_provider: bool = False) -> None:
         from evret_core.cache import resolve_cache
 
         self.client = LLMClient(provider, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute)
         self.cache = resolve_cache(cache)
         self.judge = judge
+        self.owns_provider = owns_provider
         self.cache_hits = 0
+
+    @classmethod
+    def for_provider(
+        cls,
+        provider: str | LLMProvider,
+        model: str | None = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        provider_options: Mapping[str, Any] | None = None,
+        *,
+        owner: str,
+        judge: str,
+        max_concurrency: int = 8,
+        requests_per_minute: float | None = None,
+        cache: Any = None,
+    ) -> Completer:
+        """A completer over ``provider`` (an instance, or a registered name built with the options, which the
+        completer then owns and closes); ``owner`` names the judge or evaluator in errors."""
+        resolved = resolve_provider(provider, model, base_url, api_key, provider_options, owner=owner)
+        return cls(resolved, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute, cache=cache,
+                   judge=judge, owns_provider=not isinstance(provider, LLMProvider))
+
+    @property
+    def provider(self) -> LLMProvider:
+        return self.client.provider
+
+    def run(self, coros: Sequence[Awaitable[T]]) -> list[T]:
+        """Run the calls concurrently from sync code, then release the provider's connections if owned."""
+        async def go() -> list[T]:
+            try:
+                return list(await asyncio.gather(*coros))
+            finally:
+                if self.owns_provider:
+                    await self.provider.aclose()
+
+        return run_all([go()])[0]
 
     async def complete(self, messages: Sequence[ChatMessage], temperature: float) -> LLMResponse:
         return await self.client.complete(messages, temperature=temperature)
@@ -161,6 +203,17 @@ async def structured_call(
                                 "Answer again, with only the JSON object in the required format."),
         ]
     return Outcome(None, max_tries, f"no usable answer after {max_tries} tries; last error: {last_error}", answers)
+
+
+def parse_model(text: str, model: type[M]) -> M:
+    """The JSON object in a model's answer (:func:`parse_json_object`) validated as ``model``; an
+    :class:`AnswerError` naming every field that is missing or wrong."""
+    data = parse_json_object(text)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors())
+        raise AnswerError(f"the JSON does not have the required fields ({problems})") from None
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)

@@ -58,6 +58,9 @@ class Evaluator:
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
     :param progress: called as ``progress(stage, done, total)`` while retrieving and judging.
+    :param batch_size: queries per ``batch_retrieve`` call.
+    :param judge_batch_size: contexts per ``batch_judge`` call (progress is reported between calls; the judge's
+        ``prepare`` sees every context first, so per-text work such as embedding is still done in one pass).
     :param confidence_level, n_resamples, seed: the percentile bootstrap intervals of the means (and slices).
     :param min_slice_size: slices (queries sharing a tag value) smaller than this are flagged ``small``.
     """
@@ -72,6 +75,7 @@ class Evaluator:
         fail_on_unmeasured: bool = False,
         progress: Callable[[str, int, int], None] | None = None,
         batch_size: int = 256,
+        judge_batch_size: int = 1024,
         confidence_level: float = 0.95,
         n_resamples: int = 1000,
         seed: int = 0,
@@ -98,6 +102,7 @@ class Evaluator:
         self.fail_on_unmeasured = fail_on_unmeasured
         self.progress = progress
         self.batch_size = max(1, int(batch_size))
+        self.judge_batch_size = max(1, int(judge_batch_size))
         from evret_core.stats import check_confidence_level, check_resamples
 
         self.confidence_level = check_confidence_level(confidence_level)
@@ -158,8 +163,11 @@ class Evaluator:
         reset_stats = getattr(self.judge, "reset_stats", None)
         if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
             reset_stats()
+        prepare = getattr(self.judge, "prepare", None)
+        if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
+            prepare(contexts)
         answers: list[bool | None] = []
-        step = max(self.batch_size * 4, 1024)
+        step = self.judge_batch_size
         for start in range(0, len(contexts), step):
             chunk = contexts[start : start + step]
             got = list(self.judge.batch_judge(chunk))

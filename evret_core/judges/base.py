@@ -28,6 +28,11 @@ class Judge(ABC):
         """Judge every context, in order; the default judges them one by one."""
         return [self.judge(context) for context in contexts]
 
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        """Called once with every context an evaluation will judge, before the (possibly chunked) ``batch_judge``
+        calls: a judge whose cost is per distinct text (embeddings) does that work here in one pass. Default: no-op.
+        """
+
     def config(self) -> dict[str, Any]:
         """The settings that change this judge's answers; part of the results manifest and of cache keys."""
         return {"name": self.name}

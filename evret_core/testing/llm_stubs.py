@@ -10,20 +10,31 @@ A *responder* decides each answer from the parsed request: it returns the answer
 with a status, headers (``Retry-After``) and a delay before answering (a large delay is a hanging server). The
 server records every request and the most requests it ever had in flight at once; ``GET /_stub/stats`` returns
 those counters as JSON (for a server run in another process).
+
+The test helpers at the end (:func:`isolate_llm_env`, :func:`stub_judge`, :func:`judgment_context`,
+:func:`expected_text`, :func:`openai_options`, :func:`first_user_prompt`) are the scaffolding the provider and
+LLM-evaluator tests share.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "always"]
+if TYPE_CHECKING:
+    from evret_core.judges.llm import LLMJudge
+    from evret_core.models import JudgmentContext
+
+__all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "always", "EXPECTED_FENCE", "expected_text",
+           "judgment_context", "isolate_llm_env", "stub_judge", "openai_options", "first_user_prompt"]
 
 
 @dataclass
@@ -336,3 +347,57 @@ class StubLLMServer:
         handler.end_headers()
         handler.wfile.write(data)
         handler.wfile.flush()
+
+
+# -- test scaffolding shared by the provider and LLM-evaluator tests ------------------------------------------------
+
+# The expected answer as LLMJudge fences it in its prompt: group 2 is the text.
+EXPECTED_FENCE = re.compile(r"<expected-([0-9a-f]+)>\n(.*?)\n</expected-\1>", re.S)
+
+
+def expected_text(request_text: str) -> str:
+    """The expected answer fenced in an LLMJudge prompt (``StubRequest.text``); fails when there is none."""
+    match = EXPECTED_FENCE.search(request_text)
+    assert match, request_text
+    return match.group(2)
+
+
+def judgment_context(i: int, retrieved: str = "passage") -> JudgmentContext:
+    """The i-th test judgment: query ``query i``, expected ``answer-i``, retrieved ``<retrieved> i``."""
+    from evret_core.models import JudgmentContext
+
+    return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"{retrieved} {i}")
+
+
+def isolate_llm_env(monkeypatch: Any, tmp_path: Path, *env_names: str) -> Path:
+    """Give a test its own answer cache (``EVRET_CACHE_DIR`` under ``tmp_path``, returned) and unset the
+    provider variables ``env_names``, so that neither another test's answers nor the caller's keys leak in."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EVRET_CACHE_DIR", str(cache))
+    for name in env_names:
+        monkeypatch.delenv(name, raising=False)
+    return cache
+
+
+def stub_judge(provider: str, server: StubLLMServer, api_key: str, *, base_url: str | None = None,
+               backoff_base: float | None = 0.01, **options: Any) -> LLMJudge:
+    """An uncached (unless ``cache=`` is given) :class:`~evret_core.judges.llm.LLMJudge` of ``provider`` pointed
+    at ``server`` (``base_url`` defaults to :attr:`StubLLMServer.url`); ``backoff_base`` shortens retry waits
+    (None keeps the client's default)."""
+    from evret_core.judges.llm import LLMJudge
+
+    options.setdefault("cache", False)
+    judge = LLMJudge(provider=provider, api_key=api_key, base_url=base_url or server.url, **options)
+    if backoff_base is not None:
+        judge.client.backoff_base = backoff_base
+    return judge
+
+
+def openai_options(server: StubLLMServer) -> dict[str, Any]:
+    """Options that point an LLM evaluator's ``openai`` provider at ``server`` (model ``gpt-stub``)."""
+    return {"provider": "openai", "model": "gpt-stub", "base_url": server.openai_base_url, "api_key": "sk-stub"}
+
+
+def first_user_prompt(request: StubRequest) -> str:
+    """The first user message of an OpenAI chat-completions request (a repair turn adds later ones)."""
+    return next(str(m["content"]) for m in request.body["messages"] if m["role"] == "user")

@@ -51,7 +51,8 @@ class RetrieverConformance:
         for query, results in zip(queries, batch, strict=True):
             single = retriever.retrieve(query, self.k)
             assert [r.doc_id for r in results] == [r.doc_id for r in single]
-            assert [r.score for r in results] == pytest.approx([r.score for r in single])
+            # float32 embedding retrievers score a query alone and inside a batch ~1e-7 apart (different padding)
+            assert [r.score for r in results] == pytest.approx([r.score for r in single], rel=1e-5, abs=1e-6)
         reversed_batch = retriever.batch_retrieve(queries[::-1], self.k)
         assert [[r.doc_id for r in rs] for rs in reversed_batch] == [[r.doc_id for r in rs] for rs in batch][::-1]
 

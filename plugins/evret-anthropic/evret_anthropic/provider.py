@@ -7,22 +7,11 @@ policy. The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the endpoint fr
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from evret_anthropic import DEFAULT_MODEL
-from evret_core.errors import EvretError
-from evret_core.llm import (
-    ChatMessage,
-    LLMCallError,
-    LLMProvider,
-    LLMResponse,
-    is_retryable_status,
-    parse_retry_after,
-    redact,
-)
+from evret_core.llm import ChatMessage, LLMResponse, SDKProvider
 
 # The Messages API requires max_tokens; a judge's answer is one word, but leave room for a short sentence.
 DEFAULT_MAX_TOKENS = 64
@@ -39,45 +28,17 @@ def _accepts_temperature(client: Any) -> bool:
         return False
 
 
-class AnthropicProvider(LLMProvider):
+class AnthropicProvider(SDKProvider):
     """Claude through the Messages API. Default model: ``claude-haiku-4-5``."""
 
     name = "anthropic"
     default_model = DEFAULT_MODEL
+    api_key_env = ("ANTHROPIC_API_KEY",)
 
-    def __init__(
-        self,
-        model: str | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        timeout: float | None = 60.0,
-    ) -> None:
-        super().__init__(model)
-        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise EvretError("anthropic provider: no API key; pass api_key=... or set ANTHROPIC_API_KEY")
-        self.__key = key  # name-mangled and never in config() or repr()
-        self.base_url = base_url
-        self.timeout = timeout
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+    def _make_client(self, api_key: str) -> Any:
+        from anthropic import AsyncAnthropic
 
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    def config(self) -> dict[str, Any]:
-        return {"provider": self.name, "model": self.model, "base_url": self.base_url}
-
-    def _sdk(self) -> Any:
-        # The SDK's HTTP pool belongs to one event loop; run_sync may start a new loop per batch.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            from anthropic import AsyncAnthropic
-
-            self._client = AsyncAnthropic(api_key=self.__key, base_url=self.base_url, timeout=self.timeout,
-                                          max_retries=0)
-            self._loop = loop
-        return self._client
+        return AsyncAnthropic(api_key=api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0)
 
     async def acomplete(
         self,
@@ -102,17 +63,11 @@ class AnthropicProvider(LLMProvider):
                 **options,
             )
         except anthropic.APIStatusError as exc:
-            status = int(exc.status_code)
-            raise LLMCallError(
-                redact(f"anthropic: HTTP {status}: {exc.message}", self.__key),
-                retryable=is_retryable_status(status),
-                status=status,
-                retry_after=parse_retry_after(exc.response.headers),
-            ) from None
+            raise self.status_error(int(exc.status_code), exc.message, exc.response.headers) from None
         except anthropic.APITimeoutError:
-            raise LLMCallError(f"anthropic: no answer within {self.timeout} s", retryable=True) from None
+            raise self.timeout_error() from None
         except anthropic.APIConnectionError as exc:
-            raise LLMCallError(redact(f"anthropic: connection failed: {exc}", self.__key), retryable=True) from None
+            raise self.connection_error(exc) from None
         text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
         usage = response.usage
         return LLMResponse(
@@ -121,8 +76,3 @@ class AnthropicProvider(LLMProvider):
             output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
             model=response.model,
         )
-
-    async def aclose(self) -> None:
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
 
@@ -10,33 +9,32 @@ import pytest
 
 from evret_core import EvretError
 from evret_core.judges.llm import LLMJudge
-from evret_core.models import JudgmentContext
-from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, always
+from evret_core.testing.llm_stubs import (
+    FailFirst,
+    StubLLMServer,
+    StubReply,
+    always,
+    expected_text,
+    isolate_llm_env,
+    stub_judge,
+)
+from evret_core.testing.llm_stubs import judgment_context as ctx
 
 KEY = "sk-ant-test-SECRET-0123456789"
-EXPECTED = re.compile(r"<expected-([0-9a-f]+)>\n(.*?)\n</expected-\1>", re.S)
 
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def ctx(i: int) -> JudgmentContext:
-    return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"passage {i}")
+    isolate_llm_env(monkeypatch, tmp_path, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 
 
 def judge_for(server: StubLLMServer, **options: object) -> LLMJudge:
-    judge = LLMJudge(provider="anthropic", api_key=KEY, base_url=server.url, cache=False, **options)  # type: ignore[arg-type]
-    judge.client.backoff_base = 0.01
-    return judge
+    return stub_judge("anthropic", server, KEY, **options)
 
 
 def test_yes_no_unparseable_and_the_wire_format() -> None:
     answers = {"answer-0": "YES", "answer-1": "NO", "answer-2": "Hmm."}
-    with StubLLMServer(lambda r: answers[EXPECTED.search(r.text).group(2)]) as server:  # type: ignore[union-attr]
+    with StubLLMServer(lambda r: answers[expected_text(r.text)]) as server:
         judge = judge_for(server)
         assert judge.model == "claude-haiku-4-5"
         assert judge.batch_judge([ctx(0), ctx(1), ctx(2)]) == [True, False, False]

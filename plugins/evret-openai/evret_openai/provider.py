@@ -7,29 +7,19 @@ policy. The key comes from ``api_key`` or ``OPENAI_API_KEY``; the endpoint from 
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.errors import EvretError
-from evret_core.llm import (
-    ChatMessage,
-    LLMCallError,
-    LLMProvider,
-    LLMResponse,
-    is_retryable_status,
-    parse_retry_after,
-    redact,
-)
+from evret_core.llm import ChatMessage, LLMResponse, SDKProvider
 from evret_openai import DEFAULT_MODEL
 
 
-class OpenAIProvider(LLMProvider):
+class OpenAIProvider(SDKProvider):
     """OpenAI (or any OpenAI-compatible endpoint) chat completions. Default model: ``gpt-4o-mini``."""
 
     name = "openai"
     default_model = DEFAULT_MODEL
+    api_key_env = ("OPENAI_API_KEY",)
 
     def __init__(
         self,
@@ -39,33 +29,14 @@ class OpenAIProvider(LLMProvider):
         timeout: float | None = 60.0,
         organization: str | None = None,
     ) -> None:
-        super().__init__(model)
-        key = api_key or os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise EvretError("openai provider: no API key; pass api_key=... or set OPENAI_API_KEY")
-        self.__key = key  # name-mangled and never in config() or repr()
-        self.base_url = base_url
-        self.timeout = timeout
+        super().__init__(model, api_key, base_url, timeout)
         self.organization = organization
-        self._client: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+    def _make_client(self, api_key: str) -> Any:
+        from openai import AsyncOpenAI
 
-    def config(self) -> dict[str, Any]:
-        return {"provider": self.name, "model": self.model, "base_url": self.base_url}
-
-    def _sdk(self) -> Any:
-        # The SDK's HTTP pool belongs to one event loop; run_sync may start a new loop per batch.
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._loop is not loop:
-            from openai import AsyncOpenAI
-
-            self._client = AsyncOpenAI(api_key=self.__key, base_url=self.base_url, timeout=self.timeout,
-                                       organization=self.organization, max_retries=0)
-            self._loop = loop
-        return self._client
+        return AsyncOpenAI(api_key=api_key, base_url=self.base_url, timeout=self.timeout,
+                           organization=self.organization, max_retries=0)
 
     async def acomplete(
         self,
@@ -88,17 +59,11 @@ class OpenAIProvider(LLMProvider):
                 **options,
             )
         except openai.APIStatusError as exc:
-            status = int(exc.status_code)
-            raise LLMCallError(
-                redact(f"openai: HTTP {status}: {exc.message}", self.__key),
-                retryable=is_retryable_status(status),
-                status=status,
-                retry_after=parse_retry_after(exc.response.headers),
-            ) from None
+            raise self.status_error(int(exc.status_code), exc.message, exc.response.headers) from None
         except openai.APITimeoutError:
-            raise LLMCallError(f"openai: no answer within {self.timeout} s", retryable=True) from None
+            raise self.timeout_error() from None
         except openai.APIConnectionError as exc:
-            raise LLMCallError(redact(f"openai: connection failed: {exc}", self.__key), retryable=True) from None
+            raise self.connection_error(exc) from None
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content if choice is not None else None) or ""
         usage = response.usage
@@ -108,8 +73,3 @@ class OpenAIProvider(LLMProvider):
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
             model=response.model,
         )
-
-    async def aclose(self) -> None:
-        client, self._client, self._loop = self._client, None, None
-        if client is not None:
-            await client.close()

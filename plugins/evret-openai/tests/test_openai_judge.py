@@ -18,33 +18,28 @@ import pytest
 from evret_core import EvaluationDataset, Evaluator, EvretError
 from evret_core.judges.llm import LLMJudge
 from evret_core.models import JudgmentContext
-from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, always
+from evret_core.testing.llm_stubs import (
+    FailFirst,
+    StubLLMServer,
+    StubReply,
+    always,
+    isolate_llm_env,
+    stub_judge,
+)
+from evret_core.testing.llm_stubs import expected_text as expected_of
+from evret_core.testing.llm_stubs import judgment_context as ctx
 
 KEY = "sk-test-SECRET-key-0123456789"
-EXPECTED = re.compile(r"<expected-([0-9a-f]+)>\n(.*?)\n</expected-\1>", re.S)
 RETRIEVED = re.compile(r"<retrieved-([0-9a-f]+)>\n(.*?)\n</retrieved-\1>", re.S)
 
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-
-
-def ctx(i: int, retrieved: str = "passage") -> JudgmentContext:
-    return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"{retrieved} {i}")
+    isolate_llm_env(monkeypatch, tmp_path, "OPENAI_API_KEY", "OPENAI_BASE_URL")
 
 
 def judge_for(server: StubLLMServer, **options: object) -> LLMJudge:
-    options.setdefault("cache", False)
-    return LLMJudge(provider="openai", api_key=KEY, base_url=server.openai_base_url, **options)  # type: ignore[arg-type]
-
-
-def expected_of(request_text: str) -> str:
-    match = EXPECTED.search(request_text)
-    assert match, request_text
-    return match.group(2)
+    return stub_judge("openai", server, KEY, base_url=server.openai_base_url, backoff_base=None, **options)
 
 
 def test_yes_no_and_unparseable_answers_are_parsed_and_fallbacks_counted() -> None:

@@ -1,0 +1,159 @@
+"""Semantic judge benchmark: does batch_judge encode each distinct text once, and cost no more than that?
+
+200 queries x 20 retrieved documents x 3 expected answers (12,000 judgment contexts) of synthetic but realistic
+sentences; documents repeat across queries and answers across queries, as in a real evaluation. Reports:
+
+- texts encoded by the judge (counted at the model's ``encode``) vs distinct texts: must be equal;
+- wall time of ``SemanticJudge.batch_judge`` over all contexts (as the evaluator sends them, in chunks) vs the
+  time to encode the distinct texts alone with the same model and batch size (target: <= 1.2x);
+- the encodes a judge without dedupe would make (two per context), for scale.
+
+Run: ``.venv/bin/python benchmarks/semantic.py [--repeats N]`` (model: the offline all-MiniLM-L6-v2, CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import Any
+
+CITIES = ["Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi", "Montreal", "Krakow", "Adelaide", "Cairo", "Seville",
+          "Osaka", "Bergen", "Quito", "Tbilisi", "Dakar", "Porto", "Tallinn", "Cusco", "Zanzibar", "Valparaiso"]
+FACTS = [
+    ("population", "has about {n} hundred thousand inhabitants", "is home to roughly {people} people"),
+    ("founded", "was founded in the year {y}", "dates back to its founding in {y}"),
+    ("river", "lies on the banks of a river that floods every spring", "is built beside a river prone to spring floods"),
+    ("climate", "has mild winters and dry, hot summers", "enjoys warm dry summers and gentle winters"),
+    ("port", "runs one of the busiest container ports in the region", "operates a major regional container port"),
+    ("university", "hosts a university established in {y}", "has had a university since {y}"),
+    ("tram", "still operates a historic tram network", "keeps its old trams running through the centre"),
+    ("festival", "holds a music festival every July", "celebrates a large summer music festival in July"),
+    ("altitude", "sits at an altitude of {n}00 metres", "is located {n}00 metres above sea level"),
+    ("market", "is known for its covered fish market", "is famous for an indoor market selling fresh fish"),
+]
+NOISE = [
+    "Quarterly revenue rose on stronger demand for cloud services.",
+    "The committee postponed its vote until the next session.",
+    "Regular exercise improves sleep quality in older adults.",
+    "The recipe calls for two cups of flour and a pinch of salt.",
+    "Engineers replaced the bridge bearings during the night closure.",
+    "The museum extended its opening hours for the exhibition.",
+    "Heavy rain is expected across the northern valleys tomorrow.",
+    "The library added a new collection of rare maps.",
+]
+
+
+def build(queries: int = 200, retrieved: int = 20, expected: int = 3, seed: int = 7) -> list[Any]:
+    """The judgment contexts of a synthetic evaluation, in the evaluator's first-seen, deduplicated order."""
+    from evret_core.models import JudgmentContext
+
+    rng = random.Random(seed)
+    values = {(c, f): (rng.randint(2, 40), rng.randint(1100, 1990)) for c in CITIES for f, _, _ in FACTS}
+
+    def doc(city: str, fact: int, variant: int) -> str:
+        key, doc_form, answer_form = FACTS[fact]
+        n, y = values[(city, key)]
+        form = answer_form if variant == 1 else doc_form  # answers paraphrase the documents
+        prefix = "According to the city archive, " if variant == 2 else ""
+        return f"{prefix}{city} {form.format(n=n, y=y, people=f'{n * 100_000:,}')}."
+
+    documents = [doc(c, f, v) for c in CITIES for f in range(len(FACTS)) for v in (0, 2)] + NOISE
+    seen: dict[JudgmentContext, None] = {}
+    for q in range(queries):
+        city = CITIES[q % len(CITIES)]
+        facts = rng.sample(range(len(FACTS)), expected)
+        answers = [doc(city, f, 1) for f in facts]  # expected answers are paraphrases of the documents
+        relevant = [doc(city, f, rng.choice((0, 2))) for f in facts[:2]]
+        others = rng.sample(documents, retrieved)
+        ranked = list(dict.fromkeys(relevant + others))[:retrieved]
+        text = f"What do you know about {city}? ({q})"
+        for r in ranked:
+            for a in answers:
+                seen.setdefault(JudgmentContext(query=text, expected_text=a, retrieved_text=r), None)
+    return list(seen)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=2, help="timed rounds; the best of each is reported")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--chunk", type=int, default=1024,
+                        help="contexts per batch_judge call (the evaluator sends 1024 at a time)")
+    args = parser.parse_args(argv)
+
+    import numpy as np
+    from evret_sentence_transformers import Encoder, SemanticJudge
+
+    contexts = build()
+    distinct = list(dict.fromkeys(t for c in contexts for t in (c.expected_text, c.retrieved_text)))
+    n_expected = len({c.expected_text for c in contexts})
+    n_retrieved = len({c.retrieved_text for c in contexts})
+    print(f"contexts: {len(contexts)}  distinct texts: {len(distinct)} "
+          f"({n_expected} expected, {n_retrieved} retrieved)", flush=True)
+
+    model = Encoder(device=args.device).load().model  # load once: both sides time encoding, not loading
+    model.encode(["warm up"], show_progress_bar=False)
+    encoded: list[int] = []
+    in_model: list[float] = []
+    original = model.encode
+
+    def counting(texts: Any, *a: Any, **kw: Any) -> Any:
+        encoded.append(1 if isinstance(texts, str) else len(texts))
+        started = time.perf_counter()
+        try:
+            return original(texts, *a, **kw)
+        finally:
+            in_model.append(time.perf_counter() - started)
+
+    model.encode = counting
+    judge_times: list[float] = []
+    alone_times: list[float] = []
+    overheads: list[float] = []  # batch_judge time spent outside the model: dedupe, lookups, cosines
+    verdicts = None
+    for round_ in range(args.repeats):
+        # alternate the order so that neither side always runs on a warmer (or busier) machine
+        for side in (("alone", "judge") if round_ % 2 == 0 else ("judge", "alone")):
+            if side == "alone":
+                started = time.perf_counter()
+                original(distinct, batch_size=64, convert_to_numpy=True, normalize_embeddings=True,
+                         show_progress_bar=False)
+                alone_times.append(time.perf_counter() - started)
+            else:
+                encoded.clear()
+                in_model.clear()
+                judge = SemanticJudge(device=args.device)
+                started = time.perf_counter()
+                answers: list[bool] = []
+                judge.prepare(contexts)  # as the evaluator does: every distinct text in one pass
+                for start in range(0, len(contexts), args.chunk):
+                    answers.extend(judge.batch_judge(contexts[start : start + args.chunk]))
+                judge_times.append(time.perf_counter() - started)
+                overheads.append(judge_times[-1] - sum(in_model))
+                verdicts = answers
+                if sum(encoded) != len(distinct):
+                    print(f"FAIL: the judge encoded {sum(encoded)} texts for {len(distinct)} distinct texts")
+                    return 1
+        print(f"round {round_ + 1}: batch_judge {judge_times[-1]:.2f}s, encode alone {alone_times[-1]:.2f}s",
+              flush=True)
+    assert verdicts is not None
+    best_judge, best_alone = min(judge_times), min(alone_times)
+    ratio = best_judge / best_alone
+    print()
+    print("| measure | value |")
+    print("|---|---|")
+    print(f"| judgment contexts (200 queries x 20 retrieved x 3 expected) | {len(contexts)} |")
+    print(f"| distinct texts | {len(distinct)} |")
+    print(f"| texts encoded by batch_judge | {sum(encoded)} |")
+    print(f"| texts a per-context judge would encode | {2 * len(contexts)} |")
+    print(f"| batch_judge wall time, {args.chunk} contexts per call (best of {args.repeats}) | {best_judge:.2f} s |")
+    print(f"| encoding the distinct texts alone (best of {args.repeats}) | {best_alone:.2f} s |")
+    print(f"| ratio batch_judge / encode alone (target <= 1.2) | {ratio:.3f} |")
+    print(f"| batch_judge time outside the model (best of {args.repeats}) | {min(overheads) * 1000:.0f} ms |")
+    print(f"| matches found | {int(np.sum(verdicts))} of {len(verdicts)} |")
+    return 0 if ratio <= 1.2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
