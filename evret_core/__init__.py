@@ -16,6 +16,8 @@ from evret_core.evaluators.retrieval import Evaluator
 from evret_core.hookspecs import hookimpl
 from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
 from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Metric, Precision, RankedBatch, Recall
+from evret_core.metrics.engine import evaluate_rankings, evaluate_run
+from evret_core.metrics.trec import read_qrels, read_run, write_run
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.plugins import list_plugins
 from evret_core.registry import (
@@ -67,4 +69,9 @@ __all__ = [
     "create_retriever",
     "hookimpl",
     "list_plugins",
+    "evaluate_run",
+    "evaluate_rankings",
+    "read_qrels",
+    "read_run",
+    "write_run",
 ]

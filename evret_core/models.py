@@ -285,6 +285,48 @@ class EvaluationDataset(BaseModel):
             return cls.from_csv(path)
         raise EvretError(f"{path}: unknown dataset format {suffix!r}; use .jsonl, .json or .csv")
 
+    @classmethod
+    def from_beir(cls, folder: str | Path, split: str = "test") -> EvaluationDataset:
+        """A BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv) as an id-labelled dataset with its corpus.
+
+        Each query's ``relevant_doc_ids`` are its graded judgments in the split; queries without judgments in
+        the split are dropped. ``corpus`` maps doc id -> ``{"title", "text"}``. Errors name the file and line.
+        """
+        folder = Path(folder)
+        qrels_path = folder / "qrels" / f"{split}.tsv"
+        if not qrels_path.is_file():
+            raise EvretError(f"{folder}: not a BEIR folder with a {split!r} split (no qrels/{split}.tsv)")
+        judgments: dict[str, dict[str, float]] = {}
+        for lineno, line in enumerate(_read_text(qrels_path).splitlines(), start=1):
+            fields = line.strip().split("\t")
+            if lineno == 1 and not fields[-1].lstrip("-").replace(".", "", 1).isdigit():
+                continue  # the header: query-id corpus-id score
+            if not line.strip():
+                continue
+            if len(fields) != 3:
+                raise EvretError(f"{qrels_path}:{lineno}: expected 3 tab-separated fields, got {len(fields)}")
+            try:
+                grade = float(fields[2])
+            except ValueError:
+                raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a number") from None
+            judgments.setdefault(fields[0], {})[fields[1]] = grade
+        corpus: dict[str, dict[str, Any]] = {}
+        for _where, record in _beir_records(folder / "corpus.jsonl"):
+            corpus[str(record["_id"])] = {"title": str(record.get("title") or ""), "text": str(record.get("text") or "")}
+        examples: list[QueryExample] = []
+        for where, record in _beir_records(folder / "queries.jsonl"):
+            qid = str(record["_id"])
+            if qid not in judgments:
+                continue
+            try:
+                examples.append(QueryExample(query_id=qid, query_text=str(record.get("text") or ""),
+                                             relevant_doc_ids=judgments[qid]))
+            except ValidationError as exc:
+                raise EvretError(f"{where}: {exc.errors()[0]['msg']}") from None
+        if not examples:
+            raise EvretError(f"{folder}: no query of queries.jsonl has judgments in qrels/{split}.tsv")
+        return cls(queries=examples, corpus=corpus, name=folder.name)
+
     def to_jsonl(self, path: str | Path) -> None:
         """Write the queries in the JSONL record format that :meth:`from_jsonl` reads."""
         lines = []
@@ -347,3 +389,18 @@ def _csv_tags(value: str, where: str) -> dict[str, str]:
         key, _, val = part.partition("=")
         tags[key.strip()] = val.strip()
     return tags
+
+
+def _beir_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(file:line, record) for each JSON line of a BEIR file; every record needs an ``_id``."""
+    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(record, dict) or "_id" not in record:
+            raise EvretError(f"{where}: expected a JSON object with an '_id' field")
+        yield where, record

@@ -1,4 +1,4 @@
-"""Built-in metric families."""
+"""Built-in metric families, registered through the same hook as third-party metrics."""
 
 from __future__ import annotations
 
@@ -7,11 +7,7 @@ from evret_core.hookspecs import Register, hookimpl
 
 @hookimpl
 def register_metrics(register: Register) -> None:
-    from evret_core.metrics import ir
+    from evret_core.metrics.ir import ALL_METRICS
 
-    register("precision", ir.Precision)
-    register("recall", ir.Recall)
-    register("mrr", ir.MRR)
-    register("ndcg", ir.NDCG)
-    register("hit_rate", ir.HitRate)
-    register("ap", ir.AveragePrecision)
+    for family, cls in ALL_METRICS.items():
+        register(family, cls)

@@ -61,18 +61,15 @@ class Completer:
     """Evret's :class:`~evret_core.llm.LLMClient` (bounded concurrency, optional requests-per-minute limit,
     retries of transient failures with backoff and Retry-After, usage) seen as ``complete(messages, temperature)``,
     plus the persistent answer cache (``cache=`` as for the LLM judge: None/True default file, False off, a path).
-    ``owns_provider``: :meth:`run` closes the provider's connections when done (it was made for this user).
     """
 
     def __init__(self, provider: LLMProvider, max_concurrency: int = 8,
-                 requests_per_minute: float | None = None, cache: Any = None, judge: str = "llm",
-                 owns_provider: bool = False) -> None:
+                 requests_per_minute: float | None = None, cache: Any = None, judge: str = "llm") -> None:
         from evret_core.cache import resolve_cache
 
         self.client = LLMClient(provider, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute)
         self.cache = resolve_cache(cache)
         self.judge = judge
-        self.owns_provider = owns_provider
         self.cache_hits = 0
 
     @classmethod
@@ -90,24 +87,32 @@ class Completer:
         requests_per_minute: float | None = None,
         cache: Any = None,
     ) -> Completer:
-        """A completer over ``provider`` (an instance, or a registered name built with the options, which the
-        completer then owns and closes); ``owner`` names the judge or evaluator in errors."""
+        """A completer over ``provider`` (an instance, or a registered name built with the options); ``owner``
+        names the judge or evaluator in errors."""
         resolved = resolve_provider(provider, model, base_url, api_key, provider_options, owner=owner)
         return cls(resolved, max_concurrency=max_concurrency, requests_per_minute=requests_per_minute, cache=cache,
-                   judge=judge, owns_provider=not isinstance(provider, LLMProvider))
+                   judge=judge)
 
     @property
     def provider(self) -> LLMProvider:
         return self.client.provider
 
     def run(self, coros: Sequence[Awaitable[T]]) -> list[T]:
-        """Run the calls concurrently from sync code, then release the provider's connections if owned."""
+        """Run the calls concurrently from sync code on a fresh event loop, then release the provider's
+        connections: an SDK client belongs to the loop it was made on, and that loop ends with this call (the
+        provider makes a new client on its next use). When one call fails, the others are cancelled and awaited
+        first, so no connection is left open."""
         async def go() -> list[T]:
+            tasks = [asyncio.ensure_future(c) for c in coros]
             try:
-                return list(await asyncio.gather(*coros))
+                return list(await asyncio.gather(*tasks))
+            except BaseException:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
             finally:
-                if self.owns_provider:
-                    await self.provider.aclose()
+                await self.provider.aclose()
 
         return run_all([go()])[0]
 

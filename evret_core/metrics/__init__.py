@@ -1,6 +1,28 @@
-"""IR metrics with trec_eval semantics."""
+"""IR metrics with trec_eval semantics, the vectorised engine, and TREC file readers and writers."""
 
 from evret_core.metrics.base import Metric, RankedBatch
-from evret_core.metrics.ir import MRR, NDCG, AveragePrecision, HitRate, Precision, Recall
+from evret_core.metrics.engine import evaluate_rankings, evaluate_run
+from evret_core.metrics.ir import (
+    ERR,
+    F1,
+    MRR,
+    NDCG,
+    RBP,
+    AveragePrecision,
+    Bpref,
+    HitRate,
+    NumRel,
+    NumRelRet,
+    NumRet,
+    Precision,
+    RBPResidual,
+    Recall,
+    RPrecision,
+)
+from evret_core.metrics.trec import read_qrels, read_run, write_run
 
-__all__ = ["Metric", "RankedBatch", "Precision", "Recall", "MRR", "NDCG", "HitRate", "AveragePrecision"]
+__all__ = [
+    "Metric", "RankedBatch", "Precision", "Recall", "F1", "MRR", "NDCG", "HitRate", "AveragePrecision",
+    "RPrecision", "Bpref", "ERR", "RBP", "RBPResidual", "NumRelRet", "NumRel", "NumRet",
+    "evaluate_run", "evaluate_rankings", "read_qrels", "read_run", "write_run",
+]

@@ -1,15 +1,17 @@
 """Metric contract and the array form that every metric is computed on.
 
-Every metric is computed on a :class:`RankedBatch`: for ``n`` queries and a depth ``K``, the grade of the
-document at each rank (0 where not relevant), the grades of all relevant documents (for the ideal ranking and
-the number of relevant documents), and how many documents each query retrieved. The same arrays serve one
-query (``score``) and a whole evaluation (``compute``), so there is one implementation of each formula.
+Every metric is computed on a :class:`RankedBatch`: for ``n`` queries and a depth ``D``, the judged grade of the
+document at each rank (NaN where unjudged or past the end of the ranking), every judged grade of each query (for
+the ideal ranking, the number of relevant and of judged non-relevant documents) and how many documents each
+query retrieved. The same arrays serve one query (``score``) and a whole run (``compute``), so there is one
+implementation of each formula.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -18,82 +20,249 @@ from evret_core.errors import EvretError
 
 Relevance = Mapping[str, float] | Iterable[str]
 
+_NAN = float("nan")
 
-@dataclass
+
 class RankedBatch:
-    """Per-query relevance along the ranking, padded to a common depth.
+    """Per-query judged grades along the ranking, padded to a common depth, plus each query's judgments.
 
-    - ``gains[q, r]``: grade of the document at rank ``r`` (0-based) of query ``q``; 0 when not relevant or
-      past the end of the ranking.
-    - ``relevant[q, r]``: True when that document counts as relevant (grade >= the relevance level).
-    - ``ideal[q, j]``: grades of query ``q``'s relevant documents, sorted descending, 0-padded.
-    - ``num_rel[q]``: number of relevant documents of query ``q`` (judged, grade >= the relevance level).
-    - ``num_ret[q]``: number of documents query ``q`` retrieved.
+    - ``grades[q, r]``: grade of the document at rank ``r`` (0-based) of query ``q``; NaN when that document is
+      unjudged or the ranking is shorter than ``r + 1``.
+    - ``qrel_grades[q, j]``: every judged grade of query ``q``, sorted descending, NaN-padded.
+    - ``num_ret[q]``: how many documents query ``q`` retrieved (the whole ranking, even past ``depth``).
+    - ``relevance_level``: a document is relevant when its grade is >= this level; None means grade > 0
+      (trec_eval's default for integer grades, i.e. ``-l 1``).
+
+    Derived arrays (``relevant``, ``judged_nonrel``, ``gains``, ``ideal``, ``num_rel``, ``num_nonrel``) are
+    computed once, on first use.
     """
 
-    gains: np.ndarray
-    relevant: np.ndarray
-    ideal: np.ndarray
-    num_rel: np.ndarray
-    num_ret: np.ndarray
+    def __init__(
+        self,
+        grades: np.ndarray,
+        qrel_grades: np.ndarray,
+        num_ret: np.ndarray,
+        relevance_level: float | None = None,
+    ) -> None:
+        grades = np.asarray(grades, dtype=np.float64)
+        qrel_grades = np.asarray(qrel_grades, dtype=np.float64)
+        if grades.ndim != 2 or qrel_grades.ndim != 2:
+            raise EvretError("RankedBatch: grades and qrel_grades must be 2-d arrays (queries x ranks)")
+        if grades.shape[0] != qrel_grades.shape[0] or len(num_ret) != grades.shape[0]:
+            raise EvretError(
+                f"RankedBatch: {grades.shape[0]} ranked rows, {qrel_grades.shape[0]} judgment rows and "
+                f"{len(num_ret)} num_ret values must agree"
+            )
+        self.grades = grades
+        self.qrel_grades = qrel_grades
+        self.num_ret = np.asarray(num_ret, dtype=np.int64)
+        self.relevance_level = None if relevance_level is None else float(relevance_level)
 
     @property
     def n_queries(self) -> int:
-        return int(self.gains.shape[0])
+        return int(self.grades.shape[0])
 
     @property
     def depth(self) -> int:
-        return int(self.gains.shape[1])
+        return int(self.grades.shape[1])
 
+    def _is_rel(self, grades: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            if self.relevance_level is None:
+                return np.asarray(grades > 0)
+            return np.asarray(grades >= self.relevance_level)
+
+    @cached_property
+    def relevant(self) -> np.ndarray:
+        """True where the document at that rank is relevant."""
+        return self._is_rel(self.grades)
+
+    @cached_property
+    def judged_nonrel(self) -> np.ndarray:
+        """True where the document at that rank is judged and not relevant (what bpref counts)."""
+        return np.asarray(~np.isnan(self.grades) & ~self.relevant)
+
+    @cached_property
+    def gains(self) -> np.ndarray:
+        """The grade as gain where positive, 0 elsewhere (unjudged, non-relevant, negative, padding)."""
+        return np.asarray(np.fmax(self.grades, 0.0))  # fmax maps NaN (unjudged, padding) to 0
+
+    @cached_property
+    def ideal(self) -> np.ndarray:
+        """Positive judged grades of each query, sorted descending, 0-padded: the ideal ranking's gains."""
+        return np.asarray(np.fmax(self.qrel_grades, 0.0))
+
+    @cached_property
+    def num_rel(self) -> np.ndarray:
+        """Number of relevant judged documents per query."""
+        return np.asarray(self._is_rel(self.qrel_grades).sum(axis=1))
+
+    @cached_property
+    def num_nonrel(self) -> np.ndarray:
+        """Number of judged non-relevant documents per query."""
+        judged = (~np.isnan(self.qrel_grades)).sum(axis=1)
+        return np.asarray(judged - self.num_rel)
+
+    @cached_property
+    def num_rel_ret(self) -> np.ndarray:
+        """Relevant documents retrieved (at any rank within ``depth``)."""
+        return np.asarray(self.relevant.sum(axis=1))
+
+    def __getitem__(self, rows: slice | np.ndarray) -> RankedBatch:
+        return RankedBatch(self.grades[rows], self.qrel_grades[rows], self.num_ret[rows], self.relevance_level)
+
+    # -- construction ------------------------------------------------------------------------------------------
     @classmethod
     def from_rankings(
         cls,
         rankings: Sequence[Sequence[str]],
         qrels: Sequence[Relevance],
         relevance_level: float | None = None,
+        *,
+        depth: int | None = None,
+        duplicates: str = "first",
+        query_ids: Sequence[str] | None = None,
     ) -> RankedBatch:
-        """Build the arrays from ranked id lists and, per query, relevant ids (a list, or a mapping id -> grade).
+        """Build the arrays from ranked id lists and, per query, judged ids (a list, or a mapping id -> grade).
 
-        A document is relevant when its grade is > 0, or >= ``relevance_level`` when one is given. A document
-        retrieved twice counts once, at its best rank (later copies are not relevant).
+        ``duplicates="first"``: a document retrieved twice counts at its best rank, later copies are unjudged;
+        ``"error"``: a duplicate raises an :class:`EvretError` naming the query (``query_ids``) and document.
+        ``depth`` keeps only the top ``depth`` ranks in the arrays (``num_ret`` still counts every document).
         """
         if len(rankings) != len(qrels):
             raise EvretError(f"{len(rankings)} rankings but {len(qrels)} relevance sets")
-        grades_per_query = [_as_grades(r) for r in qrels]
+        if duplicates not in ("first", "error"):
+            raise EvretError(f"duplicates must be 'first' or 'error', got {duplicates!r}")
+        grade_maps = [_as_grades(r) for r in qrels]
         n = len(rankings)
-        depth = max((len(r) for r in rankings), default=0)
-        max_rel = max((len(g) for g in grades_per_query), default=0)
-        gains = np.zeros((n, max(depth, 1)), dtype=np.float64)
-        relevant = np.zeros((n, max(depth, 1)), dtype=bool)
-        ideal = np.zeros((n, max(max_rel, 1)), dtype=np.float64)
-        num_rel = np.zeros(n, dtype=np.int64)
-        num_ret = np.zeros(n, dtype=np.int64)
-        for q, (ranking, grades) in enumerate(zip(rankings, grades_per_query, strict=True)):
-            rel_grades = sorted(
-                (g for g in grades.values() if _is_relevant(g, relevance_level)), reverse=True
-            )
-            num_rel[q] = len(rel_grades)
-            ideal[q, : len(rel_grades)] = [max(g, 0.0) for g in rel_grades]
-            num_ret[q] = len(ranking)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=n)
+        qrel_lengths = np.fromiter(map(len, grade_maps), dtype=np.int64, count=n)
+        n_judged = int(qrel_lengths.sum())
+        ranks = _judged_ranks(rankings, lengths, grade_maps, qrel_lengths, duplicates, query_ids)
+        qrel_flat = _flat_values(grade_maps, n_judged)
+        rows = np.repeat(np.arange(n), qrel_lengths)
+        width = int(lengths.max()) if n else 0
+        if depth is not None:
+            width = min(width, depth)
+        return cls.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
+
+    @classmethod
+    def from_positions(
+        cls,
+        rows: np.ndarray,
+        ranks: np.ndarray,
+        qrel_flat: np.ndarray,
+        qrel_lengths: np.ndarray,
+        num_ret: np.ndarray,
+        width: int,
+        relevance_level: float | None = None,
+    ) -> RankedBatch:
+        """Build the arrays from every judgment (query row, 0-based rank or -1 when not retrieved, grade).
+
+        The judgments are laid out query by query (``qrel_lengths[q]`` consecutive entries for query ``q``).
+        """
+        n = len(num_ret)
+        grades = np.full((n, width), np.nan)
+        keep = (ranks >= 0) & (ranks < width)
+        grades[rows[keep], ranks[keep]] = qrel_flat[keep]
+        return cls(grades, _sorted_rows(qrel_flat, qrel_lengths), num_ret, relevance_level)
+
+
+def _judged_ranks(
+    rankings: Sequence[Sequence[str]],
+    lengths: np.ndarray,
+    grade_maps: Sequence[Mapping[str, float]],
+    qrel_lengths: np.ndarray,
+    duplicates: str,
+    query_ids: Sequence[str] | None,
+) -> np.ndarray:
+    """The 0-based rank of every judged document's first copy (-1 when not retrieved), judgments in qrels order.
+
+    Documents are matched by their Python hash in numpy (one C-level ``hash`` per id, no dict per ranking), then
+    every match is confirmed by string equality, so a hash collision can only cost time, never a wrong rank.
+    """
+    n = len(rankings)
+    total, width = int(lengths.sum()), int(lengths.max()) if n else 0
+    n_judged = int(qrel_lengths.sum())
+    doc_hashes = np.fromiter(map(hash, chain.from_iterable(rankings)), dtype=np.int64, count=total)
+    ragged = bool(n) and not (lengths == width).all()
+    # padding: distinct values per column, so padding never looks like a duplicate (any real clash is confirmed)
+    matrix = _pad_rows(doc_hashes, lengths, width, 0, dtype=np.int64)
+    valid = np.arange(width) < lengths[:, None]
+    if ragged:
+        matrix[~valid] = np.broadcast_to(np.iinfo(np.int64).min + np.arange(width), matrix.shape)[~valid]
+    if duplicates == "error" and width > 1:
+        ordered = np.sort(matrix, axis=1)
+        for q in np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1)).tolist():
             seen: set[str] = set()
-            for r, doc in enumerate(ranking):
+            for doc in rankings[q]:
                 if doc in seen:
-                    continue
+                    who = query_ids[q] if query_ids is not None else f"#{q}"
+                    raise EvretError(f"query {who}: document {doc!r} is ranked more than once")
                 seen.add(doc)
-                grade = grades.get(doc)
-                if grade is not None and _is_relevant(grade, relevance_level):
-                    relevant[q, r] = True
-                    gains[q, r] = max(grade, 0.0)
-        return cls(gains=gains, relevant=relevant, ideal=ideal, num_rel=num_rel, num_ret=num_ret)
+    ranks = np.full(n_judged, -1, dtype=np.int64)
+    if not n_judged or not width:
+        return ranks
+    judged_hashes = np.fromiter(map(hash, chain.from_iterable(grade_maps)), dtype=np.int64, count=n_judged)
+    rows = np.repeat(np.arange(n), qrel_lengths)
+    block = max((1 << 17) // width, 1)
+    for start in range(0, n_judged, block):
+        sl = slice(start, start + block)
+        same = matrix[rows[sl]] == judged_hashes[sl, None]
+        if ragged:
+            same &= valid[rows[sl]]
+        ranks[sl] = np.where(same.any(axis=1), same.argmax(axis=1), -1)
+    found = np.flatnonzero(ranks >= 0)
+    judged_docs = list(chain.from_iterable(grade_maps))
+    wrong = [i for i, q, r in zip(found.tolist(), rows[found].tolist(), ranks[found].tolist(), strict=True)
+             if rankings[q][r] != judged_docs[i]]
+    for i in wrong:  # a hash collision: find the document the slow way
+        ranking = rankings[int(rows[i])]
+        ranks[i] = next((r for r, doc in enumerate(ranking) if doc == judged_docs[i]), -1)
+    return ranks
 
 
-def _is_relevant(grade: float, relevance_level: float | None) -> bool:
-    return grade >= relevance_level if relevance_level is not None else grade > 0
+def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.ndarray:
+    try:
+        return np.fromiter(chain.from_iterable(g.values() for g in grade_maps), dtype=np.float64, count=total)
+    except (TypeError, ValueError):
+        for g in grade_maps:
+            for doc, grade in g.items():
+                try:
+                    float(grade)
+                except (TypeError, ValueError):
+                    raise EvretError(f"qrels: document {doc!r} has a non-numeric grade {grade!r}") from None
+        raise
 
 
-def _as_grades(relevant: Relevance) -> dict[str, float]:
-    if isinstance(relevant, Mapping):
-        return {str(k): float(v) for k, v in relevant.items()}
+def _sorted_rows(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Each query's judged grades sorted descending, NaN-padded: an (n, max judged) matrix."""
+    width = max(int(lengths.max()) if len(lengths) else 0, 1)
+    matrix = _pad_rows(flat, lengths, width, -np.inf)
+    matrix = -np.sort(-matrix, axis=1)
+    matrix[np.arange(width) >= lengths[:, None]] = np.nan
+    return matrix
+
+
+def _pad_rows(
+    flat: np.ndarray, lengths: np.ndarray, width: int, fill: float, dtype: Any = np.float64
+) -> np.ndarray:
+    """Lay a flat array of consecutive rows (``lengths[i]`` values each) into an (n, width) matrix."""
+    n = len(lengths)
+    if n and (lengths == width).all():
+        return flat.reshape(n, width)
+    out = np.full((n, width), fill, dtype=dtype)
+    if flat.size:
+        rows = np.repeat(np.arange(n), lengths)
+        starts = np.cumsum(lengths) - lengths
+        cols = np.arange(flat.size) - np.repeat(starts, lengths)
+        out[rows, cols] = flat
+    return out
+
+
+def _as_grades(relevant: Relevance) -> Mapping[str, float]:
+    if type(relevant) is dict or isinstance(relevant, Mapping):
+        return relevant
     return {str(doc): 1.0 for doc in relevant}
 
 
@@ -106,10 +275,16 @@ class Metric:
 
     family: str = "metric"
     requires_k: bool = False
+    allows_k: bool = True
     higher_is_better: bool = True
+    #: the trec_eval measure this equals (``{k}`` is replaced by the cutoff), or None when trec_eval has none
+    trec_name: str | None = None
+    trec_name_k: str | None = None
 
     def __init__(self, k: int | None = None) -> None:
         if k is not None:
+            if not self.allows_k:
+                raise EvretError(f"metric {self.family!r} takes no cutoff: write {self.family}, not {self.family}@{k}")
             try:
                 k = int(k)
             except (TypeError, ValueError):
@@ -128,6 +303,13 @@ class Metric:
     def depth(self) -> int | None:
         """How many retrieved documents the metric reads (None: all of them)."""
         return self.k
+
+    @property
+    def trec_eval_name(self) -> str | None:
+        """The name trec_eval prints for this measure, when it has one."""
+        if self.k is None:
+            return self.trec_name
+        return None if self.trec_name_k is None else self.trec_name_k.format(k=self.k)
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name}

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch, cut, safe_divide
 
 
@@ -11,39 +14,64 @@ def _discounts(depth: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, depth + 2, dtype=np.float64))
 
 
+def _ranks(depth: int) -> np.ndarray:
+    return np.arange(1, depth + 1, dtype=np.float64)
+
+
 class Precision(Metric):
-    """precision@k (trec_eval P_k): relevant documents in the top k, divided by k."""
+    """precision@k (trec_eval P_k): relevant documents in the top k, divided by k even when fewer were retrieved.
+
+    Without a cutoff (trec_eval set_P): relevant retrieved over all retrieved.
+    """
 
     family = "precision"
-    requires_k = True
+    trec_name = "set_P"
+    trec_name_k = "P_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        assert self.k is not None
-        return cut(batch.relevant, self.k).sum(axis=1) / float(self.k)
+        if self.k is None:
+            return safe_divide(batch.num_rel_ret, batch.num_ret)
+        return np.asarray(cut(batch.relevant, self.k).sum(axis=1) / float(self.k), dtype=np.float64)
 
 
 class Recall(Metric):
-    """recall@k (trec_eval recall_k): relevant documents in the top k over all relevant documents."""
+    """recall@k (trec_eval recall_k): relevant documents in the top k over all relevant documents (set_recall without k)."""
 
     family = "recall"
+    trec_name = "set_recall"
+    trec_name_k = "recall_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
         return safe_divide(cut(batch.relevant, self.k).sum(axis=1), batch.num_rel)
+
+
+class F1(Metric):
+    """f1@k: harmonic mean of precision@k and recall@k; without a cutoff, of set_P and set_recall (trec_eval set_F)."""
+
+    family = "f1"
+    trec_name = "set_F"
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        p = Precision(self.k).compute(batch)
+        r = Recall(self.k).compute(batch)
+        return safe_divide(2.0 * p * r, p + r)
 
 
 class HitRate(Metric):
     """hit_rate@k (trec_eval success_k): 1 when any relevant document is in the top k."""
 
     family = "hit_rate"
+    trec_name_k = "success_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        return cut(batch.relevant, self.k).any(axis=1).astype(np.float64)
+        return np.asarray(cut(batch.relevant, self.k).any(axis=1), dtype=np.float64)
 
 
 class MRR(Metric):
-    """mrr@k: reciprocal rank of the first relevant document, 0 when it is below k (``mrr``: no cutoff)."""
+    """mrr@k: reciprocal rank of the first relevant document, 0 when it is below k (``mrr``: trec_eval recip_rank)."""
 
     family = "mrr"
+    trec_name = "recip_rank"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
         rel = cut(batch.relevant, self.k)
@@ -55,22 +83,23 @@ class MRR(Metric):
 
 
 class NDCG(Metric):
-    """ndcg@k (trec_eval ndcg_cut_k): grade as linear gain, log2(rank + 1) discount, ideal over all relevant docs.
-
-    ``gain="exponential"`` uses 2^grade - 1 instead.
+    """ndcg@k (trec_eval ndcg_cut_k; ``ndcg``: trec_eval ndcg): the judged grade as linear gain, discounted by
+    log2(rank + 1), over the ideal ordering of all positively judged documents. ``gain="exponential"``: 2^g - 1.
     """
 
     family = "ndcg"
+    trec_name: str | None = "ndcg"
+    trec_name_k: str | None = "ndcg_cut_{k}"
 
     def __init__(self, k: int | None = None, gain: str = "linear") -> None:
         super().__init__(k)
         if gain not in ("linear", "exponential"):
-            from evret_core.errors import EvretError
-
             raise EvretError(f"metric ndcg: gain must be 'linear' or 'exponential', got {gain!r}")
         self.gain = gain
+        if gain != "linear":
+            self.trec_name = self.trec_name_k = None
 
-    def config(self) -> dict[str, object]:
+    def config(self) -> dict[str, Any]:
         return {"name": self.name, "gain": self.gain}
 
     def _g(self, grades: np.ndarray) -> np.ndarray:
@@ -79,20 +108,182 @@ class NDCG(Metric):
     def compute(self, batch: RankedBatch) -> np.ndarray:
         gains = self._g(cut(batch.gains, self.k))
         ideal = self._g(cut(batch.ideal, self.k))
-        dcg = gains @ _discounts(gains.shape[1]) if gains.shape[1] else np.zeros(batch.n_queries)
-        idcg = ideal @ _discounts(ideal.shape[1]) if ideal.shape[1] else np.zeros(batch.n_queries)
+        dcg = gains @ _discounts(gains.shape[1])
+        idcg = ideal @ _discounts(ideal.shape[1])
         return safe_divide(dcg, idcg)
 
 
 class AveragePrecision(Metric):
-    """ap@k (trec_eval map_cut_k): sum of precision at each relevant rank <= k, over all relevant documents."""
+    """ap@k (trec_eval map_cut_k; ``ap``: map): sum of precision at each relevant rank <= k, over all relevant docs."""
 
     family = "ap"
+    trec_name = "map"
+    trec_name_k = "map_cut_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        rel = cut(batch.relevant, self.k).astype(np.float64)
-        if rel.shape[1] == 0:
+        # sparse: only the relevant ranks are visited (a handful per query, not the whole depth)
+        rows, cols = np.nonzero(cut(batch.relevant, self.k))
+        if rows.size == 0:
             return np.zeros(batch.n_queries)
-        ranks = np.arange(1, rel.shape[1] + 1, dtype=np.float64)
-        precision_at = np.cumsum(rel, axis=1) / ranks
-        return safe_divide((precision_at * rel).sum(axis=1), batch.num_rel)
+        found = np.arange(1, rows.size + 1) - np.searchsorted(rows, rows, side="left")
+        total = np.bincount(rows, weights=found / (cols + 1.0), minlength=batch.n_queries)
+        return safe_divide(total, batch.num_rel)
+
+
+class RPrecision(Metric):
+    """r_precision (trec_eval Rprec): precision at rank R, R being the number of relevant documents."""
+
+    family = "r_precision"
+    allows_k = False
+    trec_name = "Rprec"
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        if batch.depth == 0:
+            return np.zeros(batch.n_queries)
+        found = np.cumsum(batch.relevant, axis=1)
+        at = np.clip(batch.num_rel, 1, batch.depth) - 1
+        in_top_r = np.take_along_axis(found, at[:, None], axis=1)[:, 0]
+        return safe_divide(np.where(batch.num_rel > 0, in_top_r, 0), batch.num_rel)
+
+
+class Bpref(Metric):
+    """bpref (trec_eval bpref): for each retrieved relevant document, 1 - min(n, R) / min(R, N) where n counts
+    the judged non-relevant documents ranked above it; summed and divided by R (R relevant, N judged non-relevant).
+    Unjudged documents are ignored.
+    """
+
+    family = "bpref"
+    allows_k = False
+    trec_name = "bpref"
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        if batch.depth == 0:
+            return np.zeros(batch.n_queries)
+        nonrel_above = np.cumsum(batch.judged_nonrel, axis=1)
+        r = batch.num_rel[:, None]
+        denominator = np.minimum(batch.num_rel, batch.num_nonrel)[:, None]
+        penalty = safe_divide(np.minimum(nonrel_above, r), np.broadcast_to(denominator, nonrel_above.shape))
+        per_rank = np.where(batch.relevant, 1.0 - penalty, 0.0)
+        return safe_divide(per_rank.sum(axis=1), batch.num_rel)
+
+
+class ERR(Metric):
+    """err@k, expected reciprocal rank (Chapelle et al., 2009): the user stops at rank r with probability
+    R_r = (2^g - 1) / 2^g_max; ERR = sum_r R_r / r * prod_{i<r} (1 - R_i). ``max_grade`` defaults to the
+    highest grade in the batch's judgments. Not a trec_eval measure.
+    """
+
+    family = "err"
+
+    def __init__(self, k: int | None = None, max_grade: float | None = None) -> None:
+        super().__init__(k)
+        self.max_grade = max_grade
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "max_grade": self.max_grade}
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        gains = np.where(cut(batch.relevant, self.k), cut(batch.gains, self.k), 0.0)
+        if gains.shape[1] == 0:
+            return np.zeros(batch.n_queries)
+        top = self.max_grade
+        if top is None:
+            top = float(batch.ideal.max()) if batch.ideal.size else 1.0
+        top = max(top, float(gains.max(initial=0.0)))
+        if top <= 0:
+            return np.zeros(batch.n_queries)
+        stop = (np.power(2.0, gains) - 1.0) / 2.0**top
+        reach = np.cumprod(1.0 - stop, axis=1)
+        reach = np.concatenate([np.ones((gains.shape[0], 1)), reach[:, :-1]], axis=1)
+        return np.asarray((stop * reach / _ranks(gains.shape[1])).sum(axis=1), dtype=np.float64)
+
+
+class RBP(Metric):
+    """rbp, rank-biased precision (Moffat & Zobel, 2008): (1 - p) * sum_r gain_r * p^(r-1) over the whole ranking,
+    persistence ``p`` = 0.9 as in trec_eval. As trec_eval does, the gain is the grade, scaled to [0, 1] by the
+    query's highest judged grade when that exceeds 1, and the relevance level plays no part.
+    """
+
+    family = "rbp"
+    allows_k = False
+    trec_name: str | None = "rbp"
+    default_p = 0.9
+
+    def __init__(self, k: int | None = None, p: float = 0.9) -> None:
+        super().__init__(k)
+        if not 0.0 < float(p) < 1.0:
+            raise EvretError(f"metric {self.family}: persistence p must be in (0, 1), got {p!r}")
+        self.p = float(p)
+        if self.p != self.default_p:
+            self.trec_name = None
+
+    @property
+    def name(self) -> str:
+        return self.family if self.p == self.default_p else f"{self.family}(p={self.p:g})"
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "p": self.p}
+
+    def _weights(self, depth: int) -> np.ndarray:
+        return np.power(self.p, np.arange(depth, dtype=np.float64))
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        top = batch.ideal[:, :1].max(axis=1, initial=0.0) if batch.ideal.shape[1] else np.zeros(batch.n_queries)
+        scale = np.where(top > 1.0, top, 1.0)
+        return np.asarray((1.0 - self.p) * (batch.gains @ self._weights(batch.depth)) / scale, dtype=np.float64)
+
+
+class RBPResidual(RBP):
+    """rbp_residual (trec_eval rbp_resid): how much rbp could still grow if unjudged documents were relevant:
+    (1 - p) * sum over unjudged ranks of p^(r-1), plus p^num_ret for the ranks past the end. As in trec_eval it
+    is 0 when every retrieved document is judged.
+    """
+
+    family = "rbp_residual"
+    trec_name = "rbp_resid"
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        depth = batch.depth
+        inside = np.arange(depth) < batch.num_ret[:, None]
+        with np.errstate(invalid="ignore"):
+            unjudged = (np.isnan(batch.grades) | (batch.grades < 0)) & inside
+        tail = np.power(self.p, batch.num_ret.astype(np.float64))
+        value = (1.0 - self.p) * (unjudged @ self._weights(depth)) + tail
+        return np.where(unjudged.any(axis=1), value, 0.0)
+
+
+class _Count(Metric):
+    allows_k = False
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        return np.asarray(getattr(batch, self.family), dtype=np.float64)
+
+
+class NumRelRet(_Count):
+    """num_rel_ret: relevant documents retrieved."""
+
+    family = "num_rel_ret"
+    trec_name = "num_rel_ret"
+
+
+class NumRel(_Count):
+    """num_rel: relevant documents judged for the query."""
+
+    family = "num_rel"
+    trec_name = "num_rel"
+
+
+class NumRet(_Count):
+    """num_ret: documents retrieved (the whole ranking)."""
+
+    family = "num_ret"
+    trec_name = "num_ret"
+
+
+ALL_METRICS: dict[str, type[Metric]] = {
+    cls.family: cls
+    for cls in (
+        Precision, Recall, F1, HitRate, MRR, NDCG, AveragePrecision, RPrecision, Bpref, ERR, RBP, RBPResidual,
+        NumRelRet, NumRel, NumRet,
+    )
+}

@@ -1,0 +1,71 @@
+"""``evret trec QRELS RUN``: score a TREC run file against a qrels file, printing a trec_eval-like table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+DEFAULT_METRICS = [
+    "num_ret", "num_rel", "num_rel_ret", "ap", "r_precision", "bpref", "mrr",
+    "precision@5", "precision@10", "recall@100", "ndcg@10", "ndcg",
+]
+# trec_eval prints these summed over queries in its `all` rows, not averaged
+COUNT_FAMILIES = {"num_ret", "num_rel", "num_rel_ret"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "trec", help="score a TREC run file against qrels, trec_eval-style",
+        description="Score a TREC run against TREC qrels with trec_eval's semantics.",
+    )
+    p.add_argument("qrels", metavar="QRELS", help="qrels file: query_id iteration doc_id grade")
+    p.add_argument("run", metavar="RUN", help="run file: query_id Q0 doc_id rank score run_tag")
+    p.add_argument("-m", "--metric", action="append", metavar="NAME[@K]",
+                   help=f"metric, e.g. ndcg@10 (repeatable; default: {' '.join(DEFAULT_METRICS)})")
+    p.add_argument("-q", "--per-query", action="store_true", help="print every query's values, then `all`")
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument("-c", "--complete", action="store_true",
+                   help="score every judged query; queries missing from the run score 0 (trec_eval -c)")
+    p.add_argument("-l", "--relevance-level", type=float, metavar="N",
+                   help="a document is relevant when its grade is >= N (trec_eval -l; default: grade > 0)")
+    p.set_defaults(func=run)
+
+
+def _format(family: str, value: float) -> str:
+    return f"{value:.0f}" if family in COUNT_FAMILIES else f"{value:.4f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.metrics.engine import evaluate_run, resolve_metrics
+    from evret_core.metrics.trec import read_qrels, read_run
+
+    metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
+    qrels = read_qrels(args.qrels)
+    trec_run = read_run(args.run)
+    per_query: dict[str, dict[str, float]] = evaluate_run(
+        qrels, trec_run, metrics, per_query=True,
+        relevance_level=args.relevance_level, complete=args.complete,
+    )
+    qids = sorted(per_query)
+    aggregate: dict[str, float] = {}
+    for m in metrics:
+        values = [per_query[q][m.name] for q in qids]
+        total = float(sum(values))
+        aggregate[m.name] = total if m.family in COUNT_FAMILIES else total / len(values)
+    if args.json:
+        out: dict[str, Any] = {"run": trec_run.tag, "num_q": len(qids), "all": aggregate}
+        if args.per_query:
+            out["per_query"] = {q: per_query[q] for q in qids}
+        print(json.dumps(out, indent=2))
+        return 0
+    width = max(22, *(len(m.name) + 1 for m in metrics))
+    lines: list[str] = []
+    if args.per_query:
+        for q in qids:
+            lines += [f"{m.name:<{width}}\t{q}\t{_format(m.family, per_query[q][m.name])}" for m in metrics]
+    lines.append(f"{'runid':<{width}}\tall\t{trec_run.tag}")
+    lines.append(f"{'num_q':<{width}}\tall\t{len(qids)}")
+    lines += [f"{m.name:<{width}}\tall\t{_format(m.family, aggregate[m.name])}" for m in metrics]
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,270 @@
+"""Evaluate runs in the dict formats of pytrec_eval and ranx, or as ranked lists, with trec_eval's semantics.
+
+The dict → array conversion is where the time goes, so it avoids per-document Python work: a query's scores
+are read with one ``np.fromiter`` over all queries, only the retrieved documents that are judged (a set
+intersection per query, done in C) are looked up, and their ranks are counted against the padded score matrix
+(scores strictly higher, then ties broken by document id in descending order, as trec_eval does). Queries are
+processed in chunks so the peak memory stays bounded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, repeat
+from operator import methodcaller
+from typing import Any
+
+import numpy as np
+
+from evret_core.errors import EvretError
+from evret_core.metrics.base import Metric, RankedBatch, _flat_values, _pad_rows
+
+__all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics"]
+
+MetricSpec = str | Metric
+_EMPTY: Mapping[str, float] = {}
+_NAN = float("nan")
+# entries of the (judged documents x ranking length) comparison blocks: bounds the memory of a block
+_BLOCK_ELEMENTS = 1 << 17
+_CHUNK = 2048
+# above this many comparisons per run entry, ranks come from one sort instead of row comparisons
+_SORT_FACTOR = 16
+
+
+def resolve_metrics(metrics: Iterable[MetricSpec] | MetricSpec) -> list[Metric]:
+    """Metric instances from names such as ``"ndcg@10"`` (any registered family) or ready instances."""
+    from evret_core.registry import create_metric
+
+    if isinstance(metrics, str | Metric):
+        metrics = [metrics]
+    out = [create_metric(m) if isinstance(m, str) else m for m in metrics]
+    if not out:
+        raise EvretError("no metrics given")
+    names = [m.name for m in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise EvretError(f"metric(s) listed twice: {', '.join(dupes)}")
+    return out
+
+
+def _needed_depth(metrics: Sequence[Metric]) -> int | None:
+    depths = [m.depth for m in metrics]
+    return None if any(d is None for d in depths) else max(d for d in depths if d is not None)
+
+
+def _query_ids(qrels: Mapping[str, Any], run: Mapping[str, Any], complete: bool) -> list[str]:
+    """trec_eval's query set: the run's queries that have judgments; with ``complete``, every judged query."""
+    qids = [q for q in run if q in qrels]
+    if complete:
+        qids += [q for q in qrels if q not in run]
+    if not qids:
+        raise EvretError(
+            "no query of the run has relevance judgments (the qrels and the run share no query id)"
+            + ("" if complete or not qrels else "; complete=True scores every judged query, missing ones as 0")
+        )
+    return qids
+
+
+def evaluate_run(
+    qrels: Mapping[str, Mapping[str, float]],
+    run: Mapping[str, Mapping[str, float]],
+    metrics: Iterable[MetricSpec] | MetricSpec,
+    per_query: bool = False,
+    *,
+    relevance_level: float | None = None,
+    complete: bool = False,
+    chunk_size: int = _CHUNK,
+) -> dict[str, Any]:
+    """Score a run ``{qid: {docid: score}}`` against qrels ``{qid: {docid: grade}}``, as trec_eval does.
+
+    Documents are ranked by score descending, ties by document id in descending string order. Only the run's
+    queries that have judgments are scored, unless ``complete`` (trec_eval -c): then every judged query counts
+    and those missing from the run score 0. A document is relevant when its grade is > 0, or >= the
+    ``relevance_level`` (trec_eval -l). Returns ``{metric: mean}``, or ``{qid: {metric: value}}`` with
+    ``per_query=True``.
+    """
+    resolved = resolve_metrics(metrics)
+    qids = _query_ids(qrels, run, complete)
+    depth = _needed_depth(resolved)
+    columns = _compute_chunked(
+        lambda chunk: batch_from_run(qrels, run, chunk, relevance_level=relevance_level, depth=depth),
+        qids, resolved, chunk_size,
+    )
+    return _package(qids, resolved, columns, per_query)
+
+
+def evaluate_rankings(
+    qrels: Mapping[str, Mapping[str, float]],
+    rankings: Mapping[str, Sequence[str]],
+    metrics: Iterable[MetricSpec] | MetricSpec,
+    per_query: bool = False,
+    *,
+    relevance_level: float | None = None,
+    complete: bool = False,
+    chunk_size: int = _CHUNK,
+) -> dict[str, Any]:
+    """Like :func:`evaluate_run`, for already ranked lists ``{qid: [docid, ...]}`` (best first): no sorting.
+
+    A document listed twice for a query is an error naming the query and the document.
+    """
+    resolved = resolve_metrics(metrics)
+    qids = _query_ids(qrels, rankings, complete)
+    depth = _needed_depth(resolved)
+    empty: Sequence[str] = ()
+
+    def build(chunk: list[str]) -> RankedBatch:
+        return RankedBatch.from_rankings(
+            [rankings.get(q, empty) for q in chunk], [qrels[q] for q in chunk], relevance_level,
+            depth=depth, duplicates="error", query_ids=chunk,
+        )
+
+    columns = _compute_chunked(build, qids, resolved, chunk_size)
+    return _package(qids, resolved, columns, per_query)
+
+
+def _compute_chunked(build: Any, qids: list[str], metrics: Sequence[Metric], chunk_size: int) -> list[np.ndarray]:
+    parts: list[list[np.ndarray]] = [[] for _ in metrics]
+    for start in range(0, len(qids), max(chunk_size, 1)):
+        batch = build(qids[start : start + chunk_size])
+        for i, metric in enumerate(metrics):
+            parts[i].append(np.asarray(metric.compute(batch), dtype=np.float64))
+    return [np.concatenate(p) for p in parts]
+
+
+def _package(qids: list[str], metrics: Sequence[Metric], columns: list[np.ndarray], per_query: bool) -> dict[str, Any]:
+    names = [m.name for m in metrics]
+    if not per_query:
+        return {name: float(col.mean()) for name, col in zip(names, columns, strict=True)}
+    rows = zip(*(col.tolist() for col in columns), strict=True)
+    return dict(zip(qids, map(dict, map(zip, repeat(names), rows)), strict=True))
+
+
+# -- dict run -> RankedBatch ---------------------------------------------------------------------------------------
+_values = methodcaller("values")
+
+
+def batch_from_run(
+    qrels: Mapping[str, Mapping[str, float]],
+    run: Mapping[str, Mapping[str, float]],
+    qids: Sequence[str],
+    *,
+    relevance_level: float | None = None,
+    depth: int | None = None,
+) -> RankedBatch:
+    """The :class:`RankedBatch` of ``qids``: each query's run ranked the trec_eval way, graded by its qrels."""
+    runs = list(map(run.get, qids, repeat(_EMPTY)))
+    judged = list(map(qrels.get, qids, repeat(_EMPTY)))
+    n = len(qids)
+    lengths = np.fromiter(map(len, runs), dtype=np.int64, count=n)
+    total = int(lengths.sum())
+    length = int(lengths.max()) if n else 0
+    width = length if depth is None else min(length, depth)
+    try:
+        flat = np.fromiter(chain.from_iterable(map(_values, runs)), dtype=np.float64, count=total)
+    except (TypeError, ValueError):
+        raise _bad_score(qids, runs) from None
+    if np.isnan(flat).any():
+        raise _bad_score(qids, runs)
+
+    # each judgment's score in the run (NaN: not retrieved); only these documents' ranks matter
+    qrel_lengths = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    n_judged = int(qrel_lengths.sum())
+    judged_scores = np.fromiter(
+        chain.from_iterable(map(r.get, j, repeat(_NAN)) for r, j in zip(runs, judged, strict=True)),
+        dtype=np.float64, count=n_judged,
+    )
+    rows = np.repeat(np.arange(n), qrel_lengths)
+    ranks = np.full(n_judged, -1, dtype=np.int64)
+    hit = np.flatnonzero(~np.isnan(judged_scores))
+    if hit.size and width:
+        padded = _pad_rows(flat, lengths, length, -np.inf)
+        if hit.size * length > _SORT_FACTOR * total:
+            # many judged documents per query: sorting the run once beats comparing each with its ranking
+            greater, ties = _count_by_sorting(flat, lengths, rows[hit], judged_scores[hit])
+        else:
+            greater, ties = _count_by_comparing(padded, rows[hit], judged_scores[hit])
+        tied = np.flatnonzero(ties > 1)
+        if tied.size:
+            _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
+        ranks[hit] = greater
+    qrel_flat = _flat_values(judged, n_judged)
+    return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
+
+
+def _count_by_comparing(scores: np.ndarray, rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per document: how many documents of its ranking score higher, and how many score the same."""
+    greater = np.empty(len(rows), dtype=np.int64)
+    ties = np.empty(len(rows), dtype=np.int64)
+    block = max(_BLOCK_ELEMENTS // max(scores.shape[1], 1), 1)
+    for start in range(0, len(rows), block):
+        sl = slice(start, start + block)
+        row_scores = scores[rows[sl]]
+        v = values[sl, None]
+        greater[sl] = np.count_nonzero(row_scores > v, axis=1)
+        ties[sl] = np.count_nonzero(row_scores == v, axis=1)
+    return greater, ties
+
+
+def _count_by_sorting(
+    flat: np.ndarray, lengths: np.ndarray, rows: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """As :func:`_count_by_comparing`, in O(N log N): one integer key (query, descending score) per document."""
+    uniq = np.unique(flat)
+    span = len(uniq) + 1
+    run_rows = np.repeat(np.arange(len(lengths)), lengths)
+    keys = np.sort(run_rows * span + (len(uniq) - np.searchsorted(uniq, flat)))
+    probe = rows * span + (len(uniq) - np.searchsorted(uniq, values))
+    starts = (np.cumsum(lengths) - lengths)[rows]
+    left = np.searchsorted(keys, probe, side="left")
+    right = np.searchsorted(keys, probe, side="right")
+    return left - starts, right - left
+
+
+def _break_ties(
+    greater: np.ndarray,
+    judgments: np.ndarray,
+    slots: np.ndarray,
+    padded: np.ndarray,
+    lengths: np.ndarray,
+    rows: np.ndarray,
+    judged_scores: np.ndarray,
+    qrel_lengths: np.ndarray,
+    runs: list[Mapping[str, float]],
+    judged: list[Mapping[str, float]],
+) -> None:
+    """Equal scores: trec_eval ranks the larger document id first, so count the tied ids above each document.
+
+    ``judgments`` are the tied judgments (indexes into ``rows``/``judged_scores``), ``slots`` where their counts
+    sit in ``greater``. Only the documents that share a score are compared, in Python.
+    """
+    t_rows = rows[judgments]
+    same = padded[t_rows] == judged_scores[judgments][:, None]
+    same &= np.arange(padded.shape[1]) < lengths[t_rows][:, None]
+    which, cols = np.nonzero(same)
+    qrel_starts = np.cumsum(qrel_lengths) - qrel_lengths
+    run_keys: dict[int, list[str]] = {}
+    judged_keys: dict[int, list[str]] = {}
+    docs: list[str] = []
+    for i, q in zip(judgments.tolist(), t_rows.tolist(), strict=True):
+        if q not in judged_keys:
+            judged_keys[q] = list(judged[q])
+            run_keys[q] = list(runs[q])
+        docs.append(judged_keys[q][i - int(qrel_starts[q])])
+    above = np.zeros(len(judgments), dtype=np.int64)
+    row_list = t_rows.tolist()
+    for w, c in zip(which.tolist(), cols.tolist(), strict=True):
+        if run_keys[row_list[w]][c] > docs[w]:
+            above[w] += 1
+    greater[slots] += above
+
+
+def _bad_score(qids: Sequence[str], runs: list[Mapping[str, float]]) -> EvretError:
+    for qid, run_q in zip(qids, runs, strict=True):
+        for doc, score in run_q.items():
+            try:
+                value = float(score)
+            except (TypeError, ValueError):
+                return EvretError(f"run: query {qid}: document {doc!r} has a non-numeric score {score!r}")
+            if value != value:
+                return EvretError(f"run: query {qid}: document {doc!r} has a NaN score")
+    return EvretError("run: a score is not a number")

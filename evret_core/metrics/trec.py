@@ -1,0 +1,121 @@
+"""TREC qrels and run files: read them into the dict formats of pytrec_eval and ranx, write runs back.
+
+qrels: ``query_id iteration doc_id grade`` per line. run: ``query_id Q0 doc_id rank score run_tag`` per line
+(fields after the sixth are ignored, as trec_eval does). Fields are separated by any whitespace, so ids may
+contain any other character ('#', ':', '/'...). Blank lines and lines whose first field starts with '#' are
+skipped. Every error names the file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from evret_core.errors import EvretError
+
+__all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
+
+Qrels = dict[str, dict[str, float]]
+Run = dict[str, dict[str, float]]
+
+
+class TrecRun(dict[str, dict[str, float]]):
+    """A run read from a file: ``{query_id: {doc_id: score}}`` plus the run tag of its first line."""
+
+    tag: str = ""
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    try:
+        handle = path.open(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise EvretError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise EvretError(f"{path}: is a folder, not a file") from None
+    with handle:
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                fields = line.split()
+                if not fields or fields[0].startswith("#"):
+                    continue
+                yield lineno, fields
+        except UnicodeDecodeError as exc:
+            raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _number(text: str, what: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise EvretError(f"{where}: {what} {text!r} is not a number") from None
+    if math.isnan(value):
+        raise EvretError(f"{where}: {what} is NaN")
+    return value
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read a TREC qrels file into ``{query_id: {doc_id: grade}}``; a document judged twice is an error."""
+    path = Path(path)
+    qrels: Qrels = {}
+    for lineno, fields in _lines(path):
+        where = f"{path}:{lineno}"
+        if len(fields) != 4:
+            raise EvretError(
+                f"{where}: expected 4 fields (query_id iteration doc_id grade), got {len(fields)}"
+            )
+        qid, _, doc, grade = fields
+        judged = qrels.setdefault(qid, {})
+        if doc in judged:
+            raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
+        judged[doc] = _number(grade, "grade", where)
+    return qrels
+
+
+def read_run(path: str | Path) -> TrecRun:
+    """Read a TREC run file into ``{query_id: {doc_id: score}}`` (the rank column is ignored, as in trec_eval).
+
+    A document listed twice for a query is an error naming the query, the document and both lines.
+    """
+    path = Path(path)
+    run = TrecRun()
+    first_line: dict[tuple[str, str], int] = {}
+    for lineno, fields in _lines(path):
+        where = f"{path}:{lineno}"
+        if len(fields) < 6:
+            raise EvretError(
+                f"{where}: expected 6 fields (query_id Q0 doc_id rank score run_tag), got {len(fields)}"
+            )
+        qid, _, doc, _, score, tag = fields[:6]
+        if not run.tag:
+            run.tag = tag
+        docs = run.setdefault(qid, {})
+        if doc in docs:
+            raise EvretError(
+                f"{where}: query {qid}: document {doc!r} is ranked twice (first on line {first_line[(qid, doc)]})"
+            )
+        first_line[(qid, doc)] = lineno
+        docs[doc] = _number(score, "score", where)
+    return run
+
+
+def ranked_docs(scores: Mapping[str, float]) -> list[str]:
+    """A query's documents in trec_eval order: score descending, ties by document id in descending order."""
+    # two stable sorts: by id descending, then by score descending (reverse=True keeps ties in place)
+    return sorted(sorted(scores, reverse=True), key=scores.__getitem__, reverse=True)
+
+
+def write_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str = "evret") -> None:
+    """Write ``{query_id: {doc_id: score}}`` as a TREC run, each query's documents in trec_eval order."""
+    if not tag or any(c.isspace() for c in tag):
+        raise EvretError(f"write_run: the run tag must be a non-empty word without spaces, got {tag!r}")
+    lines: list[str] = []
+    for qid, scores in run.items():
+        qid = str(qid)
+        if not qid or any(c.isspace() for c in qid):
+            raise EvretError(f"write_run: query id {qid!r} is empty or contains whitespace")
+        for rank, doc in enumerate(ranked_docs(scores), start=1):
+            if not doc or any(c.isspace() for c in doc):
+                raise EvretError(f"write_run: query {qid}: document id {doc!r} is empty or contains whitespace")
+            lines.append(f"{qid} Q0 {doc} {rank} {float(scores[doc])!r} {tag}\n")
+    Path(path).write_text("".join(lines), encoding="utf-8")
