@@ -1,0 +1,160 @@
+"""Search an existing Chroma collection as an Evret retriever; a helper indexes corpus files for demos and tests.
+
+Queries are always sent as embeddings that Evret computes with the user's embedder (or takes from precomputed query
+embeddings): Chroma's default embedding function downloads a model, and is never called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+from evret_core.retrievers import Retriever
+from evret_core.vectorstores import read_corpus_file, resolve_embedder
+
+
+def _settings() -> Any:
+    from chromadb.config import Settings
+
+    return Settings(anonymized_telemetry=False)
+
+
+def make_client(path: str | None = None, host: str | None = None, port: int = 8000) -> Any:
+    """A Chroma client with telemetry off: persistent at ``path``, HTTP at ``host``, else ephemeral (in memory)."""
+    import chromadb
+
+    if path and host:
+        raise EvretError("chroma retriever: give the option 'path' or 'host', not both")
+    if path:
+        return chromadb.PersistentClient(path=str(path), settings=_settings())
+    if host:
+        return chromadb.HttpClient(host=host, port=port, settings=_settings())
+    return chromadb.EphemeralClient(settings=_settings())
+
+
+class ChromaRetriever(Retriever):
+    """Queries an existing Chroma collection; it never writes to it.
+
+    Query vectors come from ``embedding`` (a function ``list[str] -> vectors``, a LangChain ``Embeddings`` or a
+    sentence-transformers model name) or from ``query_embeddings`` (query text -> vector, computed elsewhere).
+    ``where`` and ``where_document`` filters are passed to every query. The score is the negated Chroma distance,
+    so that higher is better; the distance itself is kept in the metadata.
+    """
+
+    name = "chroma"
+
+    def __init__(
+        self,
+        collection: str,
+        embedding: Any = None,
+        query_embeddings: Mapping[str, Sequence[float]] | None = None,
+        client: Any = None,
+        path: str | None = None,
+        host: str | None = None,
+        port: int = 8000,
+        where: dict[str, Any] | None = None,
+        where_document: dict[str, Any] | None = None,
+        batch_size: int = 64,
+    ) -> None:
+        if (embedding is None) == (query_embeddings is None):
+            raise EvretError("chroma retriever: give exactly one of the options 'embedding' (how to embed queries) "
+                             "and 'query_embeddings' (query text -> vector); Chroma's default embedding function "
+                             "is never used")
+        self.client = client if client is not None else make_client(path, host, port)
+        existing = sorted(c if isinstance(c, str) else c.name for c in self.client.list_collections())
+        if collection not in existing:
+            raise EvretError(f"chroma retriever: option 'collection': no collection {collection!r} "
+                             f"(existing: {', '.join(existing) or 'none'}); index it first, e.g. with "
+                             f"evret_chroma.index_corpus")
+        self.collection = self.client.get_collection(collection)
+        self.embed = resolve_embedder(embedding) if embedding is not None else None
+        self.embedding_label = (embedding if isinstance(embedding, str) else
+                                "query_embeddings" if embedding is None else type(embedding).__name__)
+        self.query_embeddings = {str(k): list(v) for k, v in (query_embeddings or {}).items()}
+        self.where = where
+        self.where_document = where_document
+        self.batch_size = max(1, int(batch_size))
+
+    def _vectors(self, queries: list[str]) -> list[list[float]]:
+        if self.embed is not None:
+            return self.embed(queries)
+        missing = [q for q in queries if q not in self.query_embeddings]
+        if missing:
+            raise EvretError(f"chroma retriever: option 'query_embeddings' has no vector for the query "
+                             f"{missing[0][:80]!r} ({len(missing)} queries missing)")
+        return [[float(x) for x in self.query_embeddings[q]] for q in queries]
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return self.batch_retrieve([query], k)[0]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        out: list[list[RetrievalResult]] = []
+        for start in range(0, len(queries), self.batch_size):
+            chunk = list(queries[start : start + self.batch_size])
+            answer = self.collection.query(
+                query_embeddings=self._vectors(chunk), n_results=k, where=self.where,
+                where_document=self.where_document, include=["documents", "metadatas", "distances"],
+            )
+            for i in range(len(chunk)):
+                ids = answer["ids"][i]
+                documents = answer["documents"][i]
+                metadatas = answer["metadatas"][i]
+                distances = answer["distances"][i]
+                results = []
+                for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True):
+                    metadata = {**(meta or {}), "text": text, "distance": float(distance)}
+                    results.append(RetrievalResult(doc_id=str(doc_id), score=-float(distance), metadata=metadata))
+                out.append(results)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "collection": self.collection.name, "embedding": str(self.embedding_label),
+                "where": self.where, "where_document": self.where_document}
+
+
+def index_corpus(
+    client: Any,
+    collection: str,
+    corpus: str | Path | Iterable[dict[str, Any]],
+    embedding: Any,
+    space: str = "cosine",
+    batch_size: int = 256,
+    recreate: bool = False,
+) -> int:
+    """Create ``collection`` and add a corpus to it with embeddings computed here (never Chroma's default).
+
+    For demos and tests: evaluation never indexes. ``corpus`` is a JSONL file or records ``{doc_id, text,
+    metadata}``; nested metadata values are not kept (Chroma stores flat scalars). Returns the number of documents.
+    """
+    embed = resolve_embedder(embedding)
+    records = read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else iter(corpus)
+    existing = {c if isinstance(c, str) else c.name for c in client.list_collections()}
+    if collection in existing:
+        if not recreate:
+            raise EvretError(f"chroma collection {collection!r} exists already; pass recreate=True to replace it")
+        client.delete_collection(collection)
+    target = client.create_collection(collection, embedding_function=None, configuration={"hnsw": {"space": space}})
+    total = 0
+    batch: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        nonlocal total
+        metadatas = [
+            {k: v for k, v in (r.get("metadata") or {}).items() if isinstance(v, (str, int, float, bool))} or None
+            for r in batch
+        ]
+        target.add(ids=[r["doc_id"] for r in batch], embeddings=embed([r["text"] for r in batch]),
+                   documents=[r["text"] for r in batch], metadatas=metadatas)
+        total += len(batch)
+        batch.clear()
+
+    for record in records:
+        batch.append(record)
+        if len(batch) >= batch_size:
+            flush()
+    if batch:
+        flush()
+    return total

@@ -1,0 +1,162 @@
+"""evret-chroma against chromadb's ephemeral and persistent clients, telemetry off."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from evret_chroma import ChromaRetriever, index_corpus
+from evret_chroma.retriever import make_client
+
+from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
+from evret_core.testing import RetrieverConformance
+
+DOCS = [
+    {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
+     "topic": "behaviour"},
+    {"_id": "d2", "title": "Cold flight", "text": "Bumblebees fly at low temperatures by shivering their muscles.",
+     "topic": "behaviour"},
+    {"_id": "d3", "title": "Queens", "text": "A queen bee can lay up to two thousand eggs in a single day.",
+     "topic": "hive"},
+    {"_id": "d4", "title": "Drones", "text": "Drones are male bees whose main role is to mate with a queen.",
+     "topic": "hive"},
+    {"_id": "d5", "title": "Wax", "text": "Beeswax is produced by glands on the abdomen of worker bees.",
+     "topic": "products"},
+    {"_id": "d6", "title": "Propolis", "text": "Propolis is a resin that bees use to seal gaps in the hive.",
+     "topic": "products"},
+]
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    """A real, deterministic bag-of-words embedding: hashed word counts, L2-normalised."""
+    out = []
+    for text in texts:
+        vec = [0.0] * 128
+        for word in re.findall(r"[a-z]+", text.lower()):
+            vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 128] += 1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        out.append([x / norm for x in vec])
+    return out
+
+
+@pytest.fixture
+def corpus_file(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def collection(corpus_file: Path) -> tuple[object, str]:
+    client = make_client()
+    name = f"bees-{uuid.uuid4().hex[:8]}"  # ephemeral clients share one in-process store
+    assert index_corpus(client, name, corpus_file, embed, batch_size=4) == 6
+    return client, name
+
+
+class TestConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self, collection: tuple[object, str]) -> ChromaRetriever:
+        return ChromaRetriever(collection[1], embedding=embed, client=collection[0])
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+
+
+class TestRanking:
+    """Beyond the contract: the expected documents come first, in batches smaller than the query list."""
+
+    def test_batch_shape_order_and_cut(self, collection: tuple[object, str]) -> None:
+        client, name = collection
+        retriever = ChromaRetriever(name, embedding=embed, client=client, batch_size=2)
+        queries = ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+        batch = retriever.batch_retrieve(queries, 3)
+        assert [rs[0].doc_id for rs in batch] == ["d1", "d3", "d5", "d6"]
+        for results in batch:
+            assert len(results) == 3 and len({r.doc_id for r in results}) == 3
+            assert all(r.text for r in results)
+            scores = [r.score for r in results]
+            assert scores == sorted(scores, reverse=True)
+        assert retriever.retrieve(queries[2], 3) == batch[2]
+        assert retriever.batch_retrieve([], 3) == []
+
+
+def test_texts_ids_metadata_and_distances(collection: tuple[object, str]) -> None:
+    client, name = collection
+    top = ChromaRetriever(name, embedding=embed, client=client).retrieve("drones mate", 1)[0]
+    assert top.doc_id == "d4"
+    assert top.text == "Drones Drones are male bees whose main role is to mate with a queen."
+    assert top.metadata["topic"] == "hive" and top.metadata["title"] == "Drones"
+    assert top.score == pytest.approx(-top.metadata["distance"]) and 0 <= top.metadata["distance"] < 1
+
+
+def test_where_filters_pass_through(collection: tuple[object, str]) -> None:
+    client, name = collection
+    retriever = ChromaRetriever(name, embedding=embed, client=client, where={"topic": "hive"})
+    assert {r.doc_id for r in retriever.retrieve("waggle dance direction", 5)} == {"d3", "d4"}
+    by_text = ChromaRetriever(name, embedding=embed, client=client, where_document={"$contains": "resin"})
+    assert [r.doc_id for r in by_text.retrieve("waggle dance", 5)] == ["d6"]
+
+
+def test_precomputed_query_embeddings(collection: tuple[object, str]) -> None:
+    client, name = collection
+    queries = ["which bees communicate food direction", "beeswax glands on the abdomen"]
+    retriever = ChromaRetriever(name, query_embeddings=dict(zip(queries, embed(queries), strict=True)), client=client)
+    assert [rs[0].doc_id for rs in retriever.batch_retrieve(queries, 2)] == ["d1", "d5"]
+    with pytest.raises(EvretError, match=r"'query_embeddings' has no vector for the query 'unknown'"):
+        retriever.retrieve("unknown", 2)
+
+
+def test_persistent_collection_through_the_registry(corpus_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "chroma"
+    index_corpus(make_client(path=str(store)), "bees", corpus_file, embed)
+    retriever = create_retriever("chroma", collection="bees", path=str(store), embedding=embed)
+    dataset = EvaluationDataset(queries=[
+        QueryExample(query_id="a", query_text="which bees communicate food direction", relevant_doc_ids=["d1"]),
+        QueryExample(query_id="b", query_text="beeswax glands on the abdomen", relevant_doc_ids=["d5"]),
+    ])
+    results = Evaluator(retriever=retriever, metrics=["recall@1", "mrr"]).evaluate(dataset)
+    assert results.scores == {"recall@1": 1.0, "mrr": 1.0}
+    assert results.config["retriever"]["collection"] == "bees"
+
+
+def test_langchain_embeddings_are_accepted() -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    client = make_client()
+    name = f"fake-{uuid.uuid4().hex[:8]}"
+    fake = DeterministicFakeEmbedding(size=32)
+    index_corpus(client, name, [{"doc_id": d["_id"], "text": d["text"]} for d in DOCS], fake)
+    results = ChromaRetriever(name, embedding=fake, client=client).retrieve(DOCS[2]["text"], 2)
+    assert results[0].doc_id == "d3" and results[0].metadata["distance"] == pytest.approx(0.0, abs=1e-5)
+
+
+def test_errors_name_the_option(collection: tuple[object, str], corpus_file: Path) -> None:
+    client, name = collection
+    with pytest.raises(EvretError, match=r"option 'collection': no collection 'nope-nope'"):
+        ChromaRetriever("nope-nope", embedding=embed, client=client)
+    with pytest.raises(EvretError, match="exactly one of the options 'embedding'"):
+        ChromaRetriever(name, client=client)
+    with pytest.raises(EvretError, match="exists already"):
+        index_corpus(client, name, corpus_file, embed)
+
+
+def test_plugin_load_does_not_import_chromadb() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from evret_core.plugins import get_registry
+        assert "chroma" in get_registry().names("retriever")
+        assert "chromadb" not in sys.modules
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

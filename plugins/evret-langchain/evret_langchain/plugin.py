@@ -1,0 +1,30 @@
+"""The hooks evret-langchain registers: the ``langchain`` retriever and the ``adapt_retriever`` adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evret_core.hookspecs import Register, hookimpl
+
+
+@hookimpl
+def register_retrievers(register: Register) -> None:
+    from evret_langchain.retriever import create_langchain_retriever
+
+    register("langchain", create_langchain_retriever)
+
+
+@hookimpl
+def adapt_retriever(obj: Any) -> Any:
+    from evret_langchain.retriever import is_langchain_object
+
+    if not is_langchain_object(obj):
+        return None  # not ours: never import langchain-core for a foreign object
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.vectorstores import VectorStore
+
+    if isinstance(obj, (BaseRetriever, VectorStore)):
+        from evret_langchain.retriever import LangChainRetriever
+
+        return LangChainRetriever(obj)
+    return None

@@ -1,0 +1,196 @@
+"""Evaluate a LangChain retriever or vector store where it lives: no re-indexing, no copy of the corpus."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from evret_core.aio import run_sync
+from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+from evret_core.retrievers import Retriever
+
+DEFAULT_MAX_CONCURRENCY = 8
+
+
+def is_langchain_object(obj: Any) -> bool:
+    """True when ``obj`` is a LangChain object, decided without importing langchain-core."""
+    return any(getattr(cls, "__module__", "").startswith("langchain") for cls in type(obj).__mro__)
+
+
+class LangChainRetriever(Retriever):
+    """Wraps a LangChain ``BaseRetriever`` or ``VectorStore`` as an Evret retriever.
+
+    Ids come from ``Document.id``, or from ``metadata[id_key]`` when ``id_key`` is given; the text from
+    ``page_content``; the rest of the document's metadata is kept. Queries run concurrently through the async API,
+    at most ``max_concurrency`` at a time. ``k`` reaches the retriever when it has a way to take it
+    (``search_kwargs`` or a ``k`` field); results are always cut to ``k``.
+    """
+
+    name = "langchain"
+
+    def __init__(
+        self,
+        retriever: Any,
+        id_key: str | None = None,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        search_kwargs: dict[str, Any] | None = None,
+        use_scores: bool = True,
+    ) -> None:
+        from langchain_core.retrievers import BaseRetriever
+        from langchain_core.vectorstores import VectorStore, VectorStoreRetriever
+
+        if int(max_concurrency) < 1:
+            raise EvretError(f"langchain retriever: option 'max_concurrency' must be at least 1, got {max_concurrency}")
+        self.id_key = id_key
+        self.max_concurrency = int(max_concurrency)
+        self.use_scores = use_scores
+        self.search_kwargs: dict[str, Any] = dict(search_kwargs or {})
+        self.vectorstore: Any = None
+        self.retriever: Any = None
+        if isinstance(retriever, VectorStore):
+            self.vectorstore = retriever
+        elif isinstance(retriever, VectorStoreRetriever) and retriever.search_type == "similarity":
+            # the store itself gives scores that the retriever drops; its search_kwargs (filters...) still apply
+            self.vectorstore = retriever.vectorstore
+            self.search_kwargs = {**retriever.search_kwargs, **self.search_kwargs}
+        elif isinstance(retriever, BaseRetriever):
+            self.retriever = retriever
+        else:
+            raise EvretError(
+                f"langchain retriever: expected a LangChain BaseRetriever or VectorStore, got {type(retriever).__name__}"
+            )
+        self.search_kwargs.pop("k", None)
+        self._score_mode: str | None = None
+
+    # -- ids and texts -----------------------------------------------------------------------------------------
+    def _to_result(self, doc: Any, score: float, rank: int, query: str) -> RetrievalResult:
+        metadata = dict(getattr(doc, "metadata", None) or {})
+        if self.id_key is not None:
+            if self.id_key not in metadata or metadata[self.id_key] is None:
+                raise EvretError(
+                    f"langchain retriever: document at rank {rank} for query {query[:60]!r} has no metadata key "
+                    f"{self.id_key!r} (option 'id_key'); its metadata keys are {sorted(metadata) or 'none'}"
+                )
+            doc_id = metadata[self.id_key]
+        else:
+            doc_id = getattr(doc, "id", None)
+            if doc_id is None or doc_id == "":
+                raise EvretError(
+                    f"langchain retriever: document at rank {rank} for query {query[:60]!r} has no Document.id; "
+                    f"set option 'id_key' to the metadata key that holds your document ids "
+                    f"(metadata keys: {sorted(metadata) or 'none'})"
+                )
+        metadata["text"] = doc.page_content
+        return RetrievalResult(doc_id=str(doc_id), score=float(score), metadata=metadata)
+
+    def _results(self, query: str, pairs: Sequence[tuple[Any, float | None]], k: int) -> list[RetrievalResult]:
+        pairs = list(pairs)[:k]
+        return [
+            # without a score from LangChain, a descending rank score keeps the order in exported runs
+            self._to_result(doc, float(len(pairs) - i) if score is None else score, i + 1, query)
+            for i, (doc, score) in enumerate(pairs)
+        ]
+
+    # -- searching ---------------------------------------------------------------------------------------------
+    async def _search_store(self, query: str, k: int) -> list[tuple[Any, float | None]]:
+        store = self.vectorstore
+        kwargs = dict(self.search_kwargs)
+        # the store's own scores (similarity or distance, as the store defines them); the ranking is the store's
+        # order either way, so no normalisation to "relevance" is needed, and none of its warnings are raised
+        if self.use_scores and self._score_mode != "none":
+            try:
+                pairs = await store.asimilarity_search_with_score(query, k=k, **kwargs)
+                self._score_mode = "store"
+                return list(pairs)
+            except NotImplementedError:
+                self._score_mode = "none"
+        docs = await store.asimilarity_search(query, k=k, **kwargs)
+        return [(doc, None) for doc in docs]
+
+    def _retriever_for(self, k: int) -> tuple[Any, dict[str, Any]]:
+        """The wrapped retriever set up to return ``k`` documents, when it exposes a way to ask for them."""
+        r = self.retriever
+        search_kwargs = getattr(r, "search_kwargs", None)
+        fields = getattr(type(r), "model_fields", {})
+        if isinstance(search_kwargs, dict) and "search_kwargs" in fields:
+            return r.model_copy(update={"search_kwargs": {**search_kwargs, **self.search_kwargs, "k": k}}), {}
+        if "k" in fields:
+            return r.model_copy(update={"k": k}), {}
+        return r, {}
+
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """The native path: LangChain's async API, at most ``max_concurrency`` queries in flight."""
+        if not queries:
+            return []
+        if self.vectorstore is not None:
+            gate = asyncio.Semaphore(self.max_concurrency)
+
+            async def one(query: str) -> list[tuple[Any, float | None]]:
+                async with gate:
+                    return await self._search_store(query, k)
+
+            answers = await asyncio.gather(*(one(q) for q in queries))
+        else:
+            retriever, _ = self._retriever_for(k)
+            docs_lists = await retriever.abatch(list(queries), config={"max_concurrency": self.max_concurrency})
+            answers = [[(doc, None) for doc in docs] for docs in docs_lists]
+        return [self._results(q, pairs, k) for q, pairs in zip(queries, answers, strict=True)]
+
+    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return (await self.abatch_retrieve([query], k))[0]
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return self.batch_retrieve([query], k)[0]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        if not queries:
+            return []
+        return run_sync(self.abatch_retrieve(queries, k))
+
+    def config(self) -> dict[str, Any]:
+        wrapped = self.vectorstore if self.vectorstore is not None else self.retriever
+        return {
+            "name": self.name,
+            "wraps": f"{type(wrapped).__module__}.{type(wrapped).__qualname__}",
+            "id_key": self.id_key,
+            "max_concurrency": self.max_concurrency,
+            "search_kwargs": {k: repr(v) for k, v in self.search_kwargs.items()},
+            "scores": self._score_mode if self.vectorstore is not None else "rank",
+        }
+
+
+def load_object(spec: str) -> Any:
+    """Import ``"package.module:attribute"``; call it when it is a zero-argument factory function."""
+    import importlib
+    import inspect
+
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise EvretError(f"langchain retriever: option 'object' {spec!r}: write it as 'package.module:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EvretError(f"langchain retriever: option 'object' {spec!r}: cannot import {module_name!r}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise EvretError(f"langchain retriever: option 'object' {spec!r}: {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if inspect.isfunction(obj):
+        obj = obj()
+    return obj
+
+
+def create_langchain_retriever(
+    object: str | Any,
+    id_key: str | None = None,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    search_kwargs: dict[str, Any] | None = None,
+    use_scores: bool = True,
+) -> LangChainRetriever:
+    """The ``langchain`` retriever: ``object`` is a LangChain retriever/vector store, or ``"module:attribute"``."""
+    target = load_object(object) if isinstance(object, str) else object
+    return LangChainRetriever(target, id_key=id_key, max_concurrency=max_concurrency,
+                              search_kwargs=search_kwargs, use_scores=use_scores)

@@ -1,0 +1,164 @@
+"""evret-qdrant against qdrant-client's local mode (in memory and on disk)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from evret_qdrant import QdrantRetriever, index_corpus
+from qdrant_client import QdrantClient
+
+from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
+from evret_core.testing import RetrieverConformance
+
+DOCS = [
+    {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
+     "topic": "behaviour"},
+    {"_id": "d2", "title": "Cold flight", "text": "Bumblebees fly at low temperatures by shivering their muscles.",
+     "topic": "behaviour"},
+    {"_id": "d3", "title": "Queens", "text": "A queen bee can lay up to two thousand eggs in a single day.",
+     "topic": "hive"},
+    {"_id": "d4", "title": "Drones", "text": "Drones are male bees whose main role is to mate with a queen.",
+     "topic": "hive"},
+    {"_id": "d5", "title": "Wax", "text": "Beeswax is produced by glands on the abdomen of worker bees.",
+     "topic": "products"},
+    {"_id": "d6", "title": "Propolis", "text": "Propolis is a resin that bees use to seal gaps in the hive.",
+     "topic": "products"},
+]
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    """A real, deterministic bag-of-words embedding: hashed word counts, L2-normalised."""
+    out = []
+    for text in texts:
+        vec = [0.0] * 128
+        for word in re.findall(r"[a-z]+", text.lower()):
+            vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 128] += 1.0
+        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
+        out.append([x / norm for x in vec])
+    return out
+
+
+@pytest.fixture
+def corpus_file(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def memory_client(corpus_file: Path) -> QdrantClient:
+    client = QdrantClient(location=":memory:")
+    assert index_corpus(client, "bees", corpus_file, embed, batch_size=4) == 6
+    return client
+
+
+class TestConformance(RetrieverConformance):
+    @pytest.fixture
+    def retriever(self, memory_client: QdrantClient) -> QdrantRetriever:
+        return QdrantRetriever("bees", embedding=embed, client=memory_client)
+
+    @pytest.fixture
+    def queries(self) -> list[str]:
+        return ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+
+
+class TestRanking:
+    """Beyond the contract: the expected documents come first, in batches smaller than the query list."""
+
+    def test_batch_shape_order_and_cut(self, memory_client: QdrantClient) -> None:
+        retriever = QdrantRetriever("bees", embedding=embed, client=memory_client, batch_size=2)
+        queries = ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+        batch = retriever.batch_retrieve(queries, 3)
+        assert [rs[0].doc_id for rs in batch] == ["d1", "d3", "d5", "d6"]
+        for results in batch:
+            assert len(results) == 3 and len({r.doc_id for r in results}) == 3
+            assert all(r.text for r in results)
+            scores = [r.score for r in results]
+            assert scores == sorted(scores, reverse=True)
+        assert retriever.retrieve(queries[2], 3) == batch[2]
+        assert retriever.batch_retrieve([], 3) == []
+
+
+def test_texts_ids_and_payload_metadata(memory_client: QdrantClient) -> None:
+    top = QdrantRetriever("bees", embedding=embed, client=memory_client).retrieve("drones mate", 1)[0]
+    assert top.doc_id == "d4"
+    assert top.text == "Drones Drones are male bees whose main role is to mate with a queen."  # title + text
+    assert top.metadata["topic"] == "hive" and top.metadata["title"] == "Drones"
+    assert 0 < top.score <= 1.0
+
+
+def test_filters_pass_through(memory_client: QdrantClient) -> None:
+    hive_only = {"must": [{"key": "topic", "match": {"value": "hive"}}]}
+    retriever = QdrantRetriever("bees", embedding=embed, client=memory_client, filter=hive_only)
+    results = retriever.retrieve("waggle dance direction", 5)
+    assert {r.doc_id for r in results} == {"d3", "d4"}
+    assert retriever.config()["filter"]["must"][0]["key"] == "topic"
+
+
+def test_on_disk_collection_through_the_registry(corpus_file: Path, tmp_path: Path) -> None:
+    store = tmp_path / "qdrant"
+    client = QdrantClient(path=str(store))
+    index_corpus(client, "bees", corpus_file, embed)
+    client.close()
+    retriever = create_retriever("qdrant", collection="bees", path=str(store), embedding=embed)
+    dataset = EvaluationDataset(queries=[
+        QueryExample(query_id="a", query_text="which bees communicate food direction", relevant_doc_ids=["d1"]),
+        QueryExample(query_id="b", query_text="beeswax glands on the abdomen", relevant_doc_ids=["d5"]),
+    ])
+    results = Evaluator(retriever=retriever, metrics=["recall@1", "mrr"]).evaluate(dataset)
+    assert results.scores == {"recall@1": 1.0, "mrr": 1.0}
+    assert results.config["retriever"]["collection"] == "bees"
+    retriever.client.close()
+
+
+def test_langchain_embeddings_are_accepted(corpus_file: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    client = QdrantClient(location=":memory:")
+    fake = DeterministicFakeEmbedding(size=32)
+    index_corpus(client, "bees", [{"doc_id": d["_id"], "text": d["text"]} for d in DOCS], fake)
+    results = QdrantRetriever("bees", embedding=fake, client=client).retrieve(DOCS[2]["text"], 2)
+    assert results[0].doc_id == "d3" and results[0].score == pytest.approx(1.0)
+
+
+def test_point_ids_when_the_payload_has_no_id(memory_client: QdrantClient) -> None:
+    from evret_qdrant.retriever import point_id
+
+    top = QdrantRetriever("bees", embedding=embed, client=memory_client, id_field=None).retrieve("wax", 1)[0]
+    assert top.doc_id == point_id("d5")
+
+
+def test_errors_name_the_option(memory_client: QdrantClient, corpus_file: Path) -> None:
+    with pytest.raises(EvretError, match=r"option 'collection': no collection 'nope' \(existing: bees\)"):
+        QdrantRetriever("nope", embedding=embed, client=memory_client)
+    with pytest.raises(EvretError, match=r"no payload field 'body' \(option 'text_field'\)"):
+        QdrantRetriever("bees", embedding=embed, client=memory_client, text_field="body").retrieve("wax", 1)
+    with pytest.raises(EvretError, match="exactly one of the options"):
+        QdrantRetriever("bees", embedding=embed)
+    with pytest.raises(EvretError, match="option 'embedding' is required"):
+        QdrantRetriever("bees", client=memory_client)
+    with pytest.raises(EvretError, match="exists already"):
+        index_corpus(memory_client, "bees", corpus_file, embed)
+    with pytest.raises(EvretError, match="returned 1 vectors for 2 texts"):
+        QdrantRetriever("bees", embedding=lambda texts: embed(texts[:1]), client=memory_client).batch_retrieve(
+            ["a", "b"], 1)
+
+
+def test_plugin_load_does_not_import_qdrant_client() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from evret_core.plugins import get_registry
+        assert "qdrant" in get_registry().names("retriever")
+        assert "qdrant_client" not in sys.modules
+        """
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
