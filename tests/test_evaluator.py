@@ -93,11 +93,14 @@ def test_a_document_matching_two_answers() -> None:
     assert anym.scores == {"recall@1": 1.0, "precision@1": 1.0, "ap@2": 0.5}
 
 
-def test_first_match_takes_the_first_answer_even_when_taken() -> None:
-    res = Evaluator(fixed([result("d1", "alpha beta"), result("d2", "alpha beta")]), metrics=["recall@2"],
-                    judge=RegexJudge()).evaluate(text_dataset("alpha", "beta"))
-    assert res.scores["recall@2"] == 0.5
-    assert [j.assigned for j in res.per_query["q1"].judgments] == ["answer:0", "answer:0"]
+def test_first_match_skips_answers_a_higher_document_took() -> None:
+    # two documents that both match both answers find both answers: d2 takes "beta", the answer still free
+    res = Evaluator(fixed([result("d1", "alpha beta"), result("d2", "alpha beta"), result("d3", "beta")]),
+                    metrics=["recall@1", "recall@2", "precision@3"], judge=RegexJudge()).evaluate(
+                        text_dataset("alpha", "beta"))
+    assert res.scores == {"recall@1": 0.5, "recall@2": 1.0, "precision@3": 2 / 3}
+    # d3 matches only "beta", already taken: a repeat of it, not relevant again
+    assert [j.assigned for j in res.per_query["q1"].judgments] == ["answer:0", "answer:1", "answer:1"]
 
 
 class NeverJudge(Judge):

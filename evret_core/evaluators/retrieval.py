@@ -2,11 +2,12 @@
 
 Matching modes (how judgments become id sets):
 
-- ``first_match`` (default): each expected answer is one relevant item. A retrieved document takes the id of the
-  first expected answer (in dataset order) that it matches; a document matching none keeps its own id and is not
-  relevant. When a later document matches an answer that an earlier one already took, it counts as a repeat of
-  that answer and is not relevant again (trec_eval counts each relevant document once). Recall is the share of
-  expected answers found; precision the share of retrieved documents that found a new answer.
+- ``first_match`` (default): each expected answer is one relevant item. Going down the ranking, a retrieved
+  document takes the id of the first expected answer (in dataset order) that it matches and that no higher-ranked
+  document took; a document matching none keeps its own id and is not relevant. A document whose every matched
+  answer is already taken is a repeat and is not relevant again (trec_eval counts each relevant document once).
+  Recall is the share of expected answers found; precision the share of retrieved documents that found a new
+  answer.
 - ``any_match``: every retrieved document that matches any expected answer is relevant (precision counts each
   one), and recall@k is the share of expected answers matched by at least one document in the top k. For the
   rank-based measures (MRR, nDCG, AP) the number of relevant items is the larger of the number of expected
@@ -318,8 +319,15 @@ class Evaluator:
                                       matched=matched, unmeasured=missing))
         if self.matching == "first_match":
             relevance = {answer_id(j): 1.0 for j in range(len(answers))}
+            taken: set[int] = set()
             for judgment in judgments:
-                judgment.assigned = answer_id(judgment.matched[0]) if judgment.matched else judgment.doc_id
+                if judgment.matched:
+                    # the first answer it matches that no higher-ranked document took; if all are taken, a repeat
+                    j = next((m for m in judgment.matched if m not in taken), judgment.matched[0])
+                    taken.add(j)
+                    judgment.assigned = answer_id(j)
+                else:
+                    judgment.assigned = judgment.doc_id
                 ranking.append(judgment.assigned)
             cov = None
         else:
