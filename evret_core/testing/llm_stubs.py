@@ -228,6 +228,8 @@ class StubLLMServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # headers and body go out as two writes: without TCP_NODELAY, Nagle + delayed ACK stall each reply ~40 ms
+            disable_nagle_algorithm = True
 
             def log_message(self, format: str, *args: Any) -> None:  # quiet: tests read the records instead
                 return None
