@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
-from operator import methodcaller
+from operator import attrgetter, methodcaller
 from typing import Any
 
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric, RankedBatch, _flat_values, _pad_rows
+from evret_core.metrics.base import Metric, RankedBatch
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics"]
 
@@ -141,6 +141,8 @@ def _package(qids: list[str], metrics: Sequence[Metric], columns: list[np.ndarra
 
 # -- dict run -> RankedBatch ---------------------------------------------------------------------------------------
 _values = methodcaller("values")
+_get = attrgetter("get")
+_NANS = repeat(_NAN)  # the default of every lookup: one endless iterator shared by all queries
 
 
 def batch_from_run(
@@ -156,30 +158,39 @@ def batch_from_run(
     judged = list(map(qrels.get, qids, repeat(_EMPTY)))
     n = len(qids)
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=n)
-    total = int(lengths.sum())
+    qrel_lengths = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    total, n_judged = int(lengths.sum()), int(qrel_lengths.sum())
     length = int(lengths.max()) if n else 0
     width = length if depth is None else min(length, depth)
+    # One pass, query by query: the run's scores, the run's score of each judged document (NaN: not retrieved),
+    # the judged grades. A query's lookups follow the read of its scores, so they find its run dict in cache
+    # (looking them up in a separate pass costs a cache miss or more each).
+    stream = chain.from_iterable(map(
+        chain,
+        map(_values, runs),
+        map(map, map(_get, runs), judged, repeat(_NANS)),
+        map(_values, judged),
+    ))
     try:
-        flat = np.fromiter(chain.from_iterable(map(_values, runs)), dtype=np.float64, count=total)
+        values = np.fromiter(stream, dtype=np.float64, count=total + 2 * n_judged)
     except (TypeError, ValueError):
-        raise _bad_score(qids, runs) from None
-    if np.isnan(flat).any():
-        raise _bad_score(qids, runs)
+        raise _bad_value(qids, runs, judged) from None
+    seg_starts = np.cumsum(lengths + 2 * qrel_lengths) - lengths - 2 * qrel_lengths
+    padded = _gather_rows(values, seg_starts, lengths, length)
+    if np.isnan(padded).any():
+        raise _bad_value(qids, runs, judged)
+    qrel_starts = np.cumsum(qrel_lengths) - qrel_lengths
+    judged_at = np.arange(n_judged) + np.repeat(seg_starts + lengths - qrel_starts, qrel_lengths)
+    judged_scores = values[judged_at]
+    qrel_flat = values[judged_at + qrel_lengths.repeat(qrel_lengths)]
 
-    # each judgment's score in the run (NaN: not retrieved); only these documents' ranks matter
-    qrel_lengths = np.fromiter(map(len, judged), dtype=np.int64, count=n)
-    n_judged = int(qrel_lengths.sum())
-    judged_scores = np.fromiter(
-        chain.from_iterable(map(r.get, j, repeat(_NAN)) for r, j in zip(runs, judged, strict=True)),
-        dtype=np.float64, count=n_judged,
-    )
     rows = np.repeat(np.arange(n), qrel_lengths)
     ranks = np.full(n_judged, -1, dtype=np.int64)
     hit = np.flatnonzero(~np.isnan(judged_scores))
     if hit.size and width:
-        padded = _pad_rows(flat, lengths, length, -np.inf)
         if hit.size * length > _SORT_FACTOR * total:
             # many judged documents per query: sorting the run once beats comparing each with its ranking
+            flat = padded.ravel()[(np.arange(length) < lengths[:, None]).ravel()]
             greater, ties = _count_by_sorting(flat, lengths, rows[hit], judged_scores[hit])
         else:
             greater, ties = _count_by_comparing(padded, rows[hit], judged_scores[hit])
@@ -187,21 +198,36 @@ def batch_from_run(
         if tied.size:
             _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
         ranks[hit] = greater
-    qrel_flat = _flat_values(judged, n_judged)
     return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
+
+
+def _gather_rows(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """The (n, width) matrix of ``lengths[i]`` values from ``starts[i]`` in ``values``, -inf past each row's end."""
+    n = len(lengths)
+    if not n or not width:
+        return np.empty((n, width), dtype=np.float64)
+    at = starts[:, None] + np.arange(width)
+    np.minimum(at, len(values) - 1, out=at)  # the last rows' padding would point past the end
+    out = values[at]
+    if not (lengths == width).all():
+        out[np.arange(width) >= lengths[:, None]] = -np.inf
+    return out
 
 
 def _count_by_comparing(scores: np.ndarray, rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per document: how many documents of its ranking score higher, and how many score the same."""
     greater = np.empty(len(rows), dtype=np.int64)
     ties = np.empty(len(rows), dtype=np.int64)
-    block = max(_BLOCK_ELEMENTS // max(scores.shape[1], 1), 1)
+    width = scores.shape[1]
+    # summing booleans into a narrow integer is several times faster than count_nonzero along an axis
+    acc = np.uint8 if width < 1 << 8 else np.uint16 if width < 1 << 16 else np.int64
+    block = max(_BLOCK_ELEMENTS // max(width, 1), 1)
     for start in range(0, len(rows), block):
         sl = slice(start, start + block)
         row_scores = scores[rows[sl]]
         v = values[sl, None]
-        greater[sl] = np.count_nonzero(row_scores > v, axis=1)
-        ties[sl] = np.count_nonzero(row_scores == v, axis=1)
+        greater[sl] = (row_scores > v).view(np.uint8).sum(axis=1, dtype=acc)
+        ties[sl] = (row_scores == v).view(np.uint8).sum(axis=1, dtype=acc)
     return greater, ties
 
 
@@ -258,8 +284,10 @@ def _break_ties(
     greater[slots] += above
 
 
-def _bad_score(qids: Sequence[str], runs: list[Mapping[str, float]]) -> EvretError:
-    for qid, run_q in zip(qids, runs, strict=True):
+def _bad_value(
+    qids: Sequence[str], runs: list[Mapping[str, float]], judged: list[Mapping[str, float]]
+) -> EvretError:
+    for qid, run_q, qrels_q in zip(qids, runs, judged, strict=True):
         for doc, score in run_q.items():
             try:
                 value = float(score)
@@ -267,4 +295,9 @@ def _bad_score(qids: Sequence[str], runs: list[Mapping[str, float]]) -> EvretErr
                 return EvretError(f"run: query {qid}: document {doc!r} has a non-numeric score {score!r}")
             if value != value:
                 return EvretError(f"run: query {qid}: document {doc!r} has a NaN score")
+        for doc, grade in qrels_q.items():
+            try:
+                float(grade)
+            except (TypeError, ValueError):
+                return EvretError(f"qrels: query {qid}: document {doc!r} has a non-numeric grade {grade!r}")
     return EvretError("run: a score is not a number")
