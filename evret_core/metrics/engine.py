@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric, RankedBatch
+from evret_core.metrics.base import Metric, RankedBatch, _pad_rows
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics"]
 
@@ -27,6 +27,8 @@ _NAN = float("nan")
 # entries of the (judged documents x ranking length) comparison blocks: bounds the memory of a block
 _BLOCK_ELEMENTS = 1 << 17
 _CHUNK = 2048
+# queries whose dicts are read together: small enough that their run dicts stay in cache for the lookups
+_READ_BLOCK = 128
 # above this many comparisons per run entry, ranks come from one sort instead of row comparisons
 _SORT_FACTOR = 16
 
@@ -162,27 +164,29 @@ def batch_from_run(
     total, n_judged = int(lengths.sum()), int(qrel_lengths.sum())
     length = int(lengths.max()) if n else 0
     width = length if depth is None else min(length, depth)
-    # One pass, query by query: the run's scores, the run's score of each judged document (NaN: not retrieved),
-    # the judged grades. A query's lookups follow the read of its scores, so they find its run dict in cache
-    # (looking them up in a separate pass costs a cache miss or more each).
-    stream = chain.from_iterable(map(
-        chain,
-        map(_values, runs),
-        map(map, map(_get, runs), judged, repeat(_NANS)),
-        map(_values, judged),
-    ))
+    # Read in blocks of a few queries: a block's scores, then the run's score of each judged document (NaN: not
+    # retrieved), then the judged grades. The lookups find the block's run dicts still in cache (a separate pass
+    # over a whole chunk costs a cache miss or more per lookup).
+    flat = np.empty(total, dtype=np.float64)
+    judged_scores = np.empty(n_judged, dtype=np.float64)
+    qrel_flat = np.empty(n_judged, dtype=np.float64)
+    run_ends = [0, *np.cumsum(lengths).tolist()]
+    qrel_ends = [0, *np.cumsum(qrel_lengths).tolist()]
     try:
-        values = np.fromiter(stream, dtype=np.float64, count=total + 2 * n_judged)
+        for s in range(0, n, _READ_BLOCK):
+            e = min(s + _READ_BLOCK, n)
+            runs_b, judged_b = runs[s:e], judged[s:e]
+            a, b = run_ends[s], run_ends[e]
+            flat[a:b] = np.fromiter(chain.from_iterable(map(_values, runs_b)), dtype=np.float64, count=b - a)
+            a, b = qrel_ends[s], qrel_ends[e]
+            lookups = chain.from_iterable(map(map, map(_get, runs_b), judged_b, repeat(_NANS)))
+            judged_scores[a:b] = np.fromiter(lookups, dtype=np.float64, count=b - a)
+            qrel_flat[a:b] = np.fromiter(chain.from_iterable(map(_values, judged_b)), dtype=np.float64, count=b - a)
     except (TypeError, ValueError):
         raise _bad_value(qids, runs, judged) from None
-    seg_starts = np.cumsum(lengths + 2 * qrel_lengths) - lengths - 2 * qrel_lengths
-    padded = _gather_rows(values, seg_starts, lengths, length)
-    if np.isnan(padded).any():
+    if np.isnan(flat).any():
         raise _bad_value(qids, runs, judged)
-    qrel_starts = np.cumsum(qrel_lengths) - qrel_lengths
-    judged_at = np.arange(n_judged) + np.repeat(seg_starts + lengths - qrel_starts, qrel_lengths)
-    judged_scores = values[judged_at]
-    qrel_flat = values[judged_at + qrel_lengths.repeat(qrel_lengths)]
+    padded = _pad_rows(flat, lengths, length, -np.inf)
 
     rows = np.repeat(np.arange(n), qrel_lengths)
     ranks = np.full(n_judged, -1, dtype=np.int64)
@@ -190,7 +194,6 @@ def batch_from_run(
     if hit.size and width:
         if hit.size * length > _SORT_FACTOR * total:
             # many judged documents per query: sorting the run once beats comparing each with its ranking
-            flat = padded.ravel()[(np.arange(length) < lengths[:, None]).ravel()]
             greater, ties = _count_by_sorting(flat, lengths, rows[hit], judged_scores[hit])
         else:
             greater, ties = _count_by_comparing(padded, rows[hit], judged_scores[hit])
@@ -199,19 +202,6 @@ def batch_from_run(
             _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
         ranks[hit] = greater
     return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
-
-
-def _gather_rows(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
-    """The (n, width) matrix of ``lengths[i]`` values from ``starts[i]`` in ``values``, -inf past each row's end."""
-    n = len(lengths)
-    if not n or not width:
-        return np.empty((n, width), dtype=np.float64)
-    at = starts[:, None] + np.arange(width)
-    np.minimum(at, len(values) - 1, out=at)  # the last rows' padding would point past the end
-    out = values[at]
-    if not (lengths == width).all():
-        out[np.arange(width) >= lengths[:, None]] = -np.inf
-    return out
 
 
 def _count_by_comparing(scores: np.ndarray, rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
