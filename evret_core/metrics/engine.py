@@ -1,10 +1,10 @@
 """Evaluate runs in the dict formats of pytrec_eval and ranx, or as ranked lists, with trec_eval's semantics.
 
-The dict → array conversion is where the time goes, so it avoids per-document Python work: a query's scores
-are read with one ``np.fromiter`` over all queries, only the retrieved documents that are judged (a set
-intersection per query, done in C) are looked up, and their ranks are counted against the padded score matrix
-(scores strictly higher, then ties broken by document id in descending order, as trec_eval does). Queries are
-processed in chunks so the peak memory stays bounded.
+The dict → array conversion is where the time goes, so it avoids per-document Python work: scores are read
+with ``np.fromiter`` over blocks of queries, only the judged documents are looked up in the run dicts (right
+after their block's scores, while those dicts are in cache), and their ranks are counted against the padded score
+matrix (scores strictly higher, then ties broken by document id in descending order, as trec_eval does). Queries
+are processed in chunks so the peak memory stays bounded.
 """
 
 from __future__ import annotations
