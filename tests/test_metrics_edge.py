@@ -173,6 +173,8 @@ def test_nan_and_non_numeric_scores_are_rejected() -> None:
         evaluate_run({"q": {"a": 1}}, {"q": {"a": float("nan")}}, ["ap"])
     with pytest.raises(EvretError, match="query q: document 'b' has a non-numeric score 'high'"):
         evaluate_run({"q": {"a": 1}}, {"q": {"a": 1.0, "b": "high"}}, ["ap"])  # type: ignore[dict-item]
+    with pytest.raises(EvretError, match="qrels: query q: document 'b' has a non-numeric grade 'yes'"):
+        evaluate_run({"q": {"a": 1, "b": "yes"}}, {"q": {"a": 1.0}}, ["ap"])  # type: ignore[dict-item]
 
 
 def test_metric_names_and_options_errors() -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from itertools import chain
+from itertools import chain, compress
+from operator import getitem, is_
 from typing import Any
 
 import numpy as np
@@ -214,8 +215,12 @@ def _judged_ranks(
         ranks[sl] = np.where(same.any(axis=1), same.argmax(axis=1), -1)
     found = np.flatnonzero(ranks >= 0)
     judged_docs = list(chain.from_iterable(grade_maps))
-    wrong = [i for i, q, r in zip(found.tolist(), rows[found].tolist(), ranks[found].tolist(), strict=True)
-             if rankings[q][r] != judged_docs[i]]
+    # confirm each match: the same object (no need to read the string, often the case) or an equal string
+    at_rank = list(map(getitem, map(rankings.__getitem__, rows[found].tolist()), ranks[found].tolist()))
+    claimed = list(map(judged_docs.__getitem__, found.tolist()))
+    same = np.fromiter(map(is_, at_rank, claimed), dtype=bool, count=found.size)
+    wrong = [i for i, doc, want in zip(found[~same].tolist(), compress(at_rank, ~same), compress(claimed, ~same),
+                                       strict=True) if doc != want]
     for i in wrong:  # a hash collision: find the document the slow way
         ranking = rankings[int(rows[i])]
         ranks[i] = next((r for r, doc in enumerate(ranking) if doc == judged_docs[i]), -1)
