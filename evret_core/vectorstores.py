@@ -1,16 +1,19 @@
-"""Shared pieces for vector-store retriever plugins: query embedders and corpus files.
+"""Shared pieces for vector-store retriever plugins: query embedders, corpus files in batches, results.
 
 Nothing heavy is imported here: a sentence-transformers model is loaded only when a model name is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evret_core.corpus import ID_FIELDS, iter_corpus
 from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+
+T = TypeVar("T")
 
 Embedder = Callable[[Sequence[str]], list[list[float]]]
 """Texts in, one vector (a list of floats) per text out."""
@@ -79,3 +82,26 @@ def read_corpus_file(path: str | Path) -> Iterator[dict[str, Any]]:
         full = f"{title} {text}".strip() if title else text
         metadata = {k: v for k, v in record.items() if k not in (*ID_FIELDS, "text")}
         yield {"doc_id": doc_id, "text": full, "metadata": metadata}
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter), read lazily."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def corpus_batches(corpus: str | Path | Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """An index helper's corpus (a JSONL file, or records ``{doc_id, text, metadata}``) in batches of ``size``."""
+    return batched(read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else corpus, size)
+
+
+def distance_result(doc_id: Any, text: str, distance: float, metadata: dict[str, Any]) -> RetrievalResult:
+    """A result scored by the negated distance (higher is better), the text and the distance kept in metadata."""
+    return RetrievalResult(doc_id=str(doc_id), score=-float(distance),
+                           metadata={**metadata, "text": text, "distance": float(distance)})
