@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evret_core.corpus import iter_json_lines, read_corpus, read_text
 from evret_core.errors import EvretError
 
 __all__ = [
@@ -178,50 +179,23 @@ class EvaluationDataset(BaseModel):
 
     @classmethod
     def from_records(cls, records: Iterable[Any], source: str = "<records>") -> EvaluationDataset:
-        examples: list[QueryExample] = []
-        seen: dict[str, str] = {}
-        for index, record in enumerate(records, start=1):
-            where = f"{source}: record {index}"
-            example = _example_from_record(record, where)
-            if example.query_id in seen:
-                raise EvretError(f"{where}: duplicate query_id {example.query_id!r} (first at {seen[example.query_id]})")
-            seen[example.query_id] = where
-            examples.append(example)
-        if not examples:
-            raise EvretError(f"{source}: the dataset has no queries")
+        rows = ((f"{source}: record {i}", f"at {source}: record {i}", r) for i, r in enumerate(records, start=1))
+        examples = _collect_examples(rows, source)
         return cls(queries=examples, name=Path(source).stem if source != "<records>" else None)
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
         """One JSON object per line; blank lines are skipped. Errors name the file and line."""
         path = Path(path)
-        examples: list[QueryExample] = []
-        seen: dict[str, int] = {}
-        for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            example = _example_from_record(record, where)
-            if example.query_id in seen:
-                raise EvretError(
-                    f"{where}: duplicate query_id {example.query_id!r} (first on line {seen[example.query_id]})"
-                )
-            seen[example.query_id] = lineno
-            examples.append(example)
-        if not examples:
-            raise EvretError(f"{path}: the dataset has no queries")
-        return cls(queries=examples, name=path.stem)
+        rows = ((where, f"on line {lineno}", record) for lineno, where, record in iter_json_lines(path))
+        return cls(queries=_collect_examples(rows, path), name=path.stem)
 
     @classmethod
     def from_json(cls, path: str | Path) -> EvaluationDataset:
         """A JSON list of records, or an object with a ``queries`` list."""
         path = Path(path)
         try:
-            data = json.loads(_read_text(path))
+            data = json.loads(read_text(path))
         except json.JSONDecodeError as exc:
             raise EvretError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
         if isinstance(data, Mapping):
@@ -240,30 +214,25 @@ class EvaluationDataset(BaseModel):
         JSON object or ``key=value`` pairs separated by ``;``. Errors name the file and line.
         """
         path = Path(path)
-        text = _read_text(path)
+        text = read_text(path)
         reader = csv.DictReader(text.splitlines())
         if reader.fieldnames is None or ("query" not in reader.fieldnames and "query_text" not in reader.fieldnames):
             raise EvretError(f"{path}:1: the CSV header needs a 'query' column")
-        examples: list[QueryExample] = []
-        seen: set[str] = set()
-        for row in reader:
-            where = f"{path}:{reader.line_num}"
-            record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
-            if None in row:
-                raise EvretError(f"{where}: more fields than the header has")
-            for key in ("expected_answers", "relevant_doc_ids"):
-                if key in record:
-                    record[key] = _csv_list(record[key], where, key)
-            if "tags" in record:
-                record["tags"] = _csv_tags(record["tags"], where)
-            example = _example_from_record(record, where)
-            if example.query_id in seen:
-                raise EvretError(f"{where}: duplicate query_id {example.query_id!r}")
-            seen.add(example.query_id)
-            examples.append(example)
-        if not examples:
-            raise EvretError(f"{path}: the dataset has no queries")
-        return cls(queries=examples, name=path.stem)
+
+        def rows() -> Iterator[tuple[str, str, dict[str, Any]]]:
+            for row in reader:
+                where = f"{path}:{reader.line_num}"
+                record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+                if None in row:
+                    raise EvretError(f"{where}: more fields than the header has")
+                for key in ("expected_answers", "relevant_doc_ids"):
+                    if key in record:
+                        record[key] = _csv_list(record[key], where, key)
+                if "tags" in record:
+                    record["tags"] = _csv_tags(record["tags"], where)
+                yield where, f"on line {reader.line_num}", record
+
+        return cls(queries=_collect_examples(rows(), path), name=path.stem)
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationDataset:
@@ -297,7 +266,7 @@ class EvaluationDataset(BaseModel):
         if not qrels_path.is_file():
             raise EvretError(f"{folder}: not a BEIR folder with a {split!r} split (no qrels/{split}.tsv)")
         judgments: dict[str, dict[str, float]] = {}
-        for lineno, line in enumerate(_read_text(qrels_path).splitlines(), start=1):
+        for lineno, line in enumerate(read_text(qrels_path).splitlines(), start=1):
             fields = line.strip().split("\t")
             if lineno == 1 and not fields[-1].lstrip("-").replace(".", "", 1).isdigit():
                 continue  # the header: query-id corpus-id score
@@ -310,9 +279,7 @@ class EvaluationDataset(BaseModel):
             except ValueError:
                 raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a number") from None
             judgments.setdefault(fields[0], {})[fields[1]] = grade
-        corpus: dict[str, dict[str, Any]] = {}
-        for _where, record in _beir_records(folder / "corpus.jsonl"):
-            corpus[str(record["_id"])] = {"title": str(record.get("title") or ""), "text": str(record.get("text") or "")}
+        corpus: dict[str, dict[str, Any]] = dict(read_corpus(folder / "corpus.jsonl"))
         examples: list[QueryExample] = []
         for where, record in _beir_records(folder / "queries.jsonl"):
             qid = str(record["_id"])
@@ -350,15 +317,20 @@ class EvaluationDataset(BaseModel):
         return digest.hexdigest()
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except IsADirectoryError:
-        raise EvretError(f"{path}: is a folder, not a file") from None
+def _collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path) -> list[QueryExample]:
+    """Examples from ``(where, mention, record)`` rows: ``where`` starts each error message, ``mention`` ("on line
+    3") is how a later duplicate of the row's query_id points back to it. No rows at all is an error."""
+    examples: list[QueryExample] = []
+    seen: dict[str, str] = {}
+    for where, mention, record in rows:
+        example = _example_from_record(record, where)
+        if example.query_id in seen:
+            raise EvretError(f"{where}: duplicate query_id {example.query_id!r} (first {seen[example.query_id]})")
+        seen[example.query_id] = mention
+        examples.append(example)
+    if not examples:
+        raise EvretError(f"{source}: the dataset has no queries")
+    return examples
 
 
 def _csv_list(value: str, where: str, key: str) -> list[str]:
@@ -393,14 +365,7 @@ def _csv_tags(value: str, where: str) -> dict[str, str]:
 
 def _beir_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """(file:line, record) for each JSON line of a BEIR file; every record needs an ``_id``."""
-    for lineno, line in enumerate(_read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    for _lineno, where, record in iter_json_lines(path):
         if not isinstance(record, dict) or "_id" not in record:
             raise EvretError(f"{where}: expected a JSON object with an '_id' field")
         yield where, record

@@ -1,16 +1,19 @@
-"""Shared pieces for vector-store retriever plugins: query embedders and corpus files.
+"""Shared pieces for vector-store retriever plugins: query embedders, corpus files in batches, results.
 
 Nothing heavy is imported here: a sentence-transformers model is loaded only when a model name is given.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+from evret_core.corpus import ID_FIELDS, iter_corpus
 from evret_core.errors import EvretError
+from evret_core.models import RetrievalResult
+
+T = TypeVar("T")
 
 Embedder = Callable[[Sequence[str]], list[list[float]]]
 """Texts in, one vector (a list of floats) per text out."""
@@ -68,33 +71,37 @@ def _as_floats(vector: Any) -> list[float]:
 
 
 def read_corpus_file(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Yield ``{"doc_id", "text", "metadata"}`` records from a JSONL corpus file.
+    """Yield ``{"doc_id", "text", "metadata"}`` records from a JSONL corpus file, as it is read.
 
-    Each line is an object with an id (``_id``, ``doc_id`` or ``id``) and ``text``, optionally ``title`` (BEIR's
-    corpus format): the text indexed is the title and the text joined by a space, as BEIR's "flat" baselines do.
-    Errors name the file and line.
+    The file is read by :func:`evret_core.corpus.iter_corpus` (BEIR's corpus format; errors name the file and
+    line). The text indexed is the title and the text joined by a space, as BEIR's "flat" baselines do; the
+    record's other fields, the title among them, become the metadata.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise EvretError(f"{path}: no such corpus file")
-    with path.open(encoding="utf-8-sig") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise EvretError(f"{where}: expected a JSON object")
-            doc_id = next((record[key] for key in ("_id", "doc_id", "id") if record.get(key) not in (None, "")), None)
-            if doc_id is None:
-                raise EvretError(f"{where}: the record has no '_id', 'doc_id' or 'id' field")
-            text = record.get("text")
-            if not isinstance(text, str):
-                raise EvretError(f"{where}: field 'text' is missing or not a string")
-            title = record.get("title")
-            full = f"{title} {text}".strip() if isinstance(title, str) and title else text
-            metadata = {k: v for k, v in record.items() if k not in ("_id", "doc_id", "id", "text")}
-            yield {"doc_id": str(doc_id), "text": full, "metadata": metadata}
+    for _where, doc_id, record in iter_corpus(path):
+        title, text = record.get("title"), record["text"]
+        full = f"{title} {text}".strip() if title else text
+        metadata = {k: v for k, v in record.items() if k not in (*ID_FIELDS, "text")}
+        yield {"doc_id": doc_id, "text": full, "metadata": metadata}
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter), read lazily."""
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def corpus_batches(corpus: str | Path | Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """An index helper's corpus (a JSONL file, or records ``{doc_id, text, metadata}``) in batches of ``size``."""
+    return batched(read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else corpus, size)
+
+
+def distance_result(doc_id: Any, text: str, distance: float, metadata: dict[str, Any]) -> RetrievalResult:
+    """A result scored by the negated distance (higher is better), the text and the distance kept in metadata."""
+    return RetrievalResult(doc_id=str(doc_id), score=-float(distance),
+                           metadata={**metadata, "text": text, "distance": float(distance)})

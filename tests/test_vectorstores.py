@@ -68,3 +68,18 @@ def test_sentence_transformers_model_by_path() -> None:
     assert len(vectors) == 3 and len(vectors[0]) == 384
     assert vectors[0] == pytest.approx(vectors[1])
     assert vectors[0] != pytest.approx(vectors[2])
+
+
+def test_batched_and_corpus_batches(tmp_path: Path) -> None:
+    from evret_core.vectorstores import batched, corpus_batches, distance_result
+
+    assert list(batched(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]]
+    assert list(batched([], 3)) == []
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"_id": f"d{i}", "text": f"t{i}"}) + "\n" for i in range(3)), encoding="utf-8")
+    assert [[r["doc_id"] for r in b] for b in corpus_batches(path, 2)] == [["d0", "d1"], ["d2"]]
+    records = [{"doc_id": "x", "text": "y"}]
+    assert list(corpus_batches(records, 2)) == [records]
+    result = distance_result(7, "text", 0.25, {"topic": "t"})
+    assert (result.doc_id, result.score) == ("7", -0.25)
+    assert result.metadata == {"topic": "t", "text": "text", "distance": 0.25}

@@ -1,5 +1,6 @@
-"""Testing kit for Evret and its plugins: conformance suites, and (``evret_core.testing.llm_stubs``) HTTP stub
-servers speaking the LLM providers' wire formats. Conformance suites: subclass one in your plugin's tests so every judge and retriever
+"""Testing kit for Evret and its plugins: conformance suites, (``evret_core.testing.llm_stubs``) HTTP stub
+servers speaking the LLM providers' wire formats, and (``evret_core.testing.vectorstores``) a small corpus and a
+deterministic embedder for vector-store retriever tests. Conformance suites: subclass one in your plugin's tests so every judge and retriever
 behaves alike.
 
 Needs pytest. A judge plugin's test module::

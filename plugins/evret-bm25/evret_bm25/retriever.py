@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from evret_core.corpus import read_corpus
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import Retriever
@@ -17,46 +17,8 @@ from evret_core.retrievers import Retriever
 METHODS = ("robertson", "atire", "bm25l", "bm25+", "lucene")
 
 
-def load_corpus(path: str | Path) -> dict[str, dict[str, str]]:
-    """Read a JSONL corpus (``id`` or ``_id``, ``text``, optional ``title``) into id -> {"title", "text"}.
-
-    Bad lines raise :class:`EvretError` naming the file and line.
-    """
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such corpus file") from None
-    except IsADirectoryError:
-        raise EvretError(f"{path}: is a folder; give the corpus .jsonl file") from None
-    except UnicodeDecodeError as exc:
-        raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    corpus: dict[str, dict[str, str]] = {}
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
-        doc_id = record.get("id", record.get("_id"))
-        if doc_id is None or isinstance(doc_id, (dict, list, bool)) or str(doc_id) == "":
-            raise EvretError(f"{where}: field 'id' (or '_id') is missing or not a string")
-        text = record.get("text")
-        if not isinstance(text, str):
-            raise EvretError(f"{where}: field 'text' is missing or not a string")
-        title = record.get("title") or ""
-        if not isinstance(title, str):
-            raise EvretError(f"{where}: field 'title' is not a string")
-        if str(doc_id) in corpus:
-            raise EvretError(f"{where}: duplicate document id {str(doc_id)!r}")
-        corpus[str(doc_id)] = {"title": title, "text": text}
-    if not corpus:
-        raise EvretError(f"{path}: the corpus has no documents")
-    return corpus
+# the name this plugin has always exported: a JSONL corpus as id -> {"title", "text"}, errors naming file and line
+load_corpus = read_corpus
 
 
 class BM25Retriever(Retriever):

@@ -102,7 +102,7 @@ def test_no_corpus_at_all_is_a_clear_error() -> None:
     ("line", "message"),
     [
         ("{not json", "invalid JSON"),
-        ('{"text": "no id"}', "field 'id' \\(or '_id'\\) is missing"),
+        ('{"text": "no id"}', "the record has no '_id', 'doc_id' or 'id' field"),
         ('{"id": "x"}', "field 'text' is missing"),
         ('{"id": "x", "text": "t", "title": 3}', "field 'title' is not a string"),
         ('["a list"]', "expected a JSON object"),

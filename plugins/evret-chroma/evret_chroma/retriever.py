@@ -13,7 +13,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import Retriever
-from evret_core.vectorstores import read_corpus_file, resolve_embedder
+from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder
 
 
 def _settings() -> Any:
@@ -92,8 +92,7 @@ class ChromaRetriever(Retriever):
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         out: list[list[RetrievalResult]] = []
-        for start in range(0, len(queries), self.batch_size):
-            chunk = list(queries[start : start + self.batch_size])
+        for chunk in batched(queries, self.batch_size):
             answer = self.collection.query(
                 query_embeddings=self._vectors(chunk), n_results=k, where=self.where,
                 where_document=self.where_document, include=["documents", "metadatas", "distances"],
@@ -103,11 +102,8 @@ class ChromaRetriever(Retriever):
                 documents = answer["documents"][i]
                 metadatas = answer["metadatas"][i]
                 distances = answer["distances"][i]
-                results = []
-                for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True):
-                    metadata = {**(meta or {}), "text": text, "distance": float(distance)}
-                    results.append(RetrievalResult(doc_id=str(doc_id), score=-float(distance), metadata=metadata))
-                out.append(results)
+                out.append([distance_result(doc_id, text, distance, meta or {})
+                            for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True)])
         return out
 
     def config(self) -> dict[str, Any]:
@@ -130,7 +126,6 @@ def index_corpus(
     metadata}``; nested metadata values are not kept (Chroma stores flat scalars). Returns the number of documents.
     """
     embed = resolve_embedder(embedding)
-    records = read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else iter(corpus)
     existing = {c if isinstance(c, str) else c.name for c in client.list_collections()}
     if collection in existing:
         if not recreate:
@@ -138,10 +133,7 @@ def index_corpus(
         client.delete_collection(collection)
     target = client.create_collection(collection, embedding_function=None, configuration={"hnsw": {"space": space}})
     total = 0
-    batch: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal total
+    for batch in corpus_batches(corpus, batch_size):
         metadatas = [
             {k: v for k, v in (r.get("metadata") or {}).items() if isinstance(v, (str, int, float, bool))} or None
             for r in batch
@@ -149,12 +141,4 @@ def index_corpus(
         target.add(ids=[r["doc_id"] for r in batch], embeddings=embed([r["text"] for r in batch]),
                    documents=[r["text"] for r in batch], metadatas=metadatas)
         total += len(batch)
-        batch.clear()
-
-    for record in records:
-        batch.append(record)
-        if len(batch) >= batch_size:
-            flush()
-    if batch:
-        flush()
     return total

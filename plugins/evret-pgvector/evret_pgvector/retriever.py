@@ -11,7 +11,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import Retriever
-from evret_core.vectorstores import read_corpus_file, resolve_embedder
+from evret_core.vectorstores import corpus_batches, distance_result, resolve_embedder
 
 # operator -> the operator class an index needs to serve it
 OPERATORS = {"<->": "vector_l2_ops", "<=>": "vector_cosine_ops", "<#>": "vector_ip_ops"}
@@ -159,13 +159,8 @@ class PgVectorRetriever(Retriever):
                 except psycopg.Error as exc:
                     raise EvretError(f"pgvector retriever: query on table {self.table!r} failed: "
                                      f"{str(exc).strip()}") from None
-                results = []
-                for row in rows:
-                    doc_id, text, dist, *extra = row
-                    metadata = dict(zip(self.metadata_columns, extra, strict=True))
-                    metadata.update(text=text, distance=float(dist))
-                    results.append(RetrievalResult(doc_id=str(doc_id), score=-float(dist), metadata=metadata))
-                out.append(results)
+                out.append([distance_result(doc_id, text, dist, dict(zip(self.metadata_columns, extra, strict=True)))
+                            for doc_id, text, dist, *extra in rows])
         return out
 
     def config(self) -> dict[str, Any]:
@@ -197,12 +192,10 @@ def index_corpus(
     register_vector(conn)
     if recreate:
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(ident))
-    records = read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else iter(corpus)
     created = False
     total = 0
-    batch: list[dict[str, Any]] = []
 
-    def flush() -> None:
+    def write(batch: list[dict[str, Any]]) -> None:
         nonlocal created, total
         vectors = embed([r["text"] for r in batch])
         with conn.transaction():
@@ -217,17 +210,12 @@ def index_corpus(
                      for r, v in zip(batch, vectors, strict=True)],
                 )
         total += len(batch)
-        batch.clear()
 
     import psycopg
 
     try:
-        for record in records:
-            batch.append(record)
-            if len(batch) >= batch_size:
-                flush()
-        if batch:
-            flush()
+        for batch in corpus_batches(corpus, batch_size):
+            write(batch)
     except psycopg.errors.DuplicateTable:
         raise EvretError(f"table {table!r} exists already; pass recreate=True to replace it") from None
     return total

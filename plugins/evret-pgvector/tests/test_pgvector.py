@@ -7,18 +7,12 @@ and changes permissions up to ``/``). PostgreSQL refuses to run as root, so as r
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
-import math
 import os
-import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,34 +22,16 @@ from evret_pgvector import PgVectorRetriever, create_index, index_corpus
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.testing import RetrieverConformance
+from evret_core.testing.vectorstores import (
+    BEE_DOCS,
+    BEE_QUERIES,
+    assert_plugin_load_leaves_unimported,
+    hashed_embedder,
+    write_corpus,
+)
 
-DOCS = [
-    {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
-     "topic": "behaviour"},
-    {"_id": "d2", "title": "Cold flight", "text": "Bumblebees fly at low temperatures by shivering their muscles.",
-     "topic": "behaviour"},
-    {"_id": "d3", "title": "Queens", "text": "A queen bee can lay up to two thousand eggs in a single day.",
-     "topic": "hive"},
-    {"_id": "d4", "title": "Drones", "text": "Drones are male bees whose main role is to mate with a queen.",
-     "topic": "hive"},
-    {"_id": "d5", "title": "Wax", "text": "Beeswax is produced by glands on the abdomen of worker bees.",
-     "topic": "products"},
-    {"_id": "d6", "title": "Propolis", "text": "Propolis is a resin that bees use to seal gaps in the hive.",
-     "topic": "products"},
-]
-QUERIES = ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
-
-
-def embed(texts: list[str]) -> list[list[float]]:
-    """A real, deterministic bag-of-words embedding: hashed word counts, L2-normalised."""
-    out = []
-    for text in texts:
-        vec = [0.0] * 64
-        for word in re.findall(r"[a-z]+", text.lower()):
-            vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-        out.append([x / norm for x in vec])
-    return out
+DOCS = BEE_DOCS
+embed = hashed_embedder(64)
 
 
 def _pg_bin() -> Path:
@@ -114,8 +90,7 @@ def postgres() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def table(postgres: str, tmp_path_factory: pytest.TempPathFactory) -> str:
-    corpus = tmp_path_factory.mktemp("corpus") / "corpus.jsonl"
-    corpus.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n", encoding="utf-8")
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
     with psycopg.connect(postgres, autocommit=True) as conn:
         assert index_corpus(conn, "bees", corpus, embed, batch_size=4) == 6
         conn.execute("ALTER TABLE bees ADD COLUMN topic text")
@@ -131,13 +106,13 @@ class TestConformance(RetrieverConformance):
 
     @pytest.fixture
     def queries(self) -> list[str]:
-        return QUERIES
+        return list(BEE_QUERIES)
 
 
 @pytest.mark.parametrize("distance", ["<=>", "<->", "<#>", "cosine"])
 def test_every_operator_ranks_and_scores(postgres: str, table: str, distance: str) -> None:
     retriever = PgVectorRetriever(table, embedding=embed, dsn=postgres, distance=distance)
-    batch = retriever.batch_retrieve(QUERIES, 3)
+    batch = retriever.batch_retrieve(BEE_QUERIES, 3)
     assert [rs[0].doc_id for rs in batch] == ["d1", "d3", "d5", "d6"]
     top = batch[0][0]
     assert top.text.startswith("Waggle dance Honey bees") and top.score == pytest.approx(-top.metadata["distance"])
@@ -198,12 +173,4 @@ def test_errors_name_the_option(postgres: str, table: str) -> None:
 
 
 def test_plugin_load_does_not_import_psycopg() -> None:
-    code = textwrap.dedent(
-        """
-        import sys
-        from evret_core.plugins import get_registry
-        assert "pgvector" in get_registry().names("retriever")
-        assert "psycopg" not in sys.modules and "pgvector" not in sys.modules
-        """
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert_plugin_load_leaves_unimported("pgvector", "psycopg", "pgvector")

@@ -10,7 +10,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import Retriever
-from evret_core.vectorstores import read_corpus_file, resolve_embedder
+from evret_core.vectorstores import batched, corpus_batches, resolve_embedder
 
 # point ids in Qdrant are integers or UUIDs: corpus ids are mapped to UUIDs and kept in the payload
 ID_NAMESPACE = uuid.UUID("5b1d7b0e-6a43-4d5e-9a8a-2f0c2c7e4e61")
@@ -90,8 +90,7 @@ class QdrantRetriever(Retriever):
         from qdrant_client import models
 
         out: list[list[RetrievalResult]] = []
-        for start in range(0, len(queries), self.batch_size):
-            chunk = list(queries[start : start + self.batch_size])
+        for chunk in batched(queries, self.batch_size):
             vectors = self.embed(chunk)
             requests = [
                 models.QueryRequest(query=vector, limit=k, filter=self.filter, params=self.search_params,
@@ -140,7 +139,6 @@ def index_corpus(
     from qdrant_client import models
 
     embed = resolve_embedder(embedding)
-    records = read_corpus_file(corpus) if isinstance(corpus, (str, Path)) else iter(corpus)
     if client.collection_exists(collection):
         if not recreate:
             raise EvretError(f"qdrant collection {collection!r} exists already; pass recreate=True to replace it")
@@ -151,10 +149,7 @@ def index_corpus(
         raise EvretError(f"distance {distance!r}: use one of {', '.join(d.value for d in models.Distance)}") from None
     created = False
     total = 0
-    batch: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal created, total
+    for batch in corpus_batches(corpus, batch_size):
         vectors = embed([r["text"] for r in batch])
         if not created:
             client.create_collection(collection, vectors_config=models.VectorParams(size=len(vectors[0]),
@@ -167,14 +162,6 @@ def index_corpus(
         ]
         client.upsert(collection, points=points)
         total += len(points)
-        batch.clear()
-
-    for record in records:
-        batch.append(record)
-        if len(batch) >= batch_size:
-            flush()
-    if batch:
-        flush()
     if not created:
         raise EvretError(f"index_corpus: the corpus for collection {collection!r} is empty")
     return total

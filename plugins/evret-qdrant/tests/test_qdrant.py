@@ -2,13 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import re
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,40 +10,21 @@ from qdrant_client import QdrantClient
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.testing import RetrieverConformance
+from evret_core.testing.vectorstores import (
+    BEE_DOCS,
+    BEE_QUERIES,
+    assert_plugin_load_leaves_unimported,
+    hashed_embedder,
+    write_corpus,
+)
 
-DOCS = [
-    {"_id": "d1", "title": "Waggle dance", "text": "Honey bees communicate the direction of food with a waggle dance.",
-     "topic": "behaviour"},
-    {"_id": "d2", "title": "Cold flight", "text": "Bumblebees fly at low temperatures by shivering their muscles.",
-     "topic": "behaviour"},
-    {"_id": "d3", "title": "Queens", "text": "A queen bee can lay up to two thousand eggs in a single day.",
-     "topic": "hive"},
-    {"_id": "d4", "title": "Drones", "text": "Drones are male bees whose main role is to mate with a queen.",
-     "topic": "hive"},
-    {"_id": "d5", "title": "Wax", "text": "Beeswax is produced by glands on the abdomen of worker bees.",
-     "topic": "products"},
-    {"_id": "d6", "title": "Propolis", "text": "Propolis is a resin that bees use to seal gaps in the hive.",
-     "topic": "products"},
-]
-
-
-def embed(texts: list[str]) -> list[list[float]]:
-    """A real, deterministic bag-of-words embedding: hashed word counts, L2-normalised."""
-    out = []
-    for text in texts:
-        vec = [0.0] * 128
-        for word in re.findall(r"[a-z]+", text.lower()):
-            vec[int(hashlib.md5(word.encode()).hexdigest(), 16) % 128] += 1.0
-        norm = math.sqrt(sum(x * x for x in vec)) or 1.0
-        out.append([x / norm for x in vec])
-    return out
+DOCS = BEE_DOCS
+embed = hashed_embedder(128)
 
 
 @pytest.fixture
 def corpus_file(tmp_path: Path) -> Path:
-    path = tmp_path / "corpus.jsonl"
-    path.write_text("\n".join(json.dumps(d) for d in DOCS) + "\n", encoding="utf-8")
-    return path
+    return write_corpus(tmp_path / "corpus.jsonl")
 
 
 @pytest.fixture
@@ -67,7 +41,7 @@ class TestConformance(RetrieverConformance):
 
     @pytest.fixture
     def queries(self) -> list[str]:
-        return ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+        return list(BEE_QUERIES)
 
 
 class TestRanking:
@@ -75,7 +49,7 @@ class TestRanking:
 
     def test_batch_shape_order_and_cut(self, memory_client: QdrantClient) -> None:
         retriever = QdrantRetriever("bees", embedding=embed, client=memory_client, batch_size=2)
-        queries = ["waggle dance direction", "queen eggs per day", "wax glands", "resin seal"]
+        queries = list(BEE_QUERIES)
         batch = retriever.batch_retrieve(queries, 3)
         assert [rs[0].doc_id for rs in batch] == ["d1", "d3", "d5", "d6"]
         for results in batch:
@@ -153,12 +127,4 @@ def test_errors_name_the_option(memory_client: QdrantClient, corpus_file: Path) 
 
 
 def test_plugin_load_does_not_import_qdrant_client() -> None:
-    code = textwrap.dedent(
-        """
-        import sys
-        from evret_core.plugins import get_registry
-        assert "qdrant" in get_registry().names("retriever")
-        assert "qdrant_client" not in sys.modules
-        """
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    assert_plugin_load_leaves_unimported("qdrant", "qdrant_client")

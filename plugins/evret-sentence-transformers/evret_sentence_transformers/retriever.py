@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from evret_core import corpus as core_corpus
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import Retriever
@@ -22,49 +23,12 @@ _BLOCK_CELLS = 1 << 25
 
 
 def read_corpus(path: str | os.PathLike[str]) -> tuple[list[str], list[str], list[str]]:
-    """Ids, titles and texts of a JSONL corpus (``_id`` or ``id``, ``text``, optional ``title``); a folder means
-    its ``corpus.jsonl`` (BEIR layout). Errors name the file and line."""
+    """Ids, titles and texts of a JSONL corpus (read by :func:`evret_core.corpus.read_corpus`: errors name the
+    file and line); a folder means its ``corpus.jsonl`` (BEIR layout)."""
     path = Path(path).expanduser()
     if path.is_dir():
         path = path / "corpus.jsonl"
-    ids: list[str] = []
-    titles: list[str] = []
-    texts: list[str] = []
-    seen: dict[str, int] = {}
-    try:
-        handle = path.open(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise EvretError(f"dense retriever: corpus {path}: no such file") from None
-    except OSError as exc:
-        raise EvretError(f"dense retriever: corpus {path}: cannot be read: {exc}") from None
-    with handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(record, dict):
-                raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
-            doc_id = record.get("_id", record.get("id"))
-            if doc_id is None or str(doc_id) == "":
-                raise EvretError(f"{where}: field '_id' (or 'id') is missing")
-            text = record.get("text")
-            if not isinstance(text, str):
-                raise EvretError(f"{where}: field 'text' is missing or not a string")
-            title = record.get("title") or ""
-            doc_id = str(doc_id)
-            if doc_id in seen:
-                raise EvretError(f"{where}: duplicate id {doc_id!r} (first on line {seen[doc_id]})")
-            seen[doc_id] = lineno
-            ids.append(doc_id)
-            titles.append(str(title))
-            texts.append(text)
-    if not ids:
-        raise EvretError(f"dense retriever: corpus {path}: no documents")
-    return ids, titles, texts
+    return corpus_from_mapping(core_corpus.read_corpus(path), f"dense retriever: corpus {path}")
 
 
 def corpus_from_mapping(corpus: Mapping[str, Any], where: str) -> tuple[list[str], list[str], list[str]]:

@@ -133,12 +133,12 @@ def test_corpus_errors_name_the_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(EvretError, match=r"bad.jsonl:2: field 'text'"):
         DenseRetriever(corpus=str(bad))
     bad.write_text('{"_id": "a", "text": "x"}\n{"_id": "a", "text": "y"}\n', encoding="utf-8")
-    with pytest.raises(EvretError, match=r"bad.jsonl:2: duplicate id 'a'"):
+    with pytest.raises(EvretError, match=r"bad.jsonl:2: duplicate document id 'a' \(first on line 1\)"):
         DenseRetriever(corpus=str(bad))
     bad.write_text('{"_id": "a", "text": "x"\n', encoding="utf-8")
     with pytest.raises(EvretError, match=r"bad.jsonl:1: invalid JSON"):
         DenseRetriever(corpus=str(bad))
-    with pytest.raises(EvretError, match="no such file"):
+    with pytest.raises(EvretError, match="missing.jsonl: no such corpus file"):
         DenseRetriever(corpus=str(tmp_path / "missing.jsonl"))
     with pytest.raises(EvretError, match="no corpus"):
         DenseRetriever()
