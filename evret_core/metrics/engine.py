@@ -236,9 +236,9 @@ def _plain_dict(mapping: object) -> bool:
 
 
 def _batch_from_read(read: tuple[bytearray, ...], depth: int | None, relevance_level: float | None) -> RankedBatch:
-    num_ret, qrel_lengths, ranks, grades = (
-        np.frombuffer(b, dtype=t) for b, t in zip(read, (np.int64, np.int64, np.int64, np.float64), strict=True)
-    )
+    """Wrap the compiled reader's buffers (no copy) and build the batch as the numpy path does."""
+    num_ret, qrel_lengths, ranks = (np.frombuffer(b, dtype=np.int64) for b in read[:3])
+    grades = np.frombuffer(read[3], dtype=np.float64)
     length = int(num_ret.max()) if len(num_ret) else 0
     width = length if depth is None else min(length, depth)
     rows = np.repeat(np.arange(len(num_ret)), qrel_lengths)
