@@ -10,8 +10,9 @@
  * Anything the pure numpy path would treat differently or report as an error (per-query containers that are
  * not plain dicts, non-str
  * ids, values that are not float/int, NaN scores, huge ints) makes it return None: the caller then runs the pure
- * path, which raises the same errors it always has. No Python code can run while it holds borrowed references:
- * only exact dicts with exact str keys are looked up, and every output buffer is allocated before the walk.
+ * path, which raises the same errors it always has. Each query's dicts are held by strong references; inside
+ * them only exact str keys are looked up in dicts whose keys were all checked to be exact str, so no Python code
+ * runs during the walk, and every output buffer is allocated before it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -82,6 +83,7 @@ rank_chunk(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     int bail = 0;
 
+    Py_ssize_t filled = 0;
     runs = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
     judged = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
     if (!runs || !judged) {
@@ -98,8 +100,12 @@ rank_chunk(PyObject *self, PyObject *args)
         PyObject *j = PyDict_GetItemWithError(qrels, qid);
         if (j == NULL && PyErr_Occurred()) goto done;
         if ((r && !PyDict_CheckExact(r)) || (j && !PyDict_CheckExact(j))) { bail = 1; goto done; }
+        /* strong references: a later qid lookup could compare against an odd key type and run Python code */
+        Py_XINCREF(r);
+        Py_XINCREF(j);
         runs[q] = r;
         judged[q] = j;
+        filled = q + 1;
         if (r && PyDict_GET_SIZE(r) > longest) longest = PyDict_GET_SIZE(r);
         if (j) total_judged += PyDict_GET_SIZE(j);
     }
@@ -189,6 +195,10 @@ rank_chunk(PyObject *self, PyObject *args)
     result = PyTuple_Pack(4, out_ret, out_qlen, out_ranks, out_grades);
 
 done:
+    for (Py_ssize_t q = 0; q < filled; q++) {
+        Py_XDECREF(runs[q]);
+        Py_XDECREF(judged[q]);
+    }
     PyMem_Free(runs);
     PyMem_Free(judged);
     PyMem_Free(buf);
