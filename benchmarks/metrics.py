@@ -4,7 +4,8 @@ Generates a synthetic run (N queries x 100 retrieved documents, 1-10 relevant do
 1-3, some of them not retrieved, scores rounded so that ties occur), then times ndcg@10, ap@100, mrr@10,
 precision@10, recall@100 and hit_rate@10, per query, with:
 
-- Evret from the dict format (``evaluate_run``), from ranked lists (``evaluate_rankings``) and from arrays
+- Evret from the dict format (``evaluate_run``; with the compiled dict reader where it was built, and forced
+  onto the pure numpy path with ``EVRET_PURE_PYTHON=1``), from ranked lists (``evaluate_rankings``) and from arrays
   (a ``RankedBatch`` of grade matrices, the form the retrieval evaluator hands over);
 - pytrec_eval (ndcg_cut_10, map_cut_100, recip_rank, P_10, recall_100, success_10; its recip_rank has no
   cutoff, so mrr@10 is compared as recip_rank when the first relevant rank is <= 10, else 0);
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import re
 import time
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.metrics.base import RankedBatch
-from evret_core.metrics.engine import evaluate_rankings, evaluate_run, resolve_metrics
+from evret_core.metrics.engine import accelerator, evaluate_rankings, evaluate_run, resolve_metrics
 from evret_core.metrics.trec import ranked_docs
 
 DEPTH = 100
@@ -118,8 +120,21 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
     rows: list[tuple[str, float, float, float]] = []
     metrics = resolve_metrics(METRICS)
 
+    # the dict path twice: with the compiled dict reader (when built) and forced onto the pure numpy path
+    pure_env = os.environ.get("EVRET_PURE_PYTHON")
+    os.environ["EVRET_PURE_PYTHON"] = "1"
     t, cpu, mem, ours = measure(lambda: evaluate_run(qrels, run, metrics, per_query=True), repeat)
-    rows.append(("evret, dict run (evaluate_run)", t, cpu, mem))
+    rows.append(("evret, dict run (evaluate_run), numpy path", t, cpu, mem))
+    os.environ.pop("EVRET_PURE_PYTHON")
+    if accelerator() is not None:
+        t, cpu, mem, compiled = measure(lambda: evaluate_run(qrels, run, metrics, per_query=True), repeat)
+        rows.insert(0, ("evret, dict run (evaluate_run), compiled reader", t, cpu, mem))
+        print(compare("evret compiled reader vs numpy path", ours, compiled))
+        del compiled
+    else:
+        print("compiled reader not built (evret_core.metrics._fastrank): numpy path only")
+    if pure_env is not None:
+        os.environ["EVRET_PURE_PYTHON"] = pure_env
 
     rankings = {q: ranked_docs(scores) for q, scores in run.items()}
     t, cpu, mem, from_lists = measure(lambda: evaluate_rankings(qrels, rankings, metrics, per_query=True), repeat)

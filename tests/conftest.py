@@ -53,3 +53,40 @@ def fake_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePlugin:
     yield install  # type: ignore[misc]
     for module in added:
         sys.modules.pop(module, None)
+
+
+
+class DictReaderSpy:
+    """Wraps the compiled dict reader of the metrics engine: forces one of its rank strategies and counts the
+    chunks it read and those it declined (handed to the numpy path)."""
+
+    def __init__(self, real: object, scan_limit: int) -> None:
+        self.real, self.scan_limit, self.read, self.declined = real, scan_limit, 0, 0
+
+    def rank_chunk(self, run: object, qrels: object, qids: object) -> object:
+        out = self.real.rank_chunk(run, qrels, qids, self.scan_limit)  # type: ignore[attr-defined]
+        self.read += out is not None
+        self.declined += out is None
+        return out
+
+
+# compiled reader: scan the run per judged document / sort the run once; numpy path: sort / compare
+ENGINE_PATHS = {"compiled-scan": 1 << 40, "compiled-sort": -1, "numpy-sorting": 0, "numpy-comparing": 10**9}
+
+
+@pytest.fixture(params=list(ENGINE_PATHS))
+def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> DictReaderSpy | None:
+    """Run a metrics test on each way the engine can rank a dict run; with the compiled reader, returns a spy."""
+    from evret_core.metrics import engine
+
+    value = ENGINE_PATHS[request.param]
+    if request.param.startswith("numpy"):
+        monkeypatch.setenv("EVRET_PURE_PYTHON", "1")
+        monkeypatch.setattr(engine, "_SORT_FACTOR", value)
+        return None
+    if engine._fastrank is None:
+        pytest.skip("the compiled accelerator evret_core.metrics._fastrank is not built (no C compiler at install)")
+    monkeypatch.delenv("EVRET_PURE_PYTHON", raising=False)
+    spy = DictReaderSpy(engine._fastrank, value)
+    monkeypatch.setattr(engine, "_fastrank", spy)
+    return spy

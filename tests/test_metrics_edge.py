@@ -17,7 +17,6 @@ from evret_core import (
     read_run,
     write_run,
 )
-from evret_core.metrics import engine
 from evret_core.metrics.base import RankedBatch
 from evret_core.metrics.ir import ALL_METRICS
 from evret_core.plugins import get_registry
@@ -26,9 +25,9 @@ ALL = ["precision@5", "recall@5", "f1@5", "hit_rate@5", "mrr@5", "mrr", "ndcg@5"
        "r_precision", "bpref", "err@5", "rbp", "rbp_residual", "num_rel_ret", "num_rel", "num_ret"]
 
 
-@pytest.fixture(params=[0, 10**9], ids=["sorting", "comparing"])
-def both_paths(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(engine, "_SORT_FACTOR", request.param)
+@pytest.fixture
+def both_paths(engine_path: object) -> None:
+    """Every way of ranking a dict run: the compiled reader (scan, sort) and the numpy path (sorting, comparing)."""
 
 
 def test_every_family_is_registered_through_the_hook() -> None:
@@ -100,7 +99,7 @@ def test_duplicates_count_once_for_the_retrieval_evaluator() -> None:
     assert create_metric("mrr").score(["x", "ans0", "ans0"], ["ans0"]) == 0.5
 
 
-def test_empty_run_and_disjoint_query_sets() -> None:
+def test_empty_run_and_disjoint_query_sets(both_paths: None) -> None:
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     with pytest.raises(EvretError, match="share no query id"):
         evaluate_run(qrels, {}, ["ap"])
@@ -113,7 +112,7 @@ def test_empty_run_and_disjoint_query_sets() -> None:
     assert all(v == 0.0 for k, v in got["q1"].items() if k != "num_rel")
 
 
-def test_complete_scores_missing_queries_as_zero() -> None:
+def test_complete_scores_missing_queries_as_zero(both_paths: None) -> None:
     qrels = {"q1": {"a": 1}, "q2": {"b": 1}}
     run = {"q1": {"a": 1.0}, "unjudged": {"a": 1.0}}
     assert evaluate_run(qrels, run, ["mrr"]) == {"mrr": 1.0}  # only judged queries of the run
@@ -121,7 +120,7 @@ def test_complete_scores_missing_queries_as_zero() -> None:
     assert set(evaluate_run(qrels, run, ["mrr"], per_query=True, complete=True)) == {"q1", "q2"}
 
 
-def test_relevance_level_keeps_graded_gain_for_ndcg() -> None:
+def test_relevance_level_keeps_graded_gain_for_ndcg(both_paths: None) -> None:
     qrels = {"q": {"a": 1, "b": 2, "c": 3}}
     run = {"q": {"a": 3.0, "b": 2.0, "c": 1.0}}
     got = evaluate_run(qrels, run, ["precision@3", "num_rel", "bpref", "ndcg"], per_query=True,
@@ -135,7 +134,7 @@ def test_relevance_level_keeps_graded_gain_for_ndcg() -> None:
     assert got["ndcg"] == pytest.approx(dcg / idcg)
 
 
-def test_exponential_gain_ndcg() -> None:
+def test_exponential_gain_ndcg(both_paths: None) -> None:
     metric = create_metric("ndcg@2", gain="exponential")
     value = metric.score(["a", "b"], {"a": 1, "b": 3})
     assert value == pytest.approx((1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3)))
@@ -168,7 +167,7 @@ def test_rbp_and_residual_hand_computed() -> None:
     assert create_metric("rbp").score(["a", "b"], {"a": 3, "b": 1}) == pytest.approx(0.1 * (1 + 0.9 / 3))
 
 
-def test_nan_and_non_numeric_scores_are_rejected() -> None:
+def test_nan_and_non_numeric_scores_are_rejected(both_paths: None) -> None:
     with pytest.raises(EvretError, match="query q: document 'a' has a NaN score"):
         evaluate_run({"q": {"a": 1}}, {"q": {"a": float("nan")}}, ["ap"])
     with pytest.raises(EvretError, match="query q: document 'b' has a non-numeric score 'high'"):
@@ -229,7 +228,7 @@ def test_write_run_round_trips_in_trec_eval_order(tmp_path: Path) -> None:
         write_run(path, {"q": {"a b": 1.0}})
 
 
-def test_batch_from_arrays_matches_dict_path() -> None:
+def test_batch_from_arrays_matches_dict_path(both_paths: None) -> None:
     rng = np.random.default_rng(3)
     qrels = {f"q{i}": {f"d{j}": int(rng.integers(0, 4)) for j in rng.choice(30, 8, replace=False)} for i in range(50)}
     run = {f"q{i}": {f"d{j}": float(rng.integers(0, 5)) for j in range(25)} for i in range(50)}

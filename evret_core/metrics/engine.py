@@ -5,10 +5,15 @@ with ``np.fromiter`` over blocks of queries, only the judged documents are looke
 after their block's scores, while those dicts are in cache), and their ranks are counted against the padded score
 matrix (scores strictly higher, then ties broken by document id in descending order, as trec_eval does). Queries
 are processed in chunks so the peak memory stays bounded.
+
+Where the optional compiled accelerator ``evret_core.metrics._fastrank`` was built, it replaces that reading
+and rank counting for plain dicts of str ids and float/int values (one C walk per dict, same ranks); anything
+else, and ``EVRET_PURE_PYTHON=1``, takes the numpy path.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import attrgetter, methodcaller
@@ -19,7 +24,12 @@ import numpy as np
 from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch, _pad_rows
 
-__all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics"]
+__all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator"]
+
+try:
+    from evret_core.metrics import _fastrank  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler: the numpy path does everything
+    _fastrank = None
 
 MetricSpec = str | Metric
 _EMPTY: Mapping[str, float] = {}
@@ -47,6 +57,13 @@ def resolve_metrics(metrics: Iterable[MetricSpec] | MetricSpec) -> list[Metric]:
     if dupes:
         raise EvretError(f"metric(s) listed twice: {', '.join(dupes)}")
     return out
+
+
+def accelerator() -> Any:
+    """The compiled dict reader, or None when it was not built or ``EVRET_PURE_PYTHON`` is set (not "" or "0")."""
+    if os.environ.get("EVRET_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return _fastrank
 
 
 def _needed_depth(metrics: Sequence[Metric]) -> int | None:
@@ -88,8 +105,9 @@ def evaluate_run(
     resolved = resolve_metrics(metrics)
     qids = _query_ids(qrels, run, complete)
     depth = _needed_depth(resolved)
+    fast = accelerator()
     columns = _compute_chunked(
-        lambda chunk: batch_from_run(qrels, run, chunk, relevance_level=relevance_level, depth=depth),
+        lambda chunk: batch_from_run(qrels, run, chunk, relevance_level=relevance_level, depth=depth, fast=fast),
         qids, resolved, chunk_size,
     )
     return _package(qids, resolved, columns, per_query)
@@ -154,8 +172,16 @@ def batch_from_run(
     *,
     relevance_level: float | None = None,
     depth: int | None = None,
+    fast: Any = None,
 ) -> RankedBatch:
-    """The :class:`RankedBatch` of ``qids``: each query's run ranked the trec_eval way, graded by its qrels."""
+    """The :class:`RankedBatch` of ``qids``: each query's run ranked the trec_eval way, graded by its qrels.
+
+    ``fast``: the compiled reader (see :func:`accelerator`); it declines (None) whatever it does not handle.
+    """
+    if fast is not None and _plain_dict(run) and _plain_dict(qrels):
+        read = fast.rank_chunk(run, qrels, qids if type(qids) is list else list(qids))
+        if read is not None:
+            return _batch_from_read(read, depth, relevance_level)
     runs = list(map(run.get, qids, repeat(_EMPTY)))
     judged = list(map(qrels.get, qids, repeat(_EMPTY)))
     n = len(qids)
@@ -202,6 +228,21 @@ def batch_from_run(
             _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
         ranks[hit] = greater
     return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
+
+
+def _plain_dict(mapping: object) -> bool:
+    """A dict (or subclass such as TrecRun) whose lookups are dict's own, as the compiled reader does them."""
+    return isinstance(mapping, dict) and type(mapping).get is dict.get
+
+
+def _batch_from_read(read: tuple[bytearray, ...], depth: int | None, relevance_level: float | None) -> RankedBatch:
+    """Wrap the compiled reader's buffers (no copy) and build the batch as the numpy path does."""
+    num_ret, qrel_lengths, ranks = (np.frombuffer(b, dtype=np.int64) for b in read[:3])
+    grades = np.frombuffer(read[3], dtype=np.float64)
+    length = int(num_ret.max()) if len(num_ret) else 0
+    width = length if depth is None else min(length, depth)
+    rows = np.repeat(np.arange(len(num_ret)), qrel_lengths)
+    return RankedBatch.from_positions(rows, ranks, grades, qrel_lengths, num_ret, width, relevance_level)
 
 
 def _count_by_comparing(scores: np.ndarray, rows: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,17 @@
+"""Build hook for evret-core's optional compiled accelerator; everything else lives in pyproject.toml.
+
+``optional=True``: where no C compiler or Python headers exist the build skips the extension and evret-core
+installs as pure Python (the metrics engine then uses its numpy path).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "evret_core.metrics._fastrank",
+            ["evret_core/metrics/_fastrank.c"],
+            optional=True,
+        )
+    ]
+)
