@@ -35,6 +35,7 @@ test: install-all test-setup
 lint: install-all
 	$(BIN)/ruff check evret_core plugins tests benchmarks docs/examples
 	$(BIN)/mypy evret_core
+	$(foreach p,$(PLUGINS),$(BIN)/mypy $(p)$(subst -,_,$(notdir $(patsubst %/,%,$(p)))) &&) true
 
 # Every benchmark prints its ratios against the peers measured in the same run; docs/benchmarks.md records them.
 bench: install-all
