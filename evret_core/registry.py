@@ -9,7 +9,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.plugins import get_registry
 
-_METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@]+))?$")
+_METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?:\((?P<options>[^()]*)\))?$")
 
 
 def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
@@ -53,26 +53,55 @@ def create_llm_provider(name: str, **options: Any) -> Any:
     return _build("llm_provider", name, options)
 
 
-def parse_metric_name(spec: str) -> tuple[str, int | None]:
-    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; ``"mrr"`` gives ``("mrr", None)``."""
+def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
+    """Split a metric name into family, cutoff and options: ``"ndcg@10(gain=exponential)"`` gives
+    ``("ndcg", 10, {"gain": "exponential"})``, ``"rbp(p=0.5)"`` gives ``("rbp", None, {"p": 0.5})``. Option values
+    are read as JSON when they parse (numbers, true/false), else kept as strings."""
     match = _METRIC_NAME.match(spec.strip())
     if not match:
-        raise EvretError(f"bad metric name {spec!r}; write it as NAME or NAME@K, e.g. ndcg@10")
-    family, k_text = match.group("family"), match.group("k")
+        raise EvretError(
+            f"bad metric name {spec!r}; write it as NAME, NAME@K or NAME@K(OPTION=VALUE, ...), e.g. ndcg@10"
+        )
+    family, k_text, options_text = match.group("family"), match.group("k"), match.group("options")
+    options: dict[str, Any] = {}
+    for part in (options_text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip():
+            raise EvretError(f"bad metric name {spec!r}: write each option as KEY=VALUE, e.g. ndcg@10(gain=exponential)")
+        options[key.strip()] = _option_value(value.strip())
     if k_text is None:
-        return family, None
+        return family, None, options
     try:
         k = int(k_text)
     except ValueError:
         raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer") from None
     if k <= 0:
         raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer")
+    return family, k, options
+
+
+def _option_value(text: str) -> Any:
+    import json
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_metric_name(spec: str) -> tuple[str, int | None]:
+    """Split ``"ndcg@10"`` into ``("ndcg", 10)``; ``"mrr"`` gives ``("mrr", None)`` (options are ignored)."""
+    family, k, _ = parse_metric_spec(spec)
     return family, k
 
 
 def create_metric(spec: str, **options: Any) -> Any:
-    """A metric from a name such as ``"ndcg@10"``, ``"recall@100"`` or ``"mrr"``."""
-    family, k = parse_metric_name(spec)
+    """A metric from a name such as ``"ndcg@10"``, ``"recall@100"``, ``"mrr"`` or ``"ndcg@10(gain=exponential)"``;
+    keyword ``options`` win over options written in the name. ``create_metric(m.name)`` rebuilds ``m``."""
+    family, k, named = parse_metric_spec(spec)
+    options = {**named, **options}
     if k is not None:
         options = {"k": k, **options}
     return _build("metric", family, options)

@@ -90,6 +90,19 @@ def test_cli_trec_json_complete_and_level(capsys: pytest.CaptureFixture[str]) ->
     assert f"{out['per_query']['302']['precision@10']:.4f}" == expected["302"]["P_10"]
 
 
+def test_cli_trec_metric_options_in_names(capsys: pytest.CaptureFixture[str]) -> None:
+    base = _trec_files()
+    argv = ["trec", str(base / "qrels.comment.test"), str(base / "results.comment.test"), "--json"]
+    assert main([*argv, "-m", "ndcg@10", "-m", "ndcg@10(gain=exponential)", "-m", "rbp", "-m", "rbp(p=0.5)"]) == 0
+    out = json.loads(capsys.readouterr().out)["all"]
+    expected = parse_output(base / "out.comment.test.aq")["all"]
+    assert f"{out['ndcg@10']:.4f}" == parse_output(base / "out.comment.test.cuts.q")["all"]["ndcg_cut_10"]
+    assert f"{out['rbp']:.4f}" == expected["rbp"]
+    # graded 0-3 judgments: exponential gain and a lower persistence are different measures
+    assert out["ndcg@10(gain=exponential)"] != pytest.approx(out["ndcg@10"])
+    assert out["rbp(p=0.5)"] != pytest.approx(out["rbp"])
+
+
 def test_cli_trec_bad_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     qrels = tmp_path / "q.txt"
     qrels.write_text("q1 0 d1 1\n")

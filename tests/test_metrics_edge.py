@@ -138,7 +138,24 @@ def test_exponential_gain_ndcg(both_paths: None) -> None:
     metric = create_metric("ndcg@2", gain="exponential")
     value = metric.score(["a", "b"], {"a": 1, "b": 3})
     assert value == pytest.approx((1 + 7 / math.log2(3)) / (7 + 1 / math.log2(3)))
-    assert evaluate_run({"q": {"a": 1, "b": 3}}, {"q": {"a": 2.0, "b": 1.0}}, [metric])["ndcg@2"] == value
+    # the name carries the non-default option, so a linear and an exponential ndcg@2 can be reported side by side
+    assert metric.name == "ndcg@2(gain=exponential)"
+    both = evaluate_run({"q": {"a": 1, "b": 3}}, {"q": {"a": 2.0, "b": 1.0}}, [metric, "ndcg@2"])
+    assert both["ndcg@2(gain=exponential)"] == value
+    assert both["ndcg@2"] == pytest.approx((3 / math.log2(3) + 1) / (3 + 1 / math.log2(3)))
+
+
+def test_metric_names_carry_options_and_rebuild_the_metric() -> None:
+    for spec in ("ndcg@10(gain=exponential)", "rbp(p=0.5)", "err@5(max_grade=3)", "ndcg@10", "rbp", "recall@100"):
+        metric = create_metric(spec)
+        assert metric.name == spec
+        assert create_metric(metric.name).config() == metric.config()
+    assert create_metric("rbp(p=0.5)").p == 0.5
+    assert create_metric("ndcg@10(gain=exponential)", gain="linear").name == "ndcg@10"  # keywords win
+    with pytest.raises(EvretError, match=r"write each option as KEY=VALUE"):
+        create_metric("ndcg@10(gain)")
+    with pytest.raises(EvretError, match="gain must be 'linear' or 'exponential', got 'cubic'"):
+        create_metric("ndcg@10(gain=cubic)")
 
 
 def test_mrr_cutoff() -> None:

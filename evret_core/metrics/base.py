@@ -302,7 +302,15 @@ class Metric:
 
     @property
     def name(self) -> str:
-        return self.family if self.k is None else f"{self.family}@{self.k}"
+        """``family``, ``family@k``, then any non-default options: ``ndcg@10(gain=exponential)``, ``rbp(p=0.5)``.
+        ``create_metric(metric.name)`` rebuilds the same metric."""
+        base = self.family if self.k is None else f"{self.family}@{self.k}"
+        options = self.name_options()
+        return base + "(" + ",".join(f"{key}={value}" for key, value in options.items()) + ")" if options else base
+
+    def name_options(self) -> dict[str, Any]:
+        """The options that differ from their defaults, shown in :attr:`name` (none for most metrics)."""
+        return {}
 
     @property
     def depth(self) -> int | None:

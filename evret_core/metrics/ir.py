@@ -102,6 +102,9 @@ class NDCG(Metric):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "gain": self.gain}
 
+    def name_options(self) -> dict[str, Any]:
+        return {} if self.gain == "linear" else {"gain": self.gain}
+
     def _g(self, grades: np.ndarray) -> np.ndarray:
         return np.power(2.0, grades) - 1.0 if self.gain == "exponential" else grades
 
@@ -182,6 +185,9 @@ class ERR(Metric):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "max_grade": self.max_grade}
 
+    def name_options(self) -> dict[str, Any]:
+        return {} if self.max_grade is None else {"max_grade": f"{self.max_grade:g}"}
+
     def compute(self, batch: RankedBatch) -> np.ndarray:
         gains = np.where(cut(batch.relevant, self.k), cut(batch.gains, self.k), 0.0)
         if gains.shape[1] == 0:
@@ -217,9 +223,8 @@ class RBP(Metric):
         if self.p != self.default_p:
             self.trec_name = None
 
-    @property
-    def name(self) -> str:
-        return self.family if self.p == self.default_p else f"{self.family}(p={self.p:g})"
+    def name_options(self) -> dict[str, Any]:
+        return {} if self.p == self.default_p else {"p": f"{self.p:g}"}
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "p": self.p}
