@@ -69,6 +69,12 @@ class DictReaderSpy:
         self.declined += out is None
         return out
 
+    def rank_lists_chunk(self, rankings: object, qrels: object, qids: object) -> object:
+        out = self.real.rank_lists_chunk(rankings, qrels, qids)  # type: ignore[attr-defined]
+        self.read += out is not None
+        self.declined += out is None
+        return out
+
 
 # compiled reader: scan the run per judged document / sort the run once; numpy path: sort / compare
 ENGINE_PATHS = {"compiled-scan": 1 << 40, "compiled-sort": -1, "numpy-sorting": 0, "numpy-comparing": 10**9}
@@ -88,5 +94,21 @@ def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         pytest.skip("the compiled accelerator evret_core.metrics._fastrank is not built (no C compiler at install)")
     monkeypatch.delenv("EVRET_PURE_PYTHON", raising=False)
     spy = DictReaderSpy(engine._fastrank, value)
+    monkeypatch.setattr(engine, "_fastrank", spy)
+    return spy
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def rankings_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> DictReaderSpy | None:
+    """Run a ranked-list test with the compiled list reader (returns a spy) and on the pure numpy path (None)."""
+    from evret_core.metrics import engine
+
+    if request.param == "numpy":
+        monkeypatch.setenv("EVRET_PURE_PYTHON", "1")
+        return None
+    if engine._fastrank is None:
+        pytest.skip("the compiled accelerator evret_core.metrics._fastrank is not built (no C compiler at install)")
+    monkeypatch.delenv("EVRET_PURE_PYTHON", raising=False)
+    spy = DictReaderSpy(engine._fastrank, 48)
     monkeypatch.setattr(engine, "_fastrank", spy)
     return spy

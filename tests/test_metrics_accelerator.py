@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evret_core import EvretError, evaluate_run
+from evret_core import EvretError, evaluate_rankings, evaluate_run
 from evret_core.metrics import engine
 
 METRICS = ["precision@5", "recall@10", "f1@5", "hit_rate@3", "mrr@5", "mrr", "ndcg@5", "ndcg", "ap@10", "ap",
@@ -154,3 +154,102 @@ def test_unusual_inputs_are_declined_and_give_the_pure_paths_result(monkeypatch:
     with pytest.raises(EvretError, match="NaN score"):
         evaluate_run(qrels, declined[5], ["ap"])
     assert math.isfinite(evaluate_run(qrels, declined[0], ["ap"])["ap"])
+
+
+# -- ranked lists (evaluate_rankings) ---------------------------------------------------------------------------
+class _ListSpy:
+    def __init__(self, real: Any) -> None:
+        self.real, self.read, self.declined = real, 0, 0
+
+    def rank_lists_chunk(self, rankings: Any, qrels: Any, qids: Any) -> Any:
+        out = self.real.rank_lists_chunk(rankings, qrels, qids)
+        self.read += out is not None
+        self.declined += out is None
+        return out
+
+
+def _both_lists(monkeypatch: pytest.MonkeyPatch, qrels: Any, rankings: Any, **options: Any) -> tuple[Any, Any, _ListSpy]:
+    """evaluate_rankings on the numpy path, then with the compiled list reader (and a spy on it)."""
+    real = engine._fastrank
+    if real is None:
+        pytest.skip("the compiled accelerator is not built")
+    with monkeypatch.context() as m:
+        m.setenv("EVRET_PURE_PYTHON", "1")
+        pure = _outcome(lambda: evaluate_rankings(qrels, rankings, METRICS, per_query=True, **options))
+    monkeypatch.delenv("EVRET_PURE_PYTHON", raising=False)
+    spy = _ListSpy(real)
+    monkeypatch.setattr(engine, "_fastrank", spy)
+    compiled = _outcome(lambda: evaluate_rankings(qrels, rankings, METRICS, per_query=True, **options))
+    monkeypatch.setattr(engine, "_fastrank", real)
+    return pure, compiled, spy
+
+
+def test_list_reader_is_used_and_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    if engine._fastrank is None:
+        pytest.skip("the compiled accelerator is not built")
+    monkeypatch.delenv("EVRET_PURE_PYTHON", raising=False)
+    spy = _ListSpy(engine._fastrank)
+    monkeypatch.setattr(engine, "_fastrank", spy)
+    qrels = {f"q{i}": {"a": 1, "b": 2} for i in range(5000)}
+    rankings = {f"q{i}": ["c", "b", "a"] for i in range(5000)}
+    got = evaluate_rankings(qrels, rankings, ["mrr", "ndcg@2"], per_query=True)
+    assert spy.read == 3 and spy.declined == 0  # three chunks of 2048, all read in C
+    assert got["q7"]["mrr"] == 0.5
+    monkeypatch.setenv("EVRET_PURE_PYTHON", "1")
+    assert evaluate_rankings(qrels, rankings, ["mrr", "ndcg@2"], per_query=True) == got
+    assert spy.read == 3  # the environment switch kept it on the numpy path
+
+
+def _random_lists(rng: random.Random) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Ragged, empty and long lists (tuples too), ids sharing prefixes, equal ids that are distinct objects."""
+    qrels: dict[str, dict[str, Any]] = {}
+    rankings: dict[str, Any] = {}
+    for q in range(rng.randint(1, 60)):
+        pool = [f"{rng.choice(['d', 'D', 'd1', 'é', ''])}{rng.randint(0, 400)}" for _ in range(rng.randint(1, 250))]
+        pool = list(dict.fromkeys(pool))
+        listed = rng.sample(pool, rng.randint(0, len(pool)))
+        # copies built at run time: equal strings, different objects, hash not yet cached
+        listed = ["".join(list(doc)) for doc in listed]
+        rankings[f"q{q}"] = tuple(listed) if rng.random() < 0.3 else listed
+        judged = rng.sample(pool, rng.randint(0, min(len(pool), 90)))
+        qrels[f"q{q}"] = {doc: rng.choice([0, 1, 2, 3, -1, 1.5]) for doc in judged}
+    rankings["only_rankings"] = ["x"]
+    qrels["only_qrels"] = {"x": 1}
+    return qrels, rankings
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_rankings_agree_exactly_between_paths(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels, rankings = _random_lists(random.Random(seed))
+    for options in ({}, {"complete": True}, {"relevance_level": 2}):
+        pure, compiled, spy = _both_lists(monkeypatch, qrels, rankings, **options)
+        assert spy.declined == 0 and spy.read > 0
+        assert compiled == pure  # identical floats per query and metric
+
+
+def test_duplicate_in_a_ranking_gives_the_same_error_on_both_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels = {f"q{i}": {"d1": 1} for i in range(50)}
+    rankings: dict[str, Any] = {f"q{i}": ["d1", "d2", "d3"] for i in range(50)}
+    rankings["q31"] = ["d1", "d2", "".join(["d", "2"])]  # equal to an earlier id, a different object
+    pure, compiled, spy = _both_lists(monkeypatch, qrels, rankings)
+    assert pure == compiled == ("EvretError", "query q31: document 'd2' is ranked more than once")
+    assert spy.declined == 1 and spy.read == 0
+
+
+def test_unusual_rankings_are_declined_and_give_the_pure_paths_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    qrels: dict[str, Any] = {"q": {"a": 1, "b": 2}, "r": {"a": 1}}
+    declined = [
+        {"q": ["a", 7, "b"], "r": ["a"]},  # a non-str id
+        {"q": iter(["a", "b"]), "r": ["a"]},  # not a list or tuple
+        {"q": ["a", "b"], "r": ["a", "a"]},  # a duplicate
+    ]
+    for rankings in declined:
+        pure, compiled, spy = _both_lists(monkeypatch, qrels, rankings)
+        assert compiled == pure and spy.read == 0 and spy.declined == 1, rankings
+    for odd_qrels in ({"q": {"a": True, "b": 2}, "r": {"a": 1}}, {"q": ["a", "b"], "r": {"a": 1}},
+                      {"q": {"a": 1, "b": "yes"}, "r": {"a": 1}}):
+        pure, compiled, spy = _both_lists(monkeypatch, odd_qrels, {"q": ["b", "a"], "r": ["a"]})
+        assert compiled == pure and spy.read == 0 and spy.declined == 1, odd_qrels
+    # accepted: tuples, numpy float64 grades
+    pure, compiled, spy = _both_lists(monkeypatch, {"q": {"a": np.float64(1), "b": 2.0}}, {"q": ("b", "c", "a")})
+    assert compiled == pure and spy.read == 1 and spy.declined == 0

@@ -83,12 +83,14 @@ def test_evaluate_run_matches_trec_eval(case: tuple[str, str, str, dict[str, Any
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-def test_ranked_lists_match_trec_eval(case: tuple[str, str, str, dict[str, Any]]) -> None:
+def test_ranked_lists_match_trec_eval(case: tuple[str, str, str, dict[str, Any]], rankings_path: Any) -> None:
     expected, qrels, run, specs = _load(case)
     rankings = {qid: ranked_docs(scores) for qid, scores in run.items()}
     per_query = evaluate_rankings(qrels, rankings, specs, per_query=True, **case[3])
     bad, checked = _mismatches(expected, per_query)
     assert not bad, f"{len(bad)} of {checked} values differ:\n" + "\n".join(bad[:40])
+    if rankings_path is not None:  # the compiled list reader really read these lists
+        assert rankings_path.read > 0 and rankings_path.declined == 0
 
 
 def test_claimed_measures_are_all_covered() -> None:

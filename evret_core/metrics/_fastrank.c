@@ -13,6 +13,11 @@
  * path, which raises the same errors it always has. Each query's dicts are held by strong references; inside
  * them only exact str keys are looked up in dicts whose keys were all checked to be exact str, so no Python code
  * runs during the walk, and every output buffer is allocated before it.
+ *
+ * rank_lists_chunk(rankings, qrels, qids) does the same for already ranked lists {qid: [docid, ...]}: each list
+ * is read once into a small open-addressing table (the str's cached hash, then str equality), which rejects a
+ * document listed twice (None: the pure path raises its error naming query and document) and gives each judged
+ * document's 0-based position (-1 when not listed). Same buffers as rank_chunk.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -215,10 +220,154 @@ done:
     return result;
 }
 
+/* one ranking's documents in an open-addressing table: slot -> 1 + position (0: empty), with the cached str hash */
+typedef struct {
+    Py_hash_t hash;
+    Py_ssize_t pos1;
+} slot;
+
+static int
+same_str(PyObject *a, PyObject *b)
+{
+    /* exact str on both sides: no Python code runs; identity first, as ids are often the same object */
+    return a == b || PyUnicode_Compare(a, b) == 0;
+}
+
+static PyObject *
+rank_lists_chunk(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *rankings, *qrels, *qids;
+    if (!PyArg_ParseTuple(args, "OOO", &rankings, &qrels, &qids)) return NULL;
+    if (!PyDict_Check(rankings) || !PyDict_Check(qrels) || !PyList_CheckExact(qids)) Py_RETURN_NONE;
+
+    Py_ssize_t n = PyList_GET_SIZE(qids);
+    PyObject **lists = NULL, **judged = NULL;
+    slot *table = NULL;
+    PyObject *out_ret = NULL, *out_qlen = NULL, *out_ranks = NULL, *out_grades = NULL;
+    PyObject *result = NULL;
+    int bail = 0;
+    Py_ssize_t filled = 0;
+
+    lists = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
+    judged = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
+    if (!lists || !judged) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* first pass: each query's list and judgments, held by strong references, and the sizes */
+    Py_ssize_t total_judged = 0, longest = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *qid = PyList_GET_ITEM(qids, q);
+        if (!PyUnicode_CheckExact(qid)) { bail = 1; goto done; }
+        PyObject *r = PyDict_GetItemWithError(rankings, qid);
+        if (r == NULL && PyErr_Occurred()) goto done;
+        PyObject *j = PyDict_GetItemWithError(qrels, qid);
+        if (j == NULL && PyErr_Occurred()) goto done;
+        if ((r && !PyList_CheckExact(r) && !PyTuple_CheckExact(r)) || !j || !PyDict_CheckExact(j)) {
+            bail = 1;
+            goto done;
+        }
+        Py_XINCREF(r);
+        Py_INCREF(j);
+        lists[q] = r;
+        judged[q] = j;
+        filled = q + 1;
+        if (r && PySequence_Fast_GET_SIZE(r) > longest) longest = PySequence_Fast_GET_SIZE(r);
+        total_judged += PyDict_GET_SIZE(j);
+    }
+    size_t cap = 8;
+    while (cap < (size_t)longest * 2) cap <<= 1;
+    out_ret = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    out_qlen = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    out_ranks = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * total_judged);
+    out_grades = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * total_judged);
+    if (!out_ret || !out_qlen || !out_ranks || !out_grades) goto done;
+    table = PyMem_Malloc(sizeof(slot) * cap);
+    if (!table) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out_ret);
+    int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out_qlen);
+    int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out_ranks);
+    double *grades = (double *)PyByteArray_AS_STRING(out_grades);
+
+    Py_ssize_t at = 0;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *r = lists[q], *j = judged[q];
+        Py_ssize_t len = r ? PySequence_Fast_GET_SIZE(r) : 0;
+        PyObject **items = r ? PySequence_Fast_ITEMS(r) : NULL;
+        num_ret[q] = len;
+        size_t size = 8;
+        while (size < (size_t)len * 2) size <<= 1;
+        size_t mask = size - 1;
+        memset(table, 0, sizeof(slot) * size);
+        /* every id once: a duplicate declines the chunk, and the pure path raises its error naming query and doc */
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *doc = items[i];
+            if (!PyUnicode_CheckExact(doc)) { bail = 1; goto done; }
+            Py_hash_t h = PyObject_Hash(doc);
+            if (h == -1) goto done;
+            size_t k = (size_t)h & mask;
+            while (table[k].pos1) {
+                if (table[k].hash == h && same_str(items[table[k].pos1 - 1], doc)) { bail = 1; goto done; }
+                k = (k + 1) & mask;
+            }
+            table[k].hash = h;
+            table[k].pos1 = i + 1;
+        }
+        qlen[q] = PyDict_GET_SIZE(j);
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(j, &pos, &key, &value)) {
+            double g;
+            if (!PyUnicode_CheckExact(key) || !as_double(value, &g)) { bail = 1; goto done; }
+            grades[at] = g;
+            int64_t rank = -1;
+            if (len) {
+                Py_hash_t h = PyObject_Hash(key);
+                if (h == -1) goto done;
+                size_t k = (size_t)h & mask;
+                while (table[k].pos1) {
+                    if (table[k].hash == h && same_str(items[table[k].pos1 - 1], key)) {
+                        rank = table[k].pos1 - 1;
+                        break;
+                    }
+                    k = (k + 1) & mask;
+                }
+            }
+            ranks[at++] = rank;
+        }
+    }
+    result = PyTuple_Pack(4, out_ret, out_qlen, out_ranks, out_grades);
+
+done:
+    for (Py_ssize_t q = 0; q < filled; q++) {
+        Py_XDECREF(lists[q]);
+        Py_XDECREF(judged[q]);
+    }
+    PyMem_Free(lists);
+    PyMem_Free(judged);
+    PyMem_Free(table);
+    Py_XDECREF(out_ret);
+    Py_XDECREF(out_qlen);
+    Py_XDECREF(out_ranks);
+    Py_XDECREF(out_grades);
+    if (bail) {
+        Py_XDECREF(result);
+        Py_RETURN_NONE;
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank_chunk", rank_chunk, METH_VARARGS,
      "rank_chunk(run, qrels, qids, scan_limit=48) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or "
      "None: use the pure path. Queries with more than scan_limit judged documents rank by sorting their run."},
+    {"rank_lists_chunk", rank_lists_chunk, METH_VARARGS,
+     "rank_lists_chunk(rankings, qrels, qids) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or None: "
+     "use the pure path (anything but lists/tuples of str, dicts of str -> float/int, or a document listed twice)."},
     {NULL, NULL, 0, NULL},
 };
 

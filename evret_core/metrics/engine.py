@@ -7,7 +7,8 @@ matrix (scores strictly higher, then ties broken by document id in descending or
 are processed in chunks so the peak memory stays bounded.
 
 Where the optional compiled accelerator ``evret_core.metrics._fastrank`` was built, it replaces that reading
-and rank counting for plain dicts of str ids and float/int values (one C walk per dict, same ranks); anything
+and rank counting for plain dicts of str ids and float/int values (one C walk per dict, same ranks), and, for
+ranked lists, the hashing that rejects duplicates and finds judged documents (one C walk per list); anything
 else, and ``EVRET_PURE_PYTHON=1``, takes the numpy path.
 """
 
@@ -131,8 +132,13 @@ def evaluate_rankings(
     qids = _query_ids(qrels, rankings, complete)
     depth = _needed_depth(resolved)
     empty: Sequence[str] = ()
+    fast = accelerator() if _plain_dict(rankings) and _plain_dict(qrels, getitem=True) else None
 
     def build(chunk: list[str]) -> RankedBatch:
+        if fast is not None:
+            read = fast.rank_lists_chunk(rankings, qrels, chunk)
+            if read is not None:
+                return _batch_from_read(read, depth, relevance_level)
         return RankedBatch.from_rankings(
             [rankings.get(q, empty) for q in chunk], [qrels[q] for q in chunk], relevance_level,
             depth=depth, duplicates="error", query_ids=chunk,
@@ -230,9 +236,13 @@ def batch_from_run(
     return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
 
 
-def _plain_dict(mapping: object) -> bool:
-    """A dict (or subclass such as TrecRun) whose lookups are dict's own, as the compiled reader does them."""
-    return isinstance(mapping, dict) and type(mapping).get is dict.get
+def _plain_dict(mapping: object, getitem: bool = False) -> bool:
+    """A dict (or subclass such as TrecRun) whose lookups (``get``, and ``[]`` with ``getitem``) are dict's own,
+    as the compiled reader does them."""
+    if not isinstance(mapping, dict):
+        return False
+    kind = type(mapping)
+    return kind.get is dict.get and (not getitem or kind.__getitem__ is dict.__getitem__)
 
 
 def _batch_from_read(read: tuple[bytearray, ...], depth: int | None, relevance_level: float | None) -> RankedBatch:
