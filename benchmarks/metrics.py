@@ -5,7 +5,8 @@ Generates a synthetic run (N queries x 100 retrieved documents, 1-10 relevant do
 precision@10, recall@100 and hit_rate@10, per query, with:
 
 - Evret from the dict format (``evaluate_run``; with the compiled dict reader where it was built, and forced
-  onto the pure numpy path with ``EVRET_PURE_PYTHON=1``), from ranked lists (``evaluate_rankings``) and from arrays
+  onto the pure numpy path with ``EVRET_PURE_PYTHON=1``), from ranked lists (``evaluate_rankings``, likewise with
+  the compiled list reader and on the numpy path) and from arrays
   (a ``RankedBatch`` of grade matrices, the form the retrieval evaluator hands over);
 - pytrec_eval (ndcg_cut_10, map_cut_100, recip_rank, P_10, recall_100, success_10; its recip_rank has no
   cutoff, so mrr@10 is compared as recip_rank when the first relevant rank is <= 10, else 0);
@@ -136,10 +137,21 @@ def bench(n_queries: int, repeat: int, skip: list[str]) -> list[tuple[str, float
     if pure_env is not None:
         os.environ["EVRET_PURE_PYTHON"] = pure_env
 
+    # ranked lists twice too: with the compiled list reader (when built) and on the pure numpy path
     rankings = {q: ranked_docs(scores) for q, scores in run.items()}
+    os.environ["EVRET_PURE_PYTHON"] = "1"
     t, cpu, mem, from_lists = measure(lambda: evaluate_rankings(qrels, rankings, metrics, per_query=True), repeat)
-    rows.append(("evret, ranked lists (evaluate_rankings)", t, cpu, mem))
-    print(compare("evret ranked lists vs dict", ours, from_lists))
+    rows.append(("evret, ranked lists (evaluate_rankings), numpy path", t, cpu, mem))
+    print(compare("evret ranked lists (numpy path) vs dict", ours, from_lists))
+    os.environ.pop("EVRET_PURE_PYTHON")
+    if accelerator() is not None:
+        t, cpu, mem, from_lists = measure(
+            lambda: evaluate_rankings(qrels, rankings, metrics, per_query=True), repeat)
+        rows.insert(len(rows) - 1, ("evret, ranked lists (evaluate_rankings), compiled reader", t, cpu, mem))
+        print(compare("evret ranked lists (compiled reader) vs dict", ours, from_lists))
+    if pure_env is not None:
+        os.environ["EVRET_PURE_PYTHON"] = pure_env
+    del from_lists
 
     qids = list(run)
     batch0 = RankedBatch.from_rankings([rankings[q] for q in qids], [qrels[q] for q in qids], depth=DEPTH)

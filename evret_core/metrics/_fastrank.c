@@ -220,6 +220,13 @@ done:
     return result;
 }
 
+#define PREFETCH 16
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH_OBJ(p) __builtin_prefetch((const void *)(p), 0, 1)
+#else
+#define PREFETCH_OBJ(p) ((void)0)
+#endif
+
 /* one ranking's documents in an open-addressing table: slot -> 1 + position (0: empty), with the cached str hash */
 typedef struct {
     Py_hash_t hash;
@@ -304,8 +311,11 @@ rank_lists_chunk(PyObject *self, PyObject *args)
         size_t mask = size - 1;
         memset(table, 0, sizeof(slot) * size);
         /* every id once: a duplicate declines the chunk, and the pure path raises its error naming query and doc */
+        /* the ids are scattered objects, one cache miss each: ask for the next ones while this one is hashed */
+        for (Py_ssize_t i = 0; i < len && i < PREFETCH; i++) PREFETCH_OBJ(items[i]);
         for (Py_ssize_t i = 0; i < len; i++) {
             PyObject *doc = items[i];
+            if (i + PREFETCH < len) PREFETCH_OBJ(items[i + PREFETCH]);
             if (!PyUnicode_CheckExact(doc)) { bail = 1; goto done; }
             Py_hash_t h = PyObject_Hash(doc);
             if (h == -1) goto done;
