@@ -69,6 +69,38 @@ entry_order(const void *pa, const void *pb)
     return -PyUnicode_Compare(a->key, b->key);
 }
 
+/* the four output buffers both readers fill; numpy wraps them without copying */
+typedef struct {
+    PyObject *num_ret, *qlen, *ranks, *grades;
+} outputs;
+
+/* allocate them for n queries and total_judged judgments; 0 with an exception set on failure */
+static int
+outputs_alloc(outputs *o, Py_ssize_t n, Py_ssize_t total_judged)
+{
+    o->num_ret = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    o->qlen = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
+    o->ranks = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * total_judged);
+    o->grades = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * total_judged);
+    return o->num_ret && o->qlen && o->ranks && o->grades;
+}
+
+/* the (num_ret, qrel_lengths, ranks, grades) tuple, or NULL; the buffers stay owned by o */
+static PyObject *
+outputs_pack(outputs *o)
+{
+    return PyTuple_Pack(4, o->num_ret, o->qlen, o->ranks, o->grades);
+}
+
+static void
+outputs_free(outputs *o)
+{
+    Py_XDECREF(o->num_ret);
+    Py_XDECREF(o->qlen);
+    Py_XDECREF(o->ranks);
+    Py_XDECREF(o->grades);
+}
+
 static PyObject *
 rank_chunk(PyObject *self, PyObject *args)
 {
@@ -84,7 +116,7 @@ rank_chunk(PyObject *self, PyObject *args)
     entry *buf = NULL;
     double *scores = NULL;
     PyObject **keys = NULL;
-    PyObject *out_ret = NULL, *out_qlen = NULL, *out_ranks = NULL, *out_grades = NULL;
+    outputs out = {NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     int bail = 0;
 
@@ -114,22 +146,18 @@ rank_chunk(PyObject *self, PyObject *args)
         if (r && PyDict_GET_SIZE(r) > longest) longest = PyDict_GET_SIZE(r);
         if (j) total_judged += PyDict_GET_SIZE(j);
     }
-    out_ret = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
-    out_qlen = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
-    out_ranks = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * total_judged);
-    out_grades = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * total_judged);
+    if (!outputs_alloc(&out, n, total_judged)) goto done;
     buf = PyMem_Malloc(sizeof(entry) * (size_t)(longest ? longest : 1));
     scores = PyMem_Malloc(sizeof(double) * (size_t)(longest ? longest : 1));
     keys = PyMem_Malloc(sizeof(PyObject *) * (size_t)(longest ? longest : 1));
-    if (!out_ret || !out_qlen || !out_ranks || !out_grades) goto done;
     if (!buf || !scores || !keys) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out_ret);
-    int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out_qlen);
-    int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out_ranks);
-    double *grades = (double *)PyByteArray_AS_STRING(out_grades);
+    int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out.num_ret);
+    int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out.qlen);
+    int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out.ranks);
+    double *grades = (double *)PyByteArray_AS_STRING(out.grades);
 
     Py_ssize_t at = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
@@ -197,7 +225,7 @@ rank_chunk(PyObject *self, PyObject *args)
             ranks[at++] = rank;
         }
     }
-    result = PyTuple_Pack(4, out_ret, out_qlen, out_ranks, out_grades);
+    result = outputs_pack(&out);
 
 done:
     for (Py_ssize_t q = 0; q < filled; q++) {
@@ -209,10 +237,7 @@ done:
     PyMem_Free(buf);
     PyMem_Free(scores);
     PyMem_Free(keys);
-    Py_XDECREF(out_ret);
-    Py_XDECREF(out_qlen);
-    Py_XDECREF(out_ranks);
-    Py_XDECREF(out_grades);
+    outputs_free(&out);
     if (bail) {
         Py_XDECREF(result);
         Py_RETURN_NONE;
@@ -251,7 +276,7 @@ rank_lists_chunk(PyObject *self, PyObject *args)
     Py_ssize_t n = PyList_GET_SIZE(qids);
     PyObject **lists = NULL, **judged = NULL;
     slot *table = NULL;
-    PyObject *out_ret = NULL, *out_qlen = NULL, *out_ranks = NULL, *out_grades = NULL;
+    outputs out = {NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     int bail = 0;
     Py_ssize_t filled = 0;
@@ -285,20 +310,16 @@ rank_lists_chunk(PyObject *self, PyObject *args)
     }
     size_t cap = 8;
     while (cap < (size_t)longest * 2) cap <<= 1;
-    out_ret = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
-    out_qlen = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * n);
-    out_ranks = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(int64_t) * total_judged);
-    out_grades = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)sizeof(double) * total_judged);
-    if (!out_ret || !out_qlen || !out_ranks || !out_grades) goto done;
+    if (!outputs_alloc(&out, n, total_judged)) goto done;
     table = PyMem_Malloc(sizeof(slot) * cap);
     if (!table) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out_ret);
-    int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out_qlen);
-    int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out_ranks);
-    double *grades = (double *)PyByteArray_AS_STRING(out_grades);
+    int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out.num_ret);
+    int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out.qlen);
+    int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out.ranks);
+    double *grades = (double *)PyByteArray_AS_STRING(out.grades);
 
     Py_ssize_t at = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
@@ -350,7 +371,7 @@ rank_lists_chunk(PyObject *self, PyObject *args)
             ranks[at++] = rank;
         }
     }
-    result = PyTuple_Pack(4, out_ret, out_qlen, out_ranks, out_grades);
+    result = outputs_pack(&out);
 
 done:
     for (Py_ssize_t q = 0; q < filled; q++) {
@@ -360,10 +381,7 @@ done:
     PyMem_Free(lists);
     PyMem_Free(judged);
     PyMem_Free(table);
-    Py_XDECREF(out_ret);
-    Py_XDECREF(out_qlen);
-    Py_XDECREF(out_ranks);
-    Py_XDECREF(out_grades);
+    outputs_free(&out);
     if (bail) {
         Py_XDECREF(result);
         Py_RETURN_NONE;
