@@ -25,6 +25,20 @@ def _retriever(query: str, k: int) -> list[dict[str, object]]:
     return [{"doc_id": f"d{n}", "text": f"item {n} is a thing"}, {"doc_id": "x", "text": "unrelated words"}]
 
 
+def _drain(master: int) -> str:
+    """Everything written to the terminal side of a pty, once the writer has closed it."""
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the other side is closed
+            break
+        if not data:
+            break
+        chunks.append(data)
+    return b"".join(chunks).decode()
+
+
 def test_silent_when_not_a_terminal() -> None:
     stream = io.StringIO()
     progress = terminal_progress(stream)
@@ -43,18 +57,9 @@ def test_draws_on_a_pseudo_terminal() -> None:
             r = Evaluator(_retriever, ["recall@2"], progress=progress, batch_size=10).evaluate(_dataset(40))
             progress.close()
             tty.flush()
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+        out = _drain(master)
     finally:
         os.close(master)
-    out = b"".join(chunks).decode()
     assert r.scores["recall@2"] == 1.0
     assert "retrieve  [" in out and "10/40" in out and "40/40 100%" in out
     assert "judge     [" in out and "/s" in out
@@ -82,16 +87,7 @@ def test_cli_process_on_a_terminal_and_in_a_pipe(tmp_path) -> None:  # type: ign
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
     stdout, _ = proc.communicate(timeout=120)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
+    drawn = _drain(master)
     os.close(master)
     assert proc.returncode == 0 and stdout == b"done\n"
-    drawn = b"".join(chunks).decode()
     assert "retrieve  [" in drawn and "30/30 100%" in drawn
