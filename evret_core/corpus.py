@@ -7,6 +7,7 @@ loads for one retriever loads for all of them. Standard library only.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,72 @@ def read_text(path: str | Path, what: str = "file") -> str:
     except FileNotFoundError:
         raise EvretError(f"{path}: no such {what}") from None
     except UnicodeDecodeError as exc:
-        raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise EvretError(f"{path}:{_line_of(exc)}: not UTF-8 text ({_bad_bytes(exc)}); save it as UTF-8") from None
     except IsADirectoryError:
         raise EvretError(f"{path}: is a folder, not a file") from None
     except OSError as exc:
         raise EvretError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
+def _line_of(exc: UnicodeDecodeError) -> str:
+    data = exc.object
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    return f"{line}:{column}"
+
+
+def _bad_bytes(exc: UnicodeDecodeError) -> str:
+    return "byte " + " ".join(f"0x{b:02x}" for b in exc.object[exc.start : exc.end])
+
+
+# a \uD800-\uDFFF escape: only these can put a lone surrogate (text that cannot be encoded) into parsed JSON
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def loads_json(text: str, source: str | Path, line: int | None = None) -> Any:
+    """``json.loads`` whose errors are :class:`EvretError`s naming "file:line" (``line`` is the line ``text`` is on,
+    for JSON Lines; else the line is found in ``text``): invalid JSON, values nested too deeply (a RecursionError
+    otherwise), and strings holding a lone surrogate (``"\\ud800"``), which no UTF-8 file, hash or report holds."""
+
+    def where(offset: int) -> str:
+        return f"{source}:{line if line is not None else text.count(chr(10), 0, offset) + 1}"
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise EvretError(f"{where(exc.pos)}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise EvretError(f"{where(_too_deep_at(text))}: JSON nested too deeply") from None
+    escape = _SURROGATE_ESCAPE.search(text)
+    if escape:
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise EvretError(f"{where(escape.start())}: a string holds a lone surrogate escape (such as \\ud800), "
+                             "which is not text; fix the file") from None
+    return value
+
+
+def _too_deep_at(text: str, limit: int = 500) -> int:
+    """The offset where brackets outside strings first nest ``limit`` deep (0 when they never do)."""
+    depth, in_string, escaped = 0, False, False
+    for offset, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth >= limit:
+                return offset
+        elif char in "]}":
+            depth -= 1
+    return 0
 
 
 def iter_json_lines(path: str | Path, what: str = "file") -> Iterator[tuple[int, str, Any]]:
@@ -40,11 +102,7 @@ def iter_json_lines(path: str | Path, what: str = "file") -> Iterator[tuple[int,
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-        yield lineno, where, value
+        yield lineno, where, loads_json(line, path, lineno)
 
 
 def iter_corpus(path: str | Path) -> Iterator[tuple[str, str, dict[str, Any]]]:

@@ -20,3 +20,17 @@ class UnknownNameError(EvretError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+def describe_validation_error(exc: Exception, limit: int = 3, whole: str = "record") -> str:
+    """A pydantic ``ValidationError`` as one line: ``field.path: message; ...`` (at most ``limit`` problems;
+    ``whole`` names a problem of the whole object)."""
+    errors = exc.errors() if hasattr(exc, "errors") else []
+    parts = []
+    for err in errors[:limit]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or whole
+        message = str(err.get("msg", "")).removeprefix("Value error, ").replace("\n", " ")
+        parts.append(f"{where}: {message}")
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more problem(s)")
+    return "; ".join(parts) or str(exc).replace("\n", " ")

@@ -5,14 +5,15 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evret_core.corpus import iter_json_lines, read_corpus, read_text
-from evret_core.errors import EvretError
+from evret_core.corpus import iter_json_lines, loads_json, read_corpus, read_text
+from evret_core.errors import EvretError, describe_validation_error
 
 __all__ = [
     "QueryExample",
@@ -23,9 +24,20 @@ __all__ = [
 ]
 
 
+def _encodable(text: str, what: str) -> str:
+    """``text``, or a ValueError when it holds a lone surrogate (from a ``\\ud800`` escape): such a string
+    cannot be hashed, cached or written as UTF-8, so it is refused when it is read, not after retrieval."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{what} holds a lone surrogate ({text[exc.start]!r}), which is not text") from None
+    return text
+
+
 def derive_query_id(query_text: str) -> str:
     """A stable id for a query that has none: the first 12 hex digits of the SHA-256 of its text."""
-    return "q_" + hashlib.sha256(query_text.encode("utf-8")).hexdigest()[:12]
+    return "q_" + hashlib.sha256(query_text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 class QueryExample(BaseModel):
@@ -49,6 +61,34 @@ class QueryExample(BaseModel):
     def _non_empty(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("query text is empty")
+        return _encodable(value, "query text")
+
+    @field_validator("query_id")
+    @classmethod
+    def _id_non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("query_id is empty")
+        return _encodable(value, "query_id")
+
+    @field_validator("expected_answers")
+    @classmethod
+    def _answers_are_text(cls, value: list[str]) -> list[str]:
+        for answer in value:
+            _encodable(answer, "expected answer")
+        return value
+
+    @field_validator("relevant_doc_ids")
+    @classmethod
+    def _finite_grades(cls, value: list[str] | dict[str, float] | None) -> list[str] | dict[str, float] | None:
+        ids = value if isinstance(value, list) else list(value or {})
+        for doc_id in ids:
+            if not doc_id.strip():
+                raise ValueError("a relevant document id is empty")
+            _encodable(doc_id, "relevant document id")
+        if isinstance(value, dict):
+            for doc_id, grade in value.items():
+                if not math.isfinite(grade):
+                    raise ValueError(f"grade of {doc_id!r} is {grade}; grades must be finite numbers")
         return value
 
     @field_validator("relevant_doc_ids", mode="before")
@@ -134,8 +174,11 @@ def _example_from_record(record: Any, where: str) -> QueryExample:
     answers = record.get("expected_answers", [])
     if isinstance(answers, str):
         answers = [answers]
+    query_id = record.get("query_id")
+    if isinstance(query_id, (bool, dict, list, float)):
+        raise EvretError(f"{where}: field 'query_id' must be a string or an integer, got {query_id!r}")
     data = {
-        "query_id": str(record.get("query_id") or derive_query_id(text)),
+        "query_id": derive_query_id(text) if query_id is None else str(query_id),
         "query_text": text,
         "expected_answers": answers,
         "relevant_doc_ids": record.get("relevant_doc_ids"),
@@ -144,10 +187,7 @@ def _example_from_record(record: Any, where: str) -> QueryExample:
     try:
         return QueryExample.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}" for err in exc.errors()
-        )
-        raise EvretError(f"{where}: {problems}") from None
+        raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
 
 
 class EvaluationDataset(BaseModel):
@@ -194,10 +234,7 @@ class EvaluationDataset(BaseModel):
     def from_json(cls, path: str | Path) -> EvaluationDataset:
         """A JSON list of records, or an object with a ``queries`` list."""
         path = Path(path)
-        try:
-            data = json.loads(read_text(path))
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        data = loads_json(read_text(path), path)
         if isinstance(data, Mapping):
             data = data.get("queries")
         if not isinstance(data, list):
@@ -278,6 +315,10 @@ class EvaluationDataset(BaseModel):
                 grade = float(fields[2])
             except ValueError:
                 raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a number") from None
+            if not math.isfinite(grade):
+                raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a finite number")
+            if not fields[0].strip() or not fields[1].strip():
+                raise EvretError(f"{qrels_path}:{lineno}: empty query id or document id")
             judgments.setdefault(fields[0], {})[fields[1]] = grade
         corpus: dict[str, dict[str, Any]] = dict(read_corpus(folder / "corpus.jsonl"))
         examples: list[QueryExample] = []
@@ -289,7 +330,7 @@ class EvaluationDataset(BaseModel):
                 examples.append(QueryExample(query_id=qid, query_text=str(record.get("text") or ""),
                                              relevant_doc_ids=judgments[qid]))
             except ValidationError as exc:
-                raise EvretError(f"{where}: {exc.errors()[0]['msg']}") from None
+                raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
         if not examples:
             raise EvretError(f"{folder}: no query of queries.jsonl has judgments in qrels/{split}.tsv")
         return cls(queries=examples, corpus=corpus, name=folder.name)

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from evret_core.errors import EvretError
+from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import get_registry
 
 _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?:\((?P<options>[^()]*)\))?$")
@@ -77,8 +78,8 @@ def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
         k = int(k_text)
     except ValueError:
         raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer") from None
-    if k <= 0:
-        raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be a positive integer")
+    if not 0 < k <= MAX_DEPTH:
+        raise EvretError(f"bad metric name {spec!r}: the cutoff after '@' must be an integer from 1 to {MAX_DEPTH}")
     return family, k, options
 
 

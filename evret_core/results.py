@@ -7,18 +7,18 @@ files still load (those fields are empty).
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evret_core.errors import EvretError
+from evret_core.corpus import loads_json, read_text
+from evret_core.errors import EvretError, describe_validation_error
+from evret_core.outputs import write_output
+from evret_core.redact import redact
 
 if TYPE_CHECKING:
     from evret_core.models import EvaluationDataset
@@ -138,17 +138,10 @@ class EvaluationResults(BaseModel):
         """Read results written by :meth:`to_json` (a path, or the JSON text itself)."""
         if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
             path = Path(path_or_text)
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                raise EvretError(f"{path}: no such results file") from None
-            source = str(path)
+            text, source = read_text(path, "results file"), str(path)
         else:
             text, source = str(path_or_text), "<json>"
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{source}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        data = loads_json(text, source)
         if not isinstance(data, dict) or "per_query" not in data or "scores" not in data:
             raise EvretError(f"{source}: not an Evret results file (no 'scores' and 'per_query')")
         version = data.get("schema_version", 1)
@@ -157,8 +150,8 @@ class EvaluationResults(BaseModel):
                              f"({SCHEMA_VERSION}); upgrade evret-core")
         try:
             return cls.model_validate(data)
-        except Exception as exc:  # pydantic ValidationError: name the file
-            raise EvretError(f"{source}: not an Evret results file ({exc})") from None
+        except ValidationError as exc:  # one line naming the file and the field
+            raise EvretError(f"{source}: not an Evret results file ({describe_validation_error(exc)})") from None
 
     def per_query_scores(self) -> dict[str, dict[str, float]]:
         """query id -> metric -> value."""
@@ -246,7 +239,7 @@ def build_manifest(
     """The reproducibility manifest of ``results``, from its ``config`` and the dataset it was scored on."""
     from evret_core import __version__
 
-    config = results.config
+    config = redact(results.config)  # keys and URL credentials never reach a results file
     dataset_info: dict[str, Any] = {"num_queries": results.num_queries}
     if dataset is not None:
         dataset_info.update(name=dataset.name, hash=dataset.content_hash(), num_queries=len(dataset))
@@ -283,6 +276,7 @@ def add_statistics(
 
     queries = list(results.per_query.values())
     columns = {m: [q.scores.get(m, 0.0) for q in queries] for m in results.metrics}
+    results.config = redact(results.config)
     results.confidence_level = confidence_level
     results.intervals = bootstrap_intervals(columns, confidence_level, n_resamples, seed)
     sliced = slice_scores(columns, [q.tags for q in queries], confidence_level, n_resamples, seed, min_slice_size)
@@ -297,17 +291,5 @@ def add_statistics(
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename, so no half-written file is ever seen."""
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.exists():
-        raise EvretError(f"{path}: folder {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write ``text`` to ``path`` safely (atomically for regular files; see :mod:`evret_core.outputs`)."""
+    write_output(path, text)

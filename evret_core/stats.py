@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
+from evret_core.limits import MAX_RESAMPLES
 
 TESTS = ("t", "randomization", "bootstrap")
 DEFAULT_LEVEL = 0.95
@@ -104,8 +105,8 @@ def check_confidence_level(level: float) -> float:
 
 def check_resamples(n_resamples: int, option: str = "n_resamples") -> int:
     """``n_resamples`` as an int, or an EvretError naming the option when it is not positive."""
-    if int(n_resamples) < 1:
-        raise EvretError(f"{option} must be a positive integer, got {n_resamples}")
+    if not 1 <= int(n_resamples) <= MAX_RESAMPLES:
+        raise EvretError(f"{option} must be an integer from 1 to {MAX_RESAMPLES}, got {n_resamples}")
     return int(n_resamples)
 
 

@@ -57,5 +57,5 @@ def test_file_level_errors(tmp_path: Path) -> None:
     with pytest.raises(EvretError, match=r"empty.jsonl: the corpus has no documents"):
         read_corpus(tmp_path / "empty.jsonl")
     (tmp_path / "latin1.jsonl").write_bytes(b'{"_id": "a", "text": "caf\xe9"}\n')
-    with pytest.raises(EvretError, match=r"latin1.jsonl: not UTF-8 text \(byte 25\)"):
+    with pytest.raises(EvretError, match=r"latin1.jsonl:1:26: not UTF-8 text \(byte 0xe9\)"):
         read_corpus(tmp_path / "latin1.jsonl")

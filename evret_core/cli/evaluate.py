@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
-from pathlib import Path
 from typing import Any
 
-from evret_core.cli.options import config_error, load_config, parse_options
+from evret_core.cli.options import load_config, parse_options
+from evret_core.config import FLAGS, EvaluateConfig, build_retriever, file_settings
 from evret_core.errors import EvretError
 
-CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured",
-               "confidence_level", "n_resamples", "seed", "min_slice_size"}
-# statistics settings: config key -> (type, command-line flag)
-STAT_KEYS = {"confidence_level": (float, "--confidence-level"), "n_resamples": (int, "--resamples"),
-             "seed": (int, "--seed"), "min_slice_size": (int, "--min-slice-size")}
+__all__ = ["add_parser", "build_retriever", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -43,127 +38,61 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=run)
 
 
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    settings: dict[str, Any] = {"retriever_options": {}, "judge_options": {}}
-    base = Path(".")
+def _settings(args: argparse.Namespace) -> EvaluateConfig:
+    """The config file's settings, then the command line's on top; errors name the file or the flag.
+
+    ``--judge NAME`` naming another judge than the file's drops the file's judge options (they were written for
+    that judge); ``--judge-option`` adds to the options of whichever judge is used. The same for retrievers.
+    """
+    data: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    option_sources: dict[str, dict[str, str]] = {}
     if args.config:
-        data = load_config(args.config)
-        base = Path(args.config).parent
-        unknown = set(data) - CONFIG_KEYS
-        if unknown:
-            raise config_error(args.config, sorted(unknown)[0],
-                               f"unknown setting; known settings are {', '.join(sorted(CONFIG_KEYS))}")
-        for key in ("retriever", "judge"):
-            value = data.get(key)
-            if value is None:
-                continue
-            if isinstance(value, str):
-                settings[key] = value
-            elif isinstance(value, dict):
-                options = dict(value)
-                name = options.pop("name", None)
-                if not isinstance(name, str):
-                    raise config_error(args.config, f"{key}.name", "missing or not a string")
-                settings[key] = name
-                settings[f"{key}_options"] = options
-            else:
-                raise config_error(args.config, key, "must be a name or a table with 'name'")
-        if "metrics" in data:
-            metrics = data["metrics"]
-            if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
-                raise config_error(args.config, "metrics", "must be a list of names such as ['ndcg@10']")
-            settings["metrics"] = metrics
-        if "k" in data:
-            if not isinstance(data["k"], int) or isinstance(data["k"], bool) or data["k"] <= 0:
-                raise config_error(args.config, "k", f"must be a positive integer, got {data['k']!r}")
-            settings["k"] = data["k"]
-        for key in ("dataset", "output", "matching"):
-            if key in data:
-                if not isinstance(data[key], str):
-                    raise config_error(args.config, key, "must be a string")
-                settings[key] = data[key]
-        if "matching" in settings and settings["matching"] not in ("first_match", "any_match"):
-            raise config_error(args.config, "matching", f"must be first_match or any_match, got {settings['matching']!r}")
-        for key in ("dataset", "output"):
-            if key in settings and not Path(settings[key]).is_absolute():
-                settings[key] = str(base / settings[key])
-        for key in ("retriever_options", "judge_options"):
-            settings[key] = {name: _relative_to(base, name, value) for name, value in settings[key].items()}
-        if "fail_on_unmeasured" in data:
-            settings["fail_on_unmeasured"] = bool(data["fail_on_unmeasured"])
-        for key, (kind, _) in STAT_KEYS.items():
-            if key in data:
-                value = data[key]
-                if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
-                    raise config_error(args.config, key, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
-                settings[key] = value
-    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured", *STAT_KEYS):
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    if args.metric:
-        settings["metrics"] = args.metric
-    settings["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
-    settings["judge_options"].update(parse_options(args.judge_option, "--judge-option"))
+        raw = load_config(args.config)
+        data, option_sources = file_settings(raw, args.config)
+        sources = {key: str(args.config) for key in data}
+    for key, flag in FLAGS.items():
+        value = getattr(args, "metric" if key == "metrics" else key, None)
+        if value is None or key in ("retriever", "judge"):
+            continue
+        data[key], sources[key] = value, flag
+    for kind in ("retriever", "judge"):
+        name = getattr(args, kind)
+        flag_options = parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option")
+        if name is None and not flag_options:
+            continue
+        current = data.get(kind)
+        spec = dict(current) if isinstance(current, dict) else {"name": current} if current is not None else {}
+        if name is not None:
+            if spec.get("name") != name:  # the file's options were written for the file's component
+                spec = {"options": {}}
+                option_sources[kind] = {}
+            spec["name"] = name
+            sources[kind] = f"--{kind}"
+        if spec.get("name") is None and kind == "judge":
+            spec["name"] = "token-overlap"
+        options = spec.get("options")
+        options = dict(options) if isinstance(options, dict) else {}
+        options.update(flag_options)
+        spec["options"] = options
+        option_sources.setdefault(kind, {}).update({key: f"--{kind}-option" for key in flag_options})
+        data[kind] = spec
+        sources.setdefault(kind, f"--{kind}-option")
     for required, flag in (("dataset", "--dataset"), ("retriever", "--retriever"), ("metrics", "--metric")):
-        if not settings.get(required):
+        if not data.get(required):
             raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
-    return settings
-
-
-PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
-
-
-def _relative_to(base: Path, name: str, value: Any) -> Any:
-    """Config-file options that name files (``corpus``, ``*_path``, ``*_file``, ``*_dir``) are relative to the file."""
-    if isinstance(value, str) and name.endswith(PATH_OPTION_SUFFIXES) and not Path(value).is_absolute():
-        return str(base / value)
-    return value
-
-
-def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
-    """Create a registered retriever, handing it the dataset when its factory accepts ``dataset``."""
-    from evret_core.plugins import get_registry
-    from evret_core.registry import create_retriever
-
-    factory = get_registry().get("retriever", name)
-    try:
-        accepts_dataset = "dataset" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        accepts_dataset = False
-    if accepts_dataset and "dataset" not in options:
-        options = {**options, "dataset": dataset}
-    return create_retriever(name, **options)
+    return EvaluateConfig.validated(data, sources, option_sources)
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.evaluators.retrieval import Evaluator
-    from evret_core.models import EvaluationDataset
     from evret_core.progress import terminal_progress
-    from evret_core.registry import create_judge
     from evret_core.report.terminal import print_scores
 
-    settings = _settings(args)
-    dataset = EvaluationDataset.load(settings["dataset"])
-    retriever = build_retriever(settings["retriever"], settings["retriever_options"], dataset)
-    judge = None
-    if settings.get("judge") or settings["judge_options"]:
-        judge = create_judge(settings.get("judge") or "token-overlap", **settings["judge_options"])
-    if settings.get("output"):
-        out_dir = Path(settings["output"]).parent
-        if str(out_dir) and not out_dir.exists():
-            raise EvretError(f"--output {settings['output']}: folder {out_dir} does not exist")
+    config = _settings(args)
+    config.check_output(inputs=[args.config] if args.config else [])  # before any work, not after the spend
+    dataset = config.load_dataset()
     progress = None if args.no_progress else terminal_progress()
-    evaluator = Evaluator(
-        retriever=retriever,
-        metrics=settings["metrics"],
-        judge=judge,
-        matching=settings.get("matching", "first_match"),
-        k=settings.get("k"),
-        fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
-        progress=progress,
-        **{key: settings[key] for key in STAT_KEYS if key in settings},
-    )
+    evaluator = config.build_evaluator(dataset, progress)
     if getattr(args, "dry_run", False):
         plan = evaluator.dry_run(dataset)
         if progress is not None:
@@ -173,11 +102,14 @@ def run(args: argparse.Namespace) -> int:
     results = evaluator.evaluate(dataset)
     if progress is not None:
         progress.close()
-    print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=sys.stdout)
+    if config.output:  # written first: a closed pipe on standard output must not lose the results
+        results.to_json(config.output)
+    # with --output - the JSON is standard output, so the table goes to standard error
+    table = sys.stderr if config.output == "-" else sys.stdout
+    print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=table)
     _print_llm_stats(results.stats)
-    if settings.get("output"):
-        results.to_json(settings["output"])
-        print(f"results written to {settings['output']}", file=sys.stderr)
+    if config.output and config.output != "-":
+        print(f"results written to {config.output}", file=sys.stderr)
     return 0
 
 

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.errors import EvretError
+from evret_core.limits import check_float, check_int
+
+__all__ = ["check_float", "check_int", "config_error", "load_config", "parse_options", "parse_value"]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -22,7 +25,7 @@ def parse_value(text: str) -> Any:
         return lowered == "true"
     try:
         return json.loads(text)
-    except (json.JSONDecodeError, ValueError):
+    except (ValueError, RecursionError):
         return text
 
 
@@ -40,15 +43,16 @@ def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a TOML config file; errors name the file and line."""
+    from evret_core.corpus import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such config file") from None
+    text = read_text(path, "config file")  # UTF-8 (a BOM is dropped); a bad byte is reported with its line
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise EvretError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise EvretError(f"{path}: invalid TOML: nested too deeply") from None
     return data
 
 

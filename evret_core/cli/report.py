@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from evret_core.cli.options import check_float, check_int
+from evret_core.limits import MAX_DEPTH
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -21,26 +23,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.errors import EvretError
+    from evret_core.outputs import check_output_path, write_output
+    from evret_core.redact import redact_results
     from evret_core.report import build_report_data, render_report
     from evret_core.report.common import load_runs
-    from evret_core.results import atomic_write_text
 
-    if args.max_k is not None and args.max_k <= 0:
-        raise EvretError(f"--max-k must be a positive integer, got {args.max_k}")
+    if args.max_k is not None:
+        check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
+    check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     if args.output:
-        folder = Path(args.output).parent
-        if str(folder) and not folder.exists():
-            raise EvretError(f"--output {args.output}: folder {folder} does not exist")
-    runs = load_runs(args.results)
+        check_output_path(args.output, inputs=args.results)
+    runs = {name: redact_results(run) for name, run in load_runs(args.results).items()}
     data = build_report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
     text = render_report(data, args.format)
     if data.comparison is not None:
         for warning in data.comparison.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)
-    if args.output:
-        atomic_write_text(Path(args.output), text)
+    write_output(args.output or "-", text, option="--output")
+    if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
     return 0

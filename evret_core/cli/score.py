@@ -24,23 +24,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file (blank lines skipped); errors name the file and line."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such records file") from None
-    except UnicodeDecodeError as exc:
-        raise EvretError(f"{path}: not UTF-8 text ({exc})") from None
+    from evret_core.corpus import iter_json_lines
+
     records: list[dict[str, Any]] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{path}:{line_no}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    for _line, where, value in iter_json_lines(path, what="records file"):
         if not isinstance(value, dict):
-            raise EvretError(f"{path}:{line_no}: expected a JSON object, got {type(value).__name__}")
+            raise EvretError(f"{where}: expected a JSON object, got {type(value).__name__}")
         records.append(value)
     if not records:
         raise EvretError(f"{path}: no records")
@@ -64,20 +53,20 @@ def result_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.outputs import check_output_path, write_output
     from evret_core.registry import create_evaluator
-    from evret_core.results import atomic_write_text
 
     options = parse_options(args.option, "--option")
     if args.output:
-        out_dir = Path(args.output).parent
-        if str(out_dir) and not out_dir.exists():
-            raise EvretError(f"--output {args.output}: folder {out_dir} does not exist")
+        check_output_path(args.output, inputs=[args.records])
     evaluator = create_evaluator(args.evaluator, **options)
     if args.evaluator == "retrieval" or not hasattr(evaluator, "evaluate"):
         raise EvretError(f"--evaluator {args.evaluator!r} does not score records; use 'evret evaluate' for retrieval")
     records = read_records(args.records)
     results = evaluator.evaluate(records)
     rows = result_rows(results, records)
+    if args.output:  # before printing: a closed pipe on standard output must not lose the file
+        write_output(args.output, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows), option="--output")
     if hasattr(results, "summary_lines"):
         for line in results.summary_lines():
             print(line)
@@ -91,6 +80,5 @@ def run(args: argparse.Namespace) -> int:
     for row in unmeasured:
         print(f"unmeasured: record {row['record']}: {row['error']}", file=sys.stderr)
     if args.output:
-        atomic_write_text(Path(args.output), "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         print(f"per-record scores written to {args.output}", file=sys.stderr)
     return 0

@@ -1,0 +1,42 @@
+"""Bounds on the numbers a user can type, so that a typo fails with a message instead of a traceback or a
+multi-GiB allocation. One place, shared by the CLI, config files and the Python API."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from evret_core.errors import EvretError
+
+MAX_DEPTH = 100_000
+"""The largest retrieval depth (``-k``) and metric cutoff (``recall@K``): documents per query."""
+
+MAX_RESAMPLES = 1_000_000
+"""The most bootstrap / randomization resamples (each is one pass over the per-query scores)."""
+
+MAX_SEED = 2**63 - 1
+"""Seeds are 0 .. 2**63 - 1 (numpy refuses negative seeds)."""
+
+MAX_SLICE_SIZE = 1_000_000_000
+
+
+def check_int(value: Any, option: str, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, else an :class:`EvretError` naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EvretError(f"{option} must be an integer from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise EvretError(f"{option} must be an integer from {low} to {high}, got {value}")
+    return value
+
+
+def check_float(value: Any, option: str, low: float, high: float, open_interval: bool = False) -> float:
+    """``value`` as a finite float in ``[low, high]`` (``(low, high)`` when ``open_interval``), else an
+    :class:`EvretError` naming ``option``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvretError(f"{option} must be a number, got {value!r}")
+    number = float(value)
+    inside = low < number < high if open_interval else low <= number <= high
+    if not math.isfinite(number) or not inside:
+        bounds = f"between {low:g} and {high:g}" + (" (exclusive)" if open_interval else "")
+        raise EvretError(f"{option} must be {bounds}, got {value}")
+    return number
