@@ -48,12 +48,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
+        return status
+    except BrokenPipeError:
+        return _closed_pipe()
     except EvretError as exc:
         if getattr(args, "debug", False):
             raise
-        print(f"evret: error: {exc}", file=sys.stderr)
+        from evret_core.redact import redact_text
+
+        print(f"evret: error: {redact_text(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("evret: interrupted", file=sys.stderr)
         return 130
+
+
+def _closed_pipe() -> int:
+    """The reader of standard output went away (``evret compare ... | head``): stop quietly, as ``cat`` does.
+
+    Standard output is pointed at /dev/null so that the interpreter's last flush does not report the pipe again;
+    the status is 141 (128 + SIGPIPE), what a shell shows for a command killed by a closed pipe."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file descriptor (captured output): nothing to flush there
+        pass
+    return 141

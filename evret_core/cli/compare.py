@@ -24,12 +24,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError
+    from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
+    from evret_core.redact import redact_results
     from evret_core.report.common import compare_runs, load_runs
     from evret_core.report.terminal import print_comparison
 
     if len(args.results) < 2:
         raise EvretError("evret compare needs at least two results files")
-    runs = load_runs(args.results)
+    check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
+    check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
+    check_int(args.seed, "--seed", 0, MAX_SEED)
+    runs = {name: redact_results(run) for name, run in load_runs(args.results).items()}
     comparison = compare_runs(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
                               seed=args.seed, intersection=args.intersection)
     if args.json:

@@ -3,7 +3,8 @@ servers speaking the LLM providers' wire formats, and (``evret_core.testing.vect
 deterministic embedder for vector-store retriever tests. Conformance suites: subclass one in your plugin's tests so every judge and retriever
 behaves alike.
 
-Needs pytest. A judge plugin's test module::
+The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
+the stub servers and the vector-store kit import without it. A judge plugin's test module::
 
     from evret_core.testing import JudgeConformance
 
@@ -16,7 +17,28 @@ A retriever plugin overrides the ``retriever`` fixture and, usually, ``queries``
 its corpus). Every ``test_*`` method of the base class then runs against your object.
 """
 
-from evret_core.testing.judges import JudgeConformance
-from evret_core.testing.retrievers import RetrieverConformance
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.retrievers import RetrieverConformance
 
 __all__ = ["JudgeConformance", "RetrieverConformance"]
+
+_SUITES = {"JudgeConformance": "evret_core.testing.judges", "RetrieverConformance": "evret_core.testing.retrievers"}
+
+
+def __getattr__(name: str) -> Any:
+    """The conformance suites, imported when first asked for (they import pytest)."""
+    if name not in _SUITES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        module = importlib.import_module(_SUITES[name])
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest":
+            raise
+        raise ImportError(f"evret_core.testing.{name} needs pytest: pip install 'evret-core[testing]'") from None
+    return getattr(module, name)
