@@ -37,10 +37,9 @@ def _format(family: str, value: float) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.limits import check_float
     from evret_core.metrics.engine import evaluate_run, resolve_metrics
     from evret_core.metrics.trec import read_qrels, read_run
-
-    from evret_core.limits import check_float
 
     if args.relevance_level is not None:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
