@@ -32,6 +32,8 @@ SECRET_WORDS = frozenset({
 
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
+_USERINFO = re.compile(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
+_PARAM = re.compile(r"([?&])([^=&\s?#'\"]+)=(?!\*\*\*)([^&\s#'\"]+)")
 
 
 def is_secret_name(name: str) -> bool:
@@ -65,8 +67,16 @@ def _redact_param(param: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` (an error message, a log line) with every URL in it redacted."""
-    return _URL.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
+    """``text`` (an error message, a log line) with every URL in it redacted, and URL-like pieces too (a path
+    made from a URL loses a slash: ``http:/user:pass@host``)."""
+    if "://" in text:
+        text = _URL.sub(lambda m: redact_url(m.group(0)), text)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
+    if "=" in text:
+        text = _PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={MASK}" if is_secret_name(m.group(2))
+                          else m.group(0), text)
+    return text
 
 
 def redact(value: Any, name: str | None = None) -> Any:
