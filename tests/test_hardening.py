@@ -297,3 +297,27 @@ def test_a_closed_pipe_exits_quietly(tmp_path: Path, command: list[str]) -> None
     finally:
         os.close(write)
     assert proc.stderr == "" and proc.returncode == 141
+
+
+# -- item 20: what `make test` does to the machine is said, not done silently --------------------------------------
+def test_test_setup_says_what_it_does_and_changes_nothing_without_root(tmp_path: Path) -> None:
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "id").write_text('#!/bin/sh\n[ "$1" = "-un" ] && echo tester || echo 1000\n')
+    (fake / "id").chmod(0o755)
+    for tool in ("apt-get", "useradd"):  # would fail the test if called
+        (fake / tool).write_text(f"#!/bin/sh\necho {tool} was called >&2\nexit 99\n")
+        (fake / tool).chmod(0o755)
+    proc = subprocess.run(["bash", str(REPO / ".ci" / "test-setup.sh")], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    assert proc.returncode == 0 and "was called" not in proc.stderr, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines and all(line.startswith("test-setup: ") for line in lines)
+    assert any("chromium" in line for line in lines) and any("PostgreSQL runs as tester" in line for line in lines)
+
+
+def test_readme_says_what_make_test_installs() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### What `make test` installs and needs", 1)[1].split("\n## ", 1)[0]
+    for needed in ("apt-get", "chromium", "system user `postgres`", "root", "skips"):
+        assert needed in section
