@@ -3,6 +3,7 @@
 The public API is re-exported here; nothing heavy is imported at package import time.
 """
 
+from evret_core.config import EvaluateConfig
 from evret_core.criteria import (
     Criteria,
     CriteriaOption,
@@ -40,6 +41,7 @@ __all__ = [
     "MultiCriteria",
     "MultiCriteriaItem",
     "PairwiseJudge",
+    "EvaluateConfig",
     "EvaluationDataset",
     "EvaluationResults",
     "Evaluator",

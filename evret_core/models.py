@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evret_core.corpus import iter_json_lines, loads_json, read_corpus, read_text
 from evret_core.errors import EvretError, describe_validation_error
+from evret_core.outputs import write_output
 
 __all__ = [
     "QueryExample",
@@ -347,7 +348,7 @@ class EvaluationDataset(BaseModel):
             if q.tags:
                 record["tags"] = q.tags
             lines.append(json.dumps(record, ensure_ascii=False))
-        Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_output(path, "\n".join(lines) + "\n")
 
     def content_hash(self) -> str:
         """SHA-256 over the queries' canonical JSON: the same dataset always hashes the same."""

@@ -321,3 +321,12 @@ def test_readme_says_what_make_test_installs() -> None:
     section = readme.split("### What `make test` installs and needs", 1)[1].split("\n## ", 1)[0]
     for needed in ("apt-get", "chromium", "system user `postgres`", "root", "skips"):
         assert needed in section
+
+
+def test_trec_files_report_the_line_of_a_bad_byte(tmp_path: Path) -> None:
+    from evret_core.metrics.trec import read_qrels
+
+    lines = b"".join(b"q%d 0 d%d 1\n" % (i, i) for i in range(3000)) + b"q9 0 caf\xe9 1\n"
+    (tmp_path / "qrels").write_bytes(lines)
+    with pytest.raises(EvretError, match=r"qrels:3001: not UTF-8 text \(byte 0xe9 at column 9\)"):
+        read_qrels(tmp_path / "qrels")

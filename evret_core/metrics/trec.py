@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from evret_core.errors import EvretError
+from evret_core.outputs import write_output
 
 __all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
 
@@ -28,20 +29,23 @@ class TrecRun(dict[str, dict[str, float]]):
 
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     try:
-        handle = path.open(encoding="utf-8-sig")
+        handle = path.open("rb")
     except FileNotFoundError:
         raise EvretError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise EvretError(f"{path}: is a folder, not a file") from None
     with handle:
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                fields = line.split()
-                if not fields or fields[0].startswith("#"):
-                    continue
-                yield lineno, fields
-        except UnicodeDecodeError as exc:
-            raise EvretError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        # decoded line by line, so that a bad byte is reported with its line (a text stream decodes ahead)
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as exc:
+                bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
+                raise EvretError(f"{path}:{lineno}: not UTF-8 text (byte {bad} at column {exc.start + 1})") from None
+            fields = line.split()
+            if not fields or fields[0].startswith("#"):
+                continue
+            yield lineno, fields
 
 
 def _number(text: str, what: str, where: str) -> float:
@@ -118,4 +122,4 @@ def write_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str
             if not doc or any(c.isspace() for c in doc):
                 raise EvretError(f"write_run: query {qid}: document id {doc!r} is empty or contains whitespace")
             lines.append(f"{qid} Q0 {doc} {rank} {float(scores[doc])!r} {tag}\n")
-    Path(path).write_text("".join(lines), encoding="utf-8")
+    write_output(path, "".join(lines))
