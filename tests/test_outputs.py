@@ -185,3 +185,13 @@ def test_report_and_score_refuse_their_input_as_output(env: Path, capsys: pytest
     assert "is also an input" in _one_error(capsys)
     assert main(["score", "records.jsonl", "--evaluator", "exact", "--output", str(env)]) == 2
     assert "is a folder" in _one_error(capsys)
+
+
+def test_score_output_dash_is_rows_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "records.jsonl").write_text('{"output": "a", "target": "a"}\n{"output": "a", "target": "b"}\n')
+    assert main(["score", "records.jsonl", "--evaluator", "exact", "--output", "-"]) == 0
+    captured = capsys.readouterr()
+    assert [json.loads(line)["score"] for line in captured.out.splitlines()] == [1.0, 0.0]
+    assert "exact" in captured.err

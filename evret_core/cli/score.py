@@ -67,18 +67,19 @@ def run(args: argparse.Namespace) -> int:
     rows = result_rows(results, records)
     if args.output:  # before printing: a closed pipe on standard output must not lose the file
         write_output(args.output, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows), option="--output")
+    summary = sys.stderr if args.output == "-" else sys.stdout  # with --output - the rows are standard output
     if hasattr(results, "summary_lines"):
         for line in results.summary_lines():
-            print(line)
+            print(line, file=summary)
     else:
         mean = results.mean
         shown = "n/a" if mean is None else f"{mean:.4f}"
         missing = len(getattr(results, "unmeasured", []) or [])
         note = f" ({missing} unmeasured, left out of the mean)" if missing else ""
-        print(f"{args.evaluator}: mean {shown} over {len(records)} records{note}")
+        print(f"{args.evaluator}: mean {shown} over {len(records)} records{note}", file=summary)
     unmeasured = [row for row in rows if row.get("score") is None and "error" in row]
     for row in unmeasured:
         print(f"unmeasured: record {row['record']}: {row['error']}", file=sys.stderr)
-    if args.output:
+    if args.output and args.output != "-":
         print(f"per-record scores written to {args.output}", file=sys.stderr)
     return 0
