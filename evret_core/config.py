@@ -92,6 +92,14 @@ class ComponentSpec(BaseModel):
             raise ValueError("the name is empty")
         return value
 
+    @field_validator("options")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key, option in value.items():  # TOML and JSON both spell NaN and infinity; no option wants them
+            if isinstance(option, float) and not math.isfinite(option):
+                raise ValueError(f"option {key!r} is {option}; give a finite number")
+        return value
+
     def source_of(self, option: str) -> str:
         """Where ``option`` was written: ``eval.toml [judge]``, ``--judge-option``, or ``Python``."""
         return self._sources.get(option, "Python")

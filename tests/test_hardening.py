@@ -82,6 +82,7 @@ def test_example_config_with_the_llm_judge_is_not_handed_min_tokens(
     ("matching = 'best'\n", "eval.toml: option 'matching': Input should be 'first_match' or 'any_match'"),
     ("metrics = ['recall@99999999999999999999']\n", "eval.toml: option 'metrics': bad metric name"),
     ("judge = 5\n", "eval.toml: option 'judge"),
+    ("[judge]\nname = 'token-overlap'\noverlap_ratio = nan\n", "option 'overlap_ratio' is nan; give a finite"),
     ("colour = 1\n", "eval.toml: option 'colour': unknown setting"),
 ])
 def test_config_file_errors_name_the_file_and_option(
@@ -126,6 +127,8 @@ def test_evaluate_config_in_python(env: Path) -> None:  # noqa: F811
     (["--confidence-level", "nan"], "--confidence-level: must be a number between 0 and 1"),
     (["--confidence-level", "1"], "--confidence-level: must be a number between 0 and 1"),
     (["--min-slice-size", "-3"], "--min-slice-size: must be an integer from 0 to"),
+    (["--judge-option", "overlap_ratio=NaN"], "--judge-option 'overlap_ratio=NaN': nan is not a finite number"),
+    (["--retriever-option", "k1=-Infinity"], "--retriever-option 'k1=-Infinity': -inf is not a finite number"),
 ])
 def test_evaluate_numbers_are_bounded(
     env: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str  # noqa: F811

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,10 @@ def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
         key = key.strip()
         if not sep or not key:
             raise EvretError(f"{option} {pair!r}: write it as KEY=VALUE")
-        options[key.replace("-", "_")] = parse_value(value)
+        parsed = parse_value(value)
+        if isinstance(parsed, float) and not math.isfinite(parsed):
+            raise EvretError(f"{option} {pair!r}: {parsed} is not a finite number")
+        options[key.replace("-", "_")] = parsed
     return options
 
 
