@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from evret_core.models import EvaluationDataset
     from evret_core.results import EvaluationResults
 
-__all__ = ["ComponentSpec", "EvaluateConfig", "build_retriever"]
+__all__ = ["ComponentSpec", "EvaluateConfig", "build_retriever", "load_toml"]
 
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 """Component options naming files (``corpus``, ``*_path``, ``*_file``, ``*_dir``): relative to a config file."""
@@ -290,10 +291,26 @@ def component_layer(value: Any, base: Path, source: str) -> tuple[Any, dict[str,
     return value, {}
 
 
-def _file_layer(path: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
-    from evret_core.cli.options import load_config
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file (UTF-8; a byte-order mark is dropped); errors name the file and line."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
 
-    data, _ = file_settings(load_config(path), path)
+    from evret_core.corpus import read_text
+
+    text = read_text(path, "config file")  # a bad byte is reported with its line
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EvretError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise EvretError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _file_layer(path: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
+    data, _ = file_settings(load_toml(path), path)
     return data, {key: str(path) for key in data}
 
 

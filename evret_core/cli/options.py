@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,6 @@ from evret_core.errors import EvretError
 from evret_core.limits import check_float, check_int
 
 __all__ = ["check_float", "check_int", "config_error", "load_config", "parse_options", "parse_value"]
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 
 def parse_value(text: str) -> Any:
@@ -47,17 +41,9 @@ def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a TOML config file; errors name the file and line."""
-    from evret_core.corpus import read_text
+    from evret_core.config import load_toml
 
-    path = Path(path)
-    text = read_text(path, "config file")  # UTF-8 (a BOM is dropped); a bad byte is reported with its line
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise EvretError(f"{path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise EvretError(f"{path}: invalid TOML: nested too deeply") from None
-    return data
+    return load_toml(path)
 
 
 def config_error(path: str | Path, key: str, problem: str) -> EvretError:
