@@ -207,6 +207,8 @@ class EvaluateConfig(BaseModel):
     def input_files(self) -> list[str]:
         """The files this run reads (dataset, and component options naming existing files): never an output."""
         files = [self.dataset]
+        if Path(self.dataset).is_dir():  # a BEIR folder: its corpus, queries and qrels
+            files += [str(p) for p in sorted(Path(self.dataset).rglob("*")) if p.is_file()]
         for spec in (self.retriever, self.judge):
             for value in (spec.options.values() if spec else ()):
                 if isinstance(value, str) and value and Path(value).is_file():

@@ -195,3 +195,15 @@ def test_score_output_dash_is_rows_on_stdout(tmp_path: Path, capsys: pytest.Capt
     captured = capsys.readouterr()
     assert [json.loads(line)["score"] for line in captured.out.splitlines()] == [1.0, 0.0]
     assert "exact" in captured.err
+
+
+def test_a_file_of_a_beir_folder_is_an_input(tmp_path: Path) -> None:
+    from evret_core.config import EvaluateConfig
+
+    (tmp_path / "beir" / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/test.tsv"):
+        (tmp_path / "beir" / name).write_text("x")
+    config = EvaluateConfig(dataset=str(tmp_path / "beir"), retriever="bm25", metrics=["mrr"],
+                            output=str(tmp_path / "beir" / "qrels" / "test.tsv"))
+    with pytest.raises(EvretError, match="test.tsv: is also an input"):
+        config.check_output()
