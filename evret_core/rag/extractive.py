@@ -5,7 +5,8 @@ dropped) that the sentence contains, each word weighted by how rare it is among 
 counts for more than "century" in an article about Normans). The best sentence becomes the one claim, citing its
 context; below ``threshold`` it refuses. The answer text is that sentence (``answer="sentence"``) or, by default, the
 longest run of its words that the question does not contain (``answer="span"``): the classic sliding-window
-baseline for span questions ("When were the Normans in Normandy?" -> "in the 10th and 11th centuries").
+baseline for span questions, helped by the question's type ("When were the Normans in Normandy?" -> "10th and 11th
+centuries gave their name": a run with a number, next to the question's words; F1 0.73 against the gold answer).
 """
 
 from __future__ import annotations
@@ -99,13 +100,15 @@ class ExtractiveGenerator(Generator):
 
 _NUMBER_CUES = ("when", "year", "century", "how many", "how much", "how long", "how old", "date", "percent",
                  "how far", "how big", "how large", "what time", "number")
+_NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
+    hundred hundreds thousand thousands million millions billion first second third half dozen""".split())
 _NAME_CUES = ("who", "whom", "whose", "which", "where", "what city", "what country", "name")
 
 
 def answer_span(sentence: str, question: str) -> str:
     """A short span of ``sentence`` that answers ``question``: among the runs of the sentence's words that the
     question does not contain (stop words neither break nor end a run), the one with the best score, where a run
-    scores for holding a number when the question asks when / how many, for a capitalised word when it asks who /
+    scores for holding a number (or a number word) when the question asks when / how many, for a capitalised word when it asks who /
     where / which, for being close to the question's words in the sentence, and against its length. The whole
     sentence when every word is in the question."""
     asked = {w.lower() for w in _WORD.findall(question)} | {_stem(w) for w in _WORD.findall(question)}
@@ -133,7 +136,7 @@ def answer_span(sentence: str, question: str) -> str:
             continue
         run = [w.group() for w in words[first:end]]
         score = -0.08 * len(run)
-        if wants_number and any(ch.isdigit() for w in run for ch in w):
+        if wants_number and any(w.lower() in _NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in run):
             score += 2.0
         if wants_name and any(w[0].isupper() for w in run):
             score += 1.0

@@ -40,8 +40,9 @@ class RagEvaluator:
     :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
     :param claim_judge: a generation judge (``judge_claims``), or a registered Evret judge name for the lexical one.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
-    :param correct_f1: an answer counts as right (for behaviour and attribution) when its F1 reaches this, or when
-        ``answer_judge`` says it matches.
+    :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
+        F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
+        says it matches.
     :param retrieval_judge: the judge for questions labelled by answer texts only (default ``token-overlap``).
     """
 
@@ -222,7 +223,7 @@ class RagEvaluator:
         if has_label:
             right = behaved
             if expected == "answer":
-                f1_ok = (scores["f1"] or 0.0) >= self.correct_f1
+                f1_ok = bool(scores["exact"]) or (scores["f1"] or 0.0) > self.correct_f1
                 right = behaved and (f1_ok or bool(scores.get("answer_judge")))
             outcome.correct = bool(right)
             scores["correct"] = float(right)
