@@ -58,11 +58,13 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     if args.config:
         data = load_config(args.config)
         base = Path(args.config).parent
+        value: Any
         for key, value in data.items():
             kind = CONFIG_KEYS.get(key)
             if kind is None:
                 raise config_error(args.config, key, f"unknown setting; known settings are {', '.join(CONFIG_KEYS)}")
-            if not isinstance(value, kind) or isinstance(value, bool):
+            right_type = isinstance(value, kind) and not isinstance(value, bool)
+            if not right_type:
                 raise config_error(args.config, key, f"has the wrong type ({type(value).__name__})")
             if key in ("retriever", "generator", "claim_judge", "answer_judge"):
                 name, options = _named(value, args.config, key)

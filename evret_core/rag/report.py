@@ -21,8 +21,8 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     level = f"{results.confidence_level:.0%} CI"
     if results.retrieval:
         print(f"\nretrieval (retrieved condition; {level})", file=out)
-        for metric, value in results.retrieval.items():
-            print(f"  {metric:<22} {format_interval(value, results.retrieval_intervals.get(metric))}", file=out)
+        for metric, mean in results.retrieval.items():
+            print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
     for condition in results.conditions:
         print(f"  [{condition}]", file=out)
