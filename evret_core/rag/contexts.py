@@ -1,6 +1,7 @@
 """Context conditions: which documents a generator sees for a question.
 
-- ``gold``: the question's gold documents only (an upper bound that isolates the generator);
+- ``gold``: the question's gold documents only (an upper bound that isolates the generator); none for a question
+  to refuse that has no gold ids, and no case at all (skipped) for a question to answer that has none;
 - ``retrieved``: the retriever's top ``k`` (the real system);
 - a :class:`PerturbedCondition`: a base condition's contexts passed through a *perturbation*, a function that may
   replace, add or drop contexts and may change what the right behaviour is (a question whose gold document was
@@ -36,12 +37,15 @@ class ConditionCase:
     """The contexts of one question under one condition.
 
     ``expected_behaviour`` overrides the question's own when the condition changes what is right (None: keep it).
-    ``info`` records what a perturbation did (the planted answer, the canary...), kept in the results.
+    ``info`` records what a perturbation did (the planted answer, the canary...), kept in the results. ``skip`` (a
+    reason) marks a case that cannot be built, such as the gold context of a question that has no gold ids: it is
+    not generated, and is reported as unmeasured.
     """
 
     contexts: list[Context]
     expected_behaviour: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    skip: str | None = None
 
 
 class Perturbation(Protocol):
@@ -91,6 +95,9 @@ class GoldCondition(Condition):
 
     def case(self, question: RagQuestion, questions: QuestionSet, retrieved: Sequence[RetrievalResult] | None,
              k: int, seed: int) -> ConditionCase:
+        if not question.gold_doc_ids and question.expected_behaviour == "answer":
+            # an empty context would only test refusing; a question without gold ids has no gold condition
+            return ConditionCase([], skip="no gold_doc_ids")
         return ConditionCase(gold_contexts(question, questions))
 
 

@@ -21,7 +21,7 @@ from evret_core.errors import EvretError
 from evret_core.judges.text import STOPWORDS
 from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
 
-_SENTENCE = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_SENTENCE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
 _WORD = re.compile(r"\w+", re.UNICODE)
 ANSWER_MODES = ("span", "sentence")
 

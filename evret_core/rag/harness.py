@@ -133,17 +133,18 @@ class RagEvaluator:
     def generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]
                  ) -> dict[str, list[Answer | None]]:
         requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
-                    for name, column in cases.items() for q, case in zip(questions.questions, column, strict=True)]
-        answers = list(self.generator.batch_generate(requests))
+                    for name, column in cases.items() for q, case in zip(questions.questions, column, strict=True)
+                    if case.skip is None]
+        answers = list(self.generator.batch_generate(requests)) if requests else []
         if len(answers) != len(requests):
             raise EvretError(f"generator returned {len(answers)} answers for {len(requests)} requests")
-        out: dict[str, list[Answer | None]] = {}
+        got: dict[tuple[str, str], Answer | None] = {}
         for request, answer in zip(requests, answers, strict=True):
             if answer is not None and not isinstance(answer, Answer):
                 raise EvretError(f"generator returned a {type(answer).__name__} for question "
                                  f"{request.question_id!r}; expected an Answer or None")
-            out.setdefault(request.condition, []).append(answer)
-        return out
+            got[(request.condition, request.question_id)] = answer
+        return {name: [got.get((name, q.question_id)) for q in questions.questions] for name in cases}
 
     # -- the whole run -----------------------------------------------------------------------------------------
     def evaluate(self, questions: QuestionSet) -> RagResults:
@@ -176,7 +177,8 @@ class RagEvaluator:
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
                              per_question=per_question, config=self.config())
         summarise(results, retrieval, self.n_resamples, self.seed)
-        results.stats = {"num_questions": len(questions), "generator_calls": len(questions) * len(cases),
+        results.stats = {"num_questions": len(questions),
+                         "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
                          "claims_judged": sum(len(v) for v in verdicts.values()),
                          "elapsed_s": round(time.time() - started, 6)}
         return results
@@ -187,13 +189,13 @@ class RagEvaluator:
         retrieved, _ = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
         plan: dict[str, Any] = {"questions": len(questions), "conditions": list(cases),
-                                "generator_calls": sum(len(c) for c in cases.values()),
+                                "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
                                 "contexts": sum(len(case.contexts) for c in cases.values() for case in c)}
         generator_plan = getattr(self.generator, "plan", None)
         if callable(generator_plan):
             requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
                         for name, column in cases.items()
-                        for q, case in zip(questions.questions, column, strict=True)]
+                        for q, case in zip(questions.questions, column, strict=True) if case.skip is None]
             plan["generator"] = dict(generator_plan(requests))
         else:
             plan["note"] = (f"generator {getattr(self.generator, 'name', type(self.generator).__name__)!r} makes no "
@@ -203,7 +205,7 @@ class RagEvaluator:
     def _score(self, q: RagQuestion, case: ConditionCase, answer: Answer | None, verdicts: Any) -> ConditionOutcome:
         expected = case.expected_behaviour or q.expected_behaviour
         outcome = ConditionOutcome(context_ids=[c.doc_id for c in case.contexts], expected_behaviour=expected,
-                                   answer=answer, info=case.info)
+                                   answer=answer, info=case.info, skipped=case.skip)
         if answer is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]

@@ -53,6 +53,9 @@ def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
     lines = []
     for condition, ids in (unmeasured.get("answers") or {}).items():
         lines.append(f"{len(ids)} answer(s) missing under {condition} (e.g. {ids[0]}); left out of the means")
+    for condition, ids in (unmeasured.get("skipped") or {}).items():
+        lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}: no gold ids); "
+                     f"not generated, left out of the means")
     for condition, n in (unmeasured.get("claims") or {}).items():
         lines.append(f"{n} claim judgment(s) unmeasured under {condition}")
     if unmeasured.get("correctness_unlabelled"):

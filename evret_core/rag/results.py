@@ -50,6 +50,7 @@ class ConditionOutcome(BaseModel):
     scores: dict[str, float | None] = Field(default_factory=dict)
     correct: bool | None = None
     info: dict[str, Any] = Field(default_factory=dict)
+    skipped: str | None = None
 
 
 class QuestionOutcome(BaseModel):

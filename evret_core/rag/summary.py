@@ -136,12 +136,15 @@ def _slices(outcomes: list[QuestionOutcome], conditions: list[str]
 
 def _unmeasured(outcomes: list[QuestionOutcome], conditions: list[str], retrieval: dict[str, Any]) -> dict[str, Any]:
     """What could not be scored, by stage, so that nothing is dropped silently."""
-    missing_answers = {c: [q.question_id for q in outcomes if q.conditions[c].answer is None] for c in conditions}
+    missing_answers = {c: [q.question_id for q in outcomes
+                           if q.conditions[c].answer is None and q.conditions[c].skipped is None] for c in conditions}
+    skipped = {c: [q.question_id for q in outcomes if q.conditions[c].skipped] for c in conditions}
     claims = {c: sum(cl.verdict == "unmeasured" for q in outcomes for cl in q.conditions[c].claims)
               for c in conditions}
     no_label = [q.question_id for q in outcomes if q.expected_behaviour == "answer" and not q.answers]
     return {
         "answers": {c: ids for c, ids in missing_answers.items() if ids},
+        "skipped": {c: ids for c, ids in skipped.items() if ids},
         "claims": {c: n for c, n in claims.items() if n},
         "correctness_unlabelled": no_label,
         "retrieval_unlabelled": list(retrieval.get("unlabelled", [])),

@@ -122,7 +122,8 @@ def test_missing_answers_are_reported_not_scored(tmp_path: Path) -> None:
 
 
 def test_answer_judge_and_correct_f1() -> None:
-    questions = QuestionSet.from_records([{"id": "q", "question": "price?", "answers": ["50 cents a page"]}])
+    questions = QuestionSet.from_records([{"id": "q", "question": "price?", "answers": ["50 cents a page"],
+                                          "gold_doc_ids": ["d1"]}], corpus=CORPUS)
     results = RagEvaluator(None, lambda q, c: "10 cents a page", conditions=["gold"], n_resamples=10,
                            answer_judge="exact").evaluate(questions)
     scores = results.per_question["q"].conditions["gold"].scores
@@ -159,3 +160,26 @@ def test_bad_settings(kwargs: dict[str, object], message: str) -> None:
     settings: dict[str, object] = {"retriever": RUN, "generator": oracle, **kwargs}
     with pytest.raises(EvretError, match=message):
         RagEvaluator(**settings)  # type: ignore[arg-type]
+
+
+def test_text_labelled_questions_have_no_gold_case() -> None:
+    questions = QuestionSet.from_records([
+        {"id": "a", "question": "What do bees make?", "answers": ["Bees make wax"]},
+        {"id": "c", "question": "Phone?", "expected_behaviour": "refuse"},
+    ])
+    docs = {"d1": "Bees make wax in their hives.", "d2": "The sky is blue."}
+    calls: list[str] = []
+
+    def pipeline(question: str, contexts: Sequence[Context]) -> Answer:
+        calls.append(question)
+        return Answer(text="wax") if contexts else Answer(refused=True)
+
+    results = RagEvaluator(lambda q, k: [{"doc_id": d, "text": t} for d, t in docs.items()][:k], pipeline,
+                           n_resamples=10).evaluate(questions)
+    a = results.per_question["a"]
+    assert a.conditions["gold"].skipped == "no gold_doc_ids" and a.conditions["gold"].answer is None
+    assert a.attribution == "unmeasured" and a.retrieval is not None and a.retrieval["recall@1"] == 1.0
+    assert results.unmeasured["skipped"] == {"gold": ["a"]} and results.unmeasured["answers"] == {}
+    assert len(calls) == 3  # a retrieved, c gold (no context: a refusal is right), c retrieved
+    assert results.per_question["c"].conditions["gold"].correct is True
+    assert results.stats["generator_calls"] == 3
