@@ -134,6 +134,10 @@ class PerturbedCondition(Condition):
         if not isinstance(case, ConditionCase):
             raise EvretError(f"perturbation of condition {self.name!r} returned {type(case).__name__}, "
                              f"expected a ConditionCase")
+        bad = next((c for c in case.contexts if not isinstance(c, Context)), None)
+        if bad is not None:
+            raise EvretError(f"perturbation of condition {self.name!r}, question {question.question_id!r}: a context "
+                             f"is a {type(bad).__name__}, expected Context(doc_id, text)")
         return case
 
     def config(self) -> dict[str, Any]:

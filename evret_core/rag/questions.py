@@ -27,7 +27,9 @@ class RagQuestion(BaseModel):
 
     ``answers`` holds one list per expected answer: its acceptable strings, the first canonical. ``gold_doc_ids``
     name the corpus documents that hold the answer (the gold context). A question expected to be answered needs
-    answers or gold ids; one expected to be refused or escalated may have neither.
+    answers or gold ids; one expected to be refused or escalated may have neither. ``metadata`` carries what a
+    dataset knows beyond that (SQuAD: the answer spans with their offsets in the gold paragraph, and the plausible
+    wrong answers of an unanswerable question), for perturbations that need it.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -38,6 +40,7 @@ class RagQuestion(BaseModel):
     gold_doc_ids: list[str] = Field(default_factory=list)
     expected_behaviour: Behaviour = "answer"
     tags: dict[str, str] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("question")
     @classmethod
@@ -103,7 +106,7 @@ _FIELDS = {
     "answers": "answers", "expected_answers": "answers",
     "gold_doc_ids": "gold_doc_ids", "relevant_doc_ids": "gold_doc_ids",
     "expected_behaviour": "expected_behaviour", "expected_behavior": "expected_behaviour",
-    "tags": "tags",
+    "tags": "tags", "metadata": "metadata",
 }
 
 
@@ -238,7 +241,8 @@ def squad_to_questions(path: str | Path) -> QuestionSet:
     """A SQuAD-format file as a question set: the corpus is its paragraphs (id ``<title>-<n>``), each question's
     gold document is its paragraph, its answers are the distinct gold answer texts (each an alternative of the one
     answer, so the first gold text is canonical), and an ``is_impossible`` question is expected to be refused.
-    Tags: ``article`` (the title) and ``answerable`` (``yes``/``no``)."""
+    Tags: ``article`` (the title) and ``answerable`` (``yes``/``no``). Metadata: ``answer_spans`` and
+    ``plausible_answers``, each a list of ``[text, answer_start]`` as in the file."""
     path = Path(path)
     try:
         data = json.loads(read_text(path, what="SQuAD file"))
@@ -269,7 +273,10 @@ def _squad_question(qa: Any, doc_id: str, title: str, where: str) -> RagQuestion
     if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
         raise EvretError(f"{where}: no 'question' string")
     impossible = bool(qa.get("is_impossible", False))
-    texts = [a.get("text") for a in qa.get("answers") or [] if isinstance(a, dict)]
+    spans = [[a.get("text"), a.get("answer_start")] for a in qa.get("answers") or [] if isinstance(a, dict)]
+    plausible = [[a.get("text"), a.get("answer_start")] for a in qa.get("plausible_answers") or []
+                 if isinstance(a, dict)]
+    texts = [text for text, _ in spans]
     variants = list(dict.fromkeys(t for t in texts if isinstance(t, str) and t.strip()))
     if not impossible and not variants:
         raise EvretError(f"{where}: an answerable question with no answer text")
@@ -280,5 +287,6 @@ def _squad_question(qa: Any, doc_id: str, title: str, where: str) -> RagQuestion
         "gold_doc_ids": [doc_id],
         "expected_behaviour": "refuse" if impossible else "answer",
         "tags": {"article": title, "answerable": "no" if impossible else "yes"},
+        "metadata": {"answer_spans": spans, "plausible_answers": plausible},
     }
     return question_from_record(record, where)

@@ -109,6 +109,10 @@ def test_perturbed_condition_seam() -> None:
     assert calls[8:] != first
     with pytest.raises(EvretError, match="needs its own name"):
         PerturbedCondition("gold", drop_gold)
+    strings = PerturbedCondition("strings", lambda q, c, qs, rng: ConditionCase(["text"]),  # type: ignore[list-item]
+                                 base="gold")
+    with pytest.raises(EvretError, match="a context is a str, expected Context"):
+        RagEvaluator(None, oracle, conditions=[strings], n_resamples=10).evaluate(QUESTIONS)
 
 
 def test_missing_answers_are_reported_not_scored(tmp_path: Path) -> None:

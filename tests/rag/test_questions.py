@@ -81,6 +81,14 @@ def test_squad_converter_on_the_real_subset() -> None:
     assert q.gold_doc_ids == [squad_paragraph_id("Normans", 0)] == ["Normans-0"]
     assert qs.corpus["Normans-0"]["text"] == first["context"]
     assert q.tags == {"article": "Normans", "answerable": "yes"}
+    # spans keep their offsets into the gold paragraph; unanswerable questions keep their plausible answers
+    for text, start in q.metadata["answer_spans"]:
+        assert first["context"][start: start + len(text)] == text
+    impossible = next(x for x in first["qas"] if x["is_impossible"])
+    converted = next(x for x in qs.questions if x.question_id == impossible["id"])
+    assert converted.metadata["plausible_answers"] == [[a["text"], a["answer_start"]]
+                                                      for a in impossible["plausible_answers"]]
+    assert converted.metadata["answer_spans"] == []
 
 
 def test_squad_converter_errors(tmp_path: Path) -> None:
