@@ -47,6 +47,10 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
             print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
     for line in unmeasured_lines(results.unmeasured):
         print(f"WARNING: {line}", file=out)
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
+    if unlabelled:
+        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
+              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
 
 
 def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
@@ -61,9 +65,6 @@ def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
     if unmeasured.get("correctness_unlabelled"):
         lines.append(f"{len(unmeasured['correctness_unlabelled'])} question(s) expected to be answered have no "
                      f"expected answers: no exact match, F1 or correctness for them")
-    if unmeasured.get("retrieval_unlabelled"):
-        lines.append(f"{len(unmeasured['retrieval_unlabelled'])} question(s) have neither gold ids nor answers: "
-                     f"not in the retrieval scores")
     if unmeasured.get("retrieval_judgments"):
         lines.append(f"{unmeasured['retrieval_judgments']} retrieval judgment(s) unmeasured")
     return lines

@@ -135,7 +135,8 @@ def _slices(outcomes: list[QuestionOutcome], conditions: list[str]
 
 
 def _unmeasured(outcomes: list[QuestionOutcome], conditions: list[str], retrieval: dict[str, Any]) -> dict[str, Any]:
-    """What could not be scored, by stage, so that nothing is dropped silently."""
+    """What could not be scored, by stage, so that nothing is dropped silently (``retrieval_unlabelled``: questions
+    to refuse without gold ids, which have nothing to score retrieval against)."""
     missing_answers = {c: [q.question_id for q in outcomes
                            if q.conditions[c].answer is None and q.conditions[c].skipped is None] for c in conditions}
     skipped = {c: [q.question_id for q in outcomes if q.conditions[c].skipped] for c in conditions}
