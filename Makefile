@@ -28,6 +28,7 @@ test-setup:
 demo: install-core
 	$(PIP) install -q -e plugins/evret-bm25
 	$(BIN)/evret evaluate --config examples/eval.toml
+	$(BIN)/evret rag --config examples/rag/rag.toml
 
 test: install-all test-setup
 	$(BIN)/python -m pytest tests $(foreach p,$(PLUGINS),$(p)tests)
@@ -44,6 +45,7 @@ bench: install-all
 	$(BIN)/python benchmarks/llm.py
 	$(BIN)/python benchmarks/semantic.py
 	$(BIN)/python benchmarks/bm25_batch.py
+	$(BIN)/python benchmarks/rag.py
 
 docs: install-all
 	$(BIN)/mkdocs build --strict

@@ -76,6 +76,18 @@ def register_llm_providers(register: Register) -> None:
     """
 
 
+@hookspec
+def register_generators(register: Register) -> None:
+    """Register RAG generators, such as ``extractive``.
+
+    :param register: call ``register(name, factory)`` once per generator; ``factory(**options)`` returns an object
+        with ``batch_generate(requests) -> list[Answer | None]`` (subclass :class:`evret_core.rag.Generator` and
+        implement ``generate(request)``): each :class:`~evret_core.rag.GenerationRequest` carries the question, its
+        contexts with ids and the condition; the :class:`~evret_core.rag.Answer` holds the text, the claims with
+        the context ids they cite, and the refused flag. ``name`` is what ``evret rag --generator`` takes.
+    """
+
+
 @hookspec(firstresult=True)
 def adapt_retriever(obj: Any) -> Any:
     """Turn a foreign object (a LangChain retriever, a vector store...) into an Evret retriever.
@@ -93,5 +105,6 @@ HOOK_NAMES = (
     "register_retrievers",
     "register_evaluators",
     "register_llm_providers",
+    "register_generators",
     "adapt_retriever",
 )

@@ -23,13 +23,14 @@ from evret_core import hookspecs
 from evret_core.errors import PluginError
 
 ENTRY_POINT_GROUP = "evret"
-KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider")
+KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider", "generator")
 _HOOK_FOR_KIND = {
     "judge": "register_judges",
     "metric": "register_metrics",
     "retriever": "register_retrievers",
     "evaluator": "register_evaluators",
     "llm_provider": "register_llm_providers",
+    "generator": "register_generators",
 }
 BUILTIN = "evret-core"
 

@@ -54,6 +54,11 @@ def create_llm_provider(name: str, **options: Any) -> Any:
     return _build("llm_provider", name, options)
 
 
+def create_generator(name: str, **options: Any) -> Any:
+    """A RAG generator registered as ``name`` (``extractive``...)."""
+    return _build("generator", name, options)
+
+
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
     """Split a metric name into family, cutoff and options: ``"ndcg@10(gain=exponential)"`` gives
     ``("ndcg", 10, {"gain": "exponential"})``, ``"rbp(p=0.5)"`` gives ``("rbp", None, {"p": 0.5})``. Option values
@@ -126,3 +131,7 @@ def evaluator_names() -> list[str]:
 
 def llm_provider_names() -> list[str]:
     return get_registry().names("llm_provider")
+
+
+def generator_names() -> list[str]:
+    return get_registry().names("generator")

@@ -1,0 +1,162 @@
+"""``evret rag``: evaluate a RAG system's retrieval and generation, separately and jointly."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from evret_core.cli.options import config_error, load_config, parse_options
+from evret_core.errors import EvretError
+
+# config key -> the type it must have
+CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
+    "dataset": str, "corpus": str, "output": str, "retriever": (str, dict), "generator": (str, dict),
+    "claim_judge": (str, dict), "answer_judge": (str, dict), "conditions": list, "k": int,
+    "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int,
+}
+PATH_KEYS = ("dataset", "corpus", "output")
+PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("rag", help="evaluate retrieval and generation of a RAG system, separately and jointly")
+    p.add_argument("--dataset", help="question set: .jsonl (with --corpus) or a SQuAD-format .json")
+    p.add_argument("--corpus", help="corpus .jsonl that gold ids point into (for .jsonl question sets)")
+    p.add_argument("--retriever", help="registered retriever name, e.g. bm25 (indexes the corpus by default)")
+    p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
+    p.add_argument("--generator", help="registered generator name (extractive) or a precomputed answers .jsonl")
+    p.add_argument("--generator-option", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
+    p.add_argument("--conditions", help="comma-separated context conditions: gold, retrieved (default both)")
+    p.add_argument("-k", "--k", type=int, help="retrieved contexts the generator sees (default 5)")
+    p.add_argument("--claim-judge", help="Evret judge deciding claim support (default token-overlap)")
+    p.add_argument("--answer-judge", help="an Evret judge that also decides answer correctness (optional)")
+    p.add_argument("--correct-f1", type=float, help="an answer with F1 above this counts as right (default 0.5)")
+    p.add_argument("--config", help="TOML file with the same settings; command-line options win")
+    p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
+    p.add_argument("--seed", type=int, help="seed of the bootstrap and of perturbations (default 0)")
+    p.add_argument("--resamples", dest="n_resamples", type=int, help="bootstrap resamples (default 1000)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="retrieve and plan: print how many generator calls would be made, without generating")
+    p.set_defaults(func=run)
+
+
+def _named(value: Any, where: str, key: str) -> tuple[str, dict[str, Any]]:
+    if isinstance(value, str):
+        return value, {}
+    options = dict(value)
+    name = options.pop("name", None)
+    if not isinstance(name, str) or not name:
+        raise config_error(where, f"{key}.name", "missing or not a string")
+    return name, options
+
+
+def settings_from(args: argparse.Namespace) -> dict[str, Any]:
+    """Config file, then command-line options (which win); paths in the file are relative to it."""
+    s: dict[str, Any] = {f"{k}_options": {} for k in ("retriever", "generator", "claim_judge", "answer_judge")}
+    if args.config:
+        data = load_config(args.config)
+        base = Path(args.config).parent
+        value: Any
+        for key, value in data.items():
+            kind = CONFIG_KEYS.get(key)
+            if kind is None:
+                raise config_error(args.config, key, f"unknown setting; known settings are {', '.join(CONFIG_KEYS)}")
+            right_type = isinstance(value, kind) and not isinstance(value, bool)
+            if not right_type:
+                raise config_error(args.config, key, f"has the wrong type ({type(value).__name__})")
+            if key in ("retriever", "generator", "claim_judge", "answer_judge"):
+                name, options = _named(value, args.config, key)
+                s[key] = name
+                s[f"{key}_options"] = {o: _relative(base, o, v) for o, v in options.items()}
+                if key == "generator" and name.endswith(".jsonl") and not Path(name).is_absolute():
+                    s[key] = str(base / name)
+            elif key in PATH_KEYS:
+                s[key] = value if Path(value).is_absolute() else str(base / value)
+            elif key == "conditions":
+                if not all(isinstance(c, str) for c in value):
+                    raise config_error(args.config, key, "must be a list of names such as ['gold', 'retrieved']")
+                s[key] = value
+            else:
+                s[key] = value
+    for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "k",
+                "correct_f1", "seed", "n_resamples"):
+        value = getattr(args, key, None)
+        if value is not None:
+            s[key] = value
+    if args.conditions is not None:
+        s["conditions"] = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    s["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
+    s["generator_options"].update(parse_options(args.generator_option, "--generator-option"))
+    for required, flag in (("dataset", "--dataset"), ("generator", "--generator")):
+        if not s.get(required):
+            raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
+    conditions = s.setdefault("conditions", ["gold", "retrieved"])
+    if "retrieved" in conditions and not s.get("retriever"):
+        raise EvretError("the retrieved condition needs --retriever (or pass --conditions gold)")
+    return s
+
+
+def _relative(base: Path, name: str, value: Any) -> Any:
+    if isinstance(value, str) and name.endswith(PATH_OPTION_SUFFIXES) and not Path(value).is_absolute():
+        return str(base / value)
+    return value
+
+
+def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
+    """A registered retriever over the question set's corpus unless the options name another corpus."""
+    import inspect
+
+    from evret_core.models import EvaluationDataset
+    from evret_core.plugins import get_registry
+    from evret_core.registry import create_retriever
+
+    factory = get_registry().get("retriever", name)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = {}  # type: ignore[assignment]
+    if "corpus" not in options and questions.corpus:
+        if "corpus" in params:
+            options = {**options, "corpus": questions.corpus}
+        elif "dataset" in params:
+            options = {**options, "dataset": EvaluationDataset(queries=[], corpus=questions.corpus)}
+    return create_retriever(name, **options)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.rag import QuestionSet, RagEvaluator
+    from evret_core.rag.report import print_plan, print_rag
+    from evret_core.registry import create_judge
+
+    s = settings_from(args)
+    if s.get("output"):
+        out_dir = Path(s["output"]).parent
+        if str(out_dir) and not out_dir.exists():
+            raise EvretError(f"--output {s['output']}: folder {out_dir} does not exist")
+    questions = QuestionSet.load(s["dataset"], s.get("corpus"))
+    retriever = build_retriever(s["retriever"], s["retriever_options"], questions) if s.get("retriever") else None
+    claim_judge: Any = s.get("claim_judge", "token-overlap")
+    if s["claim_judge_options"]:
+        from evret_core.rag.claims import LexicalClaimJudge
+
+        claim_judge = LexicalClaimJudge(claim_judge, **s["claim_judge_options"])
+    answer_judge = None
+    if s.get("answer_judge"):
+        answer_judge = create_judge(s["answer_judge"], **s["answer_judge_options"])
+    evaluator = RagEvaluator(
+        retriever=retriever, generator=s["generator"], generator_options=s["generator_options"] or None,
+        conditions=s["conditions"], k=s.get("k", 5), claim_judge=claim_judge, answer_judge=answer_judge,
+        correct_f1=s.get("correct_f1", 0.5), confidence_level=s.get("confidence_level", 0.95),
+        n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0),
+    )
+    if args.dry_run:
+        print_plan(evaluator.dry_run(questions), file=sys.stdout)
+        return 0
+    results = evaluator.evaluate(questions)
+    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout)
+    if s.get("output"):
+        results.to_json(s["output"])
+        print(f"results written to {s['output']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,261 @@
+"""The RAG harness: retrieve once, answer each question under each condition, judge, score, attribute.
+
+Stages, each done once for every question before the next (so expensive work is planned, counted and batched):
+
+1. retrieval (only when a condition needs it): ``batch_retrieve`` once, scored by the retrieval
+   :class:`~evret_core.Evaluator` against the gold ids (or the answer texts, by the retrieval judge); the
+   generator never changes these scores;
+2. contexts per condition (:mod:`evret_core.rag.contexts`);
+3. generation: one ``batch_generate`` call over every (question, condition);
+4. generation judging: one ``judge_claims`` call over every answer's claims;
+5. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.summary`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from evret_core.errors import EvretError
+from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.rag.answers import behaviour_ok, squad_scores
+from evret_core.rag.claims import ClaimTask, LexicalClaimJudge, claim_scores, claims_of
+from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
+from evret_core.rag.generators import Answer, GenerationRequest, resolve_generator
+from evret_core.rag.questions import QuestionSet, RagQuestion
+from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
+from evret_core.rag.summary import summarise
+
+RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
+
+
+class RagEvaluator:
+    """Scores a RAG system's retrieval and generation, separately and jointly.
+
+    :param retriever: anything :class:`~evret_core.Evaluator` accepts (needed for the ``retrieved`` condition).
+    :param generator: a registered generator name, a ``.jsonl`` answers file, a generator object, an object with
+        ``generate(question, contexts)``, or a function.
+    :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.contexts.Condition` objects.
+    :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
+    :param claim_judge: a generation judge (``judge_claims``), or a registered Evret judge name for the lexical one.
+    :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
+    :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
+        F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
+        says it matches.
+    :param retrieval_judge: the judge for questions labelled by answer texts only (default ``token-overlap``).
+    """
+
+    def __init__(
+        self,
+        retriever: Any = None,
+        generator: Any = "extractive",
+        conditions: Sequence[str | Condition] = ("gold", "retrieved"),
+        k: int = 5,
+        claim_judge: Any = "token-overlap",
+        answer_judge: Any = None,
+        correct_f1: float = 0.5,
+        retrieval_judge: Any = None,
+        generator_options: dict[str, Any] | None = None,
+        confidence_level: float = 0.95,
+        n_resamples: int = 1000,
+        seed: int = 0,
+    ) -> None:
+        from evret_core.registry import create_judge
+        from evret_core.stats import check_confidence_level, check_resamples
+
+        self.conditions = resolve_conditions(conditions)
+        if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+            raise EvretError(f"k must be a positive integer, got {k!r}")
+        self.k = k
+        self.retriever = retriever
+        if retriever is None and any(c.needs_retrieval for c in self.conditions):
+            raise EvretError("the retrieved condition needs a retriever (or use --conditions gold)")
+        self.generator = resolve_generator(generator, **(generator_options or {}))
+        self.claim_judge = LexicalClaimJudge(claim_judge) if isinstance(claim_judge, str) else claim_judge
+        self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
+        try:
+            self.correct_f1 = float(correct_f1)
+        except (TypeError, ValueError):
+            raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}") from None
+        if not 0.0 <= self.correct_f1 <= 1.0:
+            raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}")
+        self.retrieval_judge = retrieval_judge
+        self.confidence_level = check_confidence_level(confidence_level)
+        self.n_resamples = check_resamples(n_resamples)
+        self.seed = int(seed)
+
+    # -- stages ------------------------------------------------------------------------------------------------
+    def retrieval_metrics(self) -> list[str]:
+        return [*(f"recall@{c}" for c in RETRIEVAL_CUTOFFS), "mrr@10", "ndcg@10", f"precision@{self.k}",
+                *([f"recall@{self.k}"] if self.k not in RETRIEVAL_CUTOFFS else [])]
+
+    def retrieve(self, questions: QuestionSet) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
+        """The retrieved lists (None when no condition needs them) and the retrieval section."""
+        if not any(c.needs_retrieval for c in self.conditions):
+            return None, {}
+        from evret_core.evaluators.retrieval import Evaluator
+
+        depth = max(10, self.k)
+        evaluator = Evaluator(self.retriever, metrics=self.retrieval_metrics(), judge=self.retrieval_judge,
+                              k=depth, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
+                              seed=self.seed, min_slice_size=1)
+        everyone = EvaluationDataset(queries=[QueryExample(query_id=q.question_id, query_text=q.question,
+                                                           expected_answers=["-"]) for q in questions.questions])
+        retrieved = evaluator.retrieve(everyone)
+        labelled = [(q, r) for q, r in zip(questions.questions, retrieved, strict=True) if q.gold_doc_ids or q.answers]
+        section: dict[str, Any] = {"per_question": {}, "means": {}, "intervals": {},
+                                   "unlabelled": [q.question_id for q in questions.questions
+                                                  if not (q.gold_doc_ids or q.answers)]}
+        if labelled:
+            scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
+                                judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
+                                n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1)
+            dataset = EvaluationDataset(queries=[_retrieval_example(q) for q, _ in labelled])
+            scored = scoring.evaluate(dataset)
+            section["per_question"] = {qid: qr.scores for qid, qr in scored.per_query.items()}
+            section["means"] = scored.scores
+            section["intervals"] = scored.intervals
+            section["unmeasured_judgments"] = scored.stats.get("unmeasured", {}).get("judgments", 0)
+        return retrieved, section
+
+    def cases(self, questions: QuestionSet, retrieved: list[list[RetrievalResult]] | None
+              ) -> dict[str, list[ConditionCase]]:
+        """Condition name -> one case per question."""
+        out: dict[str, list[ConditionCase]] = {}
+        for condition in self.conditions:
+            out[condition.name] = [
+                condition.case(q, questions, None if retrieved is None else retrieved[i], self.k, self.seed)
+                for i, q in enumerate(questions.questions)
+            ]
+        return out
+
+    def generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]
+                 ) -> dict[str, list[Answer | None]]:
+        requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
+                    for name, column in cases.items() for q, case in zip(questions.questions, column, strict=True)
+                    if case.skip is None]
+        answers = list(self.generator.batch_generate(requests)) if requests else []
+        if len(answers) != len(requests):
+            raise EvretError(f"generator returned {len(answers)} answers for {len(requests)} requests")
+        got: dict[tuple[str, str], Answer | None] = {}
+        for request, answer in zip(requests, answers, strict=True):
+            if answer is not None and not isinstance(answer, Answer):
+                raise EvretError(f"generator returned a {type(answer).__name__} for question "
+                                 f"{request.question_id!r}; expected an Answer or None")
+            got[(request.condition, request.question_id)] = answer
+        return {name: [got.get((name, q.question_id)) for q in questions.questions] for name in cases}
+
+    # -- the whole run -----------------------------------------------------------------------------------------
+    def evaluate(self, questions: QuestionSet) -> RagResults:
+        """Run every stage on ``questions`` and return the results."""
+        if not isinstance(questions, QuestionSet):
+            raise EvretError(f"evaluate() needs a QuestionSet, got {type(questions).__name__}")
+        started = time.time()
+        retrieved, retrieval = self.retrieve(questions)
+        cases = self.cases(questions, retrieved)
+        answers = self.generate(questions, cases)
+        slots = [(name, i) for name in cases for i in range(len(questions))
+                 if answers[name][i] is not None]
+        tasks = [ClaimTask(questions.questions[i].question, claims_of(answers[name][i]),  # type: ignore[arg-type]
+                           tuple(cases[name][i].contexts)) for name, i in slots]
+        verdicts = dict(zip(slots, self.claim_judge.judge_claims(tasks), strict=True)) if tasks else {}
+        per_question: dict[str, QuestionOutcome] = {}
+        for i, q in enumerate(questions.questions):
+            outcome = QuestionOutcome(
+                question_id=q.question_id, question=q.question, tags=q.tags, expected_behaviour=q.expected_behaviour,
+                answers=q.answers, gold_doc_ids=q.gold_doc_ids,
+                retrieved_ids=[r.doc_id for r in retrieved[i]] if retrieved is not None else [],
+                retrieval=retrieval.get("per_question", {}).get(q.question_id),
+            )
+            if outcome.retrieval is not None:
+                outcome.gold_retrieved = outcome.retrieval.get(f"recall@{self.k}", 0.0) > 0
+            for name in cases:
+                outcome.conditions[name] = self._score(q, cases[name][i], answers[name][i], verdicts.get((name, i)))
+            per_question[q.question_id] = outcome
+        results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
+                             retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
+                             per_question=per_question, config=self.config())
+        summarise(results, retrieval, self.n_resamples, self.seed)
+        results.stats = {"num_questions": len(questions),
+                         "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
+                         "claims_judged": sum(len(v) for v in verdicts.values()),
+                         "elapsed_s": round(time.time() - started, 6)}
+        return results
+
+    def dry_run(self, questions: QuestionSet) -> dict[str, Any]:
+        """Plan without generating: how many generator calls each condition makes (and, when the generator can say,
+        its token estimate). Retrieval runs (it is needed to build the contexts); nothing is sent to an LLM."""
+        retrieved, _ = self.retrieve(questions)
+        cases = self.cases(questions, retrieved)
+        plan: dict[str, Any] = {"questions": len(questions), "conditions": list(cases),
+                                "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
+                                "contexts": sum(len(case.contexts) for c in cases.values() for case in c)}
+        generator_plan = getattr(self.generator, "plan", None)
+        if callable(generator_plan):
+            requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
+                        for name, column in cases.items()
+                        for q, case in zip(questions.questions, column, strict=True) if case.skip is None]
+            plan["generator"] = dict(generator_plan(requests))
+        else:
+            plan["note"] = (f"generator {getattr(self.generator, 'name', type(self.generator).__name__)!r} makes no "
+                            f"API calls; claim judging is planned from the answers, after generation")
+        return plan
+
+    def _score(self, q: RagQuestion, case: ConditionCase, answer: Answer | None, verdicts: Any) -> ConditionOutcome:
+        expected = case.expected_behaviour or q.expected_behaviour
+        outcome = ConditionOutcome(context_ids=[c.doc_id for c in case.contexts], expected_behaviour=expected,
+                                   answer=answer, info=case.info, skipped=case.skip)
+        if answer is None:
+            return outcome
+        outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
+        scores: dict[str, float | None] = {k: clean(v) for k, v in claim_scores(verdicts or []).items()}
+        refused = answer.refused or answer.escalated
+        prediction = "" if refused else answer.text
+        golds = q.answer_strings if expected == "answer" else []
+        has_label = bool(golds) or expected != "answer"
+        if has_label:
+            em, f1 = squad_scores(prediction, golds)
+            scores["exact"], scores["f1"] = em, f1
+        behaved = behaviour_ok(expected, answer.refused, answer.escalated)
+        scores["refused"] = float(refused)
+        scores["behaviour_ok"] = float(behaved)
+        if self.answer_judge is not None and golds and not refused:
+            scores["answer_judge"] = float(_judge_answer(self.answer_judge, q, prediction))
+        if has_label:
+            right = behaved
+            if expected == "answer":
+                f1_ok = bool(scores["exact"]) or (scores["f1"] or 0.0) > self.correct_f1
+                right = behaved and (f1_ok or bool(scores.get("answer_judge")))
+            outcome.correct = bool(right)
+            scores["correct"] = float(right)
+        outcome.scores = scores
+        return outcome
+
+    def config(self) -> dict[str, Any]:
+        def conf(obj: Any) -> Any:
+            c = getattr(obj, "config", None)
+            return c() if callable(c) else (None if obj is None else type(obj).__name__)
+
+        retriever = None
+        if self.retriever is not None:
+            retriever = conf(self.retriever) if not isinstance(self.retriever, dict) else {"name": "precomputed"}
+        return {"retriever": retriever, "generator": conf(self.generator), "claim_judge": conf(self.claim_judge),
+                "answer_judge": conf(self.answer_judge), "conditions": [c.config() for c in self.conditions],
+                "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
+                "n_resamples": self.n_resamples, "seed": self.seed}
+
+
+def _retrieval_example(q: RagQuestion) -> QueryExample:
+    if q.gold_doc_ids:
+        return QueryExample(query_id=q.question_id, query_text=q.question, relevant_doc_ids=q.gold_doc_ids,
+                            tags=q.tags)
+    return QueryExample(query_id=q.question_id, query_text=q.question, expected_answers=q.canonical_answers,
+                        tags=q.tags)
+
+
+def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
+    from evret_core.models import JudgmentContext
+
+    contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
+    return any(bool(v) for v in judge.batch_judge(contexts))

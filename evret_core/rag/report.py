@@ -1,0 +1,82 @@
+"""Plain-text tables of a RAG run for the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from evret_core.rag.results import ATTRIBUTIONS, RagResults
+from evret_core.stats import format_interval
+
+HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
+            "wrong_refusal_rate", "correct_refusal_rate", "groundedness", "faithfulness", "citation_precision",
+            "citation_recall", "answer_judge")
+
+
+def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None) -> None:
+    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured."""
+    out = file or sys.stdout
+    if title:
+        print(title, file=out)
+    level = f"{results.confidence_level:.0%} CI"
+    if results.retrieval:
+        print(f"\nretrieval (retrieved condition; {level})", file=out)
+        for metric, mean in results.retrieval.items():
+            print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
+    print(f"\ngeneration ({level}; n = questions measured)", file=out)
+    for condition in results.conditions:
+        print(f"  [{condition}]", file=out)
+        means = results.generation.get(condition, {})
+        for metric in HEADLINE:
+            if metric not in means:
+                continue
+            value = means[metric]
+            n = results.generation_n.get(condition, {}).get(metric, 0)
+            text = "n/a" if value is None else format_interval(
+                value, results.generation_intervals.get(condition, {}).get(metric))
+            print(f"  {metric:<22} {text}  (n={n})", file=out)
+    if results.attribution:
+        total = sum(results.attribution.values()) or 1
+        print("\nattribution (gold vs retrieved context)", file=out)
+        for label in ATTRIBUTIONS:
+            count = results.attribution.get(label, 0)
+            print(f"  {label:<22} {count:>5}  {count / total:6.1%}", file=out)
+    if results.differences:
+        print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
+        for d in results.differences:
+            print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
+    for line in unmeasured_lines(results.unmeasured):
+        print(f"WARNING: {line}", file=out)
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
+    if unlabelled:
+        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
+              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
+
+
+def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
+    lines = []
+    for condition, ids in (unmeasured.get("answers") or {}).items():
+        lines.append(f"{len(ids)} answer(s) missing under {condition} (e.g. {ids[0]}); left out of the means")
+    for condition, ids in (unmeasured.get("skipped") or {}).items():
+        lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}: no gold ids); "
+                     f"not generated, left out of the means")
+    for condition, n in (unmeasured.get("claims") or {}).items():
+        lines.append(f"{n} claim judgment(s) unmeasured under {condition}")
+    if unmeasured.get("correctness_unlabelled"):
+        lines.append(f"{len(unmeasured['correctness_unlabelled'])} question(s) expected to be answered have no "
+                     f"expected answers: no exact match, F1 or correctness for them")
+    if unmeasured.get("retrieval_judgments"):
+        lines.append(f"{unmeasured['retrieval_judgments']} retrieval judgment(s) unmeasured")
+    return lines
+
+
+def print_plan(plan: dict[str, Any], file: TextIO | None = None) -> None:
+    out = file or sys.stdout
+    print(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
+          f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
+          f"{plan['contexts']} context(s)", file=out)
+    generator = plan.get("generator") or {}
+    for key, value in generator.items():
+        print(f"  {key}: {value}", file=out)
+    if plan.get("note"):
+        print(plan["note"], file=out)
