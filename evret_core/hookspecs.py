@@ -88,6 +88,19 @@ def register_generators(register: Register) -> None:
     """
 
 
+@hookspec
+def register_perturbations(register: Register) -> None:
+    """Register adversarial perturbation families for ``evret rag --adversarial``.
+
+    :param register: call ``register(name, factory)`` once per family; ``factory(**options)`` returns a
+        perturbation: a callable ``(question, contexts, questions, rng) -> ConditionCase`` that builds the contexts a
+        generator sees (and, when it changes what is right, the expected behaviour) from the base condition's
+        contexts; ``rng`` is a numpy Generator seeded per question. Record what was planted in the case's ``info``
+        (with ``"family": name`` the adversarial summary counts its outcomes). ``name`` is what ``--adversarial``
+        takes; the built-ins are counterfactual, injection, missing-gold and irrelevant-only.
+    """
+
+
 @hookspec(firstresult=True)
 def adapt_retriever(obj: Any) -> Any:
     """Turn a foreign object (a LangChain retriever, a vector store...) into an Evret retriever.
@@ -106,5 +119,6 @@ HOOK_NAMES = (
     "register_evaluators",
     "register_llm_providers",
     "register_generators",
+    "register_perturbations",
     "adapt_retriever",
 )

@@ -23,7 +23,7 @@ from evret_core import hookspecs
 from evret_core.errors import PluginError
 
 ENTRY_POINT_GROUP = "evret"
-KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider", "generator")
+KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider", "generator", "perturbation")
 _HOOK_FOR_KIND = {
     "judge": "register_judges",
     "metric": "register_metrics",
@@ -31,6 +31,7 @@ _HOOK_FOR_KIND = {
     "evaluator": "register_evaluators",
     "llm_provider": "register_llm_providers",
     "generator": "register_generators",
+    "perturbation": "register_perturbations",
 }
 BUILTIN = "evret-core"
 

@@ -59,6 +59,11 @@ def create_generator(name: str, **options: Any) -> Any:
     return _build("generator", name, options)
 
 
+def create_perturbation(name: str, **options: Any) -> Any:
+    """An adversarial perturbation family registered as ``name`` (``counterfactual``, ``injection``...)."""
+    return _build("perturbation", name, options)
+
+
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
     """Split a metric name into family, cutoff and options: ``"ndcg@10(gain=exponential)"`` gives
     ``("ndcg", 10, {"gain": "exponential"})``, ``"rbp(p=0.5)"`` gives ``("rbp", None, {"p": 0.5})``. Option values
@@ -135,3 +140,7 @@ def llm_provider_names() -> list[str]:
 
 def generator_names() -> list[str]:
     return get_registry().names("generator")
+
+
+def perturbation_names() -> list[str]:
+    return get_registry().names("perturbation")

@@ -15,8 +15,9 @@ CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "dataset": str, "corpus": str, "output": str, "retriever": (str, dict), "generator": (str, dict),
     "claim_judge": (str, dict), "answer_judge": (str, dict), "conditions": list, "k": int,
     "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int,
+    "adversarial": list, "adversarial_base": str, "cases": str, "write_cases": str,
 }
-PATH_KEYS = ("dataset", "corpus", "output")
+PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 
 
@@ -37,6 +38,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
     p.add_argument("--seed", type=int, help="seed of the bootstrap and of perturbations (default 0)")
     p.add_argument("--resamples", dest="n_resamples", type=int, help="bootstrap resamples (default 1000)")
+    p.add_argument("--adversarial", metavar="FAMILIES",
+                   help="comma-separated adversarial conditions: counterfactual, injection, missing-gold, "
+                        "irrelevant-only (or a plugin's)")
+    p.add_argument("--adversarial-base", choices=["gold", "retrieved"],
+                   help="contexts the adversarial cases perturb (default retrieved with a retriever, else gold)")
+    p.add_argument("--cases", metavar="CASES.jsonl", help="replay adversarial cases written by --write-cases")
+    p.add_argument("--write-cases", metavar="CASES.jsonl",
+                   help="write the adversarial cases of this run (to inspect, edit and replay with --cases)")
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many generator calls would be made, without generating")
     p.set_defaults(func=run)
@@ -74,19 +83,23 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                     s[key] = str(base / name)
             elif key in PATH_KEYS:
                 s[key] = value if Path(value).is_absolute() else str(base / value)
-            elif key == "conditions":
+            elif key in ("conditions", "adversarial"):
                 if not all(isinstance(c, str) for c in value):
                     raise config_error(args.config, key, "must be a list of names such as ['gold', 'retrieved']")
                 s[key] = value
             else:
                 s[key] = value
     for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "k",
-                "correct_f1", "seed", "n_resamples"):
+                "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
         value = getattr(args, key, None)
         if value is not None:
             s[key] = value
     if args.conditions is not None:
         s["conditions"] = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    if args.adversarial is not None:
+        s["adversarial"] = [c.strip() for c in args.adversarial.split(",") if c.strip()]
+        if not s["adversarial"]:
+            raise EvretError("--adversarial: name at least one family, e.g. counterfactual,injection")
     s["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
     s["generator_options"].update(parse_options(args.generator_option, "--generator-option"))
     for required, flag in (("dataset", "--dataset"), ("generator", "--generator")):
@@ -145,9 +158,19 @@ def run(args: argparse.Namespace) -> int:
     answer_judge = None
     if s.get("answer_judge"):
         answer_judge = create_judge(s["answer_judge"], **s["answer_judge_options"])
+    conditions: list[Any] = list(s["conditions"])
+    if s.get("adversarial"):
+        from evret_core.rag.adversarial_cases import adversarial_conditions
+
+        base = s.get("adversarial_base") or ("retrieved" if retriever is not None else "gold")
+        conditions += adversarial_conditions(s["adversarial"], base=base, seed=s.get("seed", 0))
+    if s.get("cases"):
+        from evret_core.rag.adversarial_cases import read_cases
+
+        conditions += read_cases(s["cases"])
     evaluator = RagEvaluator(
         retriever=retriever, generator=s["generator"], generator_options=s["generator_options"] or None,
-        conditions=s["conditions"], k=s.get("k", 5), claim_judge=claim_judge, answer_judge=answer_judge,
+        conditions=conditions, k=s.get("k", 5), claim_judge=claim_judge, answer_judge=answer_judge,
         correct_f1=s.get("correct_f1", 0.5), confidence_level=s.get("confidence_level", 0.95),
         n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0),
     )
@@ -155,6 +178,16 @@ def run(args: argparse.Namespace) -> int:
         print_plan(evaluator.dry_run(questions), file=sys.stdout)
         return 0
     results = evaluator.evaluate(questions)
+    if s.get("write_cases"):
+        from evret_core.rag.adversarial_cases import write_cases
+
+        builtin = ("gold", "retrieved")
+        written = {name: column for name, column in evaluator.last_cases.items() if name not in builtin}
+        if not written:
+            raise EvretError("--write-cases: the run has no adversarial conditions (add --adversarial)")
+        results.config["adversarial_cases"] = {"path": s["write_cases"],
+                                               "sha256": write_cases(s["write_cases"], questions, written)}
+        print(f"adversarial cases written to {s['write_cases']}", file=sys.stderr)
     print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout)
     if s.get("output"):
         results.to_json(s["output"])

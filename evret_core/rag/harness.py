@@ -19,6 +19,7 @@ from typing import Any
 
 from evret_core.errors import EvretError
 from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok, squad_scores
 from evret_core.rag.claims import ClaimTask, LexicalClaimJudge, claim_scores, claims_of
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
@@ -154,6 +155,7 @@ class RagEvaluator:
         started = time.time()
         retrieved, retrieval = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
+        self.last_cases = cases  # what each condition handed the generator (evret rag --write-cases keeps them)
         answers = self.generate(questions, cases)
         slots = [(name, i) for name in cases for i in range(len(questions))
                  if answers[name][i] is not None]
@@ -177,6 +179,7 @@ class RagEvaluator:
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
                              per_question=per_question, config=self.config())
         summarise(results, retrieval, self.n_resamples, self.seed)
+        results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
                          "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
                          "claims_judged": sum(len(v) for v in verdicts.values()),

@@ -45,6 +45,8 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
         for d in results.differences:
             print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
+    if results.adversarial:
+        print_adversarial(results.adversarial, level, out)
     for line in unmeasured_lines(results.unmeasured):
         print(f"WARNING: {line}", file=out)
     unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
@@ -53,13 +55,35 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
               f"their retrieval against (e.g. {unlabelled[0]})", file=out)
 
 
+def print_adversarial(summary: dict[str, Any], level: str, out: TextIO) -> None:
+    """Each adversarial condition's rates, its drop against the clean condition, and its weakest slices."""
+    print(f"\nadversarial conditions ({level})", file=out)
+    for condition, entry in summary.items():
+        print(f"  [{condition}] n={entry.get('n', 0)}, skipped={entry.get('skipped', 0)}", file=out)
+        for rate, value in entry.get("rates", {}).items():
+            print(f"  {rate:<22} {format_interval(value, entry['intervals'].get(rate))}", file=out)
+        if "clean_wrong_refusal_rate" in entry:
+            print(f"  {'clean wrong refusals':<22} {entry['clean_wrong_refusal_rate']:.3f}  "
+                  f"(refusing everything must not look good)", file=out)
+        drop = entry.get("drop") or {}
+        if drop.get("n"):
+            print(f"  {'correct vs ' + str(entry['clean']):<22} {format_interval(drop['delta'], drop['interval'])}"
+                  f"  ({drop['clean']:.3f} -> {drop['adversarial']:.3f}, n={drop['n']})", file=out)
+        worst = sorted(((key, value, s["drop"]) for key, values in entry.get("slices", {}).items()
+                        for value, s in values.items() if (s.get("drop") or {}).get("n", 0) >= 5),
+                       key=lambda item: item[2]["delta"])[:3]
+        for key, value, d in worst:
+            print(f"    weakest slice {key}={value}: {format_interval(d['delta'], d['interval'])} (n={d['n']})",
+                  file=out)
+
+
 def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
     lines = []
     for condition, ids in (unmeasured.get("answers") or {}).items():
         lines.append(f"{len(ids)} answer(s) missing under {condition} (e.g. {ids[0]}); left out of the means")
     for condition, ids in (unmeasured.get("skipped") or {}).items():
-        lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}: no gold ids); "
-                     f"not generated, left out of the means")
+        lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}; the reason is in "
+                     f"its per-question 'skipped'); not generated, left out of the means")
     for condition, n in (unmeasured.get("claims") or {}).items():
         lines.append(f"{n} claim judgment(s) unmeasured under {condition}")
     if unmeasured.get("correctness_unlabelled"):

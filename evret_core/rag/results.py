@@ -96,6 +96,7 @@ class RagResults(BaseModel):
     attribution: dict[str, int] = Field(default_factory=dict)
     differences: list[Difference] = Field(default_factory=list)
     slices: dict[str, dict[str, dict[str, dict[str, float | None]]]] = Field(default_factory=dict)
+    adversarial: dict[str, Any] = Field(default_factory=dict)
     unmeasured: dict[str, Any] = Field(default_factory=dict)
     per_question: dict[str, QuestionOutcome] = Field(default_factory=dict)
     config: dict[str, Any] = Field(default_factory=dict)

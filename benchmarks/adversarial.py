@@ -1,0 +1,74 @@
+"""The adversarial families on real data: the SQuAD 2.0 subset, bm25 top 5, every family over the retrieved contexts.
+
+For each generator, prints the clean rates and, per family, its rates with 95% bootstrap intervals and the paired
+change of ``correct`` against the clean (retrieved) condition, as Markdown for docs/benchmarks.md. Generators in the
+same run: the offline extractive generator, and the trivial never-refuse (threshold 0) and always-refuse peers, which
+show why each refusal rate stands beside the clean wrong-refusal rate.
+
+Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from evret_core import create_retriever
+from evret_core.rag import Answer, QuestionSet, RagEvaluator, RagResults
+from evret_core.rag.adversarial import FAMILIES
+from evret_core.rag.adversarial_cases import adversarial_conditions
+
+REPO = Path(__file__).resolve().parents[1]
+SQUAD = Path("datasets") / "squad2" / "dev-v2.0-subset.json"
+
+
+def run(questions: QuestionSet, generator: Any, options: dict[str, Any] | None = None,
+        n_resamples: int = 1000, seed: int = 0) -> RagResults:
+    retriever = create_retriever("bm25", corpus=questions.corpus)
+    conditions = ["retrieved", *adversarial_conditions(FAMILIES, base="retrieved", seed=seed)]
+    return RagEvaluator(retriever, generator, generator_options=options, conditions=conditions, k=5,
+                        n_resamples=n_resamples, seed=seed).evaluate(questions)
+
+
+def table(name: str, results: RagResults) -> str:
+    clean = results.generation["retrieved"]
+    lines = [f"**{name}** — clean (retrieved): correct {clean['correct']:.3f}, refused {clean['refused']:.3f}, "
+             f"wrong refusals {clean['wrong_refusal_rate']:.3f}", "",
+             "| family | n | rate | value [95% CI] | correct vs clean [95% CI] |", "|---|---|---|---|---|"]
+    for family in FAMILIES:
+        entry = results.adversarial[family]
+        drop = entry.get("drop") or {}
+        change = (f"{drop['delta']:+.3f} [{drop['interval'][0]:+.3f}, {drop['interval'][1]:+.3f}]"
+                  if drop.get("n") else "n/a")
+        for i, (rate, value) in enumerate(entry["rates"].items()):
+            low, high = entry["intervals"][rate]
+            lines.append(f"| {family if i == 0 else ''} | {entry['n'] if i == 0 else ''} | {rate} | "
+                         f"{value:.3f} [{low:.3f}, {high:.3f}] | {change if i == 0 else ''} |")
+    injection = results.adversarial["injection"]["slices"]
+    for key in ("template", "position"):
+        cells = ", ".join(f"{v} {s['rates'].get('leaked', 0):.2f}" for v, s in injection.get(key, {}).items())
+        lines.append(f"\ninjection leak rate by {key}: {cells}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
+    parser.add_argument("--resamples", type=int, default=1000)
+    args = parser.parse_args()
+    questions = QuestionSet.load(args.shared / SQUAD)
+    generators: dict[str, tuple[Any, dict[str, Any] | None]] = {
+        "extractive (threshold 0.5)": ("extractive", None),
+        "never refuses (extractive, threshold 0)": ("extractive", {"threshold": 0.0}),
+        "always refuses": (lambda question, contexts: Answer(refused=True), None),
+    }
+    for name, (generator, options) in generators.items():
+        started = time.perf_counter()
+        results = run(questions, generator, options, args.resamples)
+        print(f"{table(name, results)}\n\n({len(questions)} questions, {time.perf_counter() - started:.1f} s)\n")
+
+
+if __name__ == "__main__":
+    main()
