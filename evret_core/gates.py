@@ -1,0 +1,165 @@
+"""Regression gates: fail a CI job when a metric falls under a floor, or significantly below a baseline run.
+
+A gate that fails is not bad input: the CLI exits 1 for it (and 2, as always, for bad input). A floor compares the
+run's mean with a number; a baseline comparison uses the paired test Evret already has (Holm-Bonferroni corrected
+over the metrics checked) and fails only when the drop is both significant at ``alpha`` and at least
+``min_effect``, so a noisy judge or a small dataset does not make CI flaky. Every metric here is
+higher-is-better (the IR measures, the RAG scores); a gate on a count such as ``num_ret`` reads the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from evret_core.errors import EvretError
+from evret_core.stats import TESTS, compare_scores
+
+
+class ScoredRun(Protocol):
+    """What a gate reads from a run: means, intervals and per-query scores (EvaluationResults has them)."""
+
+    scores: dict[str, float]
+    intervals: dict[str, list[float]]
+
+    def per_query_scores(self) -> dict[str, dict[str, float]]: ...
+
+
+@dataclass
+class GateFailure:
+    """One failed gate: the metric and a one-line reason a person can act on."""
+
+    metric: str
+    reason: str
+    worst: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class GateReport:
+    """The outcome of every gate checked: ``passed`` when nothing failed."""
+
+    checked: list[str]
+    failures: list[GateFailure]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def lines(self) -> list[str]:
+        """One line per failed gate."""
+        return [f"FAILED {f.metric}: {f.reason}" for f in self.failures]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "checked": self.checked,
+                "failures": [{"metric": f.metric, "reason": f.reason} for f in self.failures]}
+
+
+def parse_fail_under(specs: Iterable[str], option: str = "--fail-under") -> dict[str, float]:
+    """``["recall@5=0.8", "mrr@10=0.7"]`` -> ``{"recall@5": 0.8, "mrr@10": 0.7}``; bad specs name the option."""
+    floors: dict[str, float] = {}
+    for spec in specs:
+        metric, sep, value = str(spec).rpartition("=")
+        metric = metric.strip()
+        if not sep or not metric:
+            raise EvretError(f"{option} {spec!r}: expected METRIC=VALUE, e.g. recall@5=0.8")
+        try:
+            floor = float(value)
+        except ValueError:
+            raise EvretError(f"{option} {spec!r}: {value!r} is not a number") from None
+        if not math.isfinite(floor):
+            raise EvretError(f"{option} {spec!r}: the floor must be a finite number")
+        if metric in floors:
+            raise EvretError(f"{option}: {metric} is given twice")
+        floors[metric] = floor
+    return floors
+
+
+def _interval_text(run: ScoredRun, metric: str) -> str:
+    interval = run.intervals.get(metric) if run.intervals else None
+    return f" [{interval[0]:.4f}, {interval[1]:.4f}]" if interval and len(interval) == 2 else ""
+
+
+def worst_queries(run: ScoredRun, metric: str, n: int = 5) -> list[tuple[str, float]]:
+    """The ``n`` queries with the lowest ``metric``, lowest first (ties in query order)."""
+    per_query = run.per_query_scores()
+    values = [(qid, scores[metric]) for qid, scores in per_query.items() if metric in scores]
+    return sorted(values, key=lambda item: item[1])[:n]
+
+
+def check_fail_under(run: ScoredRun, floors: Mapping[str, float], worst: int = 5) -> list[GateFailure]:
+    """A failure for each metric whose mean is under its floor; a metric the run lacks is an error."""
+    missing = [m for m in floors if m not in run.scores]
+    if missing:
+        raise EvretError(f"--fail-under names {', '.join(missing)}, which the run did not compute "
+                         f"(it has: {', '.join(run.scores) or 'none'}); add the metric with --metric")
+    failures = []
+    for metric, floor in floors.items():
+        value = run.scores[metric]
+        if not value >= floor:  # NaN fails too
+            failures.append(GateFailure(
+                metric, f"{value:.4f}{_interval_text(run, metric)} is under the floor {floor:g}",
+                worst_queries(run, metric, worst)))
+    return failures
+
+
+def check_regression(
+    run: ScoredRun,
+    baseline: ScoredRun,
+    metrics: Sequence[str] | None = None,
+    alpha: float = 0.05,
+    min_effect: float = 0.0,
+    test: str = "randomization",
+    n_resamples: int = 10000,
+    seed: int = 0,
+    worst: int = 5,
+) -> list[GateFailure]:
+    """A failure for each metric significantly worse than in ``baseline`` by at least ``min_effect``.
+
+    The runs must score the same queries (a changed dataset is bad input, not a regression). ``metrics`` defaults to
+    every metric both runs have.
+    """
+    if test not in TESTS:
+        raise EvretError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise EvretError(f"--min-effect must be a finite number >= 0, got {min_effect}")
+    names = list(metrics) if metrics is not None else [m for m in run.scores if m in baseline.scores]
+    for metric in names:
+        for label, side in (("the run", run), ("the baseline", baseline)):
+            if metric not in side.scores:
+                raise EvretError(f"{label} has no {metric!r} score; the regression gate needs it in both runs")
+    if not names:
+        raise EvretError("the run and the baseline have no metric in common")
+    current_scores = run.per_query_scores()
+    comparison = compare_scores({"baseline": baseline.per_query_scores(), "current": current_scores}, names,
+                                test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    failures = []
+    for pair in comparison.pairs:
+        if pair.significant and pair.delta <= -min_effect and pair.delta < 0:
+            before, after = baseline.scores[pair.metric], run.scores[pair.metric]
+            drops = sorted(((d["query_id"], d["delta"]) for d in pair.lost), key=lambda x: x[1])[:worst]
+            failures.append(GateFailure(
+                pair.metric,
+                f"{after:.4f}{_interval_text(run, pair.metric)} is significantly below the baseline's "
+                f"{before:.4f}{_interval_text(baseline, pair.metric)} (delta {pair.delta:+.4f}, "
+                f"p={pair.p_adjusted:.3g} Holm-adjusted, {test} test, alpha {alpha:g}, min effect {min_effect:g})",
+                drops))
+    return failures
+
+
+def check_gates(
+    run: ScoredRun,
+    fail_under: Mapping[str, float] | None = None,
+    baseline: ScoredRun | None = None,
+    **regression: Any,
+) -> GateReport:
+    """Every gate at once: floors, then the baseline comparison (keyword arguments of :func:`check_regression`)."""
+    floors = dict(fail_under or {})
+    failures = check_fail_under(run, floors) if floors else []
+    checked = list(floors)
+    if baseline is not None:
+        failures += check_regression(run, baseline, **regression)
+        metrics = regression.get("metrics")
+        checked += [m for m in (metrics or [m for m in run.scores if m in baseline.scores]) if m not in checked]
+    return GateReport(checked=checked, failures=failures)

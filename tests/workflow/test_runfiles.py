@@ -1,0 +1,100 @@
+"""Retrieved results from files (JSONL dumps and TREC runs): read, ranked, validated, and evaluated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evret_core import EvaluationDataset, Evaluator
+from evret_core.errors import EvretError
+from evret_core.runfiles import read_retrieved, read_retrieved_jsonl
+
+from .conftest import CORPUS, DATASET, METRICS, OverlapRetriever
+
+
+def _write_lines(path: Path, records: list[dict]) -> Path:  # type: ignore[type-arg]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def _dump_run(tmp_path: Path, per_query: bool) -> Path:
+    """What a team's RAG system would dump: every query's top 10 with scores and texts."""
+    dataset = EvaluationDataset.from_jsonl(DATASET)
+    retriever = OverlapRetriever()
+    records = []
+    for q in dataset:
+        results = [{"doc_id": r.doc_id, "score": r.score, "text": r.text} for r in retriever(q.query_text, 10)]
+        if per_query:
+            records.append({"query_id": q.query_id, "results": results})
+        else:
+            records.extend({"query_id": q.query_id, **r} for r in results)
+    return _write_lines(tmp_path / "retrieved.jsonl", records)
+
+
+@pytest.mark.parametrize("per_query", [False, True])
+def test_a_dumped_run_scores_exactly_like_the_live_retriever(tmp_path: Path, per_query: bool, good_results) -> None:  # type: ignore[no-untyped-def]
+    run = read_retrieved(_dump_run(tmp_path, per_query))
+    results = Evaluator(run, metrics=METRICS, judge="token-overlap").evaluate(EvaluationDataset.from_jsonl(DATASET))
+    assert results.per_query_scores() == good_results.per_query_scores()
+
+
+def test_rank_fields_order_the_results(tmp_path: Path) -> None:
+    path = _write_lines(tmp_path / "r.jsonl", [
+        {"query_id": "q1", "doc_id": "b", "rank": 2}, {"query_id": "q1", "doc_id": "a", "rank": 1},
+        {"query_id": 7, "doc_id": 3}, {"query_id": 7, "doc_id": 1},
+    ])
+    run = read_retrieved_jsonl(path)
+    assert [r["doc_id"] for r in run["q1"]] == ["a", "b"]
+    assert [r["doc_id"] for r in run["7"]] == ["3", "1"]  # file order without ranks
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"query_id": "q1", "doc_id": "a", "score": float("nan")}, "'score' must be a finite number"),
+    ({"query_id": "q1", "doc_id": ""}, "'doc_id' must be a non-empty"),
+    ({"query_id": "", "doc_id": "a"}, "'query_id' must be a non-empty"),
+    ({"query_id": "q1", "doc_id": "a", "rank": 0}, "'rank' must be a positive integer"),
+    ({"query_id": "q1", "doc_id": "a", "txt": "typo"}, "unknown field"),
+    ({"query_id": "q1", "doc_id": "a", "text": 5}, "'text' must be a string"),
+    ({"query_id": "q1", "results": {"doc_id": "a"}}, "'results' must be a list"),
+    ([1, 2], "expected a JSON object"),
+])
+def test_bad_lines_name_the_file_and_line(tmp_path: Path, record: object, message: str) -> None:
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({"query_id": "q0", "doc_id": "x"}) + "\n" + json.dumps(record) + "\n")
+    with pytest.raises(EvretError, match=message) as err:
+        read_retrieved_jsonl(path)
+    assert f"{path}:2" in str(err.value)
+
+
+def test_a_document_listed_twice_names_both_lines(tmp_path: Path) -> None:
+    path = _write_lines(tmp_path / "r.jsonl", [{"query_id": "q", "doc_id": "a"}, {"query_id": "q", "doc_id": "b"},
+                                               {"query_id": "q", "doc_id": "a"}])
+    with pytest.raises(EvretError, match=r"r.jsonl:3: document 'a' is listed twice .*r.jsonl:1"):
+        read_retrieved_jsonl(path)
+    path = _write_lines(tmp_path / "s.jsonl", [{"query_id": "q", "results": [{"doc_id": "a"}, {"doc_id": "a"}]}])
+    with pytest.raises(EvretError, match="listed twice"):
+        read_retrieved_jsonl(path)
+
+
+def test_an_empty_file_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "e.jsonl").write_text("\n")
+    with pytest.raises(EvretError, match="has no results"):
+        read_retrieved(tmp_path / "e.jsonl")
+    with pytest.raises(EvretError, match="no such retrieved results file"):
+        read_retrieved(tmp_path / "missing.jsonl")
+
+
+def test_a_trec_run_with_a_corpus_gets_texts_and_trec_order(tmp_path: Path) -> None:
+    run_file = tmp_path / "run.trec"
+    run_file.write_text("q01 Q0 bee-003 1 2.0 t\nq01 Q0 bee-002 2 5.0 t\nq01 Q0 bee-001 3 5.0 t\n")
+    compact = read_retrieved(run_file)
+    assert compact == {"q01": {"bee-003": 2.0, "bee-002": 5.0, "bee-001": 5.0}}
+    run = read_retrieved(run_file, corpus=CORPUS)
+    # by score, ties broken by doc id in descending order (trec_eval)
+    assert [r["doc_id"] for r in run["q01"]] == ["bee-002", "bee-001", "bee-003"]
+    assert run["q01"][0]["metadata"]["text"].startswith("The queen is the only fertile female")
+    run_file.write_text("q01 Q0 nowhere 1 2.0 t\n")
+    with pytest.raises(EvretError, match="'nowhere', which is not in the corpus"):
+        read_retrieved(run_file, corpus=CORPUS)
