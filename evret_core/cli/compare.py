@@ -24,14 +24,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError
-    from evret_core.report.common import compare_runs, load_runs
+    from evret_core.report.api import compare, named_runs
     from evret_core.report.terminal import print_comparison
 
     if len(args.results) < 2:
         raise EvretError("evret compare needs at least two results files")
-    runs = load_runs(args.results)
-    comparison = compare_runs(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
-                              seed=args.seed, intersection=args.intersection)
+    runs = named_runs(tuple(args.results))
+    comparison = compare(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
+                         seed=args.seed, intersection=args.intersection)
     if args.json:
         print(json.dumps(comparison.to_dict(), indent=2))
         for warning in comparison.warnings:

@@ -22,8 +22,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError
-    from evret_core.report import build_report_data, render_report
-    from evret_core.report.common import load_runs
+    from evret_core.report.api import make_report, report_data
     from evret_core.results import atomic_write_text
 
     if args.max_k is not None and args.max_k <= 0:
@@ -32,9 +31,8 @@ def run(args: argparse.Namespace) -> int:
         folder = Path(args.output).parent
         if str(folder) and not folder.exists():
             raise EvretError(f"--output {args.output}: folder {folder} does not exist")
-    runs = load_runs(args.results)
-    data = build_report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
-    text = render_report(data, args.format)
+    data = report_data(*args.results, test=args.test, alpha=args.alpha, max_k=args.max_k)
+    text = make_report(data, format=args.format)
     if data.comparison is not None:
         for warning in data.comparison.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)

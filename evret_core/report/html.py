@@ -12,27 +12,23 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from functools import lru_cache
 from typing import Any
 
 import jinja2
 from markupsafe import Markup
 
-from evret_core.report.common import ReportData
+from evret_core.report.common import ReportData, clean_text
 from evret_core.report.drilldown import DATA_BUDGET, drilldown_data, script_json
 from evret_core.stats import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def clean_text(value: object) -> object:
-    """Lone surrogates (which cannot be written as UTF-8) replaced by U+FFFD; everything else untouched."""
-    if isinstance(value, str) and not isinstance(value, Markup):
-        return _SURROGATE.sub("\ufffd", value)
-    return value
+def _finalize(value: object) -> object:
+    """Every ``{{ value }}`` of the templates: strings lose lone surrogates (then autoescaping applies)."""
+    return clean_text(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 
 @lru_cache(maxsize=1)
@@ -40,7 +36,7 @@ def environment() -> jinja2.Environment:
     """The templates' environment: HTML autoescaping everywhere, undefined names are errors."""
     return jinja2.Environment(
         loader=jinja2.PackageLoader("evret_core.report", "templates"),
-        autoescape=True, undefined=jinja2.StrictUndefined, finalize=clean_text,
+        autoescape=True, undefined=jinja2.StrictUndefined, finalize=_finalize,
         trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
     )
 
