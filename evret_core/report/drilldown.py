@@ -29,10 +29,10 @@ _SCRIPT_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
 
 def script_json(value: Any) -> str:
     """``value`` as JSON that can sit inside a ``<script>`` element: no ``<``, ``>`` or ``&`` (so no
-    ``</script>`` or ``<!--``), and lone surrogates written as ``\\udXXX`` escapes so the page stays valid UTF-8
-    while the script still sees the exact string."""
+    ``</script>`` or ``<!--``), and lone surrogates replaced by U+FFFD, as in the page's HTML text (browsers
+    cannot show them, and Chromium's DOM serialiser aborts on them)."""
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), text)
+    return _SCRIPT_UNSAFE.sub(lambda m: _SCRIPT_ESCAPES.get(m.group(), "\ufffd"), text)
 
 
 def _num(value: float | None, digits: int) -> float | int | None:
