@@ -26,9 +26,12 @@ def named_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, Evaluatio
         items = list(runs[0].items())
     else:
         loose: list[Run] = []
-        for run in runs:
+        for i, run in enumerate(runs):
             if isinstance(run, Mapping):
                 raise EvretError("give the runs either as one mapping of name -> results or as separate arguments")
+            if not isinstance(run, (EvaluationResults, str, os.PathLike)):
+                raise EvretError(f"run {i + 1}: expected EvaluationResults or a results file path, "
+                                 f"got {type(run).__name__}")
             loose.append(run)
         paths = [r for r in loose if not isinstance(r, EvaluationResults)]
         file_names = iter(run_names([Path(p) for p in paths]))
