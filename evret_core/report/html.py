@@ -128,8 +128,8 @@ def _comparison(data: ReportData) -> dict[str, Any] | None:
     rows = [{"metric": p.metric, "pair": f"{p.b} vs {p.a}", "delta": f"{p.delta:+.4f}", "negative": p.delta < 0,
              "significant": p.significant, "p": f"{p.p_value:.4g}", "p_adjusted": f"{p.p_adjusted:.4g}",
              "d": f"{p.effect_size:+.2f}",
-             "gained": ", ".join(f"{g['query_id']} ({g['delta']:+.3f})" for g in p.gained[:3]),
-             "lost": ", ".join(f"{g['query_id']} ({g['delta']:+.3f})" for g in p.lost[:3])} for p in c.pairs]
+             "gained": [{"id": g["query_id"], "delta": f"{g['delta']:+.3f}"} for g in p.gained[:3]],
+             "lost": [{"id": g["query_id"], "delta": f"{g['delta']:+.3f}"} for g in p.lost[:3]]} for p in c.pairs]
     return {"test": c.test, "n": len(c.query_ids), "pairs": len(c.pairs), "alpha": f"{c.alpha:g}",
             "warnings": c.warnings, "rows": rows}
 

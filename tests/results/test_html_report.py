@@ -77,6 +77,7 @@ def test_two_run_report_renders_cleanly(run_files, tmp_path: Path) -> None:  # t
     assert 'id="slice-metric"' in dom and "by length" in dom
     comparison = re.search(r'<section id="comparison".*?</section>', dom, re.S)
     assert comparison and "full vs titles" in comparison.group(0) and 'class="num sig' in comparison.group(0)
+    assert comparison.group(0).count('<a href="#q=') >= 3  # gained and lost queries link to their drill-down
     queries = re.search(r'<section id="queries".*?</section>', dom, re.S)
     assert queries and queries.group(0).count('<details class="q"') == 300
     assert "of 300 queries" in dom  # the filter script counted them
