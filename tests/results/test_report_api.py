@@ -98,3 +98,15 @@ def test_the_documented_example_runs(run_files: dict[str, Path], tmp_path: Path,
     assert isinstance(comparison, Comparison) and comparison.runs == ["titles", "full"]
     assert (tmp_path / "report.html").read_text(encoding="utf-8").count('<section id="') == 6
     assert "| ndcg@10 |" in (tmp_path / "report.md").read_text(encoding="utf-8")
+
+
+def test_markdown_and_latex_reports_survive_lone_surrogates(id_runs: dict[str, EvaluationResults],
+                                                           tmp_path: Path) -> None:
+    titles = id_runs["titles"].model_copy(deep=True)
+    titles.slices = {tag + "\ud800": {value + "\udfff|<b>": sl for value, sl in values.items()}
+                     for tag, values in titles.slices.items()}
+    for name in ("r.md", "r.tex"):
+        text = evret_core.write_report(tmp_path / name, {"run\ud800": titles}).read_text(encoding="utf-8")
+        assert "\ufffd" in text and "\ud800" not in text
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "\ufffd\\|&lt;b&gt;" in markdown  # pipes and brackets still escaped next to the replacement
