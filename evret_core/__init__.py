@@ -28,18 +28,22 @@ from evret_core.registry import (
     create_metric,
     create_retriever,
 )
+from evret_core.report.api import compare, make_report, report_data, write_report
 from evret_core.results import EvaluationResults, QueryResult
 from evret_core.retrievers import Retriever
+from evret_core.stats import Comparison, PairComparison
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AveragePrecision",
+    "Comparison",
     "Criteria",
     "CriteriaOption",
     "DirectJudge",
     "MultiCriteria",
     "MultiCriteriaItem",
+    "PairComparison",
     "PairwiseJudge",
     "EvaluateConfig",
     "EvaluationDataset",
@@ -76,4 +80,8 @@ __all__ = [
     "read_qrels",
     "read_run",
     "write_run",
+    "compare",
+    "make_report",
+    "report_data",
+    "write_report",
 ]

@@ -25,8 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
-    from evret_core.redact import redact_results
-    from evret_core.report.common import compare_runs, load_runs
+    from evret_core.report.api import compare, named_runs
     from evret_core.report.terminal import print_comparison
 
     if len(args.results) < 2:
@@ -34,9 +33,9 @@ def run(args: argparse.Namespace) -> int:
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
     check_int(args.seed, "--seed", 0, MAX_SEED)
-    runs = {name: redact_results(run) for name, run in load_runs(args.results).items()}
-    comparison = compare_runs(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
-                              seed=args.seed, intersection=args.intersection)
+    runs = named_runs(tuple(args.results))  # files read here are redacted (results written before redaction)
+    comparison = compare(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
+                         seed=args.seed, intersection=args.intersection)
     if args.json:
         print(json.dumps(comparison.to_dict(), indent=2))
         for warning in comparison.warnings:

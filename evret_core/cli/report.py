@@ -24,18 +24,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.outputs import check_output_path, write_output
-    from evret_core.redact import redact_results
-    from evret_core.report import build_report_data, render_report
-    from evret_core.report.common import load_runs
+    from evret_core.report.api import make_report, report_data
 
     if args.max_k is not None:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     if args.output:
         check_output_path(args.output, inputs=args.results)
-    runs = {name: redact_results(run) for name, run in load_runs(args.results).items()}
-    data = build_report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
-    text = render_report(data, args.format)
+    data = report_data(*args.results, test=args.test, alpha=args.alpha, max_k=args.max_k)
+    text = make_report(data, format=args.format)
     if data.comparison is not None:
         for warning in data.comparison.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)

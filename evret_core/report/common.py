@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,13 @@ from pathlib import Path
 from evret_core.errors import EvretError
 from evret_core.results import EvaluationResults
 from evret_core.stats import Comparison, compare_scores
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (which cannot be written as UTF-8) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evret_core.report.common import ReportData
+from evret_core.report.common import ReportData, clean_text
 
 _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
             "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
@@ -10,7 +10,7 @@ _SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": 
 
 def tex_escape(text: str) -> str:
     """Text safe in LaTeX: every special character replaced by its command."""
-    return "".join(_SPECIAL.get(ch, ch) for ch in str(text))
+    return "".join(_SPECIAL.get(ch, ch) for ch in clean_text(str(text)))
 
 
 def _ci(value: float, interval: list[float] | None) -> str:

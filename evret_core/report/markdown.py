@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from evret_core.report.common import ReportData
+from evret_core.report.common import ReportData, clean_text
 from evret_core.stats import format_interval
 
 
 def md_escape(text: str) -> str:
     """Text safe inside a Markdown table cell: pipes, backslashes, HTML brackets and newlines neutralised."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return (clean_text(str(text)).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
             .replace("\r", " ").replace("\n", " "))
 
 

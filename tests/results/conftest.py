@@ -145,3 +145,89 @@ def run_files(id_runs: dict[str, EvaluationResults], tmp_path_factory: pytest.Te
         paths[name] = folder / f"{name}.json"
         results.to_json(paths[name])
     return paths
+
+
+# -- a large synthetic pair of runs (the size of the report is tested on it) -------------------------------------
+LARGE_QUERIES = 1793
+_TOPICS = [f"{place} ({aspect})" for place in (
+    "Southern California", "Normans", "Rhine", "Amazon rainforest", "Victoria and Albert Museum", "Geology",
+    "Ctenophora", "Huguenots", "Steam engine", "Oxygen", "European Union law", "Imperialism",
+) for aspect in ("history and founding", "economy, ports and infrastructure", "culture", "climate and nature")]
+_SYLLABLES = ["ka", "ro", "mi", "te", "lu", "sa", "do", "ne", "vi", "pa", "gri", "sto", "len", "mar", "tho", "quel"]
+
+
+def synthetic_runs(n_queries: int = LARGE_QUERIES, k: int = 10, seed: int = 0) -> dict[str, EvaluationResults]:
+    """Two runs over the same ``n_queries`` text-labelled queries, shaped like a SQuAD-style evaluation.
+
+    A corpus of 150 passages per topic (48 topics; lengths log-normal around 650 characters, 120 to 4,000), each
+    query asking about a span of one gold passage of its topic; run ``bm25`` finds the gold passage 70% of the
+    time, run ``dense`` 80%, and half of dense's other documents are bm25's. Passages recur across queries of a
+    topic and across runs, as in real corpora.
+    """
+    import random
+
+    from evret_core.judges import Judge
+    from evret_core.models import JudgmentContext
+
+    class ContainsJudge(Judge):
+        name = "contains-test"
+
+        def judge(self, context: JudgmentContext) -> bool:
+            return context.expected_text.lower() in context.retrieved_text.lower()
+
+    rng = random.Random(seed)
+    words = sorted({"".join(rng.choice(_SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(4000)})
+    passages: dict[str, list[tuple[str, str]]] = {}
+    for t, topic in enumerate(_TOPICS):
+        passages[topic] = []
+        for p in range(150):
+            target = min(4000, max(120, int(rng.lognormvariate(math.log(650), 0.45))))
+            text: list[str] = []
+            while sum(len(w) + 1 for w in text) < target:
+                text.append(rng.choice(words))
+            passages[topic].append((f"wiki-{t:02d}-{p:04d}", " ".join(text).capitalize() + "."))
+    texts = {doc: text for pool in passages.values() for doc, text in pool}
+    queries, gold, topic_of = [], {}, {}
+    kinds = ["what", "who", "when", "where", "how many", "why or how (an explanation)"]
+    for i in range(n_queries):
+        topic = _TOPICS[i % len(_TOPICS)]
+        doc, text = rng.choice(passages[topic])
+        tokens_ = text.rstrip(".").split()
+        start = rng.randrange(max(1, len(tokens_) - 3))
+        answers = [" ".join(tokens_[start:start + rng.randint(2, 4)])]
+        if rng.random() < 0.3:
+            answers.append(" ".join(tokens_[start:start + 1]))
+        kind = rng.choice(kinds)
+        question = f"{kind.split()[0]} {' '.join(rng.choice(words) for _ in range(rng.randint(6, 14)))} q{i}?"
+        qid = f"5733be28{i:08x}"
+        gold[question], topic_of[question] = doc, topic
+        queries.append(QueryExample(query_id=qid, query_text=question, expected_answers=answers,
+                                    tags={"topic": topic, "kind": kind}))
+    dataset = EvaluationDataset(name="synthetic-squad-like", queries=queries)
+    lists: dict[str, dict[str, list[str]]] = {"bm25": {}, "dense": {}}
+    for question in gold:
+        pool = [doc for doc, _ in passages[topic_of[question]] if doc != gold[question]]
+        for name, hit in (("bm25", 0.7), ("dense", 0.8)):
+            others = lists["bm25"][question][: k // 2] if name == "dense" else []
+            others = [d for d in others if d != gold[question]]
+            others += [d for d in rng.sample(pool, k) if d not in others][: k - 1 - len(others)]
+            ranked = others + ([rng.choice(pool)] if rng.random() > hit else [])
+            if len(ranked) < k:
+                ranked.insert(min(int(rng.expovariate(0.5)), len(ranked)), gold[question])
+            lists[name][question] = ranked[:k]
+    runs = {}
+    for name in ("bm25", "dense"):
+        chosen = lists[name]
+
+        def retrieve(query: str, depth: int, chosen: dict[str, list[str]] = chosen) -> list[dict[str, object]]:
+            return [{"doc_id": d, "text": texts[d], "score": round(30.0 - 2.5 * r, 3)}
+                    for r, d in enumerate(chosen[query][:depth])]
+
+        runs[name] = Evaluator(retrieve, ["ndcg@10", "recall@10", "mrr@10"], judge=ContainsJudge(),
+                               n_resamples=200, seed=0).evaluate(dataset)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def large_runs() -> dict[str, EvaluationResults]:
+    return synthetic_runs()

@@ -1,0 +1,148 @@
+"""The Python API of comparisons and reports; ``evret compare`` and ``evret report`` are thin layers over it.
+
+Runs are given as :class:`~evret_core.results.EvaluationResults`, as paths of results files, or as one mapping
+of run name -> either; unnamed runs are called ``run1``, ``run2``... (files: their name without ``.json``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from evret_core.errors import EvretError
+from evret_core.redact import redact_results
+from evret_core.report import FORMATS, render_report
+from evret_core.report.common import ReportData, build_report_data, compare_runs, run_names
+from evret_core.results import EvaluationResults, atomic_write_text
+from evret_core.stats import DEFAULT_TEST_RESAMPLES, Comparison
+
+Run = EvaluationResults | str | os.PathLike[str]
+SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
+
+
+def named_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, EvaluationResults]:
+    """``runs`` as run name -> results, reading files where paths are given."""
+    if len(runs) == 1 and isinstance(runs[0], Mapping):
+        items = list(runs[0].items())
+    else:
+        loose: list[Run] = []
+        for i, run in enumerate(runs):
+            if isinstance(run, Mapping):
+                raise EvretError("give the runs either as one mapping of name -> results or as separate arguments")
+            if not isinstance(run, (EvaluationResults, str, os.PathLike)):
+                raise EvretError(f"run {i + 1}: expected EvaluationResults or a results file path, "
+                                 f"got {type(run).__name__}")
+            loose.append(run)
+        paths = [r for r in loose if not isinstance(r, EvaluationResults)]
+        file_names = iter(run_names([Path(p) for p in paths]))
+        items = [(next(file_names) if not isinstance(r, EvaluationResults) else f"run{i + 1}", r)
+                 for i, r in enumerate(loose)]
+    if not items:
+        raise EvretError("give at least one run (results or a results file)")
+    out: dict[str, EvaluationResults] = {}
+    for name, run in items:
+        if not isinstance(name, str) or not name:
+            raise EvretError(f"run names must be non-empty strings, got {name!r}")
+        if name in out:
+            raise EvretError(f"two runs are named {name!r}")
+        if isinstance(run, EvaluationResults):
+            out[name] = run
+        elif isinstance(run, (str, os.PathLike)):
+            # a file written before redaction existed may hold a key in a URL or an option: redact before showing
+            out[name] = redact_results(EvaluationResults.from_json(Path(run)))
+        else:
+            raise EvretError(f"run {name!r}: expected EvaluationResults or a results file path, "
+                             f"got {type(run).__name__}")
+    return out
+
+
+def compare(
+    *runs: Run | Mapping[str, Run],
+    test: str = "t",
+    alpha: float = 0.05,
+    n_resamples: int = DEFAULT_TEST_RESAMPLES,
+    seed: int = 0,
+    intersection: bool = False,
+) -> Comparison:
+    """Paired significance tests between two or more runs, every pair on every metric they share.
+
+    ``test`` is ``t``, ``randomization`` or ``bootstrap``; p-values are Holm-Bonferroni adjusted over all the
+    comparisons and ``significant`` means ``p_adjusted < alpha``. The runs must score the same queries unless
+    ``intersection`` is true (then the common queries are compared and ``Comparison.warnings`` says how many were
+    dropped). Returns a :class:`~evret_core.stats.Comparison`: ``pairs`` holds one
+    :class:`~evret_core.stats.PairComparison` per (metric, pair) with ``delta`` = mean of b - mean of a.
+    """
+    named = named_runs(runs)
+    if len(named) < 2:
+        raise EvretError("a comparison needs at least two runs")
+    return compare_runs(named, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
+                        intersection=intersection)
+
+
+def report_data(
+    *runs: Run | Mapping[str, Run],
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = 0,
+    max_k: int | None = None,
+) -> ReportData:
+    """What every report format shows, computed once: the runs, their metric@k curves (up to ``max_k``) and,
+    with several runs, their comparison (``test``, ``alpha``) on the queries they share (a warning in
+    ``comparison.warnings`` when the query sets differ). Pass it to :func:`make_report` for each format."""
+    if max_k is not None and (isinstance(max_k, bool) or not isinstance(max_k, int) or max_k <= 0):
+        raise EvretError(f"max_k must be a positive integer, got {max_k!r}")
+    return build_report_data(named_runs(runs), test=test, alpha=alpha, seed=seed, max_k=max_k)
+
+
+def make_report(
+    *runs: Run | Mapping[str, Run] | ReportData,
+    format: str = "html",
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = 0,
+    max_k: int | None = None,
+) -> str:
+    """The report of one or more runs as text: ``html`` (one self-contained page), ``markdown`` or ``latex``.
+
+    With several runs it holds their comparison (``test``, ``alpha``; see :func:`report_data`); ``max_k``
+    bounds the metric@k curves. A single :class:`ReportData` from :func:`report_data` is rendered as it is.
+    """
+    if format not in FORMATS:
+        raise EvretError(f"unknown report format {format!r}; use one of {', '.join(FORMATS)}")
+    if len(runs) == 1 and isinstance(runs[0], ReportData):
+        return render_report(runs[0], format)
+    given: list[Run | Mapping[str, Run]] = []
+    for run in runs:
+        if isinstance(run, ReportData):
+            raise EvretError("a ReportData is rendered alone: give it as the only run")
+        given.append(run)
+    return render_report(report_data(*given, test=test, alpha=alpha, seed=seed, max_k=max_k), format)
+
+
+def report_format(path: str | os.PathLike[str]) -> str:
+    """The report format a file name asks for by its suffix (``.html``, ``.md``, ``.tex``)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise EvretError(f"{path}: cannot tell the report format from the suffix {suffix!r}; give format= "
+                         f"({', '.join(FORMATS)})")
+    return SUFFIXES[suffix]
+
+
+def write_report(
+    path: str | os.PathLike[str],
+    *runs: Run | Mapping[str, Run] | ReportData,
+    format: str | None = None,
+    test: str = "t",
+    alpha: float = 0.05,
+    seed: int = 0,
+    max_k: int | None = None,
+) -> Path:
+    """Write :func:`make_report` of ``runs`` to ``path`` (replaced atomically) and return the path.
+
+    ``format`` defaults to the one the suffix names (``.html``/``.htm``, ``.md``, ``.tex``).
+    """
+    text = make_report(*runs, format=format or report_format(path), test=test, alpha=alpha, seed=seed,
+                       max_k=max_k)
+    atomic_write_text(Path(path), text)
+    return Path(path)
