@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         if str(out_dir) and not out_dir.exists():
             raise EvretError(f"--output {args.output}: folder {out_dir} does not exist")
     evaluator = create_evaluator(args.evaluator, **options)
-    if args.evaluator == "retrieval" or not hasattr(evaluator, "evaluate"):
+    if not hasattr(evaluator, "evaluate"):
         raise EvretError(f"--evaluator {args.evaluator!r} does not score records; use 'evret evaluate' for retrieval")
     records = read_records(args.records)
     results = evaluator.evaluate(records)
