@@ -1,39 +1,71 @@
 """Evret: evaluate RAG retrieval against expected answer texts, with trec_eval-exact IR metrics.
 
-The public API is re-exported here; nothing heavy is imported at package import time.
+The public API is re-exported here and loaded lazily (PEP 562 module ``__getattr__``): ``import evret_core``
+imports no submodule, so numpy, pydantic and the judges load on the first use of a name that needs them, and
+``evret --help`` and ``evret plugins`` stay fast.
 """
 
-from evret_core.config import EvaluateConfig
-from evret_core.criteria import (
-    Criteria,
-    CriteriaOption,
-    DirectJudge,
-    MultiCriteria,
-    MultiCriteriaItem,
-    PairwiseJudge,
-)
-from evret_core.errors import EvretError, PluginError, UnknownNameError
-from evret_core.evaluators.retrieval import Evaluator
-from evret_core.hookspecs import hookimpl
-from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
-from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Metric, Precision, RankedBatch, Recall
-from evret_core.metrics.engine import evaluate_rankings, evaluate_run
-from evret_core.metrics.trec import read_qrels, read_run, write_run
-from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-from evret_core.plugins import list_plugins
-from evret_core.registry import (
-    create_evaluator,
-    create_judge,
-    create_llm_provider,
-    create_metric,
-    create_retriever,
-)
-from evret_core.report.api import compare, make_report, report_data, write_report
-from evret_core.results import EvaluationResults, QueryResult
-from evret_core.retrievers import Retriever
-from evret_core.stats import Comparison, PairComparison
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "Criteria": "evret_core.criteria",
+    "CriteriaOption": "evret_core.criteria",
+    "DirectJudge": "evret_core.criteria",
+    "MultiCriteria": "evret_core.criteria",
+    "MultiCriteriaItem": "evret_core.criteria",
+    "PairwiseJudge": "evret_core.criteria",
+    "EvretError": "evret_core.errors",
+    "PluginError": "evret_core.errors",
+    "UnknownNameError": "evret_core.errors",
+    "Evaluator": "evret_core.evaluators.retrieval",
+    "hookimpl": "evret_core.hookspecs",
+    "ExactJudge": "evret_core.judges",
+    "Judge": "evret_core.judges",
+    "RegexJudge": "evret_core.judges",
+    "TokenOverlapJudge": "evret_core.judges",
+    "LLMJudge": "evret_core.judges.llm",
+    "MRR": "evret_core.metrics",
+    "NDCG": "evret_core.metrics",
+    "AveragePrecision": "evret_core.metrics",
+    "HitRate": "evret_core.metrics",
+    "Metric": "evret_core.metrics",
+    "Precision": "evret_core.metrics",
+    "RankedBatch": "evret_core.metrics",
+    "Recall": "evret_core.metrics",
+    "evaluate_rankings": "evret_core.metrics.engine",
+    "evaluate_run": "evret_core.metrics.engine",
+    "read_qrels": "evret_core.metrics.trec",
+    "read_run": "evret_core.metrics.trec",
+    "write_run": "evret_core.metrics.trec",
+    "EvaluationDataset": "evret_core.models",
+    "JudgmentContext": "evret_core.models",
+    "QueryExample": "evret_core.models",
+    "RetrievalResult": "evret_core.models",
+    "list_plugins": "evret_core.plugins",
+    "create_evaluator": "evret_core.registry",
+    "create_judge": "evret_core.registry",
+    "create_llm_provider": "evret_core.registry",
+    "create_metric": "evret_core.registry",
+    "create_retrieval_evaluator": "evret_core.registry",
+    "create_retriever": "evret_core.registry",
+    "EvaluationResults": "evret_core.results",
+    "QueryResult": "evret_core.results",
+    "Retriever": "evret_core.retrievers",
+    "EvaluateConfig": "evret_core.config",
+    "compare": "evret_core.report.api",
+    "make_report": "evret_core.report.api",
+    "report_data": "evret_core.report.api",
+    "write_report": "evret_core.report.api",
+    "Comparison": "evret_core.stats",
+    "PairComparison": "evret_core.stats",
+}
 
 __all__ = [
     "AveragePrecision",
@@ -41,10 +73,6 @@ __all__ = [
     "Criteria",
     "CriteriaOption",
     "DirectJudge",
-    "MultiCriteria",
-    "MultiCriteriaItem",
-    "PairComparison",
-    "PairwiseJudge",
     "EvaluateConfig",
     "EvaluationDataset",
     "EvaluationResults",
@@ -54,9 +82,14 @@ __all__ = [
     "HitRate",
     "Judge",
     "JudgmentContext",
+    "LLMJudge",
     "MRR",
     "Metric",
+    "MultiCriteria",
+    "MultiCriteriaItem",
     "NDCG",
+    "PairComparison",
+    "PairwiseJudge",
     "PluginError",
     "Precision",
     "QueryExample",
@@ -72,16 +105,76 @@ __all__ = [
     "create_judge",
     "create_llm_provider",
     "create_metric",
+    "create_retrieval_evaluator",
     "create_retriever",
-    "hookimpl",
-    "list_plugins",
-    "evaluate_run",
     "evaluate_rankings",
+    "evaluate_run",
+    "hookimpl",
+    "compare",
+    "list_plugins",
+    "make_report",
     "read_qrels",
     "read_run",
-    "write_run",
-    "compare",
-    "make_report",
     "report_data",
     "write_report",
+    "write_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        # ``evret_core.metrics`` and the like, as after an eager import of the package
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module 'evret_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from evret_core.config import EvaluateConfig
+    from evret_core.criteria import (
+        Criteria,
+        CriteriaOption,
+        DirectJudge,
+        MultiCriteria,
+        MultiCriteriaItem,
+        PairwiseJudge,
+    )
+    from evret_core.errors import EvretError, PluginError, UnknownNameError
+    from evret_core.evaluators.retrieval import Evaluator
+    from evret_core.hookspecs import hookimpl
+    from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+    from evret_core.judges.llm import LLMJudge
+    from evret_core.metrics import (
+        MRR,
+        NDCG,
+        AveragePrecision,
+        HitRate,
+        Metric,
+        Precision,
+        RankedBatch,
+        Recall,
+    )
+    from evret_core.metrics.engine import evaluate_rankings, evaluate_run
+    from evret_core.metrics.trec import read_qrels, read_run, write_run
+    from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.plugins import list_plugins
+    from evret_core.registry import (
+        create_evaluator,
+        create_judge,
+        create_llm_provider,
+        create_metric,
+        create_retrieval_evaluator,
+        create_retriever,
+    )
+    from evret_core.report.api import compare, make_report, report_data, write_report
+    from evret_core.results import EvaluationResults, QueryResult
+    from evret_core.retrievers import Retriever
+    from evret_core.stats import Comparison, PairComparison

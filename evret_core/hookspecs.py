@@ -58,11 +58,23 @@ def register_retrievers(register: Register) -> None:
 
 @hookspec
 def register_evaluators(register: Register) -> None:
-    """Register evaluator types, such as ``retrieval`` or the output evaluators ``exact`` and ``llm-score``.
+    """Register output evaluator types: they score records (pipeline outputs), such as ``exact``, ``regex``,
+    ``llm-score`` or the criteria judges ``direct`` and ``pairwise``.
 
     :param register: call ``register(name, factory)`` once per type; ``factory(**options)`` returns an object with
-        an ``evaluate(data)`` method: the retrieval evaluator takes an :class:`~evret_core.models.EvaluationDataset`,
-        output evaluators take a list of records.
+        ``evaluate(records: list[dict]) -> results``. ``name`` is what ``create_evaluator`` and
+        ``evret score --evaluator`` take. Evaluators of a retriever on a dataset register through
+        :func:`register_retrieval_evaluators` instead.
+    """
+
+
+@hookspec
+def register_retrieval_evaluators(register: Register) -> None:
+    """Register retrieval evaluator types: they score a retriever on a dataset, such as the built-in ``retrieval``.
+
+    :param register: call ``register(name, factory)`` once per type; ``factory(retriever, metrics, **options)``
+        returns an object with ``evaluate(dataset: EvaluationDataset) -> EvaluationResults``. ``name`` is what
+        ``create_retrieval_evaluator`` takes.
     """
 
 
@@ -117,6 +129,7 @@ HOOK_NAMES = (
     "register_metrics",
     "register_retrievers",
     "register_evaluators",
+    "register_retrieval_evaluators",
     "register_llm_providers",
     "register_generators",
     "register_perturbations",

@@ -5,6 +5,10 @@ Environment:
 - ``EVRET_LOAD_PLUGINS=a,b``: load only these third-party plugins (``''`` loads none); built-ins always load.
 - ``EVRET_DISABLE_PLUGINS=a,b``: never load these.
 - ``EVRET_STRICT_PLUGINS=1``: a plugin that fails to import or register raises instead of being reported.
+
+Each plugin's ``register_*`` hooks are called through pluggy (so ``specname``, ``tryfirst``/``trylast`` and
+hookwrappers apply), one plugin at a time through a subset hook caller: a plugin whose hook raises, even
+``SystemExit``, is recorded and reported and the others still load. Only ``KeyboardInterrupt`` goes through.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 import pluggy
@@ -23,17 +28,28 @@ from evret_core import hookspecs
 from evret_core.errors import PluginError
 
 ENTRY_POINT_GROUP = "evret"
-KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider", "generator", "perturbation")
+# One kind, one contract: "evaluator" scores records (evaluate(records)), "retrieval_evaluator" scores a
+# retriever on a dataset (evaluate(dataset)).
+KINDS = ("judge", "metric", "retriever", "evaluator", "retrieval_evaluator", "llm_provider", "generator",
+         "perturbation")
 _HOOK_FOR_KIND = {
     "judge": "register_judges",
     "metric": "register_metrics",
     "retriever": "register_retrievers",
     "evaluator": "register_evaluators",
+    "retrieval_evaluator": "register_retrieval_evaluators",
     "llm_provider": "register_llm_providers",
     "generator": "register_generators",
     "perturbation": "register_perturbations",
 }
 BUILTIN = "evret-core"
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``Type: message`` of a plugin's failure; ``SystemExit`` says that the plugin tried to exit."""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit: the plugin called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -44,6 +60,7 @@ class PluginInfo:
     version: str | None
     module: str | None
     builtin: bool = False
+    distribution: str | None = None
     registers: dict[str, list[str]] = field(default_factory=dict)
     hooks: list[str] = field(default_factory=list)
     error: str | None = None
@@ -55,6 +72,7 @@ class PluginInfo:
             "version": self.version,
             "module": self.module,
             "builtin": self.builtin,
+            "distribution": self.distribution,
             "registers": self.registers,
             "hooks": self.hooks,
             "error": self.error,
@@ -66,6 +84,23 @@ class PluginInfo:
 class _Entry:
     factory: Callable[..., Any]
     plugin: str
+
+
+class _Collector:
+    """The ``register(name, factory)`` handed to one plugin's hook of one kind: checks and collects."""
+
+    def __init__(self, kind: str, plugin: str, items: list[tuple[str, Callable[..., Any]]]) -> None:
+        self.kind, self.plugin, self.items = kind, plugin, items
+
+    def __call__(self, name: str, factory: Callable[..., Any]) -> None:
+        label = self.kind.replace("_", " ")
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"{label} name must be a non-empty string, got {name!r}")
+        if not callable(factory):
+            raise PluginError(f"{label} {name!r}: factory is not callable")
+        if any(seen == name for seen, _ in self.items):
+            raise PluginError(f"plugin {self.plugin!r} registers {label} {name!r} twice")
+        self.items.append((name, factory))
 
 
 def _env_list(name: str) -> set[str] | None:
@@ -131,7 +166,8 @@ class PluginRegistry:
             seen.add(ep.name)
             dist = getattr(ep, "dist", None)
             version = dist.version if dist is not None else None
-            info = PluginInfo(name=ep.name, version=version, module=ep.value)
+            dist_name = dist.metadata["Name"] if dist is not None else None
+            info = PluginInfo(name=ep.name, version=version, module=ep.value, distribution=dist_name)
             if ep.name in block:
                 info.skipped = "disabled by EVRET_DISABLE_PLUGINS"
                 self.plugins[ep.name] = info
@@ -142,13 +178,15 @@ class PluginRegistry:
                 continue
             try:
                 obj = ep.load()
-            except BaseException as exc:  # a broken plugin must never take the others down
-                if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            except BaseException as exc:  # a broken plugin, even one calling sys.exit(), never takes the rest down
+                if isinstance(exc, KeyboardInterrupt):
                     raise
-                info.error = f"import failed: {type(exc).__name__}: {exc}"
+                info.error = f"import failed: {describe_failure(exc)}"
                 self.plugins[ep.name] = info
                 if strict:
-                    raise PluginError(f"plugin {ep.name!r} ({ep.value}) failed to import: {exc}") from exc
+                    raise PluginError(
+                        f"plugin {ep.name!r} ({ep.value}) failed to import: {describe_failure(exc)}"
+                    ) from exc
                 continue
             self._add(obj, info, strict=strict)
 
@@ -157,37 +195,33 @@ class PluginRegistry:
         name = info.name
         try:
             self.pm.register(obj, name=name)
+            self.pm.check_pending()
             hooks = [h.name for h in self.pm.get_hookcallers(obj) or []]
             info.hooks = sorted(hooks)
+            others = [p for p in self.pm.get_plugins() if p is not obj]
             collected: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
             for kind, hook_name in _HOOK_FOR_KIND.items():
                 if hook_name not in hooks:
                     continue
-                impl = getattr(obj, hook_name)
                 items: list[tuple[str, Callable[..., Any]]] = []
-
-                def register(reg_name: str, factory: Callable[..., Any], _items: list[Any] = items,
-                             _kind: str = kind) -> None:
-                    if not isinstance(reg_name, str) or not reg_name:
-                        raise PluginError(f"{_kind} name must be a non-empty string, got {reg_name!r}")
-                    if not callable(factory):
-                        raise PluginError(f"{_kind} {reg_name!r}: factory is not callable")
-                    _items.append((reg_name, factory))
-
-                impl(register=register)
                 collected[kind] = items
-            self.pm.check_pending()
-        except BaseException as exc:
-            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                # this plugin's implementations only (specname, tryfirst/trylast and wrappers apply), so that
+                # one plugin's failure is its own
+                caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+                caller(register=_Collector(kind, name, items))
+        except BaseException as exc:  # SystemExit included: a plugin must not end evret
+            if isinstance(exc, KeyboardInterrupt):
                 raise
             if self.pm.is_registered(obj):
                 self.pm.unregister(obj)
-            info.error = f"registration failed: {type(exc).__name__}: {exc}"
+            info.error = f"registration failed: {describe_failure(exc)}"
             self.plugins[name] = info
             if strict:
                 if info.builtin:
                     raise
-                raise PluginError(f"plugin {name!r} failed to register: {exc}\n{traceback.format_exc()}") from exc
+                raise PluginError(
+                    f"plugin {name!r} failed to register: {describe_failure(exc)}\n{traceback.format_exc()}"
+                ) from exc
             return
         problems: list[str] = []
         for kind, items in collected.items():
@@ -241,6 +275,9 @@ class PluginRegistry:
                     message += f". Plugin {dist!r} is installed but {broken.skipped}"
                 else:
                     message += f". Install it with: pip install {dist}"
+            if kind == "evaluator" and name in self._tables["retrieval_evaluator"]:
+                message += (f". {name!r} is a retrieval evaluator (it scores a retriever on a dataset): use "
+                            f"create_retrieval_evaluator({name!r}) or 'evret evaluate'")
             raise UnknownNameError(message)
         return entry.factory
 
@@ -265,6 +302,34 @@ class PluginRegistry:
     def adapt(self, obj: Any) -> Any:
         self.ensure_loaded()
         return self.pm.hook.adapt_retriever(obj=obj)
+
+    def plugin_of(self, tb: TracebackType | None) -> PluginInfo | None:
+        """The third-party plugin whose code raised, for a one-line report: the innermost frame of ``tb`` in its
+        package or in the module of a factory it registered; None for the core's own code."""
+        if not self._loaded:
+            return None
+        owners: dict[str, str] = {}
+        for info in self.plugins.values():
+            if not info.builtin and info.module:
+                owners.setdefault(_top_package(info.module), info.name)
+        for table in self._tables.values():
+            for entry in table.values():
+                if not self.plugins[entry.plugin].builtin:
+                    owners.setdefault(_top_package(getattr(entry.factory, "__module__", "") or ""), entry.plugin)
+        for core in ("", "evret_core", "builtins", "__main__"):
+            owners.pop(core, None)
+        found = None
+        while tb is not None:
+            module = tb.tb_frame.f_globals.get("__name__")
+            if isinstance(module, str) and _top_package(module) in owners:
+                found = owners[_top_package(module)]
+            tb = tb.tb_next
+        return self.plugins.get(found) if found else None
+
+
+def _top_package(module: str) -> str:
+    """``evret_bm25`` of ``evret_bm25.plugin`` or of an entry point value ``evret_bm25.plugin:hooks``."""
+    return module.partition(":")[0].partition(".")[0].strip()
 
 
 # Names that well-known distributions register, so an unknown name can say what to install.

@@ -1,4 +1,4 @@
-"""Create judges, metrics, retrievers, evaluators and LLM providers by their registered names."""
+"""Create judges, metrics, retrievers, evaluators (output and retrieval) and LLM providers by registered name."""
 
 from __future__ import annotations
 
@@ -45,8 +45,15 @@ def create_retriever(name: str, **options: Any) -> Any:
 
 
 def create_evaluator(name: str, **options: Any) -> Any:
-    """An evaluator type registered as ``name`` (``retrieval``, ``exact``, ``regex``, ``llm-score``...)."""
+    """An output evaluator registered as ``name`` (``exact``, ``regex``, ``llm-score``, ``direct``...): it scores
+    records with ``evaluate(records)``. The retrieval evaluator is :func:`create_retrieval_evaluator`'s."""
     return _build("evaluator", name, options)
+
+
+def create_retrieval_evaluator(name: str, **options: Any) -> Any:
+    """A retrieval evaluator registered as ``name`` (the built-in ``retrieval``): it scores a retriever on a
+    dataset with ``evaluate(dataset)``."""
+    return _build("retrieval_evaluator", name, options)
 
 
 def create_llm_provider(name: str, **options: Any) -> Any:
@@ -132,6 +139,10 @@ def retriever_names() -> list[str]:
 
 def evaluator_names() -> list[str]:
     return get_registry().names("evaluator")
+
+
+def retrieval_evaluator_names() -> list[str]:
+    return get_registry().names("retrieval_evaluator")
 
 
 def llm_provider_names() -> list[str]:

@@ -63,14 +63,14 @@ class DictReaderSpy:
     def __init__(self, real: object, scan_limit: int) -> None:
         self.real, self.scan_limit, self.read, self.declined = real, scan_limit, 0, 0
 
-    def rank_chunk(self, run: object, qrels: object, qids: object) -> object:
-        out = self.real.rank_chunk(run, qrels, qids, self.scan_limit)  # type: ignore[attr-defined]
+    def rank_chunk(self, runs: object, judged: object) -> object:
+        out = self.real.rank_chunk(runs, judged, self.scan_limit)  # type: ignore[attr-defined]
         self.read += out is not None
         self.declined += out is None
         return out
 
-    def rank_lists_chunk(self, rankings: object, qrels: object, qids: object) -> object:
-        out = self.real.rank_lists_chunk(rankings, qrels, qids)  # type: ignore[attr-defined]
+    def rank_lists_chunk(self, lists: object, judged: object) -> object:
+        out = self.real.rank_lists_chunk(lists, judged)  # type: ignore[attr-defined]
         self.read += out is not None
         self.declined += out is None
         return out

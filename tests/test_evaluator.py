@@ -23,7 +23,7 @@ from evret_core import (
     RetrievalResult,
     Retriever,
     TokenOverlapJudge,
-    create_evaluator,
+    create_retrieval_evaluator,
 )
 
 from .conftest import FakePlugin
@@ -276,7 +276,7 @@ def test_wrong_number_of_result_lists() -> None:
 
 # -- evaluator type, options, results ----------------------------------------------------------------------------
 def test_registered_as_the_retrieval_evaluator_type() -> None:
-    evaluator = create_evaluator("retrieval", retriever=PRECOMPUTED, metrics=["mrr@2"], judge="exact")
+    evaluator = create_retrieval_evaluator("retrieval", retriever=PRECOMPUTED, metrics=["mrr@2"], judge="exact")
     assert isinstance(evaluator, Evaluator)
     assert evaluator.evaluate(text_dataset("alpha")).scores == {"mrr@2": 0.5}
 

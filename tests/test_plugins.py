@@ -7,7 +7,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,55 +37,76 @@ def run_cli(*args: str, pythonpath: Path | None = None, env: dict[str, str] | No
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_")}
     if pythonpath is not None:
-        full_env["PYTHONPATH"] = str(pythonpath)
+        # the plugin's folder, then this checkout's evret_core (not whichever one is installed)
+        kept = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        full_env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), str(REPO), *kept])
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "evret_core.cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd or REPO, timeout=120)
 
 
-# -- a real third-party package, built and pip-installed by the test ------------------------------------------
+# -- a real third-party package, built and installed into a temporary virtual environment ----------------------
 @pytest.fixture(scope="module")
-def keywords_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    source = tmp_path_factory.mktemp("pkg") / "evret-judge-keywords"
+def keywords_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The interpreter of a temporary venv with evret-judge-keywords installed; the running interpreter's
+    packages (evret-core's dependencies, the plugins) are visible underneath it, never modified."""
+    root = tmp_path_factory.mktemp("venv")
+    source = root / "evret-judge-keywords"
     shutil.copytree(REPO / "docs" / "examples" / "evret-judge-keywords", source)  # builds write into the tree
-    pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "install", "-q", "--no-build-isolation", "--no-deps", str(source)], check=True,
-                   capture_output=True, timeout=300)
-    import importlib
-
-    importlib.invalidate_caches()
-    reset_registry()
-    try:
-        yield
-    finally:
-        subprocess.run([*pip, "uninstall", "-y", "-q", "evret-judge-keywords"], check=True, capture_output=True,
-                       timeout=300)
-        sys.modules.pop("evret_judge_keywords", None)
-        importlib.invalidate_caches()
-        reset_registry()
-
-
-def test_installed_package_judge_by_name_from_python(keywords_package: None) -> None:
-    from evret_core import JudgmentContext
-
-    judge = create_judge("keywords", min_fraction=0.5)
-    assert type(judge).__module__ == "evret_judge_keywords"
-    # keywords (4+ letters): queens, eggs, daily; found: queens, eggs
-    assert judge.judge(JudgmentContext(query="q", expected_text="queens lay eggs daily",
-                                       retrieved_text="the queens lay eggs"))
-    info = {p.name: p for p in list_plugins()}["evret-judge-keywords"]
-    assert info.version == "0.1.0" and info.registers == {"judge": ["keywords"]} and info.error is None
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    parents = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(purelib) / "_evret_parent_env.pth").write_text(
+        "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in parents) + "\n", encoding="utf-8"
+    )
+    done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
+                           "--no-build-isolation", "--no-deps", str(source)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return python
 
 
-def test_installed_package_judge_from_the_cli(keywords_package: None, tmp_path: Path) -> None:
+def _in_venv(python: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return subprocess.run([str(python), *args], capture_output=True, text=True, env=env, cwd=REPO, timeout=300)
+
+
+def test_the_package_is_not_installed_into_this_interpreter(keywords_python: Path) -> None:
+    assert not _installed("evret-judge-keywords")
+    assert _in_venv(keywords_python, "-c", "import evret_judge_keywords").returncode == 0
+
+
+def test_installed_package_judge_by_name_from_python(keywords_python: Path) -> None:
+    script = """
+import json
+from evret_core import JudgmentContext, create_judge, list_plugins
+judge = create_judge("keywords", min_fraction=0.5)
+# keywords (4+ letters): queens, eggs, daily; found: queens, eggs
+verdict = judge.judge(JudgmentContext(query="q", expected_text="queens lay eggs daily",
+                                      retrieved_text="the queens lay eggs"))
+info = {p.name: p for p in list_plugins()}["evret-judge-keywords"]
+print(json.dumps([type(judge).__module__, verdict, info.version, info.registers, info.error,
+                  info.distribution]))
+"""
+    proc = _in_venv(keywords_python, "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == ["evret_judge_keywords", True, "0.1.0", {"judge": ["keywords"]}, None,
+                                       "evret-judge-keywords"]
+
+
+def test_installed_package_judge_from_the_cli(keywords_python: Path, tmp_path: Path) -> None:
     dataset = tmp_path / "d.jsonl"
     dataset.write_text(json.dumps({"query_id": "q1", "query": "eggs", "expected_answers": ["queens lay eggs"]}) + "\n")
-    corpus_check = run_cli("plugins", "--json")
-    assert "evret-judge-keywords" in corpus_check.stdout
-    proc = run_cli("evaluate", "--dataset", str(dataset), "--retriever", "bm25",
-                   "--retriever-option", f"corpus={REPO / 'examples' / 'corpus.jsonl'}",
-                   "--judge", "keywords", "--judge-option", "min_fraction=0.3", "--metric", "hit_rate@3",
-                   "--output", str(tmp_path / "r.json"))
+    listed = _in_venv(keywords_python, "-m", "evret_core.cli", "plugins", "--json")
+    assert "evret-judge-keywords" in listed.stdout, listed.stderr
+    proc = _in_venv(keywords_python, "-m", "evret_core.cli", "evaluate", "--dataset", str(dataset),
+                    "--retriever", "bm25", "--retriever-option", f"corpus={REPO / 'examples' / 'corpus.jsonl'}",
+                    "--judge", "keywords", "--judge-option", "min_fraction=0.3", "--metric", "hit_rate@3",
+                    "--output", str(tmp_path / "r.json"))
     if "unknown retriever 'bm25'" in proc.stderr:
         pytest.skip("evret-bm25 is not installed")
     assert proc.returncode == 0, proc.stderr
@@ -95,10 +115,9 @@ def test_installed_package_judge_from_the_cli(keywords_package: None, tmp_path: 
     assert results["scores"]["hit_rate@3"] == 1.0
 
 
-def test_installed_package_passes_its_own_tests(keywords_package: None) -> None:
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                           str(REPO / "docs" / "examples" / "evret-judge-keywords" / "tests")],
-                          capture_output=True, text=True, timeout=300)
+def test_installed_package_passes_its_own_tests(keywords_python: Path) -> None:
+    proc = _in_venv(keywords_python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    str(REPO / "docs" / "examples" / "evret-judge-keywords" / "tests"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -249,3 +268,12 @@ def test_bad_factory_options_name_the_accepted_ones() -> None:
 def test_plugin_looking_names_up_while_loading_does_not_recurse(fake_plugin: FakePlugin) -> None:
     fake_plugin("evret-eager", GOOD + "\nfrom evret_core import create_judge\nEAGER = create_judge('exact')\n")
     assert create_judge("shout") is not None
+
+
+def test_builtin_metric_table_matches_the_metrics_module() -> None:
+    from evret_core.default_plugins.metrics import FAMILIES
+    from evret_core.metrics.ir import ALL_METRICS
+
+    assert FAMILIES == {family: cls.__name__ for family, cls in ALL_METRICS.items()}
+    assert all(type(create_judge(name)).__name__ == cls for name, cls in
+               [("exact", "ExactJudge"), ("token-overlap", "TokenOverlapJudge")])

@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="evret", description="Evaluate RAG retrieval against expected answer texts."
     )
     parser.add_argument("--version", action="version", version=f"evret {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    parser.add_argument("--debug", action="store_true",
+                        help="show tracebacks for errors (known secrets masked)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _command_modules():
         module = importlib.import_module(module_name)
@@ -47,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    debug = bool(getattr(args, "debug", False))
     try:
         status = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
@@ -54,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_pipe()
     except EvretError as exc:
-        if getattr(args, "debug", False):
+        if debug:
             raise
         from evret_core.redact import redact_text
 
@@ -63,6 +65,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evret: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        # a plugin's judge, factory or retriever raised: one line naming it, never its message (it may hold a
+        # key); --debug adds the traceback with the known secrets masked. The core's own bugs keep their traceback.
+        from evret_core.cli._failures import plugin_failure
+
+        report = plugin_failure(exc, argv, debug)
+        if report is None:
+            raise
+        print(report, file=sys.stderr)
+        return 2
 
 
 def _closed_pipe() -> int:

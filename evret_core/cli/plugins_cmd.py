@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         header = f"{info.name} {info.version or ''}".rstrip()
         print(header)
         for kind, names in sorted(info.registers.items()):
-            print(f"  {kind}s: {', '.join(names)}")
+            print(f"  {kind.replace('_', ' ')}s: {', '.join(names)}")
         other = [h for h in info.hooks if not h.startswith("register_")]
         if other:
             print(f"  hooks: {', '.join(other)}")

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         check_output_path(args.output, inputs=[args.records])
     evaluator = create_evaluator(args.evaluator, **options)
-    if args.evaluator == "retrieval" or not hasattr(evaluator, "evaluate"):
+    if not hasattr(evaluator, "evaluate"):
         raise EvretError(f"--evaluator {args.evaluator!r} does not score records; use 'evret evaluate' for retrieval")
     records = read_records(args.records)
     results = evaluator.evaluate(records)

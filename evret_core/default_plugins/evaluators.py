@@ -1,12 +1,11 @@
-"""Built-in evaluator types."""
+"""Built-in retrieval evaluator type: ``retrieval`` (a retriever scored on a dataset)."""
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
-def register_evaluators(register: Register) -> None:
-    from evret_core.evaluators.retrieval import Evaluator
-
-    register("retrieval", Evaluator)
+def register_retrieval_evaluators(register: Register) -> None:
+    register("retrieval", LazyFactory("evret_core.evaluators.retrieval:Evaluator"))

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_judges(register: Register) -> None:
-    from evret_core.judges.text import ExactJudge, RegexJudge, TokenOverlapJudge
-
-    register("exact", ExactJudge)
-    register("regex", RegexJudge)
-    register("token-overlap", TokenOverlapJudge)
-
-    from evret_core.judges.llm import LLMJudge
-
-    register("llm", LLMJudge)
+    register("exact", LazyFactory("evret_core.judges.text:ExactJudge"))
+    register("regex", LazyFactory("evret_core.judges.text:RegexJudge"))
+    register("token-overlap", LazyFactory("evret_core.judges.text:TokenOverlapJudge"))
+    register("llm", LazyFactory("evret_core.judges.llm:LLMJudge"))

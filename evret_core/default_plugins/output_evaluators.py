@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_evaluators(register: Register) -> None:
-    from evret_core.evaluators.llm_score import LLMScoreEvaluator
-    from evret_core.evaluators.text import ExactOutputEvaluator, RegexOutputEvaluator
-
-    register("exact", ExactOutputEvaluator)
-    register("regex", RegexOutputEvaluator)
-    register("llm-score", LLMScoreEvaluator)
+    register("exact", LazyFactory("evret_core.evaluators.text:ExactOutputEvaluator"))
+    register("regex", LazyFactory("evret_core.evaluators.text:RegexOutputEvaluator"))
+    register("llm-score", LazyFactory("evret_core.evaluators.llm_score:LLMScoreEvaluator"))

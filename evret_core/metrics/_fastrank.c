@@ -1,23 +1,27 @@
-/* Optional accelerator of evret_core.metrics.engine.batch_from_run: reads the run and qrels dicts directly.
+/* Optional accelerator of evret_core.metrics.engine: reads a chunk of queries' run and qrels dicts directly.
  *
- * rank_chunk(run, qrels, qids[, scan_limit]) walks each query's run dict once (PyDict_Next), then each judged document of its
- * qrels dict, and returns four bytearrays that numpy wraps without copying:
+ * rank_chunk(runs, judged[, scan_limit]) takes two lists of the same length, each query's run dict and qrels dict
+ * (the caller looks the queries up in Python), walks each run dict once (PyDict_Next), then each judged document,
+ * and returns four bytearrays that numpy wraps without copying:
  *   num_ret (int64 per query), qrel_lengths (int64 per query),
  *   ranks (int64 per judgment, qrels order: 0-based trec_eval rank, -1 when not retrieved),
  *   grades (float64 per judgment).
  * The rank is the number of documents with a higher score plus the tied ones with a larger id (trec_eval: score
  * descending, ties by document id in descending string order; str comparison as Python's `>`).
- * Anything the pure numpy path would treat differently or report as an error (per-query containers that are
- * not plain dicts, non-str
- * ids, values that are not float/int, NaN scores, huge ints) makes it return None: the caller then runs the pure
- * path, which raises the same errors it always has. Each query's dicts are held by strong references; inside
- * them only exact str keys are looked up in dicts whose keys were all checked to be exact str, so no Python code
- * runs during the walk, and every output buffer is allocated before it.
  *
- * rank_lists_chunk(rankings, qrels, qids) does the same for already ranked lists {qid: [docid, ...]}: each list
- * is read once into a small open-addressing table (the str's cached hash, then str equality), which rejects a
- * document listed twice (None: the pure path raises its error naming query and document) and gives each judged
- * document's 0-based position (-1 when not listed). Same buffers as rank_chunk.
+ * Memory safety: no Python code can run while this module works. It reads only exact dicts, exact lists/tuples,
+ * exact str ids and exact float/int values (or numpy.float64, read from the float struct without a call); str
+ * hashing, str comparison and dict lookups of exact str keys in dicts whose keys are all exact str call no Python
+ * code, and no object is created or released between the sizing pass and the filling pass. Anything else (dict or
+ * str subclasses, bools, values with __float__, non-str ids, NaN scores, ints too big for a double) makes it
+ * return None: the caller then runs the numpy path, which gives the same numbers and raises the same errors. Every
+ * write in the filling pass is still checked against the sizes of the first pass. Built without
+ * Py_mod_gil support, so a free-threaded interpreter re-enables the GIL on import rather than sharing the dicts.
+ *
+ * rank_lists_chunk(lists, judged) does the same for already ranked lists: each query's list (or tuple) is read
+ * once into a small open-addressing table (the str's cached hash, then str equality), which rejects a document
+ * listed twice (None: the pure path raises its error naming query and document) and gives each judged document's
+ * 0-based position (-1 when not listed). Same buffers as rank_chunk.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,8 +54,10 @@ as_double(PyObject *v, double *out)
         *out = d;
         return 1;
     }
-    /* numpy.float64 subclasses float and keeps its value where a float does */
-    if (PyFloat_Check(v) && strcmp(Py_TYPE(v)->tp_name, "numpy.float64") == 0) {
+    /* numpy.float64 subclasses float and keeps its value where a float does; a static (C) type, so a Python
+     * class given the same name is not taken for it */
+    if (PyFloat_Check(v) && !(Py_TYPE(v)->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        && strcmp(Py_TYPE(v)->tp_name, "numpy.float64") == 0) {
         *out = PyFloat_AS_DOUBLE(v);
         return 1;
     }
@@ -101,18 +107,38 @@ outputs_free(outputs *o)
     Py_XDECREF(o->grades);
 }
 
+/* the per-query containers of one chunk: two exact lists of the same length, or 0 (decline) */
+static int
+chunk_lists(PyObject *a, PyObject *b, Py_ssize_t *n)
+{
+    if (!PyList_CheckExact(a) || !PyList_CheckExact(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(b)) return 0;
+    *n = PyList_GET_SIZE(a);
+    return 1;
+}
+
+/* room for count items of size bytes, or NULL with MemoryError set (overflow included) */
+static void *
+alloc_items(Py_ssize_t count, size_t size)
+{
+    size_t c = count > 0 ? (size_t)count : 1;
+    if (c > (size_t)PY_SSIZE_T_MAX / size) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    void *p = PyMem_Malloc(c * size);
+    if (!p) PyErr_NoMemory();
+    return p;
+}
+
 static PyObject *
 rank_chunk(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *run, *qrels, *qids;
-    Py_ssize_t scan_limit = SCAN_LIMIT;
-    if (!PyArg_ParseTuple(args, "OOO|n", &run, &qrels, &qids, &scan_limit)) return NULL;
-    /* run and qrels may be dict subclasses (TrecRun): the caller checks they keep dict's lookup */
-    if (!PyDict_Check(run) || !PyDict_Check(qrels) || !PyList_CheckExact(qids)) Py_RETURN_NONE;
+    PyObject *runs, *judged;
+    Py_ssize_t scan_limit = SCAN_LIMIT, n = 0;
+    if (!PyArg_ParseTuple(args, "OO|n", &runs, &judged, &scan_limit)) return NULL;
+    if (!chunk_lists(runs, judged, &n)) Py_RETURN_NONE;
 
-    Py_ssize_t n = PyList_GET_SIZE(qids);
-    PyObject **runs = NULL, **judged = NULL;
     entry *buf = NULL;
     double *scores = NULL;
     PyObject **keys = NULL;
@@ -120,61 +146,44 @@ rank_chunk(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     int bail = 0;
 
-    Py_ssize_t filled = 0;
-    runs = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
-    judged = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
-    if (!runs || !judged) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    /* first pass: the dicts of each query, sizes, and the checks that keep lookups free of Python code */
+    /* first pass: only exact dicts, and their sizes; nothing here or below can run Python code */
     Py_ssize_t total_judged = 0, longest = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *qid = PyList_GET_ITEM(qids, q);
-        if (!PyUnicode_CheckExact(qid)) { bail = 1; goto done; }
-        PyObject *r = PyDict_GetItemWithError(run, qid);
-        if (r == NULL && PyErr_Occurred()) goto done;
-        PyObject *j = PyDict_GetItemWithError(qrels, qid);
-        if (j == NULL && PyErr_Occurred()) goto done;
-        if ((r && !PyDict_CheckExact(r)) || (j && !PyDict_CheckExact(j))) { bail = 1; goto done; }
-        /* strong references: a later qid lookup could compare against an odd key type and run Python code */
-        Py_XINCREF(r);
-        Py_XINCREF(j);
-        runs[q] = r;
-        judged[q] = j;
-        filled = q + 1;
-        if (r && PyDict_GET_SIZE(r) > longest) longest = PyDict_GET_SIZE(r);
-        if (j) total_judged += PyDict_GET_SIZE(j);
+        PyObject *r = PyList_GET_ITEM(runs, q), *j = PyList_GET_ITEM(judged, q);
+        if (!PyDict_CheckExact(r) || !PyDict_CheckExact(j)) { bail = 1; goto done; }
+        if (PyDict_GET_SIZE(r) > longest) longest = PyDict_GET_SIZE(r);
+        total_judged += PyDict_GET_SIZE(j);
     }
     if (!outputs_alloc(&out, n, total_judged)) goto done;
-    buf = PyMem_Malloc(sizeof(entry) * (size_t)(longest ? longest : 1));
-    scores = PyMem_Malloc(sizeof(double) * (size_t)(longest ? longest : 1));
-    keys = PyMem_Malloc(sizeof(PyObject *) * (size_t)(longest ? longest : 1));
-    if (!buf || !scores || !keys) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    buf = alloc_items(longest, sizeof(entry));
+    scores = alloc_items(longest, sizeof(double));
+    keys = alloc_items(longest, sizeof(PyObject *));
+    if (!buf || !scores || !keys) goto done;
     int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out.num_ret);
     int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out.qlen);
     int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out.ranks);
     double *grades = (double *)PyByteArray_AS_STRING(out.grades);
 
+    /* second pass: every write is checked against the sizes above (they cannot change, but a miss must not
+     * turn into a write out of bounds) */
     Py_ssize_t at = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *r = runs[q], *j = judged[q];
+        PyObject *r = PyList_GET_ITEM(runs, q), *j = PyList_GET_ITEM(judged, q);
         Py_ssize_t len = 0, pos = 0;
         PyObject *key, *value;
-        if (r) {
-            while (PyDict_Next(r, &pos, &key, &value)) {
-                double s;
-                if (!PyUnicode_CheckExact(key) || !as_double(value, &s) || s != s) { bail = 1; goto done; }
-                scores[len] = s;
-                keys[len] = key;
-                len++;
+        while (PyDict_Next(r, &pos, &key, &value)) {
+            double s;
+            if (len >= longest || !PyUnicode_CheckExact(key) || !as_double(value, &s) || s != s) {
+                bail = 1;
+                goto done;
             }
+            scores[len] = s;
+            keys[len] = key;
+            len++;
         }
         num_ret[q] = len;
-        Py_ssize_t nj = j ? PyDict_GET_SIZE(j) : 0;
+        Py_ssize_t nj = PyDict_GET_SIZE(j);
+        if (nj > total_judged - at) { bail = 1; goto done; }
         qlen[q] = nj;
         if (!nj) continue;
         int sorted = len > 1 && nj > scan_limit;
@@ -185,19 +194,21 @@ rank_chunk(PyObject *self, PyObject *args)
             }
             qsort(buf, (size_t)len, sizeof(entry), entry_order);
         }
+        Py_ssize_t end = at + nj;
         pos = 0;
         while (PyDict_Next(j, &pos, &key, &value)) {
             double g;
-            if (!PyUnicode_CheckExact(key) || !as_double(value, &g)) { bail = 1; goto done; }
+            /* exact str keys looked up in a dict whose keys were all just checked to be exact str */
+            if (at >= end || !PyUnicode_CheckExact(key) || !as_double(value, &g)) { bail = 1; goto done; }
             grades[at] = g;
-            PyObject *hit = r ? PyDict_GetItemWithError(r, key) : NULL;
+            PyObject *hit = PyDict_GetItemWithError(r, key);
             if (hit == NULL) {
                 if (PyErr_Occurred()) goto done;
                 ranks[at++] = -1;
                 continue;
             }
             double s = 0.0;
-            as_double(hit, &s); /* already checked in the walk above */
+            if (!as_double(hit, &s)) { bail = 1; goto done; }
             int64_t rank = 0;
             if (sorted) {
                 /* the judged document is in buf: its position is the count of entries ordered before it */
@@ -224,16 +235,12 @@ rank_chunk(PyObject *self, PyObject *args)
             }
             ranks[at++] = rank;
         }
+        if (at != end) { bail = 1; goto done; }
     }
+    if (at != total_judged) { bail = 1; goto done; }
     result = outputs_pack(&out);
 
 done:
-    for (Py_ssize_t q = 0; q < filled; q++) {
-        Py_XDECREF(runs[q]);
-        Py_XDECREF(judged[q]);
-    }
-    PyMem_Free(runs);
-    PyMem_Free(judged);
     PyMem_Free(buf);
     PyMem_Free(scores);
     PyMem_Free(keys);
@@ -269,63 +276,45 @@ static PyObject *
 rank_lists_chunk(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *rankings, *qrels, *qids;
-    if (!PyArg_ParseTuple(args, "OOO", &rankings, &qrels, &qids)) return NULL;
-    if (!PyDict_Check(rankings) || !PyDict_Check(qrels) || !PyList_CheckExact(qids)) Py_RETURN_NONE;
+    PyObject *lists, *judged;
+    Py_ssize_t n = 0;
+    if (!PyArg_ParseTuple(args, "OO", &lists, &judged)) return NULL;
+    if (!chunk_lists(lists, judged, &n)) Py_RETURN_NONE;
 
-    Py_ssize_t n = PyList_GET_SIZE(qids);
-    PyObject **lists = NULL, **judged = NULL;
     slot *table = NULL;
     outputs out = {NULL, NULL, NULL, NULL};
     PyObject *result = NULL;
     int bail = 0;
-    Py_ssize_t filled = 0;
 
-    lists = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
-    judged = PyMem_Malloc(sizeof(PyObject *) * (size_t)(n ? n : 1));
-    if (!lists || !judged) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    /* first pass: each query's list and judgments, held by strong references, and the sizes */
+    /* first pass: exact lists/tuples and exact dicts, and their sizes; no Python code runs in this function */
     Py_ssize_t total_judged = 0, longest = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *qid = PyList_GET_ITEM(qids, q);
-        if (!PyUnicode_CheckExact(qid)) { bail = 1; goto done; }
-        PyObject *r = PyDict_GetItemWithError(rankings, qid);
-        if (r == NULL && PyErr_Occurred()) goto done;
-        PyObject *j = PyDict_GetItemWithError(qrels, qid);
-        if (j == NULL && PyErr_Occurred()) goto done;
-        if ((r && !PyList_CheckExact(r) && !PyTuple_CheckExact(r)) || !j || !PyDict_CheckExact(j)) {
-            bail = 1;
-            goto done;
-        }
-        Py_XINCREF(r);
-        Py_INCREF(j);
-        lists[q] = r;
-        judged[q] = j;
-        filled = q + 1;
-        if (r && PySequence_Fast_GET_SIZE(r) > longest) longest = PySequence_Fast_GET_SIZE(r);
+        PyObject *r = PyList_GET_ITEM(lists, q), *j = PyList_GET_ITEM(judged, q);
+        if ((!PyList_CheckExact(r) && !PyTuple_CheckExact(r)) || !PyDict_CheckExact(j)) { bail = 1; goto done; }
+        if (PySequence_Fast_GET_SIZE(r) > longest) longest = PySequence_Fast_GET_SIZE(r);
         total_judged += PyDict_GET_SIZE(j);
+    }
+    if (longest > PY_SSIZE_T_MAX / 4) {
+        PyErr_NoMemory();
+        goto done;
     }
     size_t cap = 8;
     while (cap < (size_t)longest * 2) cap <<= 1;
     if (!outputs_alloc(&out, n, total_judged)) goto done;
-    table = PyMem_Malloc(sizeof(slot) * cap);
-    if (!table) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    table = alloc_items((Py_ssize_t)cap, sizeof(slot));
+    if (!table) goto done;
     int64_t *num_ret = (int64_t *)PyByteArray_AS_STRING(out.num_ret);
     int64_t *qlen = (int64_t *)PyByteArray_AS_STRING(out.qlen);
     int64_t *ranks = (int64_t *)PyByteArray_AS_STRING(out.ranks);
     double *grades = (double *)PyByteArray_AS_STRING(out.grades);
 
+    /* second pass: sizes re-checked against the buffers before any write */
     Py_ssize_t at = 0;
     for (Py_ssize_t q = 0; q < n; q++) {
-        PyObject *r = lists[q], *j = judged[q];
-        Py_ssize_t len = r ? PySequence_Fast_GET_SIZE(r) : 0;
-        PyObject **items = r ? PySequence_Fast_ITEMS(r) : NULL;
+        PyObject *r = PyList_GET_ITEM(lists, q), *j = PyList_GET_ITEM(judged, q);
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(r);
+        PyObject **items = PySequence_Fast_ITEMS(r);
+        if (len > longest) { bail = 1; goto done; }
         num_ret[q] = len;
         size_t size = 8;
         while (size < (size_t)len * 2) size <<= 1;
@@ -348,12 +337,14 @@ rank_lists_chunk(PyObject *self, PyObject *args)
             table[k].hash = h;
             table[k].pos1 = i + 1;
         }
-        qlen[q] = PyDict_GET_SIZE(j);
-        Py_ssize_t pos = 0;
+        Py_ssize_t nj = PyDict_GET_SIZE(j);
+        if (nj > total_judged - at) { bail = 1; goto done; }
+        qlen[q] = nj;
+        Py_ssize_t end = at + nj, pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(j, &pos, &key, &value)) {
             double g;
-            if (!PyUnicode_CheckExact(key) || !as_double(value, &g)) { bail = 1; goto done; }
+            if (at >= end || !PyUnicode_CheckExact(key) || !as_double(value, &g)) { bail = 1; goto done; }
             grades[at] = g;
             int64_t rank = -1;
             if (len) {
@@ -370,16 +361,12 @@ rank_lists_chunk(PyObject *self, PyObject *args)
             }
             ranks[at++] = rank;
         }
+        if (at != end) { bail = 1; goto done; }
     }
+    if (at != total_judged) { bail = 1; goto done; }
     result = outputs_pack(&out);
 
 done:
-    for (Py_ssize_t q = 0; q < filled; q++) {
-        Py_XDECREF(lists[q]);
-        Py_XDECREF(judged[q]);
-    }
-    PyMem_Free(lists);
-    PyMem_Free(judged);
     PyMem_Free(table);
     outputs_free(&out);
     if (bail) {
@@ -391,10 +378,11 @@ done:
 
 static PyMethodDef methods[] = {
     {"rank_chunk", rank_chunk, METH_VARARGS,
-     "rank_chunk(run, qrels, qids, scan_limit=48) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or "
-     "None: use the pure path. Queries with more than scan_limit judged documents rank by sorting their run."},
+     "rank_chunk(runs, judged, scan_limit=48) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or "
+     "None: use the pure path. runs and judged: lists of each query's run and qrels dicts. Queries with more "
+     "than scan_limit judged documents rank by sorting their run."},
     {"rank_lists_chunk", rank_lists_chunk, METH_VARARGS,
-     "rank_lists_chunk(rankings, qrels, qids) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or None: "
+     "rank_lists_chunk(lists, judged) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or None: "
      "use the pure path (anything but lists/tuples of str, dicts of str -> float/int, or a document listed twice)."},
     {NULL, NULL, 0, NULL},
 };

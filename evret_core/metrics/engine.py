@@ -7,9 +7,10 @@ matrix (scores strictly higher, then ties broken by document id in descending or
 are processed in chunks so the peak memory stays bounded.
 
 Where the optional compiled accelerator ``evret_core.metrics._fastrank`` was built, it replaces that reading
-and rank counting for plain dicts of str ids and float/int values (one C walk per dict, same ranks), and, for
-ranked lists, the hashing that rejects duplicates and finds judged documents (one C walk per list); anything
-else, and ``EVRET_PURE_PYTHON=1``, takes the numpy path.
+and rank counting for exact dicts of exact str ids and float/int values (one C walk per dict, same ranks), and,
+for ranked lists, the hashing that rejects duplicates and finds judged documents (one C walk per list); anything
+else, and ``EVRET_PURE_PYTHON=1``, takes the numpy path. The queries are looked up in Python for both paths, so
+no Python code (a key's ``__eq__``, a mapping's ``get``) runs while the C code works.
 """
 
 from __future__ import annotations
@@ -132,16 +133,18 @@ def evaluate_rankings(
     qids = _query_ids(qrels, rankings, complete)
     depth = _needed_depth(resolved)
     empty: Sequence[str] = ()
-    fast = accelerator() if _plain_dict(rankings) and _plain_dict(qrels, getitem=True) else None
+    fast = accelerator()
 
     def build(chunk: list[str]) -> RankedBatch:
+        # looked up here, in Python, for both paths: the compiled reader only ever sees these two lists
+        lists = list(map(rankings.get, chunk, repeat(empty)))
+        judged = list(map(qrels.__getitem__, chunk))
         if fast is not None:
-            read = fast.rank_lists_chunk(rankings, qrels, chunk)
+            read = fast.rank_lists_chunk(lists, judged)
             if read is not None:
                 return _batch_from_read(read, depth, relevance_level)
         return RankedBatch.from_rankings(
-            [rankings.get(q, empty) for q in chunk], [qrels[q] for q in chunk], relevance_level,
-            depth=depth, duplicates="error", query_ids=chunk,
+            lists, judged, relevance_level, depth=depth, duplicates="error", query_ids=chunk,
         )
 
     columns = _compute_chunked(build, qids, resolved, chunk_size)
@@ -184,12 +187,14 @@ def batch_from_run(
 
     ``fast``: the compiled reader (see :func:`accelerator`); it declines (None) whatever it does not handle.
     """
-    if fast is not None and _plain_dict(run) and _plain_dict(qrels):
-        read = fast.rank_chunk(run, qrels, qids if type(qids) is list else list(qids))
-        if read is not None:
-            return _batch_from_read(read, depth, relevance_level)
+    # Looked up here, in Python, for both paths: any code a key's __eq__ or a mapping's get runs has finished
+    # before the compiled reader starts, and it only ever sees these two lists of per-query dicts.
     runs = list(map(run.get, qids, repeat(_EMPTY)))
     judged = list(map(qrels.get, qids, repeat(_EMPTY)))
+    if fast is not None:
+        read = fast.rank_chunk(runs, judged)
+        if read is not None:
+            return _batch_from_read(read, depth, relevance_level)
     n = len(qids)
     lengths = np.fromiter(map(len, runs), dtype=np.int64, count=n)
     qrel_lengths = np.fromiter(map(len, judged), dtype=np.int64, count=n)
@@ -234,15 +239,6 @@ def batch_from_run(
             _break_ties(greater, hit[tied], tied, padded, lengths, rows, judged_scores, qrel_lengths, runs, judged)
         ranks[hit] = greater
     return RankedBatch.from_positions(rows, ranks, qrel_flat, qrel_lengths, lengths, width, relevance_level)
-
-
-def _plain_dict(mapping: object, getitem: bool = False) -> bool:
-    """A dict (or subclass such as TrecRun) whose lookups (``get``, and ``[]`` with ``getitem``) are dict's own,
-    as the compiled reader does them."""
-    if not isinstance(mapping, dict):
-        return False
-    kind = type(mapping)
-    return kind.get is dict.get and (not getitem or kind.__getitem__ is dict.__getitem__)
 
 
 def _batch_from_read(read: tuple[bytearray, ...], depth: int | None, relevance_level: float | None) -> RankedBatch:

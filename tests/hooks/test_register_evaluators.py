@@ -1,10 +1,13 @@
-"""Hook register_evaluators: the built-in `retrieval` type and a plugin's output evaluator side by side."""
+"""Hook register_evaluators: output evaluators (evaluate(records)) beside the built-in ones; the retrieval
+evaluator is another kind with its own hook."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from evret_core import Evaluator, create_evaluator, hookimpl
+import pytest
+
+from evret_core import UnknownNameError, create_evaluator, hookimpl
 from evret_core.plugins import register_plugin
 from evret_core.registry import evaluator_names
 
@@ -22,6 +25,11 @@ class Plugin:
 
 def test_register_evaluators() -> None:
     register_plugin(Plugin(), name="p")
-    assert {"retrieval", "nonempty"} <= set(evaluator_names())
+    assert {"exact", "regex", "llm-score", "direct", "pairwise", "nonempty"} <= set(evaluator_names())
     assert create_evaluator("nonempty").evaluate([{"output": "x"}, {"output": " "}]) == 0.5
-    assert isinstance(create_evaluator("retrieval", retriever={}, metrics=["mrr@1"]), Evaluator)
+
+
+def test_the_retrieval_evaluator_is_not_an_output_evaluator() -> None:
+    assert "retrieval" not in evaluator_names()
+    with pytest.raises(UnknownNameError, match="'retrieval' is a retrieval evaluator.*create_retrieval_evaluator"):
+        create_evaluator("retrieval")

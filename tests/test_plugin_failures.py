@@ -1,0 +1,239 @@
+"""Plugins that misbehave: sys.exit() while loading, exceptions at run time (one line, secrets kept), a name
+registered twice, and the pluggy features (specname, tryfirst/trylast) that calling hooks through pluggy gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from evret_core import PluginError, create_judge, hookimpl, list_plugins
+from evret_core.plugins import register_plugin
+
+from .conftest import FakePlugin
+from .test_plugins import GOOD, run_cli
+
+EXITS_ON_IMPORT = """
+import sys
+sys.exit(3)
+"""
+
+EXITS_IN_HOOK = """
+import sys
+from evret_core import hookimpl
+
+@hookimpl
+def register_judges(register):
+    sys.exit()
+"""
+
+INTERRUPTS = """
+raise KeyboardInterrupt
+"""
+
+TWICE = GOOD.replace('register("shout", ShoutJudge)', 'register("shout", ShoutJudge)\n    register("shout", ShoutJudge)')
+
+SECRET = "sk-live-0123456789abcdef"
+OPTION_SECRET = "opt-secret-42424242"
+
+FAILING = """
+import os
+from evret_core import Judge, RetrievalResult, Retriever, hookimpl
+
+
+class UpstreamError(Exception):
+    pass
+
+
+class FailingJudge(Judge):
+    name = "failing"
+
+    def judge(self, context):
+        raise UpstreamError("401 from upstream for key " + os.environ.get("EVRET_TEST_API_KEY", ""))
+
+
+def failing_factory(**options):
+    raise KeyError(f"cannot build with {options}")
+
+
+class OneDoc(Retriever):
+    name = "one-doc"
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+
+    def retrieve(self, query, k):
+        if self.fail:
+            raise ConnectionError("index down; token " + os.environ.get("EVRET_TEST_API_KEY", ""))
+        return [RetrievalResult(doc_id="d1", score=1.0, metadata={"text": "honey never spoils"})]
+
+
+@hookimpl
+def register_judges(register):
+    register("failing", FailingJudge)
+    register("failing-factory", failing_factory)
+
+
+@hookimpl
+def register_retrievers(register):
+    register("one-doc", OneDoc)
+"""
+
+
+# -- issue 13 item 16: sys.exit() is isolated like any other failure, KeyboardInterrupt is not swallowed ---------
+def test_plugin_calling_sys_exit_on_import_is_reported_and_the_rest_works(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-exits", EXITS_ON_IMPORT)
+    site = fake_plugin("evret-shout", GOOD)
+    info = {p.name: p for p in list_plugins()}
+    assert info["evret-exits"].error == "import failed: SystemExit: the plugin called sys.exit(3)"
+    assert create_judge("shout") is not None and create_judge("exact") is not None
+    proc = run_cli("plugins", pythonpath=site)
+    assert proc.returncode == 0, proc.stderr
+    assert "ERROR: import failed: SystemExit" in proc.stdout and "judges: shout" in proc.stdout
+
+
+def test_plugin_calling_sys_exit_in_a_hook_is_reported(fake_plugin: FakePlugin) -> None:
+    site = fake_plugin("evret-exits", EXITS_IN_HOOK)
+    fake_plugin("evret-shout", GOOD)
+    info = {p.name: p for p in list_plugins()}
+    assert info["evret-exits"].error == "registration failed: SystemExit: the plugin called sys.exit(None)"
+    assert create_judge("shout") is not None
+    assert run_cli("plugins", pythonpath=site).returncode == 0
+
+
+def test_keyboard_interrupt_while_loading_goes_through(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-interrupts", INTERRUPTS)
+    with pytest.raises(KeyboardInterrupt):
+        list_plugins()
+
+
+# -- issue 13 item 18: one plugin registering a name twice ----------------------------------------------------------
+def test_same_plugin_registering_a_name_twice_is_an_error_naming_both(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-twice", TWICE)
+    info = {p.name: p for p in list_plugins()}["evret-twice"]
+    assert info.error == "registration failed: PluginError: plugin 'evret-twice' registers judge 'shout' twice"
+    with pytest.raises(PluginError, match="plugin 'in-process' registers metric 'same' twice"):
+        register_plugin(_TwicePlugin(), name="in-process")
+
+
+class _TwicePlugin:
+    @hookimpl
+    def register_metrics(self, register):  # type: ignore[no-untyped-def]
+        register("same", object)
+        register("same", object)
+
+
+def test_the_same_name_in_two_kinds_is_fine() -> None:
+    class Plugin:
+        @hookimpl
+        def register_judges(self, register):  # type: ignore[no-untyped-def]
+            register("both", lambda: "judge")
+
+        @hookimpl
+        def register_retrievers(self, register):  # type: ignore[no-untyped-def]
+            register("both", lambda: "retriever")
+
+    info = register_plugin(Plugin(), name="two-kinds")
+    assert info.registers == {"judge": ["both"], "retriever": ["both"]} and info.error is None
+
+
+# -- issue 13 item 17: run-time failures of a plugin ----------------------------------------------------------------
+@pytest.fixture
+def failing_site(fake_plugin: FakePlugin, tmp_path: Path) -> Path:
+    site = fake_plugin("evret-failing", FAILING)
+    (tmp_path / "d.jsonl").write_text(json.dumps({"query_id": "q1", "query": "honey",
+                                                  "expected_answers": ["honey never spoils"]}) + "\n")
+    return site
+
+
+def _evaluate(site: Path, tmp_path: Path, *options: str, debug: bool = False) -> tuple[int, str]:
+    proc = run_cli(*(["--debug"] if debug else []), "evaluate", "--dataset", str(tmp_path / "d.jsonl"),
+                   "--metric", "hit_rate@1", "--no-progress", *options, pythonpath=site,
+                   env={"EVRET_TEST_API_KEY": SECRET}, cwd=tmp_path)
+    assert proc.stdout.count(SECRET) == 0
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize(("options", "kind"), [
+    (("--retriever", "one-doc", "--judge", "failing"), "UpstreamError"),
+    (("--retriever", "one-doc", "--retriever-option", "fail=true", "--judge", "exact"), "ConnectionError"),
+    (("--retriever", "one-doc", "--judge", "failing-factory", "--judge-option", f"api_key={OPTION_SECRET}"),
+     "KeyError"),
+])
+def test_run_time_failure_is_one_line_naming_the_plugin(
+    failing_site: Path, tmp_path: Path, options: tuple[str, ...], kind: str
+) -> None:
+    code, err = _evaluate(failing_site, tmp_path, *options)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0] == (f"evret: error: plugin 'evret-failing' (distribution evret-failing 0.1.0) failed: {kind} "
+                        "(run with --debug for the traceback)")
+    assert SECRET not in err and OPTION_SECRET not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("options", "shown"), [
+    (("--retriever", "one-doc", "--judge", "failing"), "401 from upstream for key ***"),
+    (("--retriever", "one-doc", "--retriever-option", "fail=true"), "index down; token ***"),
+    (("--retriever", "one-doc", "--judge", "failing-factory", "--judge-option", f"api_key={OPTION_SECRET}"),
+     "cannot build with {'api_key': '***'}"),
+])
+def test_debug_shows_the_traceback_with_secrets_masked(
+    failing_site: Path, tmp_path: Path, options: tuple[str, ...], shown: str
+) -> None:
+    code, err = _evaluate(failing_site, tmp_path, *options, debug=True)
+    assert code == 2 and "Traceback (most recent call last)" in err and shown in err, err
+    assert SECRET not in err and OPTION_SECRET not in err
+    assert err.strip().splitlines()[-1].startswith("evret: error: plugin 'evret-failing'")
+
+
+def test_the_cores_own_bugs_keep_their_traceback() -> None:
+    from evret_core.plugins import get_registry
+
+    get_registry().ensure_loaded()
+    try:
+        create_judge("token-overlap").judge(None)  # type: ignore[arg-type]
+    except AttributeError as exc:
+        assert get_registry().plugin_of(exc.__traceback__) is None
+    else:
+        pytest.fail("judging None should fail")
+
+
+# -- issue 14 part 4: hooks go through pluggy ------------------------------------------------------------------------
+def test_specname_and_tryfirst_apply() -> None:
+    calls: list[str] = []
+
+    class Plugin:
+        @hookimpl(specname="register_judges", trylast=True)
+        def judges_last(self, register):  # type: ignore[no-untyped-def]
+            calls.append("last")
+            register("late", lambda: "late")
+
+        @hookimpl(specname="register_judges", tryfirst=True)
+        def judges_first(self, register):  # type: ignore[no-untyped-def]
+            calls.append("first")
+            register("early", lambda: "early")
+
+    info = register_plugin(Plugin(), name="spec-named")
+    assert calls == ["first", "last"]
+    assert info.registers == {"judge": ["early", "late"]}
+    assert create_judge("early") == "early" and create_judge("late") == "late"
+
+
+def test_a_plugins_hookwrapper_wraps_its_own_hooks_only() -> None:
+    seen: list[str] = []
+
+    class Plugin:
+        @hookimpl(wrapper=True)
+        def register_metrics(self, register):  # type: ignore[no-untyped-def]
+            seen.append("before")
+            result = yield
+            seen.append("after")
+            return result
+
+        @hookimpl(specname="register_metrics")
+        def metrics(self, register):  # type: ignore[no-untyped-def]
+            register("wrapped", object)
+
+    info = register_plugin(Plugin(), name="wrapping")
+    assert seen == ["before", "after"] and info.registers == {"metric": ["wrapped"]}
