@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evret_core.cli.options import load_config, parse_options
-from evret_core.config import FLAGS, EvaluateConfig, build_retriever, file_settings
 from evret_core.errors import EvretError
 
+if TYPE_CHECKING:  # evret_core.config needs pydantic: imported when the command runs, so `evret --help` stays light
+    from evret_core.config import EvaluateConfig
+
 __all__ = ["add_parser", "build_retriever", "run"]
+
+
+def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
+    """A registered retriever, given the dataset when its factory takes one (see :mod:`evret_core.config`)."""
+    from evret_core.config import build_retriever as build
+
+    return build(name, options, dataset)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -44,6 +53,8 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
     ``--judge NAME`` naming another judge than the file's drops the file's judge options (they were written for
     that judge); ``--judge-option`` adds to the options of whichever judge is used. The same for retrievers.
     """
+    from evret_core.config import FLAGS, EvaluateConfig, file_settings
+
     data: dict[str, Any] = {}
     sources: dict[str, str] = {}
     option_sources: dict[str, dict[str, str]] = {}

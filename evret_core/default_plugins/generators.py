@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_generators(register: Register) -> None:
-    from evret_core.rag.extractive import ExtractiveGenerator
-
-    register("extractive", ExtractiveGenerator)
+    register("extractive", LazyFactory("evret_core.rag.extractive:ExtractiveGenerator"))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_perturbations(register: Register) -> None:
-    from evret_core.rag.adversarial import Counterfactual, Injection, IrrelevantOnly, MissingGold
-
-    register("counterfactual", Counterfactual)
-    register("injection", Injection)
-    register("missing-gold", MissingGold)
-    register("irrelevant-only", IrrelevantOnly)
+    register("counterfactual", LazyFactory("evret_core.rag.adversarial:Counterfactual"))
+    register("injection", LazyFactory("evret_core.rag.adversarial:Injection"))
+    register("missing-gold", LazyFactory("evret_core.rag.adversarial:MissingGold"))
+    register("irrelevant-only", LazyFactory("evret_core.rag.adversarial:IrrelevantOnly"))
