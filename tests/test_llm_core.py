@@ -12,8 +12,7 @@ import pytest
 from evret_core.cache import JudgmentCache, judgment_key, resolve_cache
 from evret_core.errors import EvretError, UnknownNameError
 from evret_core.judges.llm import LLMJudge, parse_answer
-from evret_core.llm import fence
-from evret_core.llm import parse_retry_after
+from evret_core.llm import fence, parse_retry_after
 from evret_core.plugins import reset_registry
 
 

@@ -19,6 +19,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -108,7 +109,10 @@ class JudgmentCache:
         if self.path.is_dir():
             raise EvretError(f"judgment cache {self.path}: is a folder, not a file")
         try:
-            conn = self._open_writable()
+            if self.path.is_file() and not self.path.stat().st_mode & 0o222:
+                conn = self._open_read_only()  # no write bit at all: read-only by intent, even for root
+            else:
+                conn = self._open_writable()
         except sqlite3.OperationalError as exc:
             # A file we may not write (read-only file or folder) can still answer: open it for reading only.
             message = str(exc).lower()
@@ -198,6 +202,9 @@ class JudgmentCache:
             conn = self._connect()
             if self.read_only:
                 self.unstored += 1
+                if self.unstored == 1:  # once per cache, not once per answer
+                    warnings.warn(f"judgment cache {self.path}: the file is read-only; cached answers are used, "
+                                  "new answers are not stored", RuntimeWarning, stacklevel=2)
                 return
             conn.execute(
                 "INSERT OR REPLACE INTO judgments(key, judge, provider, model, answer, input_tokens, output_tokens, "
