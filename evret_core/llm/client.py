@@ -1,7 +1,7 @@
 """``LLMClient``: Evret's one call policy around a provider, and the helpers that run many calls at once.
 
-At most ``max_concurrency`` calls in flight (halved on a 429 and grown back on success, unless
-``adaptive_concurrency=False``), optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
+At most ``max_concurrency`` calls in flight (with ``adaptive_concurrency``, halved on a 429 and grown back on
+success), optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
 attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
 connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
 (Retry-After) pauses every caller of the client, not just the one that got it. Authentication, permission and

@@ -57,7 +57,7 @@ class AdaptiveConcurrency:
         self._successes = 0
         self._in_flight = 0
         self._lock = threading.Lock()
-        self._waiters: list[asyncio.Future[None]] = []
+        self._waiters: list[asyncio.Future[int]] = []  # FIFO; a freed slot is handed to the first one
 
     @property
     def in_flight(self) -> int:
@@ -65,19 +65,24 @@ class AdaptiveConcurrency:
 
     async def acquire(self) -> int:
         """Wait for a free slot; returns the epoch the call starts in (give it back to :meth:`release`)."""
-        while True:
+        with self._lock:
+            if self._in_flight < self.limit and not self._waiters:
+                self._in_flight += 1
+                return self._epoch
+            waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+        try:
+            return await waiter
+        except BaseException:
             with self._lock:
-                if self._in_flight < self.limit:
-                    self._in_flight += 1
-                    return self._epoch
-                waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._waiters.append(waiter)
-            try:
-                await waiter
-            finally:
-                with self._lock:
-                    if waiter in self._waiters:
-                        self._waiters.remove(waiter)
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                    handed = False
+                else:
+                    handed = waiter.done() and not waiter.cancelled()
+            if handed:  # the slot was ours already: pass it on
+                self._give_back()
+            raise
 
     def release(self, epoch: int, *, rate_limited: bool = False, succeeded: bool = False) -> None:
         """Free the slot (synchronous, so that a cancelled call frees it too); a rate-limited call may cut the
@@ -96,15 +101,39 @@ class AdaptiveConcurrency:
                     if self._successes >= self.limit:
                         self.limit += 1
                         self._successes = 0
-            waiters, self._waiters = self._waiters, []
-        for waiter in waiters:  # each re-checks the limit; a waiter may belong to a loop in another thread
-            if not waiter.done():
+        self._dispatch()
+
+    def _give_back(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free slots to waiters, first come first served; each wake-up costs one callback."""
+        handed: list[tuple[asyncio.Future[int], int]] = []
+        with self._lock:
+            while self._waiters and self._in_flight < self.limit:
+                waiter = self._waiters.pop(0)
+                if waiter.done():
+                    continue
+                self._in_flight += 1
+                handed.append((waiter, self._epoch))
+        for waiter, epoch in handed:
+            loop = waiter.get_loop()
+            try:
+                current = asyncio.get_running_loop()
+            except RuntimeError:
+                current = None
+            if loop is current:
+                self._hand(waiter, epoch)
+            else:  # a waiter of a loop in another thread
                 try:
-                    waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+                    loop.call_soon_threadsafe(self._hand, waiter, epoch)
                 except RuntimeError:  # its loop is closed: nobody waits on it any more
-                    pass
+                    self._give_back()
 
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
+    def _hand(self, waiter: asyncio.Future[int], epoch: int) -> None:
+        if waiter.done():  # cancelled before the slot reached it
+            self._give_back()
+        else:
+            waiter.set_result(epoch)

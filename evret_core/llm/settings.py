@@ -36,7 +36,8 @@ class LLMSettings(BaseModel):
     :param timeout: seconds one attempt may take.
     :param retries: retries per call on 429, 5xx, connection errors and timeouts.
     :param max_concurrency: most calls in flight at once.
-    :param adaptive_concurrency: halve the calls in flight on a 429, then grow back to ``max_concurrency``.
+    :param adaptive_concurrency: halve the calls in flight on a 429, then grow back to ``max_concurrency``
+        (off by default: with 429s that do not depend on load it costs throughput; see docs/llm-judging.md).
     :param rpm: optional limit on request starts per minute.
     :param tpm: optional limit on tokens (sent and received) per minute.
     :param cache: None or True (the default file), False (off), or a path to the SQLite file or its folder.
@@ -53,7 +54,7 @@ class LLMSettings(BaseModel):
     timeout: float = 60.0
     retries: int = Field(default=3, validation_alias=AliasChoices("retries", "max_retries"))
     max_concurrency: int = 16
-    adaptive_concurrency: bool = True
+    adaptive_concurrency: bool = False
     rpm: float | None = Field(default=None, validation_alias=AliasChoices("rpm", "requests_per_minute"))
     tpm: float | None = Field(default=None, validation_alias=AliasChoices("tpm", "tokens_per_minute"))
     cache: Any = None
