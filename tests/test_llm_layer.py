@@ -95,8 +95,8 @@ def test_one_settings_object_and_long_and_short_names() -> None:
     assert (settings.retries, settings.rpm, settings.tpm) == (1, 30, 1000)
     again = LLMSettings.build("x", settings, retries=5)
     assert (again.retries, again.rpm) == (5, 30)
-    assert "api_key" not in repr(LLMSettings(api_key="sk-SECRET-123")) or "SECRET" not in repr(
-        LLMSettings(api_key="sk-SECRET-123"))
+    secret = LLMSettings(api_key="sk-SECRET-123")
+    assert "SECRET" not in repr(secret) and "SECRET" not in json.dumps(secret.public())
     defaults = LLMSettings()
     judge_defaults = {k: getattr(defaults, k) for k in ("retries", "max_concurrency", "timeout", "temperature")}
     assert judge_defaults == {"retries": 3, "max_concurrency": 16, "timeout": 60.0, "temperature": 0.0}
