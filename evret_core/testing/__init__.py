@@ -14,7 +14,9 @@ the stub servers and the vector-store kit import without it. A judge plugin's te
             return MyJudge()
 
 A retriever plugin overrides the ``retriever`` fixture and, usually, ``queries`` (queries that find documents in
-its corpus). Every ``test_*`` method of the base class then runs against your object.
+its corpus). An LLM provider plugin subclasses ``ProviderConformance`` and sets ``provider`` (its registered
+name) and ``key_env``. Every ``test_*`` method of the base class then runs against your object.
+(``evret_core.testing.llm_provider``) holds ``stub``, a provider with no SDK, for tests that need any provider.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.providers import ProviderConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
-__all__ = ["JudgeConformance", "RetrieverConformance"]
+__all__ = ["JudgeConformance", "ProviderConformance", "RetrieverConformance"]
 
-_SUITES = {"JudgeConformance": "evret_core.testing.judges", "RetrieverConformance": "evret_core.testing.retrievers"}
+_SUITES = {"JudgeConformance": "evret_core.testing.judges", "ProviderConformance": "evret_core.testing.providers",
+           "RetrieverConformance": "evret_core.testing.retrievers"}
 
 
 def __getattr__(name: str) -> Any:
