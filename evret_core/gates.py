@@ -14,8 +14,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from evret_core.errors import EvretError
-from evret_core.stats import TESTS, compare_scores
+from evret_core.stats import TESTS, holm_bonferroni, paired_p_value
 
 
 class ScoredRun(Protocol):
@@ -117,13 +119,17 @@ def check_regression(
 ) -> list[GateFailure]:
     """A failure for each metric significantly worse than in ``baseline`` by at least ``min_effect``.
 
-    The runs must score the same queries (a changed dataset is bad input, not a regression). ``metrics`` defaults to
-    every metric both runs have.
+    The runs must score the same queries (a changed dataset is bad input, not a regression); a metric is compared on
+    the queries that have a value for it in both runs (a RAG score that does not apply to a question is absent).
+    p-values are Holm-Bonferroni adjusted over the metrics checked. ``metrics`` defaults to every metric both runs
+    have.
     """
     if test not in TESTS:
         raise EvretError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
     if not (math.isfinite(min_effect) and min_effect >= 0):
         raise EvretError(f"--min-effect must be a finite number >= 0, got {min_effect}")
+    if not 0.0 < alpha < 1.0:
+        raise EvretError(f"alpha must be between 0 and 1, got {alpha}")
     names = list(metrics) if metrics is not None else [m for m in run.scores if m in baseline.scores]
     for metric in names:
         for label, side in (("the run", run), ("the baseline", baseline)):
@@ -131,21 +137,70 @@ def check_regression(
                 raise EvretError(f"{label} has no {metric!r} score; the regression gate needs it in both runs")
     if not names:
         raise EvretError("the run and the baseline have no metric in common")
-    current_scores = run.per_query_scores()
-    comparison = compare_scores({"baseline": baseline.per_query_scores(), "current": current_scores}, names,
-                                test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    current, before = run.per_query_scores(), baseline.per_query_scores()
+    if set(current) != set(before):
+        only_run, only_base = sorted(set(current) - set(before)), sorted(set(before) - set(current))
+        raise EvretError(f"the run and the baseline score different queries ({len(only_run)} only in the run, "
+                         f"e.g. {only_run[:3]}; {len(only_base)} only in the baseline, e.g. {only_base[:3]}); "
+                         f"a regression gate compares the same queries")
+    tested = []
+    for metric in names:
+        qids = [q for q in before if metric in before[q] and metric in current[q]]
+        if len(qids) < 2:
+            continue
+        a = np.array([before[q][metric] for q in qids], dtype=np.float64)
+        b = np.array([current[q][metric] for q in qids], dtype=np.float64)
+        diff = b - a
+        tested.append((metric, qids, diff, paired_p_value(a, b, test, n_resamples, seed)))
+    untestable = [m for m in (metrics or []) if m not in {t[0] for t in tested}]
+    if untestable:
+        raise EvretError(f"{', '.join(untestable)}: fewer than 2 queries have a value in both runs, so no paired "
+                         f"test is possible (an aggregate rate such as wrong_refusal_rate can be gated with "
+                         f"--fail-under)")
+    adjusted = holm_bonferroni([p for *_rest, p in tested])
     failures = []
-    for pair in comparison.pairs:
-        if pair.significant and pair.delta <= -min_effect and pair.delta < 0:
-            before, after = baseline.scores[pair.metric], run.scores[pair.metric]
-            drops = sorted(((d["query_id"], d["delta"]) for d in pair.lost), key=lambda x: x[1])[:worst]
+    for (metric, qids, diff, _p), p_adjusted in zip(tested, adjusted, strict=True):
+        delta = float(diff.mean())
+        if p_adjusted < alpha and delta < 0 and delta <= -min_effect:
+            order = np.argsort(diff, kind="stable")[:worst]
+            drops = [(qids[i], float(diff[i])) for i in order if diff[i] < 0]
             failures.append(GateFailure(
-                pair.metric,
-                f"{after:.4f}{_interval_text(run, pair.metric)} is significantly below the baseline's "
-                f"{before:.4f}{_interval_text(baseline, pair.metric)} (delta {pair.delta:+.4f}, "
-                f"p={pair.p_adjusted:.3g} Holm-adjusted, {test} test, alpha {alpha:g}, min effect {min_effect:g})",
+                metric,
+                f"{run.scores[metric]:.4f}{_interval_text(run, metric)} is significantly below the baseline's "
+                f"{baseline.scores[metric]:.4f}{_interval_text(baseline, metric)} (delta {delta:+.4f} over "
+                f"{len(qids)} queries, p={p_adjusted:.3g} Holm-adjusted, {test} test, alpha {alpha:g}, "
+                f"min effect {min_effect:g})",
                 drops))
     return failures
+
+
+@dataclass
+class FlatScores:
+    """A run of several score sections (a RAG run) flattened into ``section/metric`` names for the gates."""
+
+    scores: dict[str, float]
+    intervals: dict[str, list[float]]
+    per_query: dict[str, dict[str, float]]
+
+    def per_query_scores(self) -> dict[str, dict[str, float]]:
+        return self.per_query
+
+
+def rag_scores(results: Any) -> FlatScores:
+    """A RAG run's gateable scores: ``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``...; per question,
+    the scores that apply to it."""
+    scores = {f"retrieval/{m}": v for m, v in results.retrieval.items()}
+    intervals = {f"retrieval/{m}": v for m, v in results.retrieval_intervals.items()}
+    for condition, means in results.generation.items():
+        scores.update({f"{condition}/{m}": v for m, v in means.items() if v is not None})
+        intervals.update({f"{condition}/{m}": v for m, v in results.generation_intervals.get(condition, {}).items()})
+    per_query: dict[str, dict[str, float]] = {}
+    for qid, q in results.per_question.items():
+        row = {f"retrieval/{m}": v for m, v in (q.retrieval or {}).items()}
+        for condition, outcome in q.conditions.items():
+            row.update({f"{condition}/{m}": v for m, v in outcome.scores.items() if v is not None})
+        per_query[qid] = row
+    return FlatScores(scores, intervals, per_query)
 
 
 def check_gates(

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import config_error, load_config, parse_options
 from evret_core.errors import EvretError
 
@@ -46,6 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--cases", metavar="CASES.jsonl", help="replay adversarial cases written by --write-cases")
     p.add_argument("--write-cases", metavar="CASES.jsonl",
                    help="write the adversarial cases of this run (to inspect, edit and replay with --cases)")
+    add_gate_arguments(p, example="retrieved/correct=0.5")
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many generator calls would be made, without generating")
     p.set_defaults(func=run)
@@ -139,11 +141,17 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.rag import QuestionSet, RagEvaluator
+    from evret_core.rag import QuestionSet, RagEvaluator, RagResults
     from evret_core.rag.report import print_plan, print_rag
     from evret_core.registry import create_judge
 
     s = settings_from(args)
+    floors = check_gate_arguments(args)
+    baseline = None
+    if args.baseline:  # read before any work: a bad baseline file must not cost a run
+        from evret_core.gates import rag_scores
+
+        baseline = rag_scores(RagResults.from_json(args.baseline))
     if s.get("output"):
         out_dir = Path(s["output"]).parent
         if str(out_dir) and not out_dir.exists():
@@ -192,4 +200,6 @@ def run(args: argparse.Namespace) -> int:
     if s.get("output"):
         results.to_json(s["output"])
         print(f"results written to {s['output']}", file=sys.stderr)
-    return 0
+    from evret_core.gates import rag_scores
+
+    return run_gates(args, floors, rag_scores(results), lambda _path: baseline)
