@@ -1,7 +1,8 @@
 """Results as tables: one row per query or one row per judged document, for pandas or a CSV file.
 
 ``rows(results, level)`` yields plain dicts (standard library only); :func:`to_pandas` builds a DataFrame from them
-(pandas is an optional extra: ``pip install "evret-core[pandas]"``) and :func:`to_csv` writes CSV without pandas.
+(pandas is an optional extra: ``pip install "evret-core[pandas]"``) and :func:`to_csv` writes CSV without pandas
+(:func:`runs_to_csv` for several runs, as ``evret report --format csv`` writes them).
 
 - ``level="query"``: ``query_id``, ``query_text``, ``labelled_by``, ``unmeasured``, one column per metric, and one
   ``tag:NAME`` column per tag.
@@ -76,4 +77,18 @@ def to_csv(results: Any, level: str = "query") -> str:
     writer.writeheader()
     for row in rows(results, level):
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def runs_to_csv(runs: dict[str, Any], level: str = "query") -> str:
+    """Several runs in one CSV table, a ``run`` column first (each run's metric and tag columns, in order)."""
+    names: list[str] = ["run"]
+    for results in runs.values():
+        names += [c for c in columns(results, level) if c not in names]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for run_name, results in runs.items():
+        for row in rows(results, level):
+            writer.writerow({"run": run_name, **{k: "" if v is None else v for k, v in row.items()}})
     return buffer.getvalue()

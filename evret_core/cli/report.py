@@ -10,10 +10,12 @@ from evret_core.limits import MAX_DEPTH
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("report", help="write a Markdown, HTML or LaTeX report of results files")
+    p = sub.add_parser("report", help="write a Markdown, HTML or LaTeX report (or a CSV table) of results files")
     p.add_argument("results", nargs="+", metavar="RESULTS.json", help="one or more results files")
-    p.add_argument("--format", choices=["markdown", "html", "latex"], default="markdown",
-                   help="report format (default: markdown)")
+    p.add_argument("--format", choices=["markdown", "html", "latex", "csv"], default="markdown",
+                   help="report format (default: markdown); csv: one row per query (or judgment) of every run")
+    p.add_argument("--level", choices=["query", "judgment"], default="query",
+                   help="with --format csv: a row per query (default) or per judged document")
     p.add_argument("--output", metavar="FILE", help="write the report here (default: standard output)")
     p.add_argument("--test", choices=["t", "randomization", "bootstrap"], default="t",
                    help="paired test of the comparison section (several runs)")
@@ -31,6 +33,15 @@ def run(args: argparse.Namespace) -> int:
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     if args.output:
         check_output_path(args.output, inputs=args.results)
+    if args.format == "csv":
+        from evret_core.frames import runs_to_csv
+        from evret_core.report.api import named_runs
+
+        write_output(args.output or "-", runs_to_csv(named_runs(tuple(args.results)), args.level),
+                     option="--output")
+        if args.output and args.output != "-":
+            print(f"csv table written to {args.output}", file=sys.stderr)
+        return 0
     data = report_data(*args.results, test=args.test, alpha=args.alpha, max_k=args.max_k)
     text = make_report(data, format=args.format)
     if data.comparison is not None:

@@ -48,3 +48,19 @@ def test_to_pandas_matches_the_csv_rows(good_results) -> None:  # type: ignore[n
 def test_unknown_level_is_an_error(good_results) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(EvretError, match="unknown table level 'doc'"):
         to_csv(good_results, level="doc")
+
+
+def test_evret_report_csv_writes_every_run(tmp_path, good_results, bad_results, capsys) -> None:  # type: ignore[no-untyped-def]
+    from evret_core.cli import main
+
+    good_results.to_json(tmp_path / "good.json")
+    bad_results.to_json(tmp_path / "bad.json")
+    assert main(["report", str(tmp_path / "good.json"), str(tmp_path / "bad.json"), "--format", "csv"]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(table) == 2 * good_results.num_queries
+    assert {r["run"] for r in table} == {"good", "bad"}
+    out = tmp_path / "judgments.csv"
+    assert main(["report", str(tmp_path / "good.json"), "--format", "csv", "--level", "judgment",
+                 "--output", str(out)]) == 0
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert len(rows) == sum(len(q.judgments) for q in good_results.per_query.values())
