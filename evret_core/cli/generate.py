@@ -1,0 +1,67 @@
+"""``evret generate``: a RAG question set generated from a corpus with an LLM, filtered, counts reported."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from evret_core.cli.options import parse_options
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("generate", help="generate a question set (with answers and aliases) from a corpus")
+    p.add_argument("--corpus", required=True, help="corpus .jsonl (or a BEIR folder's corpus.jsonl)")
+    p.add_argument("--provider", help="LLM provider (openai, anthropic, google, ...)")
+    p.add_argument("--model", help="the provider's model")
+    p.add_argument("--llm-option", action="append", metavar="KEY=VALUE",
+                   help="LLM setting (base_url, temperature, max_concurrency, rpm, cache...); repeatable")
+    p.add_argument("-n", type=int, default=50, help="questions to plan (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
+    p.add_argument("--types", help="question types and weights, e.g. factoid=0.5,multi-hop=0.2,comparison=0.15,"
+                                   "unanswerable=0.15 (the default)")
+    p.add_argument("--stratify-by", metavar="FIELD",
+                   help="corpus field whose values are the strata (default: quartiles of document length)")
+    p.add_argument("--no-closed-book", action="store_true",
+                   help="skip the check that drops questions the model answers without the sources")
+    p.add_argument("--dedupe-threshold", type=float, default=0.8,
+                   help="drop a question whose content words overlap an earlier one's this much (Jaccard)")
+    p.add_argument("--output", help="write the question set (JSONL) here")
+    p.add_argument("--dry-run", action="store_true", help="plan and count calls and tokens; call nothing")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.corpus import iter_corpus
+    from evret_core.errors import EvretError
+    from evret_core.generate import TestsetGenerator, stratified_sample
+    from evret_core.generate.sampling import parse_mix
+    from evret_core.limits import MAX_SEED, check_float, check_int
+    from evret_core.outputs import check_output_path
+
+    check_int(args.seed, "--seed", 0, MAX_SEED)
+    check_int(args.n, "-n", 1, 100_000)
+    check_float(args.dedupe_threshold, "--dedupe-threshold", 0.0, 1.0)
+    if args.output:
+        check_output_path(args.output, inputs=[args.corpus])
+    elif not args.dry_run:
+        raise EvretError("missing --output (where the question set goes), or use --dry-run")
+    corpus = {doc_id: record for _where, doc_id, record in iter_corpus(args.corpus)}
+    if not corpus:
+        raise EvretError(f"{args.corpus}: the corpus has no documents")
+    options = parse_options(args.llm_option, "--llm-option")
+    options.update({k: v for k, v in (("provider", args.provider), ("model", args.model)) if v is not None})
+    generator = TestsetGenerator(corpus, closed_book=not args.no_closed_book,
+                                 dedupe_threshold=args.dedupe_threshold, **options)
+    samples = stratified_sample(corpus, args.n, args.seed, parse_mix(args.types), args.stratify_by)
+    if args.dry_run:
+        print(json.dumps(generator.plan(samples), indent=2))
+        return 0
+    result = generator.generate(args.n, seed=args.seed, samples=samples)
+    result.to_jsonl(args.output)
+    summary = result.summary()
+    print(json.dumps(summary, indent=2))
+    for item in result.unmeasured[:5]:
+        print(f"WARNING: {item['question_id']}: {item['reason']}", file=sys.stderr)
+    print(f"{summary['kept']} question(s) written to {args.output}", file=sys.stderr)
+    return 0
