@@ -14,7 +14,7 @@ from evret_core.criteria import (
 from evret_core.errors import EvretError, PluginError, UnknownNameError
 from evret_core.evaluators.retrieval import Evaluator
 from evret_core.hookspecs import hookimpl
-from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
 from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Metric, Precision, RankedBatch, Recall
 from evret_core.metrics.engine import evaluate_rankings, evaluate_run
 from evret_core.metrics.trec import read_qrels, read_run, write_run
@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AveragePrecision",
+    "ContainsJudge",
     "Criteria",
     "CriteriaOption",
     "DirectJudge",

@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dataset", help="dataset file (.jsonl, .json, .csv) or BEIR folder")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
-    p.add_argument("--judge", help="registered judge name (default: token-overlap)")
+    p.add_argument("--judge", help="registered judge name (default: contains)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
@@ -138,9 +138,9 @@ def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.evaluators.retrieval import Evaluator
+    from evret_core.judges import resolve_judge
     from evret_core.models import EvaluationDataset
     from evret_core.progress import terminal_progress
-    from evret_core.registry import create_judge
     from evret_core.report.terminal import print_scores
 
     settings = _settings(args)
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
     retriever = build_retriever(settings["retriever"], settings["retriever_options"], dataset)
     judge = None
     if settings.get("judge") or settings["judge_options"]:
-        judge = create_judge(settings.get("judge") or "token-overlap", **settings["judge_options"])
+        judge = resolve_judge(settings.get("judge"), **settings["judge_options"])
     if settings.get("output"):
         out_dir = Path(settings["output"]).parent
         if str(out_dir) and not out_dir.exists():
