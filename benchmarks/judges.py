@@ -42,6 +42,7 @@ from evret_core.registry import judge_names
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"
+SWEEP = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.88, 0.9, 0.92, 0.93, 0.94, 0.95, 0.97]
 JUDGES = ["exact", "contains", "token-overlap", "token-overlap(query_boost=true)", "semantic"]
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATIONS = frozenset("st mr mrs ms dr mt jr sr no vs ca fig gen col lt capt rev prof".split())
@@ -264,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         print(squad_table(case, rows) + "\n", flush=True)
         if args.sweep and "semantic" in installed:
             judge = build_judge("semantic", args.cache)
-            print(threshold_sweep(case, judge, [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95]) + "\n", flush=True)
+            print(threshold_sweep(case, judge, SWEEP) + "\n", flush=True)
     if "scifact" in args.cases:
         spec = args.scifact_judges.split(",") if args.scifact_judges else judges
         print("## SciFact, text labels (gold abstract texts), BM25 top 100\n")

@@ -17,7 +17,7 @@ from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, En
 from evret_sentence_transformers.windows import text_windows
 
 #: Chosen on human-labelled data (benchmarks/judges.py; docs/benchmarks.md, "Choosing the semantic threshold").
-DEFAULT_THRESHOLD = 0.85
+DEFAULT_THRESHOLD = 0.94
 
 # One (expected variant, retrieved text) pair: None when the variant is in the text verbatim, else its windows.
 _Pair = tuple[str, tuple[str, ...]] | None
@@ -93,12 +93,21 @@ class SemanticJudge(Judge):
         answers found verbatim need none."""
         texts: dict[str, None] = {}
         for c in contexts:
-            for variant in c.expected_variants:
-                pair = self._pair(variant, c.retrieved_text)
-                if pair is not None:
-                    texts[pair[0]] = None
-                    texts.update(dict.fromkeys(pair[1]))
+            pairs = self._pairs_of(c)
+            for pair in pairs or ():
+                texts[pair[0]] = None
+                texts.update(dict.fromkeys(pair[1]))
         return list(texts)
+
+    def _pairs_of(self, context: JudgmentContext) -> list[tuple[str, tuple[str, ...]]] | None:
+        """The (variant, windows) pairs to compare for ``context``; None when some variant is in it verbatim."""
+        pairs = []
+        for variant in context.expected_variants:
+            pair = self._pair(variant, context.retrieved_text)
+            if pair is None:
+                return None
+            pairs.append(pair)
+        return pairs
 
     def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
         """Encode every text the evaluation needs in one pass (tighter batches than chunk by chunk)."""
@@ -115,12 +124,12 @@ class SemanticJudge(Judge):
         right: list[str] = []
         owner: list[int] = []
         for i, c in enumerate(contexts):
-            for variant in c.expected_variants:
-                pair = self._pair(variant, c.retrieved_text)
-                if pair is None:
-                    best[i] = 1.0
-                    self._verbatim += 1
-                    break
+            pairs = self._pairs_of(c)
+            if pairs is None:
+                best[i] = 1.0
+                self._verbatim += 1
+                continue
+            for pair in pairs:
                 left.extend([pair[0]] * len(pair[1]))
                 right.extend(pair[1])
                 owner.extend([i] * len(pair[1]))

@@ -59,9 +59,13 @@ def test_short_answers_are_compared_with_windows_not_the_passage(loaded_judge: S
     windowed = SemanticJudge().similarities(near)
     whole = SemanticJudge(windows=False).similarities(near)
     assert all(w > p + 0.2 for w, p in zip(windowed, whole, strict=True)), (windowed, whole)
-    assert SemanticJudge().batch_judge(near) == [True, True]
-    # an answer that is not in the passage stays below the threshold
-    assert SemanticJudge().batch_judge([ctx("Spanish sailors", PASSAGE), ctx("1832", PASSAGE)]) == [False, False]
+    assert all(w > 0.85 for w in windowed) and all(p < 0.6 for p in whole)
+    assert SemanticJudge(threshold=0.85).batch_judge(near) == [True, True]
+    # the default threshold (chosen on SQuAD, where near misses are wrong answers as often as right ones) is stricter
+    assert SemanticJudge().batch_judge(near) == [False, False]
+    # answers that are not in the passage stay far below
+    far = SemanticJudge().similarities([ctx("Spanish sailors", PASSAGE), ctx("1832", PASSAGE)])
+    assert all(f < 0.6 for f in far), far
 
 
 def test_windows_are_encoded_once(loaded_judge: SemanticJudge, count_encodes: object) -> None:
