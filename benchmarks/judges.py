@@ -142,6 +142,35 @@ def build_judge(spec: str, cache: str | None) -> Any:
     return create_judge(name, **options)
 
 
+def specs(text: str) -> list[str]:
+    """Judge specs from a comma-separated list; commas inside parentheses separate options."""
+    return [s.strip() for s in re.split(r",(?![^(]*\))", text) if s.strip()]
+
+
+def whole_passage_baseline(case: Case, threshold: float = 0.75, k: int = 10) -> str:
+    """The semantic judge before windows: the canonical answer's embedding against the whole passage's, no
+    verbatim shortcut. hit_rate@k at ``threshold``, and the median cosine with passages that contain the answer
+    (containment truth) by answer length."""
+    import numpy as np
+    from evret_sentence_transformers import Encoder
+    from evret_sentence_transformers.models import EmbeddingTable, paired_cosines
+
+    table = EmbeddingTable()
+    pairs = [(q, r) for q in case.dataset.queries for r in case.run[q.query_id][:k]]
+    table.ensure([q.expected_answers[0] for q, _ in pairs] + [r.text or "" for _, r in pairs], Encoder())
+    cos = paired_cosines(table.matrix, table.rows([q.expected_answers[0] for q, _ in pairs]),
+                         table.rows([r.text or "" for _, r in pairs]))
+    hits = {q.query_id for (q, _), c in zip(pairs, cos, strict=True) if c >= threshold}
+    buckets: dict[str, list[float]] = {"1 word": [], "2-3 words": [], "4+ words": []}
+    for (q, r), c in zip(pairs, cos, strict=True):
+        if r.doc_id in case.truths["containment"][q.query_id]:
+            n = len(q.expected_answers[0].split())
+            buckets["1 word" if n == 1 else "2-3 words" if n <= 3 else "4+ words"].append(float(c))
+    medians = ", ".join(f"{b}: {np.median(v):.2f} (n={len(v)})" for b, v in buckets.items() if v)
+    return (f"whole-passage cosine, threshold {threshold}, no verbatim shortcut: hit_rate@{k} = "
+            f"{len(hits) / len(case.dataset):.3f}; median cosine with a passage containing the answer: {medians}")
+
+
 def judge_row(case: Case, spec: str, judge: Any, k: int = 10) -> dict[str, Any]:
     """One judge on a SQuAD case: its measures, and its judgments' precision/recall against each truth."""
     started = time.perf_counter()
@@ -254,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="SQLite embedding cache of the semantic judge ('' for none)")
     args = parser.parse_args(argv)
     installed = set(judge_names())
-    judges = [j for j in args.judges.split(",") if j and j.partition("(")[0] in installed]
+    judges = [j for j in specs(args.judges) if j.partition("(")[0] in installed]
     print(f"default judge: {DEFAULT_JUDGE}; judges: {', '.join(judges)}\n", flush=True)
     for unit in ("paragraphs", "sentences"):
         if unit not in args.cases:
@@ -264,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = [judge_row(case, spec, build_judge(spec, args.cache)) for spec in judges]
         print(squad_table(case, rows) + "\n", flush=True)
         if args.sweep and "semantic" in installed:
+            print(whole_passage_baseline(case) + "\n", flush=True)
             judge = build_judge("semantic", args.cache)
             print(threshold_sweep(case, judge, SWEEP) + "\n", flush=True)
     if "scifact" in args.cases:
-        spec = args.scifact_judges.split(",") if args.scifact_judges else judges
+        spec = specs(args.scifact_judges) if args.scifact_judges else judges
         print("## SciFact, text labels (gold abstract texts), BM25 top 100\n")
         print(scifact_table([j for j in spec if j.partition("(")[0] in installed], args.cache), flush=True)
     return 0
