@@ -44,6 +44,7 @@ bench: install-all
 	$(BIN)/python benchmarks/stats.py
 	$(BIN)/python benchmarks/llm.py
 	$(BIN)/python benchmarks/semantic.py
+	$(BIN)/python benchmarks/judges.py --sweep
 	$(BIN)/python benchmarks/bm25_batch.py
 	$(BIN)/python benchmarks/rag.py
 

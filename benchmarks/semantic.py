@@ -1,9 +1,12 @@
 """Semantic judge benchmark: does batch_judge encode each distinct text once, and cost no more than that?
 
 200 queries x 20 retrieved documents x 3 expected answers (12,000 judgment contexts) of synthetic but realistic
-sentences; documents repeat across queries and answers across queries, as in a real evaluation. Reports:
+sentences; documents repeat across queries and answers across queries, as in a real evaluation. The judge compares
+each answer with windows of the retrieved text sized to the answer (``evret_sentence_transformers.windows``), and an
+answer found verbatim needs no encode; so the texts it must encode are, per context not settled verbatim, the
+answer and the windows of the retrieved text for that answer's length, deduplicated over the whole run. Reports:
 
-- texts encoded by the judge (counted at the model's ``encode``) vs distinct texts: must be equal;
+- texts encoded by the judge (counted at the model's ``encode``) vs those distinct texts: must be equal;
 - wall time of ``SemanticJudge.batch_judge`` over all contexts (as the evaluator sends them, in chunks) vs the
   time to encode the distinct texts alone with the same model and batch size (target: <= 1.2x);
 - the encodes a judge without dedupe would make (two per context), for scale.
@@ -85,13 +88,23 @@ def main(argv: list[str] | None = None) -> int:
 
     import numpy as np
     from evret_sentence_transformers import Encoder, SemanticJudge
+    from evret_sentence_transformers.windows import text_windows
+
+    from evret_core.judges import contains_tokens, normalize
 
     contexts = build()
-    distinct = list(dict.fromkeys(t for c in contexts for t in (c.expected_text, c.retrieved_text)))
+    needed: dict[str, None] = {}  # written from the judge's documented rule, not read from the judge
+    verbatim = 0
+    for c in contexts:
+        if contains_tokens(normalize(c.retrieved_text), normalize(c.expected_text)):
+            verbatim += 1
+            continue
+        needed[c.expected_text] = None
+        needed.update(dict.fromkeys(text_windows(c.retrieved_text, len(c.expected_text.split()))))
+    distinct = list(needed)
     n_expected = len({c.expected_text for c in contexts})
-    n_retrieved = len({c.retrieved_text for c in contexts})
-    print(f"contexts: {len(contexts)}  distinct texts: {len(distinct)} "
-          f"({n_expected} expected, {n_retrieved} retrieved)", flush=True)
+    print(f"contexts: {len(contexts)} ({verbatim} verbatim)  distinct texts to encode: {len(distinct)} "
+          f"({n_expected} expected answers, the rest windows)", flush=True)
 
     model = Encoder(device=args.device).load().model  # load once: both sides time encoding, not loading
     model.encode(["warm up"], show_progress_bar=False)
@@ -125,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 in_model.clear()
                 judge = SemanticJudge(device=args.device)
                 started = time.perf_counter()
-                answers: list[bool] = []
+                answers: list[bool | None] = []
                 judge.prepare(contexts)  # as the evaluator does: every distinct text in one pass
                 for start in range(0, len(contexts), args.chunk):
                     answers.extend(judge.batch_judge(contexts[start : start + args.chunk]))
@@ -144,9 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     print("| measure | value |")
     print("|---|---|")
     print(f"| judgment contexts (200 queries x 20 retrieved x 3 expected) | {len(contexts)} |")
-    print(f"| distinct texts | {len(distinct)} |")
+    print(f"| contexts settled verbatim (no encode) | {verbatim} |")
+    print(f"| distinct texts to encode (answers + windows) | {len(distinct)} |")
     print(f"| texts encoded by batch_judge | {sum(encoded)} |")
-    print(f"| texts a per-context judge would encode | {2 * len(contexts)} |")
+    per_context = sum(1 + len(text_windows(c.retrieved_text, len(c.expected_text.split()))) for c in contexts)
+    print(f"| texts a per-context judge would encode | {per_context} |")
     print(f"| batch_judge wall time, {args.chunk} contexts per call (best of {args.repeats}) | {best_judge:.2f} s |")
     print(f"| encoding the distinct texts alone (best of {args.repeats}) | {best_alone:.2f} s |")
     print(f"| ratio batch_judge / encode alone (target <= 1.2) | {ratio:.3f} |")

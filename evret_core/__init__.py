@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownNameError": "evret_core.errors",
     "Evaluator": "evret_core.evaluators.retrieval",
     "hookimpl": "evret_core.hookspecs",
+    "ContainsJudge": "evret_core.judges",
     "ExactJudge": "evret_core.judges",
     "Judge": "evret_core.judges",
     "RegexJudge": "evret_core.judges",
@@ -70,6 +71,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AveragePrecision",
     "Comparison",
+    "ContainsJudge",
     "Criteria",
     "CriteriaOption",
     "DirectJudge",
@@ -150,7 +152,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from evret_core.errors import EvretError, PluginError, UnknownNameError
     from evret_core.evaluators.retrieval import Evaluator
     from evret_core.hookspecs import hookimpl
-    from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+    from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
     from evret_core.judges.llm import LLMJudge
     from evret_core.metrics import (
         MRR,

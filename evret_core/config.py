@@ -118,7 +118,7 @@ def _int_in(low: int, high: int) -> Callable[[Any], Any]:
 
 class EvaluateConfig(BaseModel):
     """Everything ``evret evaluate`` needs; see the module docs. ``judge`` None means the default judge
-    (token-overlap) for text-labelled queries."""
+    (contains) for text-labelled queries."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -47,6 +47,13 @@ class QueryExample(BaseModel):
     Either ``expected_answers`` (texts a judge compares with the retrieved texts) or ``relevant_doc_ids``
     (a list of ids, or a mapping id -> grade for graded relevance) must be given; with ids the query is
     scored without judging. ``tags`` label slices such as question type or domain.
+
+    An expected answer may have several acceptable strings (aliases): give it as a list of strings, the first
+    being its canonical form, e.g. ``expected_answers=[["10th and 11th centuries", "in the 10th and 11th
+    centuries"], "France"]``. Then ``expected_answers`` holds the canonical texts (one per answer) and
+    ``answer_aliases`` every acceptable string of each answer (``answer_aliases[i][0] == expected_answers[i]``).
+    A retrieved text matching any alias matches that answer; recall counts answers, not aliases. Empty answers
+    and empty alias lists are rejected.
     """
 
     model_config = ConfigDict(frozen=False, extra="forbid")
@@ -54,8 +61,32 @@ class QueryExample(BaseModel):
     query_id: str
     query_text: str
     expected_answers: list[str] = Field(default_factory=list)
+    answer_aliases: list[list[str]] = Field(default_factory=list)
     relevant_doc_ids: list[str] | dict[str, float] | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_aliases(cls, data: Any) -> Any:
+        # an answer given as a list of strings is one answer with aliases: keep its first string as the canonical
+        # text in expected_answers, and all of them in answer_aliases
+        if not isinstance(data, Mapping) or "expected_answers" not in data:
+            return data
+        answers = data["expected_answers"]
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, (list, tuple)):
+            return data  # pydantic reports the type error
+        given = data.get("answer_aliases")
+        if given:  # both given (a dumped model): one alias list per canonical text, starting with it
+            if not isinstance(given, (list, tuple)) or len(given) != len(answers):
+                raise ValueError("answer_aliases must have one list of texts per expected answer")
+            aliases = [_answer_variants(a, i) for i, a in enumerate(given)]
+            if any(answer != variants[0] for answer, variants in zip(answers, aliases, strict=True)):
+                raise ValueError("answer_aliases[i] must start with expected answer i")
+        else:
+            aliases = [_answer_variants(answer, i) for i, answer in enumerate(answers)]
+        return {**data, "expected_answers": [a[0] for a in aliases], "answer_aliases": aliases}
 
     @field_validator("query_text")
     @classmethod
@@ -115,6 +146,22 @@ class QueryExample(BaseModel):
             raise ValueError("needs expected_answers or relevant_doc_ids")
         return self
 
+    def aliases_of(self, answer: int) -> tuple[str, ...]:
+        """The acceptable strings of expected answer ``answer`` other than its canonical text."""
+        if answer < len(self.answer_aliases):
+            return tuple(self.answer_aliases[answer][1:])
+        return ()
+
+    def judgment_context(self, answer: int, retrieved_text: str) -> JudgmentContext:
+        """The context that judges ``retrieved_text`` against expected answer ``answer`` (with its aliases)."""
+        return JudgmentContext(query=self.query_text, expected_text=self.expected_answers[answer],
+                               retrieved_text=retrieved_text, aliases=self.aliases_of(answer))
+
+    def answers_record(self) -> list[str | list[str]]:
+        """``expected_answers`` as a file gives them: a string per one-string answer, a list for one with aliases."""
+        return [list(self.answer_aliases[i]) if len(self.aliases_of(i)) else text
+                for i, text in enumerate(self.expected_answers)]
+
     @property
     def relevance(self) -> dict[str, float]:
         """``relevant_doc_ids`` as a mapping id -> grade (grade 1 for a plain list); empty when text-labelled."""
@@ -148,13 +195,36 @@ class RetrievalResult(BaseModel):
 
 
 class JudgmentContext(BaseModel):
-    """What a judge sees: the query, one expected answer text and one retrieved text."""
+    """What a judge sees: the query, one expected answer text (with its other acceptable strings, ``aliases``)
+    and one retrieved text. A judge says "match" when the expected text or any alias matches."""
 
     model_config = ConfigDict(frozen=True)
 
     query: str
     expected_text: str
     retrieved_text: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def expected_variants(self) -> tuple[str, ...]:
+        """Every acceptable string of the expected answer: ``(expected_text, *aliases)``."""
+        return (self.expected_text, *self.aliases)
+
+
+def _answer_variants(answer: Any, index: int) -> list[str]:
+    """The acceptable strings of one expected answer (a string, or a non-empty list of strings), deduplicated."""
+    where = f"expected answer {index + 1}"
+    variants = [answer] if isinstance(answer, str) else answer
+    if not isinstance(variants, (list, tuple)):
+        raise ValueError(f"{where} must be a text or a list of texts, got {type(answer).__name__}")
+    if not variants:
+        raise ValueError(f"{where} is an empty list of aliases")
+    for variant in variants:
+        if not isinstance(variant, str):
+            raise ValueError(f"{where}: an alias must be a text, got {type(variant).__name__}")
+        if not variant.strip():
+            raise ValueError(f"{where} is empty" if len(variants) == 1 else f"{where} has an empty alias")
+    return list(dict.fromkeys(variants))
 
 
 _RECORD_KEYS = {"query_id", "query", "query_text", "expected_answers", "relevant_doc_ids", "tags"}
@@ -172,12 +242,16 @@ def _example_from_record(record: Any, where: str) -> QueryExample:
     text = record.get("query", record.get("query_text"))
     if not isinstance(text, str):
         raise EvretError(f"{where}: field 'query' is missing or not a string")
-    answers = record.get("expected_answers", [])
-    if isinstance(answers, str):
+    answers = record.get("expected_answers")
+    if answers is None:
+        answers = []
+    elif isinstance(answers, str):
         answers = [answers]
     query_id = record.get("query_id")
     if isinstance(query_id, (bool, dict, list, float)):
         raise EvretError(f"{where}: field 'query_id' must be a string or an integer, got {query_id!r}")
+    if not isinstance(answers, list):
+        raise EvretError(f"{where}: field 'expected_answers' must be a text or a list (of texts or lists of texts)")
     data = {
         "query_id": derive_query_id(text) if query_id is None else str(query_id),
         "query_text": text,
@@ -249,7 +323,8 @@ class EvaluationDataset(BaseModel):
         """Columns ``query`` (required), ``query_id``, ``expected_answers``, ``relevant_doc_ids``, ``tags``.
 
         ``expected_answers`` and ``relevant_doc_ids`` hold a JSON list or a ``|``-separated list; ``tags`` a
-        JSON object or ``key=value`` pairs separated by ``;``. Errors name the file and line.
+        JSON object or ``key=value`` pairs separated by ``;``. An answer with aliases is a list inside the JSON
+        list: ``[["10th century", "the 10th century"], "France"]``. Errors name the file and line.
         """
         path = Path(path)
         text = read_text(path)
@@ -263,9 +338,11 @@ class EvaluationDataset(BaseModel):
                 record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
                 if None in row:
                     raise EvretError(f"{where}: more fields than the header has")
-                for key in ("expected_answers", "relevant_doc_ids"):
-                    if key in record:
-                        record[key] = _csv_list(record[key], where, key)
+                if "expected_answers" in record:
+                    record["expected_answers"] = _csv_list(record["expected_answers"], where, "expected_answers",
+                                                           nested=True)
+                if "relevant_doc_ids" in record:
+                    record["relevant_doc_ids"] = _csv_list(record["relevant_doc_ids"], where, "relevant_doc_ids")
                 if "tags" in record:
                     record["tags"] = _csv_tags(record["tags"], where)
                 yield where, f"on line {reader.line_num}", record
@@ -342,7 +419,7 @@ class EvaluationDataset(BaseModel):
         for q in self.queries:
             record: dict[str, Any] = {"query_id": q.query_id, "query": q.query_text}
             if q.expected_answers:
-                record["expected_answers"] = q.expected_answers
+                record["expected_answers"] = q.answers_record()
             if q.relevant_doc_ids:
                 record["relevant_doc_ids"] = q.relevant_doc_ids
             if q.tags:
@@ -354,7 +431,10 @@ class EvaluationDataset(BaseModel):
         """SHA-256 over the queries' canonical JSON: the same dataset always hashes the same."""
         digest = hashlib.sha256()
         for q in self.queries:
-            digest.update(json.dumps(q.model_dump(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+            data = q.model_dump()
+            if all(len(a) == 1 for a in q.answer_aliases):
+                del data["answer_aliases"]  # without aliases a dataset hashes as it did before they existed
+            digest.update(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8"))
             digest.update(b"\n")
         return digest.hexdigest()
 
@@ -375,14 +455,18 @@ def _collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path) 
     return examples
 
 
-def _csv_list(value: str, where: str, key: str) -> list[str]:
+def _csv_list(value: str, where: str, key: str, nested: bool = False) -> list[Any]:
+    """A CSV cell as a list: a JSON list, or ``|``-separated texts. With ``nested`` an item may itself be a list
+    of texts (an answer with aliases), kept as a list."""
     value = value.strip()
     if value.startswith("["):
         try:
             parsed = json.loads(value)
         except json.JSONDecodeError:
             raise EvretError(f"{where}: column {key!r} is not a valid JSON list") from None
-        return [str(v) for v in parsed]
+        if not isinstance(parsed, list):
+            raise EvretError(f"{where}: column {key!r} is not a valid JSON list")
+        return [v if nested and isinstance(v, list) else str(v) for v in parsed]
     return [part.strip() for part in value.split("|") if part.strip()]
 
 

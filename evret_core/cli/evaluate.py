@@ -27,7 +27,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dataset", help="dataset file (.jsonl, .json, .csv) or BEIR folder")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
-    p.add_argument("--judge", help="registered judge name (default: token-overlap)")
+    p.add_argument("--judge", help="registered judge name (default: contains)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")

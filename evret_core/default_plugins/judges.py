@@ -1,4 +1,4 @@
-"""Built-in judges: exact, regex, token-overlap, and llm (provider-agnostic; providers come from plugins)."""
+"""Built-in judges: exact, contains, regex, token-overlap, and llm (provider-agnostic; providers come from plugins)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from evret_core.hookspecs import Register, hookimpl
 @hookimpl
 def register_judges(register: Register) -> None:
     register("exact", LazyFactory("evret_core.judges.text:ExactJudge"))
+    register("contains", LazyFactory("evret_core.judges.text:ContainsJudge"))
     register("regex", LazyFactory("evret_core.judges.text:RegexJudge"))
     register("token-overlap", LazyFactory("evret_core.judges.text:TokenOverlapJudge"))
     register("llm", LazyFactory("evret_core.judges.llm:LLMJudge"))

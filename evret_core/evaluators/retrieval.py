@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
+from evret_core.judges.base import resolve_judge
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.results import EvaluationResults, Judgment, QueryResult, add_statistics
@@ -54,7 +55,7 @@ class Evaluator:
         any object an installed plugin can adapt (a LangChain retriever with evret-langchain).
     :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.metrics.Metric` objects.
     :param judge: a judge object or a registered judge name; needed when the dataset has text labels
-        (default: ``token-overlap``).
+        (default: :data:`~evret_core.judges.DEFAULT_JUDGE`, ``contains``).
     :param matching: ``first_match`` or ``any_match`` (see the module docs).
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
@@ -82,7 +83,7 @@ class Evaluator:
         seed: int = 0,
         min_slice_size: int = 10,
     ) -> None:
-        from evret_core.registry import create_judge, create_metric
+        from evret_core.registry import create_metric
 
         if not metrics:
             raise EvretError("no metrics given: name at least one, e.g. recall@10")
@@ -95,7 +96,7 @@ class Evaluator:
             raise EvretError(f"unknown matching mode {matching!r}; use one of {', '.join(MATCHING_MODES)}")
         self.matching = matching
         self.retriever = resolve_retriever(retriever)
-        self.judge = create_judge(judge) if isinstance(judge, str) else judge
+        self.judge = resolve_judge(judge) if isinstance(judge, str) else judge
         depths = [m.depth for m in self.metrics if m.depth is not None]
         if k is not None and int(k) <= 0:
             raise EvretError(f"k must be a positive integer, got {k}")
@@ -149,18 +150,15 @@ class Evaluator:
                         f"query {example.query_id!r}: retrieved document {result.doc_id!r} (rank {rank}) has no "
                         f"text (metadata['text']); text-labelled queries need the retrieved texts to judge"
                     )
-                for expected in example.expected_answers:
-                    seen.setdefault(JudgmentContext(query=example.query_text, expected_text=expected,
-                                                    retrieved_text=text), None)
+                for j in range(len(example.expected_answers)):
+                    seen.setdefault(example.judgment_context(j, text), None)
         return list(seen)
 
     def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
         if not contexts:
             return {}
         if self.judge is None:
-            from evret_core.registry import create_judge
-
-            self.judge = create_judge("token-overlap")
+            self.judge = resolve_judge()
         reset_stats = getattr(self.judge, "reset_stats", None)
         if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
             reset_stats()
@@ -234,9 +232,7 @@ class Evaluator:
         """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
         token estimate when the judge can make one (``judge.plan``). Nothing is sent to an LLM."""
         if self.judge is None:
-            from evret_core.registry import create_judge
-
-            self.judge = create_judge("token-overlap")
+            self.judge = resolve_judge()
         retrieved = self.retrieve(dataset)
         contexts = self.plan_judgments(dataset, retrieved)
         plan = getattr(self.judge, "plan", None)
@@ -307,9 +303,8 @@ class Evaluator:
             text = result.text or ""
             matched: list[int] = []
             missing: list[int] = []
-            for j, expected in enumerate(answers):
-                verdict = verdicts.get(JudgmentContext(query=example.query_text, expected_text=expected,
-                                                       retrieved_text=text))
+            for j in range(len(answers)):
+                verdict = verdicts.get(example.judgment_context(j, text))
                 if verdict is None:
                     missing.append(j)
                 elif verdict:

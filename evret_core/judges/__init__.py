@@ -1,6 +1,19 @@
-"""Judges decide whether a retrieved text matches an expected answer text."""
+"""Judges decide whether a retrieved text matches an expected answer text (or one of its aliases)."""
 
-from evret_core.judges.base import Judge
-from evret_core.judges.text import ExactJudge, RegexJudge, TokenOverlapJudge, normalize, tokenize
+from evret_core.judges.base import DEFAULT_JUDGE, Judge, resolve_judge
+from evret_core.judges.normalize import contains_tokens, normalize, normalize_tokens
+from evret_core.judges.text import ContainsJudge, ExactJudge, RegexJudge, TokenOverlapJudge, tokenize
 
-__all__ = ["Judge", "ExactJudge", "RegexJudge", "TokenOverlapJudge", "normalize", "tokenize"]
+__all__ = [
+    "DEFAULT_JUDGE",
+    "ContainsJudge",
+    "ExactJudge",
+    "Judge",
+    "RegexJudge",
+    "TokenOverlapJudge",
+    "contains_tokens",
+    "normalize",
+    "normalize_tokens",
+    "resolve_judge",
+    "tokenize",
+]

@@ -267,7 +267,7 @@ class LLMJudge(Judge):
         """One judgment, asynchronously; None when it could not be made."""
         return (await self.abatch_judge([context]))[0]
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:  # type: ignore[override]
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         """Judge every context concurrently; works inside a running event loop too (Jupyter, async apps)."""
 
         return run_sync(self.abatch_judge(contexts))

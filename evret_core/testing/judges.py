@@ -75,6 +75,28 @@ class JudgeConformance:
     def test_batch_judge_of_nothing_is_empty(self, judge: Any) -> None:
         assert list(judge.batch_judge([])) == []
 
+    def test_an_alias_matches_like_the_expected_text(self, judge: Any, matching_contexts: list[JudgmentContext],
+                                                     non_matching_contexts: list[JudgmentContext]) -> None:
+        # the matching text moved into the aliases, behind an expected text that does not match
+        for pos, neg in zip(matching_contexts, non_matching_contexts, strict=False):
+            moved = JudgmentContext(query=pos.query, expected_text=neg.retrieved_text + " zq",
+                                    aliases=pos.expected_variants, retrieved_text=pos.retrieved_text)
+            assert judge.judge(moved) is True
+            assert list(judge.batch_judge([moved])) == [True]
+
+    def test_batch_score_agrees_with_the_verdicts(
+        self, judge: Any, matching_contexts: list[JudgmentContext], non_matching_contexts: list[JudgmentContext]
+    ) -> None:
+        contexts = [*matching_contexts, *non_matching_contexts]
+        verdicts = list(judge.batch_judge(contexts))
+        scores = list(judge.batch_score(contexts))
+        assert len(scores) == len(contexts)
+        assert all(s is None or 0.0 <= s <= 1.0 for s in scores)
+        if judge.threshold is None:
+            assert scores == [None if v is None else float(v) for v in verdicts]
+        else:
+            assert [None if s is None else s >= judge.threshold for s in scores] == verdicts
+
     def test_config_is_json_with_the_name(self, judge: Any) -> None:
         config = judge.config()
         assert config["name"] == judge.name

@@ -43,8 +43,9 @@ def test_threshold_decides_at_the_cosine(loaded_judge: SemanticJudge, paraphrase
     just_above = SemanticJudge(threshold=cosine + 1e-4)
     assert just_below.batch_judge([context]) == [True]
     assert just_above.batch_judge([context]) == [False]
-    # identical texts have cosine 1 (up to float rounding)
-    assert loaded_judge.similarities([ctx("same text", "same text")])[0] == pytest.approx(1.0, abs=1e-5)
+    assert just_below.batch_score([context]) == pytest.approx([cosine])  # contract 2: judge == score >= threshold
+    # identical texts are a verbatim match: score 1
+    assert loaded_judge.similarities([ctx("same text", "same text")])[0] == 1.0
 
 
 def test_similarities_equal_the_cosine_of_the_model_embeddings(
@@ -58,7 +59,7 @@ def test_similarities_equal_the_cosine_of_the_model_embeddings(
     np.testing.assert_allclose(loaded_judge.similarities(contexts), expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("threshold", [1.5, -2, "high"])
+@pytest.mark.parametrize("threshold", [1.5, -0.2, float("nan"), "high"])
 def test_bad_threshold_is_an_error_naming_the_option(threshold: object) -> None:
     with pytest.raises(EvretError, match="threshold"):
         SemanticJudge(threshold=threshold)  # type: ignore[arg-type]
@@ -67,7 +68,8 @@ def test_bad_threshold_is_an_error_naming_the_option(threshold: object) -> None:
 def test_registered_as_semantic_with_options() -> None:
     judge = create_judge("semantic", threshold=0.9, batch_size=8)
     assert isinstance(judge, SemanticJudge)
-    assert judge.config() == {"name": "semantic", "model": st_models.DEFAULT_MODEL, "threshold": 0.9}
+    assert judge.config() == {"name": "semantic", "model": st_models.DEFAULT_MODEL, "threshold": 0.9, "windows": True}
+    assert create_judge("semantic", windows="false").windows is False
     with pytest.raises(EvretError, match="batch_size"):
         create_judge("semantic", batch_size=0)
 
@@ -109,7 +111,7 @@ def test_each_distinct_text_is_encoded_once_over_an_evaluation(
     ])
     run = {q: [{"doc_id": d, "score": 10 - r, "text": docs[d]} for r, d in enumerate(ids)]
            for q, ids in rankings.items()}
-    judge = SemanticJudge()
+    judge = SemanticJudge(threshold=0.75, windows=False)  # windows are counted in test_windows_are_encoded_once
     # judge_batch_size=3 makes the evaluator judge in several batch_judge calls: the memo must span them, and
     # prepare() must have encoded every distinct text in a single pass before the first call
     evaluator = Evaluator(retriever=run, metrics=["recall@4", "mrr"], judge=judge, batch_size=1, judge_batch_size=3)
@@ -134,12 +136,12 @@ def test_persistent_cache_serves_a_rerun_without_encoding(
     contexts = [ctx(a, b) for a, b in paraphrases + unrelated]
     distinct = {t for c in contexts for t in (c.expected_text, c.retrieved_text)}
     cache_file = tmp_path / "embeddings.sqlite"
-    first = SemanticJudge(cache=str(cache_file))
+    first = SemanticJudge(cache=str(cache_file), windows=False)
     verdicts = first.batch_judge(contexts)
     assert first.stats()["texts_encoded"] == len(distinct)
     assert len(count_encodes.texts) == len(distinct)  # type: ignore[attr-defined]
 
-    rerun = SemanticJudge(cache=str(cache_file))
+    rerun = SemanticJudge(cache=str(cache_file), windows=False)
     assert rerun.batch_judge(contexts) == verdicts
     np.testing.assert_allclose(rerun.similarities(contexts), first.similarities(contexts), atol=1e-6)
     assert rerun.stats()["texts_encoded"] == 0
@@ -147,7 +149,7 @@ def test_persistent_cache_serves_a_rerun_without_encoding(
     assert len(count_encodes.texts) == len(distinct)  # type: ignore[attr-defined]
 
     # a new text is the only thing encoded; the cache is keyed by model, so another threshold shares it
-    third = SemanticJudge(cache=str(cache_file), threshold=0.5)
+    third = SemanticJudge(cache=str(cache_file), threshold=0.5, windows=False)
     third.batch_judge(contexts + [ctx("A brand new expected answer.", paraphrases[0][1])])
     assert third.stats()["texts_encoded"] == 1
 
@@ -164,7 +166,7 @@ def test_cache_true_uses_the_evret_cache_dir(tmp_path: Path, monkeypatch: pytest
 def test_a_local_model_folder_works(loaded_judge: SemanticJudge, paraphrases: list[tuple[str, str]]) -> None:
     folder = st_models.packaged_model_path()
     assert folder is not None
-    judge = SemanticJudge(model=str(folder))
+    judge = SemanticJudge(model=str(folder), threshold=0.75)
     assert judge.encoder.resolved.origin == "path"
     assert judge.batch_judge([ctx(*paraphrases[0])]) == [True]
 
@@ -216,10 +218,11 @@ class TestSemanticJudgeConformance(JudgeConformance):
 
 def test_stats_count_per_run_and_the_memo_survives_a_reset(loaded_judge: SemanticJudge,
                                                           paraphrases: list[tuple[str, str]]) -> None:
-    judge = SemanticJudge()
+    judge = SemanticJudge(windows=False)
     contexts = [ctx(a, b) for a, b in paraphrases]
     judge.batch_judge(contexts)
     assert judge.stats()["texts_encoded"] == judge.stats()["distinct_texts"] == 2 * len(paraphrases)
     judge.reset_stats()
     judge.batch_judge(contexts[:1])
-    assert judge.stats() == {"texts_encoded": 0, "cache_hits": 0, "encode_calls": 0, "distinct_texts": 2}
+    assert judge.stats() == {"texts_encoded": 0, "cache_hits": 0, "encode_calls": 0, "distinct_texts": 2,
+                             "verbatim_matches": 0}

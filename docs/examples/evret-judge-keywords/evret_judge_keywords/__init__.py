@@ -26,13 +26,15 @@ class KeywordJudge(Judge):
         return {w for w in _WORD.findall(text.lower()) if len(w) >= self.min_length}
 
     def judge(self, context: JudgmentContext) -> bool:
-        wanted = self.keywords(context.expected_text)
-        if not wanted:
-            return False
-        found = wanted & self.keywords(context.retrieved_text)
-        return len(found) / len(wanted) >= self.min_fraction
+        found = self.keywords(context.retrieved_text)
+        # the expected text or any of its aliases may match
+        for variant in context.expected_variants:
+            wanted = self.keywords(variant)
+            if wanted and len(wanted & found) / len(wanted) >= self.min_fraction:
+                return True
+        return False
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool]:
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         # each distinct text is split into keywords once
         cache: dict[str, set[str]] = {}
 
@@ -41,10 +43,13 @@ class KeywordJudge(Judge):
                 cache[text] = self.keywords(text)
             return cache[text]
 
-        answers = []
+        answers: list[bool | None] = []
         for c in contexts:
-            wanted = words(c.expected_text)
-            answers.append(bool(wanted) and len(wanted & words(c.retrieved_text)) / len(wanted) >= self.min_fraction)
+            found = words(c.retrieved_text)
+            answers.append(any(
+                bool(wanted) and len(wanted & found) / len(wanted) >= self.min_fraction
+                for wanted in map(words, c.expected_variants)
+            ))
         return answers
 
     def config(self) -> dict[str, Any]:
