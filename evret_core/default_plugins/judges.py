@@ -1,4 +1,4 @@
-"""Built-in judges: exact, regex, token-overlap, and llm (provider-agnostic; providers come from plugins)."""
+"""Built-in judges: exact, regex, token-overlap, cascade, and llm (providers come from plugins)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,10 @@ def register_judges(register: Register) -> None:
     register("exact", ExactJudge)
     register("regex", RegexJudge)
     register("token-overlap", TokenOverlapJudge)
+
+    from evret_core.judges.cascade import CascadeJudge
+
+    register("cascade", CascadeJudge)
 
     from evret_core.judges.llm import LLMJudge
 
