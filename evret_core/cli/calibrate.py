@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="what the best threshold maximises (default f1)")
     p.add_argument("--save-threshold", metavar="CONFIG.toml",
                    help="write the best threshold of the (one) thresholded judge into this config's [judge] table")
+    p.add_argument("--ppi-truth", metavar="TRUTH.json",
+                   help="with --results: the same run scored with true labels (ids or people) on a random subset "
+                        "of its queries; adds prediction-powered estimates and intervals (written with -o)")
     p.add_argument("--plan", type=int, metavar="N", help="write N judgments of --results to label, stratified "
                                                          "over the judge's scores")
     p.add_argument("-o", "--output", metavar="PATH", help="where --plan writes its JSONL ('-' for stdout), or "
@@ -93,6 +96,8 @@ def _load_results(path: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.plan is not None:
         return _plan(args)
+    if args.ppi_truth:
+        return _ppi(args)
     from evret_core.calibration import calibrate, calibration_json, read_labels
     from evret_core.calibration.plan import labels_from_results
 
@@ -160,4 +165,26 @@ def _plan(args: argparse.Namespace) -> int:
         print(f"wrote {len(sample)} of {len(candidates)} judgments to label to {args.output}", file=sys.stderr)
         for name, count in sorted(strata.items()):
             print(f"  score {name}: {count}", file=sys.stderr)
+    return 0
+
+
+def _ppi(args: argparse.Namespace) -> int:
+    from evret_core.calibration.ppi import add_prediction_powered
+    from evret_core.stats import format_interval
+
+    if not args.results:
+        raise EvretError("--ppi-truth needs --results RESULTS.json: the judged run to correct")
+    results = _load_results(args.results)
+    truth = _load_results(args.ppi_truth)
+    add_prediction_powered(results, truth, args.confidence_level)
+    if args.output:
+        results.to_json(Path(args.output))
+    if args.json:
+        print(json.dumps(results.prediction_powered, indent=2))
+        return 0
+    print(f"{'metric':<16}{'judged (bootstrap interval)':<34}prediction-powered (covers judge error)")
+    for metric, entry in results.prediction_powered.items():
+        plain = format_interval(results.scores.get(metric, entry["judged"]), results.intervals.get(metric))
+        print(f"{metric:<16}{plain:<34}{format_interval(entry['estimate'], entry['interval'])}  "
+              f"[{entry['n_labelled']} of {entry['n']} queries labelled]")
     return 0

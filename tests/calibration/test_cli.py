@@ -107,3 +107,22 @@ def test_save_threshold_keeps_comments_and_other_settings(tmp_path: Path) -> Non
     fresh = tmp_path / "new.toml"
     save_threshold(fresh, "semantic", "threshold", 0.3)
     assert tomllib.loads(fresh.read_text()) == {"judge": {"name": "semantic", "threshold": 0.3}}
+
+
+def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(results_file.read_text())
+    keep = sorted(data["per_query"])[:4]
+    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep})
+    truth_file = tmp_path / "truth.json"
+    truth_file.write_text(json.dumps(truth))
+    out = tmp_path / "corrected.json"
+    capsys.readouterr()
+    assert main(["calibrate", "--results", str(results_file), "--ppi-truth", str(truth_file), "-o", str(out)]) == 0
+    assert "hit_rate@1" in capsys.readouterr().out
+    corrected = json.loads(out.read_text())
+    entry = corrected["prediction_powered"]["hit_rate@1"]
+    judged = [q["scores"]["hit_rate@1"] for q in data["per_query"].values()]
+    rectifier = sum(1.0 - data["per_query"][q]["scores"]["hit_rate@1"] for q in keep) / 4
+    assert entry["estimate"] == pytest.approx(sum(judged) / len(judged) + rectifier)
+    assert entry["n_labelled"] == 4 and entry["interval"][0] <= entry["estimate"] <= entry["interval"][1]
+    assert list(corrected["prediction_powered"]) == ["hit_rate@1"]  # only metrics with true values
