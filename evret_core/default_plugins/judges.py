@@ -1,4 +1,4 @@
-"""Built-in judges: exact, regex, token-overlap, cascade, and llm (providers come from plugins)."""
+"""Built-in judges: exact, regex, token-overlap, cascade, repeats, llm (providers come from plugins)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ def register_judges(register: Register) -> None:
     from evret_core.judges.cascade import CascadeJudge
 
     register("cascade", CascadeJudge)
+
+    from evret_core.judges.repeats import RepeatedJudge
+
+    register("repeats", RepeatedJudge)
 
     from evret_core.judges.llm import LLMJudge
 
