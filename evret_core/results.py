@@ -114,6 +114,8 @@ class EvaluationResults(BaseModel):
     confidence_level: float | None = None
     slices: dict[str, dict[str, SliceResult]] = Field(default_factory=dict)
     manifest: Manifest | None = None
+    # metric -> prediction-powered estimate with an interval covering judge error (evret_core.calibration.ppi)
+    prediction_powered: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # the bulk comes last so the summary fields head the JSON file
     per_query: dict[str, QueryResult]
     config: dict[str, Any] = Field(default_factory=dict)

@@ -74,7 +74,7 @@ def test_config_file_and_command_line_overrides(env: Path, capsys: pytest.Captur
 BAD_CASES = {
     "malformed dataset line": (["--dataset", "bad.jsonl"], "bad.jsonl:2: invalid JSON"),
     "dataset field": (["--dataset", "badfield.jsonl"], "badfield.jsonl:1: field 'query' is missing"),
-    "unknown judge": (["--judge", "nope"], "unknown judge 'nope'; known judges: contains, exact, llm, "),  # + installed plugins' judges
+    "unknown judge": (["--judge", "nope"], "unknown judge 'nope'; known judges: cascade, contains, exact, llm, "),  # + installed plugins' judges
     "unknown metric": (["--metric", "nope@3"], "unknown metric 'nope'; known metrics: "),
     "bad metric cutoff": (["--metric", "recall@x"], "bad metric name 'recall@x'"),
     "unknown retriever": (["--retriever", "nope"], "unknown retriever 'nope'; known retrievers: "),

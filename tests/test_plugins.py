@@ -141,7 +141,7 @@ def test_plugin_raising_on_import_is_reported_and_the_rest_works(fake_plugin: Fa
     listed = json.loads(run_cli("plugins", "--json", "--all", pythonpath=site).stdout)
     by_name = {p["name"]: p for p in listed}
     assert by_name["evret-broken"]["error"].startswith("import failed")
-    assert by_name["evret-core:judges"]["registers"]["judge"] == ["contains", "exact", "llm", "regex", "token-overlap"]
+    assert by_name["evret-core:judges"]["registers"]["judge"] == ["cascade", "contains", "exact", "llm", "regex", "repeats", "token-overlap"]
 
 
 def test_strict_plugins_raise(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -221,9 +221,9 @@ def test_unknown_name_lists_known_names_and_the_distribution_to_install(monkeypa
     with pytest.raises(UnknownNameError) as err:
         create_judge("fancy")
     message = str(err.value)
-    assert message.startswith("unknown judge 'fancy'; known judges: contains, exact, ")
+    assert message.startswith("unknown judge 'fancy'; known judges: cascade, contains, exact, ")
     assert "token-overlap" in message and message.endswith("Install it with: pip install evret-fancy")
-    with pytest.raises(UnknownNameError, match="unknown judge 'nope'; known judges: contains, exact") as err2:
+    with pytest.raises(UnknownNameError, match="unknown judge 'nope'; known judges: cascade, contains, exact") as err2:
         create_judge("nope")
     assert "pip install" not in str(err2.value)
 

@@ -1,4 +1,4 @@
-"""Built-in judges: exact, contains, regex, token-overlap, and llm (provider-agnostic; providers come from plugins)."""
+"""Built-in judges: exact, contains, regex, token-overlap, cascade, repeats, and llm (providers come from plugins)."""
 
 from __future__ import annotations
 
@@ -12,4 +12,6 @@ def register_judges(register: Register) -> None:
     register("contains", LazyFactory("evret_core.judges.text:ContainsJudge"))
     register("regex", LazyFactory("evret_core.judges.text:RegexJudge"))
     register("token-overlap", LazyFactory("evret_core.judges.text:TokenOverlapJudge"))
+    register("cascade", LazyFactory("evret_core.judges.cascade:CascadeJudge"))
+    register("repeats", LazyFactory("evret_core.judges.repeats:RepeatedJudge"))
     register("llm", LazyFactory("evret_core.judges.llm:LLMJudge"))

@@ -1,0 +1,115 @@
+"""Judge scores in [0, 1] and thresholds, for calibration and the cascade (shared contract 2).
+
+A judge that implements the contract has ``threshold: float | None`` and ``batch_score(contexts)``; for the
+thresholded judges that predate it, the score they threshold is computed here (token-overlap's overlap ratio,
+the semantic judge's cosine), so that ``judge(c) == (score >= threshold)`` holds either way. Any other judge's
+verdicts map to 1.0 / 0.0, and a judgment it could not make to None.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from evret_core.models import JudgmentContext
+
+# the constructor option that holds the threshold, by judge name (for saving a calibrated threshold)
+THRESHOLD_OPTIONS = {"token-overlap": "overlap_ratio", "semantic": "threshold"}
+
+
+def judge_name(judge: Any) -> str:
+    """The registered name of ``judge`` (its ``name`` attribute), else its class name."""
+    return str(getattr(judge, "name", None) or type(judge).__name__)
+
+
+def judge_threshold(judge: Any) -> float | None:
+    """The threshold a judge compares its score with, or None when it has none (exact, contains, llm)."""
+    from evret_core.judges.text import TokenOverlapJudge
+
+    value = getattr(judge, "threshold", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(judge, TokenOverlapJudge):
+        return judge.overlap_ratio
+    return None
+
+
+def threshold_option(judge: Any) -> str | None:
+    """The option name that sets ``judge``'s threshold (``threshold``, ``overlap_ratio``), when known."""
+    if judge_threshold(judge) is None:
+        return None
+    name = judge_name(judge)
+    if name in THRESHOLD_OPTIONS:
+        return THRESHOLD_OPTIONS[name]
+    return "threshold"
+
+
+def _clip(value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if math.isnan(value):
+        return None
+    return min(1.0, max(0.0, value))
+
+
+def judge_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+    """One score in [0, 1] per context (None: the judgment could not be made), in order.
+
+    Uses ``judge.batch_score`` when the judge has it; otherwise the score the judge thresholds when it is one
+    of the built-in thresholded judges; otherwise its verdicts as 1.0 / 0.0.
+    """
+    if not contexts:
+        return []
+    batch_score = getattr(judge, "batch_score", None)
+    if callable(batch_score):
+        got = list(batch_score(contexts))
+    else:
+        got = _legacy_scores(judge, contexts)
+    if len(got) != len(contexts):
+        from evret_core.errors import EvretError
+
+        raise EvretError(f"judge {judge_name(judge)!r} returned {len(got)} scores for {len(contexts)} contexts")
+    return [_clip(s) for s in got]
+
+
+def _legacy_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[Any]:
+    from evret_core.judges.text import TokenOverlapJudge
+
+    if isinstance(judge, TokenOverlapJudge):
+        return overlap_scores(judge, contexts)
+    similarities = getattr(judge, "similarities", None)
+    if callable(similarities) and judge_threshold(judge) is not None:
+        return [float(s) for s in similarities(contexts)]
+    return [None if v is None else (1.0 if v else 0.0) for v in judge.batch_judge(contexts)]
+
+
+def overlap_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[float]:
+    """Token-overlap's score: 1.0 for equal texts or whole-phrase containment, 0.0 below ``min_tokens`` shared
+    tokens, else shared / expected tokens (divided by 0.75 when the query boost relaxes the threshold)."""
+    from evret_core.judges.text import contains_phrase, normalize, tokenize
+
+    memo: dict[str, tuple[str, frozenset[str]]] = {}
+
+    def prepared(text: str) -> tuple[str, frozenset[str]]:
+        if text not in memo:
+            memo[text] = (normalize(text), tokenize(text))
+        return memo[text]
+
+    out: list[float] = []
+    for c in contexts:
+        ne, te = prepared(c.expected_text)
+        nr, tr = prepared(c.retrieved_text)
+        if ne == nr or (ne and nr and (contains_phrase(nr, ne) or contains_phrase(ne, nr))):
+            out.append(1.0)
+            continue
+        shared = len(te & tr)
+        if not te or shared < judge.min_tokens:
+            out.append(0.0)
+            continue
+        ratio = shared / len(te)
+        if judge.query_boost and not prepared(c.query)[1].isdisjoint(tr):
+            ratio /= 0.75
+        out.append(min(1.0, ratio))
+    return out

@@ -1,0 +1,190 @@
+"""``evret calibrate``: measure judges against labelled judgments, or plan which judgments to label."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evret_core.errors import EvretError
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser(
+        "calibrate", help="measure judges against human or id labels; plan a sample to label",
+        description="Measure judges against labelled judgments (--labels, or --results with --qrels), or with "
+                    "--plan N write N judgments of a results file to label, stratified over a judge's scores.")
+    p.add_argument("--labels", metavar="LABELS.jsonl",
+                   help="human labels: one JSON object a line with query_id, expected, retrieved_text (or doc_id "
+                        "with --corpus) and label true/false")
+    p.add_argument("--corpus", metavar="CORPUS.jsonl", help="texts of the doc_ids named in --labels")
+    p.add_argument("--results", metavar="RESULTS.json",
+                   help="a text-judged results file (evret evaluate -o): the candidates for --plan, or with "
+                        "--qrels the judgments whose labels derive from ids")
+    p.add_argument("--qrels", metavar="QRELS", help="TREC or BEIR qrels: a retrieved document is a match when "
+                                                    "it is relevant to the query")
+    p.add_argument("--judge", action="append", metavar="NAME", help="judge to measure (repeatable)")
+    p.add_argument("--judge-option", action="append", metavar="[NAME:]KEY=VALUE",
+                   help="judge option, for every judge or for NAME only (repeatable)")
+    p.add_argument("--by", choices=["f1", "kappa"], default="f1",
+                   help="what the best threshold maximises (default f1)")
+    p.add_argument("--save-threshold", metavar="CONFIG.toml",
+                   help="write the best threshold of the (one) thresholded judge into this config's [judge] table")
+    p.add_argument("--ppi-truth", metavar="TRUTH.json",
+                   help="with --results: the same run scored with true labels (ids or people) on a random subset "
+                        "of its queries; adds prediction-powered estimates and intervals (written with -o)")
+    p.add_argument("--plan", type=int, metavar="N", help="write N judgments of --results to label, stratified "
+                                                         "over the judge's scores")
+    p.add_argument("-o", "--output", metavar="PATH", help="where --plan writes its JSONL ('-' for stdout), or "
+                                                          "where the calibration JSON is written")
+    p.add_argument("--confidence-level", type=float, default=0.95, help="level of kappa's interval (0.95)")
+    p.add_argument("--n-resamples", type=int, default=1000, help="bootstrap resamples for kappa (1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the plan and of the bootstrap (0)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.set_defaults(func=run)
+
+
+def _judges(args: argparse.Namespace) -> list[Any]:
+    from evret_core.cli.options import parse_options
+    from evret_core.registry import create_judge
+
+    names = args.judge or ["token-overlap"]
+    shared: list[str] = []
+    scoped: dict[str, list[str]] = {}
+    for pair in args.judge_option or []:
+        head, sep, rest = pair.partition(":")
+        if sep and "=" not in head:
+            if head not in names:
+                raise EvretError(f"--judge-option {pair!r}: {head!r} is not one of the --judge names")
+            scoped.setdefault(head, []).append(rest)
+        else:
+            shared.append(pair)
+    return [create_judge(n, **{**parse_options(shared, "--judge-option"),
+                               **parse_options(scoped.get(n), "--judge-option")}) for n in names]
+
+
+def _read_qrels(path: str) -> dict[str, dict[str, float]]:
+    from evret_core.corpus import read_text
+    from evret_core.metrics.trec import read_qrels
+
+    first = next((line for line in read_text(path, "qrels file").split("\n") if line.strip()), "")
+    if len(first.split()) == 4:
+        return {q: dict(d) for q, d in read_qrels(path).items()}
+    out: dict[str, dict[str, float]] = {}  # BEIR: query-id corpus-id score, with a header line
+    for lineno, line in enumerate(read_text(path, "qrels file").split("\n"), start=1):
+        fields = line.split()
+        if not fields or (lineno == 1 and fields[-1].lower() == "score"):
+            continue
+        if len(fields) != 3:
+            raise EvretError(f"{path}:{lineno}: expected 3 fields (query-id corpus-id score) or 4 (TREC), "
+                             f"got {len(fields)}")
+        try:
+            out.setdefault(fields[0], {})[fields[1]] = float(fields[2])
+        except ValueError:
+            raise EvretError(f"{path}:{lineno}: score {fields[2]!r} is not a number") from None
+    return out
+
+
+def _load_results(path: str) -> Any:
+    from evret_core.results import EvaluationResults
+
+    return EvaluationResults.from_json(Path(path))
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.plan is not None:
+        return _plan(args)
+    if args.ppi_truth:
+        return _ppi(args)
+    from evret_core.calibration import calibrate, calibration_json, read_labels
+    from evret_core.calibration.plan import labels_from_results
+
+    if bool(args.labels) == bool(args.results):
+        raise EvretError("evret calibrate needs --labels LABELS.jsonl, or --results RESULTS.json with --qrels")
+    judges = _judges(args)  # bad judge names and options fail before any file is read
+    if args.labels:
+        corpus = None
+        if args.corpus:
+            from evret_core.corpus import read_corpus
+
+            corpus = read_corpus(args.corpus)
+        labels = read_labels(args.labels, corpus)
+    else:
+        if not args.qrels:
+            raise EvretError("--results without --plan needs --qrels: the ids that say which documents match")
+        labels = labels_from_results(_load_results(args.results), _read_qrels(args.qrels))
+    results = calibrate(judges, labels, by=args.by, confidence_level=args.confidence_level,
+                        n_resamples=args.n_resamples, seed=args.seed)
+    document = calibration_json(results, labels)
+    if args.save_threshold:
+        document["saved"] = _save(args.save_threshold, results)
+    if args.output:
+        from evret_core.results import atomic_write_text
+
+        atomic_write_text(Path(args.output), json.dumps(document, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(document, indent=2))
+    else:
+        from evret_core.calibration.table import print_calibration
+
+        print_calibration(document)
+    return 0
+
+
+def _save(path: str, results: list[Any]) -> dict[str, Any]:
+    from evret_core.calibration.config import describe, save_threshold
+
+    thresholded = [r for r in results if r.best is not None and r.threshold_option]
+    if len(thresholded) != 1:
+        raise EvretError(f"--save-threshold needs exactly one thresholded judge (token-overlap, semantic) among "
+                         f"--judge, got {len(thresholded)}")
+    chosen = thresholded[0]
+    save_threshold(path, chosen.judge, chosen.threshold_option, chosen.best["threshold"])
+    return describe(path, chosen.judge, chosen.threshold_option, chosen.best["threshold"])
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from evret_core.calibration.plan import candidates_from_results, plan_sample, write_plan
+
+    if not args.results:
+        raise EvretError("--plan needs --results RESULTS.json (a text-judged run whose judgments to sample)")
+    if not args.output:
+        raise EvretError("--plan needs -o/--output: the JSONL file a person fills in ('-' for stdout)")
+    judges = _judges(args)
+    if len(judges) != 1:
+        raise EvretError("--plan stratifies over one judge's scores: give one --judge")
+    candidates = candidates_from_results(_load_results(args.results))
+    sample = plan_sample(judges[0], candidates, args.plan, seed=args.seed)
+    write_plan(args.output, sample)
+    if args.output != "-":
+        strata: dict[str, int] = {}
+        for item in sample:
+            strata[str(item.extra["stratum"])] = strata.get(str(item.extra["stratum"]), 0) + 1
+        print(f"wrote {len(sample)} of {len(candidates)} judgments to label to {args.output}", file=sys.stderr)
+        for name, count in sorted(strata.items()):
+            print(f"  score {name}: {count}", file=sys.stderr)
+    return 0
+
+
+def _ppi(args: argparse.Namespace) -> int:
+    from evret_core.calibration.ppi import add_prediction_powered
+    from evret_core.stats import format_interval
+
+    if not args.results:
+        raise EvretError("--ppi-truth needs --results RESULTS.json: the judged run to correct")
+    results = _load_results(args.results)
+    truth = _load_results(args.ppi_truth)
+    add_prediction_powered(results, truth, args.confidence_level)
+    if args.output:
+        results.to_json(Path(args.output))
+    if args.json:
+        print(json.dumps(results.prediction_powered, indent=2))
+        return 0
+    print(f"{'metric':<16}{'judged (bootstrap interval)':<34}prediction-powered (covers judge error)")
+    for metric, entry in results.prediction_powered.items():
+        plain = format_interval(results.scores.get(metric, entry["judged"]), results.intervals.get(metric))
+        print(f"{metric:<16}{plain:<34}{format_interval(entry['estimate'], entry['interval'])}  "
+              f"[{entry['n_labelled']} of {entry['n']} queries labelled]")
+    return 0

@@ -1,0 +1,128 @@
+"""`evret calibrate`: plan a sample from a results file, measure judges on labels, save a threshold."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from evret_core.calibration.config import save_threshold
+from evret_core.cli import main
+from evret_core.errors import EvretError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "results.json"
+    assert main(["evaluate", "--config", str(EXAMPLES / "eval.toml"), "--output", str(out)]) == 0
+    return out
+
+
+def test_plan_then_label_then_calibrate(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = tmp_path / "plan.jsonl"
+    assert main(["calibrate", "--plan", "20", "--results", str(results_file), "--judge", "token-overlap",
+                 "--seed", "3", "-o", str(plan)]) == 0
+    rows = [json.loads(line) for line in plan.read_text().splitlines()]
+    assert len(rows) == 20 and all(r["label"] is None for r in rows)
+    strata = {r["stratum"] for r in rows}
+    assert len(strata) >= 5  # spread over the score range, not 20 clear negatives
+    again = tmp_path / "again.jsonl"
+    main(["calibrate", "--plan", "20", "--results", str(results_file), "--seed", "3", "-o", str(again)])
+    assert again.read_text() == plan.read_text()  # seeded
+    # a person labels: here, the retrieved passage holds the expected answer when it is the gold passage
+    for r in rows:
+        r["label"] = r["score"] >= 0.45
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    capsys.readouterr()
+    assert main(["calibrate", "--labels", str(labels), "--judge", "token-overlap", "--judge", "exact",
+                 "--judge-option", "token-overlap:min_tokens=1", "--json", "--by", "kappa"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    overlap, exact = document["judges"]
+    assert overlap["config"]["min_tokens"] == 1
+    assert overlap["best"]["kappa"] == 1.0 and overlap["best"]["threshold"] >= 0.45
+    assert exact["sweep"] == [] and exact["best"] is None
+    assert document["labels"]["labelled"] == 20
+    assert main(["calibrate", "--labels", str(labels)]) == 0
+    table = capsys.readouterr().out
+    assert "always yes" in table and "best by f1" in table
+
+
+def test_labels_derived_from_qrels(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(results_file.read_text())
+    qrels = tmp_path / "qrels.tsv"
+    lines = ["query-id\tcorpus-id\tscore"]
+    for qid, qr in data["per_query"].items():
+        lines.append(f"{qid}\t{qr['judgments'][0]['doc_id']}\t1")  # the top document is the relevant one
+    qrels.write_text("\n".join(lines) + "\n")
+    assert main(["calibrate", "--results", str(results_file), "--qrels", str(qrels), "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["labels"]["positive"] == len(data["per_query"])
+    assert document["judges"][0]["agreement"]["n"] == sum(len(q["judgments"]) for q in data["per_query"].values())
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["calibrate"], "needs --labels"),
+    (["calibrate", "--plan", "0", "--results", "R", "-o", "-"], "no such results file"),
+    (["calibrate", "--labels", "nope.jsonl"], "nope.jsonl: no such labels file"),
+    (["calibrate", "--judge-option", "semantic:threshold=0.5", "--labels", "x"], "not one of the --judge names"),
+])
+def test_user_errors_exit_2_with_one_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_plan_size_must_be_positive(results_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calibrate", "--plan", "0", "--results", str(results_file), "-o", "-"]) == 2
+    assert "positive integer" in capsys.readouterr().err
+
+
+def test_save_threshold_keeps_comments_and_other_settings(tmp_path: Path) -> None:
+    config = tmp_path / "eval.toml"
+    config.write_text('# my run\ndataset = "d.jsonl"\n\n[judge]\nname = "semantic"  # tuned\nthreshold = 0.75\n'
+                      '\n[retriever]\nname = "bm25"\n')
+    save_threshold(config, "semantic", "threshold", 0.41)
+    text = config.read_text()
+    assert "# my run" in text and "# tuned" in text
+    data = tomllib.loads(text)
+    assert data["judge"] == {"name": "semantic", "threshold": 0.41} and data["retriever"] == {"name": "bm25"}
+    short = tmp_path / "short.toml"
+    short.write_text('judge = "token-overlap"\nmetrics = ["ndcg@10"]\n')
+    save_threshold(short, "token-overlap", "overlap_ratio", 0.5)
+    assert tomllib.loads(short.read_text())["judge"] == {"name": "token-overlap", "overlap_ratio": 0.5}
+    with pytest.raises(EvretError, match="is for 'semantic', not 'token-overlap'"):
+        save_threshold(config, "token-overlap", "overlap_ratio", 0.5)
+    with pytest.raises(EvretError, match="finite"):
+        save_threshold(config, "semantic", "threshold", float("nan"))
+    fresh = tmp_path / "new.toml"
+    save_threshold(fresh, "semantic", "threshold", 0.3)
+    assert tomllib.loads(fresh.read_text()) == {"judge": {"name": "semantic", "threshold": 0.3}}
+
+
+def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = json.loads(results_file.read_text())
+    keep = sorted(data["per_query"])[:4]
+    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep})
+    truth_file = tmp_path / "truth.json"
+    truth_file.write_text(json.dumps(truth))
+    out = tmp_path / "corrected.json"
+    capsys.readouterr()
+    assert main(["calibrate", "--results", str(results_file), "--ppi-truth", str(truth_file), "-o", str(out)]) == 0
+    assert "hit_rate@1" in capsys.readouterr().out
+    corrected = json.loads(out.read_text())
+    entry = corrected["prediction_powered"]["hit_rate@1"]
+    judged = [q["scores"]["hit_rate@1"] for q in data["per_query"].values()]
+    rectifier = sum(1.0 - data["per_query"][q]["scores"]["hit_rate@1"] for q in keep) / 4
+    assert entry["estimate"] == pytest.approx(sum(judged) / len(judged) + rectifier)
+    assert entry["n_labelled"] == 4 and entry["interval"][0] <= entry["estimate"] <= entry["interval"][1]
+    assert list(corrected["prediction_powered"]) == ["hit_rate@1"]  # only metrics with true values
