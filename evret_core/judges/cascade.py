@@ -94,7 +94,7 @@ def _stage(spec: Any, index: int, last: bool) -> Stage:
     stage = Stage(judge=judge, band=None if band is None else _band(band, where),
                   max_judgments=_budget(spec.get("max_judgments"), "max_judgments", where),
                   max_tokens=_budget(spec.get("max_tokens"), "max_tokens", where))
-    if stage.max_tokens is not None and not callable(getattr(judge, "plan", None)):
+    if stage.max_tokens is not None and not _estimates_tokens(judge):
         raise EvretError(f"cascade judge: {where}: 'max_tokens' needs a judge that estimates tokens (llm); "
                          f"use 'max_judgments' for {stage.name!r}")
     return stage
@@ -266,3 +266,11 @@ class CascadeJudge(Judge):
                     entry[key] = getattr(stage, key)
             stages.append(entry)
         return {"name": self.name, "stages": stages}
+
+
+def _estimates_tokens(judge: Any) -> bool:
+    """Whether the judge's ``plan`` estimates tokens (the base class's default plan estimates none)."""
+    from evret_core.judges.base import Judge
+
+    plan = getattr(type(judge), "plan", None)
+    return callable(plan) and plan is not getattr(Judge, "plan", None)

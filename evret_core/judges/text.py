@@ -7,6 +7,7 @@ of its aliases (``context.expected_variants``) matches.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -144,34 +145,47 @@ class TokenOverlapJudge(Judge):
             "query_boost": self.query_boost,
         }
 
-    def _decide(
+    @property
+    def threshold(self) -> float:  # type: ignore[override]
+        """The score a match needs: :meth:`batch_score` is scaled so that ``judge(c) == score >= threshold``."""
+        return self.overlap_ratio
+
+    def _score(
         self,
         norm_expected: str,
         norm_retrieved: str,
         expected_tokens: frozenset[str],
         retrieved_tokens: frozenset[str],
         query_tokens: frozenset[str],
-    ) -> bool:
+    ) -> float:
+        """1.0 for whole-phrase containment; else the evidence ratio (relaxed by the query boost), held just below
+        the threshold when fewer than ``min_tokens`` evidence tokens are shared."""
         if contains_tokens(norm_retrieved, norm_expected) or contains_tokens(norm_expected, norm_retrieved):
-            return True
+            return 1.0
         if self.query_boost:
             evidence = expected_tokens
-            threshold = self.overlap_ratio * (0.75 if not query_tokens.isdisjoint(retrieved_tokens) else 1.0)
+            relax = 0.75 if not query_tokens.isdisjoint(retrieved_tokens) else 1.0
             needed = self.min_tokens
         else:
             evidence = expected_tokens - query_tokens
-            threshold = self.overlap_ratio
+            relax = 1.0
             needed = min(self.min_tokens, len(evidence))
         if not evidence:
-            return False
+            return 0.0
         shared = len(evidence & retrieved_tokens)
-        return shared >= needed and shared / len(evidence) >= threshold
+        score = min(1.0, shared / len(evidence) / relax)
+        if shared < needed:
+            score = min(score, math.nextafter(self.overlap_ratio, 0.0))
+        return score
 
-    def judge(self, context: JudgmentContext) -> bool:
-        return self.batch_judge([context])[0] is True
+    def _decide(self, *args: Any) -> bool:
+        return self._score(*args) >= self.overlap_ratio
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
-        """Judge many contexts, normalising and tokenising each distinct text once."""
+    def batch_score(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        """The best score over the answer's variants, per context (see :meth:`_score`)."""
+        return [float(s) for s in self._scores(contexts)]
+
+    def _scores(self, contexts: Sequence[JudgmentContext]) -> list[float]:
         prepared: dict[str, tuple[str, frozenset[str]]] = {}
 
         def get(text: str) -> tuple[str, frozenset[str]]:
@@ -180,15 +194,22 @@ class TokenOverlapJudge(Judge):
                 entry = prepared[text] = (normalize(text), tokenize(text))
             return entry
 
-        results: list[bool | None] = []
+        out: list[float] = []
         for c in contexts:
             nr, tr = get(c.retrieved_text)
             tq = get(c.query)[1]
-            verdict = False
+            best = 0.0
             for variant in c.expected_variants:
                 ne, te = get(variant)
-                if self._decide(ne, nr, te, tr, tq):
-                    verdict = True
+                best = max(best, self._score(ne, nr, te, tr, tq))
+                if best >= 1.0:
                     break
-            results.append(verdict)
-        return results
+            out.append(best)
+        return out
+
+    def judge(self, context: JudgmentContext) -> bool:
+        return self.batch_judge([context])[0] is True
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Judge many contexts, normalising and tokenising each distinct text once."""
+        return [score >= self.overlap_ratio for score in self._scores(contexts)]
