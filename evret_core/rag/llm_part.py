@@ -9,6 +9,7 @@ paying again), and a call that still fails after the client's retries *unmeasure
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -79,6 +80,7 @@ class LLMPart:
         self._provider: LLMProvider | None = (self.settings.provider if isinstance(self.settings.provider,
                                                                                     LLMProvider) else None)
         self._client: LLMClient | None = None
+        self._in_flight: dict[str, asyncio.Task[Any]] = {}
         self.nonce = new_nonce()  # one fence code per run: the texts cannot know it
         self.reset_stats()
 
@@ -105,16 +107,28 @@ class LLMPart:
 
     async def ask(self, *, system: str, prompt: str, schema: type[M], extra: Mapping[str, Any],
                   check: Callable[[M], M] | None = None) -> Structured[M]:
-        """One structured call; ``extra`` (the un-fenced inputs and the prompt templates) keys the cache."""
+        """One structured call; ``extra`` (the un-fenced inputs and the prompt templates) keys the cache. The same
+        call asked again while the first is in flight waits for it instead of paying twice."""
+        ident = f"{schema.__name__}\x00{json.dumps(dict(extra), sort_keys=True, default=str)}"
+        loop = asyncio.get_running_loop()
+        task = self._in_flight.get(ident)
+        if task is None or task.get_loop() is not loop:
+            task = loop.create_task(self._ask(system, prompt, schema, extra, check))
+            self._in_flight[ident] = task
+            task.add_done_callback(lambda done: self._in_flight.pop(ident, None)
+                                   if self._in_flight.get(ident) is done else None)
+        result: Structured[M] = await task
+        return result
+
+    async def _ask(self, system: str, prompt: str, schema: type[M], extra: Mapping[str, Any],
+                   check: Callable[[M], M] | None) -> Structured[M]:
         result = await structured_call(self.client, system=system + self.notice(), prompt=prompt, schema=schema,
                                        repairs=self.repairs, cache_key_extra=extra, check=check,
                                        max_tokens=self.max_tokens)
         self.calls += 1
         self.cache_hits += result.cached
-        self.usage.calls += result.usage.calls
-        self.usage.failed += result.usage.failed
-        self.usage.input_tokens += result.usage.input_tokens
-        self.usage.output_tokens += result.usage.output_tokens
+        for name in ("calls", "succeeded", "failed", "input_tokens", "output_tokens"):
+            setattr(self.usage, name, getattr(self.usage, name) + getattr(result.usage, name))
         if result.unmeasured is not None:
             reason = result.unmeasured.split(":", 1)[0]
             self.unmeasured[reason] = self.unmeasured.get(reason, 0) + 1
