@@ -95,6 +95,8 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                 "k", "correct_f1", "seed", "n_resamples"):
         value = getattr(args, key, None)
         if value is not None:
+            if key in NAMED_KEYS and s.get(key) not in (None, value):
+                s[f"{key}_options"] = {}  # the file's options were for the part it named, not this one
             s[key] = value
     if args.conditions is not None:
         s["conditions"] = [c.strip() for c in args.conditions.split(",") if c.strip()]
