@@ -125,8 +125,10 @@ class Runner:
         parts = self.async_parts
         clients = _clients(parts)
         share_pool(clients)
-        # Enough answers in progress to keep the pool full, few enough that calls do not queue by the thousand.
-        window = asyncio.Semaphore(2 * max([c.concurrency.maximum for c in clients] or [16]))
+        # Enough answers in progress to keep the pool full (each has a call waiting), few enough that calls do not
+        # queue by the hundred: every freed slot wakes each waiting call to re-check the bound.
+        bound = max([c.concurrency.maximum for c in clients] or [16])
+        window = asyncio.Semaphore(bound + max(4, bound // 4))
         agenerate = getattr(self.generator, "agenerate", None)
         ajudge = getattr(self.claim_judge, "ajudge_task", None)
         ascore = getattr(self.relevance, "ascore", None) if self.relevance is not None else None
