@@ -227,12 +227,12 @@ def without_stats(results: Any) -> dict[str, Any]:
 def test_pipelined_results_equal_staged_and_judging_starts_before_generation_ends() -> None:
     with StubLLMServer(rag_responder(delay=0.05)) as server:
         questions, run = small_set()
-        o = opts(server, max_concurrency=2)
+        o = opts(server, max_concurrency=1)  # a window of 5 answers in progress: fewer than the 6 requests
         kwargs = {"generator_options": o, "claim_judge": "llm", "claim_judge_options": o, "relevance": "llm",
                   "relevance_options": o, "k": 2}
         pipelined = RagEvaluator(run, "llm", **kwargs).evaluate(questions)  # type: ignore[arg-type]
         order = [kind_of(r) for r in server.requests]
-        assert server.max_in_flight <= 2  # generator, judge and relevance clients share one pool of 2
+        assert server.max_in_flight == 1  # generator, judge and relevance clients share one pool of 1
         server.reset()
         staged = RagEvaluator(run, "llm", pipelined=False, **kwargs).evaluate(questions)  # type: ignore[arg-type]
         staged_order = [kind_of(r) for r in server.requests]
