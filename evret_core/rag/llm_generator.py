@@ -25,7 +25,6 @@ from evret_core.errors import EvretError
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
-from evret_core.llm.structured import AnswerError, parse_model
 from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
 
@@ -163,19 +162,8 @@ class LLMGenerator(LLMPart, Generator):
     # -- planning (--dry-run) ----------------------------------------------------------------------------------
     def lookup(self, request: GenerationRequest) -> Answer | None:
         """The cached answer to ``request`` (without calling anything), or None. Statistics are not touched."""
-        if self.cache is None:
-            return None
-        from evret_core.llm.structured import structured_key
-
-        key = structured_key(self.client, system=self.system_prompt + self.notice(), prompt="",
-                             schema=GeneratedAnswer, cache_key_extra=self.key_parts(request),
-                             max_tokens=self.max_tokens)
-        text = self.client.cached(key)
-        if text is None:
-            return None
-        try:
-            value = parse_model(text, GeneratedAnswer)
-        except AnswerError:
+        value = self.cached_value(system=self.system_prompt, schema=GeneratedAnswer, extra=self.key_parts(request))
+        if value is None:
             return None
         before = self.dropped_citations
         answer = self.to_answer(value, request, cached=True)

@@ -170,8 +170,8 @@ class LLMClaimJudge(LLMPart):
 
     # -- planning (--dry-run) ----------------------------------------------------------------------------------
     def plan(self, tasks: Sequence[ClaimTask]) -> dict[str, Any]:
-        """Extraction and verification calls after the cache, with token estimates; nothing is sent. Claims of an
-        answer not yet extracted are estimated by its sentences."""
+        """Extraction and verification calls after the cache, with token estimates; nothing is sent. The claims of
+        an answer whose extraction is not cached are estimated by its sentences (``estimated_claims``)."""
         seen: set[str] = set()
         calls = {"extraction_calls": 0, "verification_calls": 0, "cached": 0, "estimated_claims": 0}
         tokens = 0
@@ -195,6 +195,10 @@ class LLMClaimJudge(LLMPart):
                 claims = list(task.claims)
                 if task.extract:
                     prompt, extra = self.extract_call(task)
+                    extracted = self.cached_value(system=self.extract_system_prompt, schema=ExtractedClaims,
+                                                  extra=extra)
+                    if extracted is not None:  # the claims the run will verify
+                        claims = [Claim(text=c) for c in dict.fromkeys(c.strip() for c in extracted.claims) if c]
                     if not count("extraction_calls", self.extract_system_prompt, prompt, ExtractedClaims, extra):
                         calls["estimated_claims"] += len(claims)
                 if not task.contexts:

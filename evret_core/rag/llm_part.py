@@ -22,7 +22,14 @@ from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
 from evret_core.llm.providers import ChatMessage, LLMProvider
 from evret_core.llm.settings import LLMSettings
-from evret_core.llm.structured import DEFAULT_REPAIRS, Structured, structured_call, structured_key
+from evret_core.llm.structured import (
+    DEFAULT_REPAIRS,
+    AnswerError,
+    Structured,
+    parse_model,
+    structured_call,
+    structured_key,
+)
 from evret_core.rag.contexts import Context
 
 M = TypeVar("M", bound=BaseModel)
@@ -135,12 +142,22 @@ class LLMPart:
         return result
 
     def is_cached(self, *, system: str, schema: type[BaseModel], extra: Mapping[str, Any]) -> bool:
-        """Whether the answer to this call is in the cache (builds the provider, never calls it)."""
+        """Whether a usable answer to this call is in the cache (builds the provider, never calls it)."""
+        return self.cached_value(system=system, schema=schema, extra=extra) is not None
+
+    def cached_value(self, *, system: str, schema: type[M], extra: Mapping[str, Any]) -> M | None:
+        """The cached answer to this call, validated, or None (builds the provider, never calls it)."""
         if self.cache is None:
-            return False
+            return None
         key = structured_key(self.client, system=system + self.notice(), prompt="", schema=schema,
                              cache_key_extra=extra, max_tokens=self.max_tokens)
-        return self.client.cached(key) is not None
+        text = self.client.cached(key)
+        if text is None:
+            return None
+        try:
+            return parse_model(text, schema)
+        except AnswerError:
+            return None
 
     # -- accounting --------------------------------------------------------------------------------------------
     def reset_stats(self) -> None:

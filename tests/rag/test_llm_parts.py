@@ -287,3 +287,20 @@ def test_stub_model_reads_the_prompts() -> None:
     request_ = StubRequest(index=0, api="openai", path="/", headers={}, body={"messages": [
         {"role": "user", "content": "x"}]}, model="m", system="custom", prompt="x")
     assert answer_for(request_) == {"error": "unknown prompt"}
+
+
+def test_dry_run_of_claim_extraction_uses_the_cached_claims(stub: StubLLMServer, tmp_path: Path) -> None:
+    from evret_core.rag import PrecomputedGenerator
+
+    questions, run = small_set()
+    text = "The museum opens at 9 am. Entry is free on Sundays. Dogs are welcome."
+    plain = PrecomputedGenerator({(q, None): Answer(text=text) for q in ("q1", "q2", "q3")})
+    o = opts(stub, cache=str(tmp_path / "c.sqlite3"))
+    make = lambda: RagEvaluator(run, plain, k=2, claim_judge="llm", claim_judge_options=o)  # noqa: E731
+    before = make().dry_run(questions)["claim_judge"]
+    assert before["extraction_calls"] == 3 and before["estimated_claims"] == 9  # per question, three sentences
+    assert before["answers_known"] == 6 and before["estimated_calls_for_those"] == 0
+    make().evaluate(questions)
+    kinds = Counter(kind_of(r) for r in stub.requests)
+    after = make().dry_run(questions)["claim_judge"]
+    assert after["calls"] == 0 and after["cached"] == kinds["extract"] + kinds["verify"]
