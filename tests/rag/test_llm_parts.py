@@ -304,3 +304,39 @@ def test_dry_run_of_claim_extraction_uses_the_cached_claims(stub: StubLLMServer,
     kinds = Counter(kind_of(r) for r in stub.requests)
     after = make().dry_run(questions)["claim_judge"]
     assert after["calls"] == 0 and after["cached"] == kinds["extract"] + kinds["verify"]
+
+
+def test_config_file_selects_the_llm_parts(stub: StubLLMServer, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    questions, _ = small_set()
+    (tmp_path / "q.jsonl").write_text("\n".join(q.model_dump_json() for q in questions.questions) + "\n")
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps({"id": k, **v}) for k, v in
+                                                     questions.corpus.items()) + "\n")
+    o = stub_options(stub)
+    table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in o.items())
+    (tmp_path / "rag.toml").write_text(
+        f'dataset = "q.jsonl"\ncorpus = "corpus.jsonl"\nconditions = ["gold"]\nrelevance = "none"\n'
+        f'pipelined = false\noutput = "out.json"\n\n[generator]\nname = "llm"\n{table}\n\n'
+        f'[claim_judge]\nname = "llm"\n{table}\n')
+    assert main(["rag", "--config", str(tmp_path / "rag.toml")]) == 0
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["stats"]["pipelined"] is False and data["config"]["relevance"] is None
+    assert "answer_relevance" not in data["per_question"]["q1"]["conditions"]["gold"]["scores"]
+    assert data["per_question"]["q1"]["conditions"]["gold"]["claims"][0]["verdict"] == "supported"
+    (tmp_path / "bad.toml").write_text('dataset = "q.jsonl"\npipelined = "yes"\n')
+    assert main(["rag", "--config", str(tmp_path / "bad.toml")]) == 2
+    assert "pipelined" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"repairs": -1}, "option 'repairs'"), ({"repairs": True}, "option 'repairs'"),
+    ({"max_tokens": 0}, "option 'max_tokens'"), ({"system_prompt": "  "}, "option 'system_prompt'"),
+    ({"temperature": float("nan")}, "option 'temperature'"), ({"colour": "red"}, "unknown option 'colour'"),
+])
+def test_hostile_options_fail_before_any_call(stub: StubLLMServer, options: dict[str, Any], message: str) -> None:
+    with pytest.raises(EvretError, match=message):
+        LLMGenerator(**opts(stub), **options)
+    if "system_prompt" not in options:
+        with pytest.raises(EvretError, match=message):
+            LLMClaimJudge(**opts(stub), **options)
+    assert stub.requests == []
