@@ -47,6 +47,7 @@ bench: install-all
 	$(BIN)/python benchmarks/judges.py --sweep
 	$(BIN)/python benchmarks/bm25_batch.py
 	$(BIN)/python benchmarks/rag.py
+	$(BIN)/python benchmarks/rag_llm.py
 
 docs: install-all
 	$(BIN)/mkdocs build --strict

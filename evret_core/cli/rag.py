@@ -14,10 +14,11 @@ from evret_core.errors import EvretError
 # config key -> the type it must have
 CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "dataset": str, "corpus": str, "output": str, "retriever": (str, dict), "generator": (str, dict),
-    "claim_judge": (str, dict), "answer_judge": (str, dict), "conditions": list, "k": int,
-    "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int,
+    "claim_judge": (str, dict), "answer_judge": (str, dict), "relevance": (str, dict), "conditions": list, "k": int,
+    "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int, "pipelined": bool,
     "adversarial": list, "adversarial_base": str, "cases": str, "write_cases": str,
 }
+NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance")
 PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 
@@ -28,11 +29,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--corpus", help="corpus .jsonl that gold ids point into (for .jsonl question sets)")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25 (indexes the corpus by default)")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
-    p.add_argument("--generator", help="registered generator name (extractive) or a precomputed answers .jsonl")
-    p.add_argument("--generator-option", action="append", metavar="KEY=VALUE", help="generator option (repeatable)")
+    p.add_argument("--generator", help="registered generator name (extractive, llm) or a precomputed answers .jsonl")
+    p.add_argument("--generator-option", action="append", metavar="KEY=VALUE",
+                   help="generator option (repeatable), e.g. provider=openai, model=..., max_concurrency=20")
     p.add_argument("--conditions", help="comma-separated context conditions: gold, retrieved (default both)")
     p.add_argument("-k", "--k", type=int, help="retrieved contexts the generator sees (default 5)")
-    p.add_argument("--claim-judge", help="Evret judge deciding claim support (default token-overlap)")
+    p.add_argument("--claim-judge", help="llm (LLM claim extraction and verification) or an Evret judge deciding "
+                                         "claim support lexically (default token-overlap)")
+    p.add_argument("--claim-judge-option", action="append", metavar="KEY=VALUE",
+                   help="claim judge option (repeatable), e.g. provider=openai for --claim-judge llm")
+    p.add_argument("--relevance", help="answer relevance: lexical (offline, default), llm, or none")
+    p.add_argument("--relevance-option", action="append", metavar="KEY=VALUE",
+                   help="option of --relevance llm (repeatable), e.g. provider=openai")
+    p.add_argument("--staged", action="store_true",
+                   help="generate everything, then judge everything (default: judge each answer as it arrives)")
     p.add_argument("--answer-judge", help="an Evret judge that also decides answer correctness (optional)")
     p.add_argument("--correct-f1", type=float, help="an answer with F1 above this counts as right (default 0.5)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
@@ -49,7 +59,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="write the adversarial cases of this run (to inspect, edit and replay with --cases)")
     add_gate_arguments(p, example="retrieved/correct=0.5")
     p.add_argument("--dry-run", action="store_true",
-                   help="retrieve and plan: print how many generator calls would be made, without generating")
+                   help="retrieve and plan: print the generator, claim-judge and relevance calls and estimated tokens "
+                        "(after the cache) without calling any LLM")
     p.set_defaults(func=run)
 
 
@@ -65,7 +76,7 @@ def _named(value: Any, where: str, key: str) -> tuple[str, dict[str, Any]]:
 
 def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     """Config file, then command-line options (which win); paths in the file are relative to it."""
-    s: dict[str, Any] = {f"{k}_options": {} for k in ("retriever", "generator", "claim_judge", "answer_judge")}
+    s: dict[str, Any] = {f"{k}_options": {} for k in NAMED_KEYS}
     if args.config:
         data = load_config(args.config)
         base = Path(args.config).parent
@@ -74,10 +85,10 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
             kind = CONFIG_KEYS.get(key)
             if kind is None:
                 raise config_error(args.config, key, f"unknown setting; known settings are {', '.join(CONFIG_KEYS)}")
-            right_type = isinstance(value, kind) and not isinstance(value, bool)
+            right_type = isinstance(value, kind) and (kind is bool or not isinstance(value, bool))
             if not right_type:
                 raise config_error(args.config, key, f"has the wrong type ({type(value).__name__})")
-            if key in ("retriever", "generator", "claim_judge", "answer_judge"):
+            if key in NAMED_KEYS:
                 name, options = _named(value, args.config, key)
                 s[key] = name
                 s[f"{key}_options"] = {o: _relative(base, o, v) for o, v in options.items()}
@@ -91,10 +102,12 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                 s[key] = value
             else:
                 s[key] = value
-    for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "k",
-                "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
+    for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "relevance",
+                "k", "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
         value = getattr(args, key, None)
         if value is not None:
+            if key in NAMED_KEYS and s.get(key) not in (None, value):
+                s[f"{key}_options"] = {}  # the file's options were for the part it named, not this one
             s[key] = value
     if args.conditions is not None:
         s["conditions"] = [c.strip() for c in args.conditions.split(",") if c.strip()]
@@ -104,6 +117,10 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
             raise EvretError("--adversarial: name at least one family, e.g. counterfactual,injection")
     s["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
     s["generator_options"].update(parse_options(args.generator_option, "--generator-option"))
+    s["claim_judge_options"].update(parse_options(args.claim_judge_option, "--claim-judge-option"))
+    s["relevance_options"].update(parse_options(args.relevance_option, "--relevance-option"))
+    if args.staged:
+        s["pipelined"] = False
     for required, flag in (("dataset", "--dataset"), ("generator", "--generator")):
         if not s.get(required):
             raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
@@ -152,17 +169,14 @@ def run(args: argparse.Namespace) -> int:
         from evret_core.gates import rag_scores
 
         baseline = rag_scores(RagResults.from_json(args.baseline))
-    if s.get("output"):
-        out_dir = Path(s["output"]).parent
-        if str(out_dir) and not out_dir.exists():
-            raise EvretError(f"--output {s['output']}: folder {out_dir} does not exist")
+    for key in ("output", "write_cases"):  # checked before any work: never a run lost to a bad path
+        if s.get(key):
+            from evret_core.outputs import check_output_path
+
+            inputs = [p for p in (s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline) if p]
+            check_output_path(s[key], inputs=inputs)
     questions = QuestionSet.load(s["dataset"], s.get("corpus"))
     retriever = build_retriever(s["retriever"], s["retriever_options"], questions) if s.get("retriever") else None
-    claim_judge: Any = s.get("claim_judge", "token-overlap")
-    if s["claim_judge_options"]:
-        from evret_core.rag.claims import LexicalClaimJudge
-
-        claim_judge = LexicalClaimJudge(claim_judge, **s["claim_judge_options"])
     answer_judge = None
     if s.get("answer_judge"):
         answer_judge = create_judge(s["answer_judge"], **s["answer_judge_options"])
@@ -178,7 +192,10 @@ def run(args: argparse.Namespace) -> int:
         conditions += read_cases(s["cases"])
     evaluator = RagEvaluator(
         retriever=retriever, generator=s["generator"], generator_options=s["generator_options"] or None,
-        conditions=conditions, k=s.get("k", 5), claim_judge=claim_judge, answer_judge=answer_judge,
+        conditions=conditions, k=s.get("k", 5), claim_judge=s.get("claim_judge", "token-overlap"),
+        claim_judge_options=s["claim_judge_options"] or None, relevance=s.get("relevance", "lexical"),
+        relevance_options=s["relevance_options"] or None, pipelined=s.get("pipelined", True),
+        answer_judge=answer_judge,
         correct_f1=s.get("correct_f1", 0.5), confidence_level=s.get("confidence_level", 0.95),
         n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0),
     )

@@ -28,7 +28,14 @@ from evret_core.llm.providers import (
     status_error,
 )
 from evret_core.llm.settings import LLMSettings
-from evret_core.llm.structured import AnswerError, Structured, parse_json_object, parse_model, structured_call
+from evret_core.llm.structured import (
+    AnswerError,
+    Structured,
+    parse_json_object,
+    parse_model,
+    structured_call,
+    structured_key,
+)
 
 __all__ = [
     "FATAL_STATUSES", "RETRYABLE_STATUSES", "AdaptiveConcurrency", "AnswerError", "ChatMessage", "JudgmentCache",
@@ -36,5 +43,5 @@ __all__ = [
     "SDKProvider", "Structured", "cache_key", "estimate_tokens", "fence", "fence_notice", "format_field",
     "gather_all", "is_retryable_status", "judgment_key", "new_nonce", "parse_json_object", "parse_model",
     "parse_retry_after", "redact", "resolve_cache", "run_all", "status_error", "strip_lookalikes",
-    "structured_call",
+    "structured_call", "structured_key",
 ]

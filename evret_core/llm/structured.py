@@ -78,13 +78,9 @@ async def structured_call(
     :param temperature: overrides the client's settings for this call.
     """
     temperature = client.temperature if temperature is None else float(temperature)
-    system = f"{system}\n\nAnswer with only a JSON object that matches this JSON schema: {_schema_text(schema)}"
-    parts: dict[str, Any] = {"kind": "structured", "label": client.label, "provider": client.provider.config(),
-                             "temperature": temperature, "version": PROMPT_VERSION,
-                             "schema": _schema_text(schema), "max_tokens": max_tokens}
-    parts["extra" if cache_key_extra is not None else "messages"] = (
-        dict(cache_key_extra) if cache_key_extra is not None else [system, prompt])
-    key = cache_key(parts) if client.cache is not None else None
+    key = structured_key(client, system=system, prompt=prompt, schema=schema, cache_key_extra=cache_key_extra,
+                         temperature=temperature, max_tokens=max_tokens) if client.cache is not None else None
+    system = _with_schema(system, schema)
 
     def validate(text: str) -> M:
         value = parse_model(text, schema)
@@ -125,6 +121,31 @@ async def structured_call(
         ]
     return Structured(None, f"no usable answer after {repairs + 1} tries; last error: {last_error}", usage,
                       repairs + 1, answers)
+
+
+def structured_key(
+    client: LLMClient,
+    *,
+    system: str,
+    prompt: str,
+    schema: type[BaseModel],
+    cache_key_extra: Mapping[str, Any] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> str:
+    """The cache key :func:`structured_call` files this call's answer under (same arguments), so that a
+    ``--dry-run`` can count what is cached without calling anything."""
+    temperature = client.temperature if temperature is None else float(temperature)
+    parts: dict[str, Any] = {"kind": "structured", "label": client.label, "provider": client.provider.config(),
+                             "temperature": temperature, "version": PROMPT_VERSION,
+                             "schema": _schema_text(schema), "max_tokens": max_tokens}
+    parts["extra" if cache_key_extra is not None else "messages"] = (
+        dict(cache_key_extra) if cache_key_extra is not None else [_with_schema(system, schema), prompt])
+    return cache_key(parts)
+
+
+def _with_schema(system: str, schema: type[BaseModel]) -> str:
+    return f"{system}\n\nAnswer with only a JSON object that matches this JSON schema: {_schema_text(schema)}"
 
 
 @lru_cache(maxsize=128)

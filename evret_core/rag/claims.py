@@ -8,8 +8,8 @@ faithfulness and citation precision / recall (:func:`claim_scores`).
 The cheap judge, :class:`LexicalClaimJudge`, takes claims as given (or the answer's sentences when it lists none)
 and asks any Evret judge (``token-overlap`` by default; ``exact``, ``regex``, ``semantic``...) whether a claim
 matches a context, the claim as the expected text and the context as the retrieved text. A lexical judge cannot
-see a contradiction, so it never says ``contradicted``. An LLM judge that extracts and verifies claims plugs in
-through the same ``judge_claims`` method.
+see a contradiction, so it never says ``contradicted``. The LLM claim judge
+(:mod:`evret_core.rag.llm_judge`), which extracts and verifies claims, plugs in through the same ``judge_claims``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,16 @@ VERDICTS = ("supported", "contradicted", "unsupported", "unmeasured")
 
 @dataclass(frozen=True)
 class ClaimTask:
-    """One answer to judge: its question, its claims (with citations) and the contexts it was given."""
+    """One answer to judge: its question, its claims (with citations) and the contexts it was given.
+
+    ``extract`` says the answer listed no claims (``claims`` are then its sentences): a judge that can extract
+    claims itself (the LLM claim judge) does so from ``answer_text`` instead."""
 
     question: str
     claims: tuple[Claim, ...]
     contexts: tuple[Context, ...]
+    answer_text: str = ""
+    extract: bool = False
 
 
 @dataclass
@@ -46,6 +51,12 @@ class ClaimVerdict:
     verdict: str
     supporting: list[str] = field(default_factory=list)
     contradicting: list[str] = field(default_factory=list)
+
+
+def claim_task(question: str, answer: Answer, contexts: Sequence[Context]) -> ClaimTask:
+    """The :class:`ClaimTask` of one answer."""
+    extract = not answer.claims and not (answer.refused or answer.escalated) and bool(answer.text.strip())
+    return ClaimTask(question, claims_of(answer), tuple(contexts), answer_text=answer.text, extract=extract)
 
 
 def claims_of(answer: Answer) -> tuple[Claim, ...]:

@@ -1,14 +1,12 @@
 """The RAG harness: retrieve once, answer each question under each condition, judge, score, attribute.
 
-Stages, each done once for every question before the next (so expensive work is planned, counted and batched):
-
 1. retrieval (only when a condition needs it): ``batch_retrieve`` once, scored by the retrieval
    :class:`~evret_core.Evaluator` against the gold ids (or the answer texts, by the retrieval judge); the
    generator never changes these scores;
 2. contexts per condition (:mod:`evret_core.rag.contexts`);
-3. generation: one ``batch_generate`` call over every (question, condition);
-4. generation judging: one ``judge_claims`` call over every answer's claims;
-5. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.summary`).
+3. generation, claim judging and answer relevance (:mod:`evret_core.rag.pipeline`): pipelined when a part calls
+   an LLM (each answer judged as soon as it arrives, all calls through one shared pool), else one batch each;
+4. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.summary`).
 """
 
 from __future__ import annotations
@@ -21,10 +19,14 @@ from evret_core.errors import EvretError
 from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok, squad_scores
-from evret_core.rag.claims import ClaimTask, LexicalClaimJudge, claim_scores, claims_of
+from evret_core.rag.claims import LexicalClaimJudge, claim_scores
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
-from evret_core.rag.generators import Answer, GenerationRequest, resolve_generator
+from evret_core.rag.generators import GenerationRequest, resolve_generator
+from evret_core.rag.llm_judge import LLMClaimJudge
+from evret_core.rag.pipeline import Outcome, Runner, Slot
+from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
+from evret_core.rag.relevance import resolve_relevance
 from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
 from evret_core.rag.summary import summarise
 
@@ -39,12 +41,17 @@ class RagEvaluator:
         ``generate(question, contexts)``, or a function.
     :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.contexts.Condition` objects.
     :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
-    :param claim_judge: a generation judge (``judge_claims``), or a registered Evret judge name for the lexical one.
+    :param claim_judge: a generation judge (``judge_claims``); ``llm`` for the LLM claim judge (its options in
+        ``claim_judge_options``); or a registered Evret judge name for the lexical one.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
     :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
         F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
         says it matches.
     :param retrieval_judge: the judge for questions labelled by answer texts only (default ``token-overlap``).
+    :param relevance: answer relevance: ``lexical`` (offline, default), ``llm`` (options in
+        ``relevance_options``), ``none``, or an object with ``score(question, answer)`` / ``ascore``.
+    :param pipelined: judge each answer as soon as it arrives, every LLM call in one shared pool (default);
+        False runs generation, judging and relevance one after the other (same results).
     """
 
     def __init__(
@@ -58,6 +65,10 @@ class RagEvaluator:
         correct_f1: float = 0.5,
         retrieval_judge: Any = None,
         generator_options: dict[str, Any] | None = None,
+        claim_judge_options: dict[str, Any] | None = None,
+        relevance: Any = "lexical",
+        relevance_options: dict[str, Any] | None = None,
+        pipelined: bool = True,
         confidence_level: float = 0.95,
         n_resamples: int = 1000,
         seed: int = 0,
@@ -73,7 +84,9 @@ class RagEvaluator:
         if retriever is None and any(c.needs_retrieval for c in self.conditions):
             raise EvretError("the retrieved condition needs a retriever (or use --conditions gold)")
         self.generator = resolve_generator(generator, **(generator_options or {}))
-        self.claim_judge = LexicalClaimJudge(claim_judge) if isinstance(claim_judge, str) else claim_judge
+        self.claim_judge = resolve_claim_judge(claim_judge, claim_judge_options)
+        self.relevance = resolve_relevance(relevance, relevance_options)
+        self.pipelined = bool(pipelined)
         self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
         try:
             self.correct_f1 = float(correct_f1)
@@ -131,21 +144,17 @@ class RagEvaluator:
             ]
         return out
 
-    def generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]
-                 ) -> dict[str, list[Answer | None]]:
-        requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
-                    for name, column in cases.items() for q, case in zip(questions.questions, column, strict=True)
-                    if case.skip is None]
-        answers = list(self.generator.batch_generate(requests)) if requests else []
-        if len(answers) != len(requests):
-            raise EvretError(f"generator returned {len(answers)} answers for {len(requests)} requests")
-        got: dict[tuple[str, str], Answer | None] = {}
-        for request, answer in zip(requests, answers, strict=True):
-            if answer is not None and not isinstance(answer, Answer):
-                raise EvretError(f"generator returned a {type(answer).__name__} for question "
-                                 f"{request.question_id!r}; expected an Answer or None")
-            got[(request.condition, request.question_id)] = answer
-        return {name: [got.get((name, q.question_id)) for q in questions.questions] for name in cases}
+    def requests(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]
+                 ) -> dict[Slot, GenerationRequest]:
+        """One generation request per (condition, question index) that has a case."""
+        return {(name, i): GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
+                for name, column in cases.items()
+                for i, (q, case) in enumerate(zip(questions.questions, column, strict=True)) if case.skip is None}
+
+    def run_generation(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> dict[Slot, Outcome]:
+        """Answers, claim verdicts and relevance for every case (:mod:`evret_core.rag.pipeline`)."""
+        runner = Runner(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined)
+        return runner.run(self.requests(questions, cases))
 
     # -- the whole run -----------------------------------------------------------------------------------------
     def evaluate(self, questions: QuestionSet) -> RagResults:
@@ -156,12 +165,11 @@ class RagEvaluator:
         retrieved, retrieval = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
         self.last_cases = cases  # what each condition handed the generator (evret rag --write-cases keeps them)
-        answers = self.generate(questions, cases)
-        slots = [(name, i) for name in cases for i in range(len(questions))
-                 if answers[name][i] is not None]
-        tasks = [ClaimTask(questions.questions[i].question, claims_of(answers[name][i]),  # type: ignore[arg-type]
-                           tuple(cases[name][i].contexts)) for name, i in slots]
-        verdicts = dict(zip(slots, self.claim_judge.judge_claims(tasks), strict=True)) if tasks else {}
+        for part in (self.generator, self.claim_judge, self.relevance):
+            reset = getattr(part, "reset_stats", None)
+            if callable(reset):
+                reset()
+        outcomes = self.run_generation(questions, cases)
         per_question: dict[str, QuestionOutcome] = {}
         for i, q in enumerate(questions.questions):
             outcome = QuestionOutcome(
@@ -173,7 +181,7 @@ class RagEvaluator:
             if outcome.retrieval is not None:
                 outcome.gold_retrieved = outcome.retrieval.get(f"recall@{self.k}", 0.0) > 0
             for name in cases:
-                outcome.conditions[name] = self._score(q, cases[name][i], answers[name][i], verdicts.get((name, i)))
+                outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)))
             per_question[q.question_id] = outcome
         results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
@@ -181,35 +189,31 @@ class RagEvaluator:
         summarise(results, retrieval, self.n_resamples, self.seed)
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
-                         "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
-                         "claims_judged": sum(len(v) for v in verdicts.values()),
-                         "elapsed_s": round(time.time() - started, 6)}
+                         "generator_calls": len(outcomes),
+                         "claims_judged": sum(len(o.verdicts or []) for o in outcomes.values()),
+                         "pipelined": self.pipelined, "elapsed_s": round(time.time() - started, 6)}
+        llm = {role: part.stats() for role, part in (("generator", self.generator), ("claim_judge", self.claim_judge),
+                                                      ("relevance", self.relevance))
+               if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
+        if llm:
+            results.stats["llm"] = llm
         return results
 
     def dry_run(self, questions: QuestionSet) -> dict[str, Any]:
-        """Plan without generating: how many generator calls each condition makes (and, when the generator can say,
-        its token estimate). Retrieval runs (it is needed to build the contexts); nothing is sent to an LLM."""
+        """Plan without generating or judging: generator, claim-judge and relevance calls and estimated tokens
+        after the cache (:func:`~evret_core.rag.planning.plan_run`). Retrieval runs (it builds the contexts);
+        nothing is sent to an LLM."""
         retrieved, _ = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
-        plan: dict[str, Any] = {"questions": len(questions), "conditions": list(cases),
-                                "generator_calls": sum(case.skip is None for c in cases.values() for case in c),
-                                "contexts": sum(len(case.contexts) for c in cases.values() for case in c)}
-        generator_plan = getattr(self.generator, "plan", None)
-        if callable(generator_plan):
-            requests = [GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
-                        for name, column in cases.items()
-                        for q, case in zip(questions.questions, column, strict=True) if case.skip is None]
-            plan["generator"] = dict(generator_plan(requests))
-        else:
-            plan["note"] = (f"generator {getattr(self.generator, 'name', type(self.generator).__name__)!r} makes no "
-                            f"API calls; claim judging is planned from the answers, after generation")
-        return plan
+        return plan_run(self, questions, cases, self.requests(questions, cases))
 
-    def _score(self, q: RagQuestion, case: ConditionCase, answer: Answer | None, verdicts: Any) -> ConditionOutcome:
+    def _score(self, q: RagQuestion, case: ConditionCase, got: Outcome | None) -> ConditionOutcome:
         expected = case.expected_behaviour or q.expected_behaviour
+        answer = None if got is None else got.answer
+        verdicts = None if got is None else got.verdicts
         outcome = ConditionOutcome(context_ids=[c.doc_id for c in case.contexts], expected_behaviour=expected,
                                    answer=answer, info=case.info, skipped=case.skip)
-        if answer is None:
+        if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
         scores: dict[str, float | None] = {k: clean(v) for k, v in claim_scores(verdicts or []).items()}
@@ -223,6 +227,8 @@ class RagEvaluator:
         behaved = behaviour_ok(expected, answer.refused, answer.escalated)
         scores["refused"] = float(refused)
         scores["behaviour_ok"] = float(behaved)
+        if self.relevance is not None:
+            scores["answer_relevance"] = clean(got.relevance)
         if self.answer_judge is not None and golds and not refused:
             scores["answer_judge"] = float(_judge_answer(self.answer_judge, q, prediction))
         if has_label:
@@ -244,7 +250,7 @@ class RagEvaluator:
         if self.retriever is not None:
             retriever = conf(self.retriever) if not isinstance(self.retriever, dict) else {"name": "precomputed"}
         return {"retriever": retriever, "generator": conf(self.generator), "claim_judge": conf(self.claim_judge),
-                "answer_judge": conf(self.answer_judge), "conditions": [c.config() for c in self.conditions],
+                "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance), "conditions": [c.config() for c in self.conditions],
                 "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
                 "n_resamples": self.n_resamples, "seed": self.seed}
 
@@ -262,3 +268,18 @@ def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
 
     contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
     return any(bool(v) for v in judge.batch_judge(contexts))
+
+
+def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
+    """A claim judge: ``llm`` (the LLM claim judge, with LLM ``options``), a registered Evret judge name or judge
+    object (the lexical claim judge over it), or an object with ``judge_claims``."""
+    options = dict(options or {})
+    if judge == "llm":
+        return LLMClaimJudge(**options)
+    if isinstance(judge, str):
+        return LexicalClaimJudge(judge, **options)
+    if callable(getattr(judge, "judge_claims", None)):
+        if options:
+            raise EvretError("claim judge options apply only to a claim judge given by name")
+        return judge
+    return LexicalClaimJudge(judge, **options)

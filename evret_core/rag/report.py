@@ -10,7 +10,7 @@ from evret_core.stats import format_interval
 
 HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
             "wrong_refusal_rate", "correct_refusal_rate", "groundedness", "faithfulness", "citation_precision",
-            "citation_recall", "answer_judge")
+            "citation_recall", "contradiction_rate", "answer_relevance", "answer_judge")
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None) -> None:
@@ -99,8 +99,11 @@ def print_plan(plan: dict[str, Any], file: TextIO | None = None) -> None:
     print(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
           f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
           f"{plan['contexts']} context(s)", file=out)
-    generator = plan.get("generator") or {}
-    for key, value in generator.items():
-        print(f"  {key}: {value}", file=out)
+    for part in ("generator", "claim_judge", "relevance", "llm_total"):
+        section = plan.get(part) or {}
+        if section:
+            print(f"  {part}:", file=out)
+        for key, value in section.items():
+            print(f"    {key}: {value}", file=out)
     if plan.get("note"):
         print(plan["note"], file=out)

@@ -10,8 +10,8 @@ import numpy as np
 
 from evret_core.rag.results import ATTRIBUTIONS, Difference, QuestionOutcome, RagResults
 
-GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "groundedness",
-                      "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
+GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
+                      "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
 DIFFERENCE_METRICS = ("exact", "f1", "correct")
 SLICE_METRICS = ("exact", "f1", "correct", "refused")
 
@@ -56,7 +56,7 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
             values = _values(outcomes, condition, metric, keep)
             counts[name] = len(values)
             if not values:
-                if metric in ("answer_judge",):
+                if metric in ("answer_judge", "answer_relevance"):
                     continue
                 means[name] = None
                 continue

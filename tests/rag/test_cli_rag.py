@@ -42,7 +42,7 @@ def test_dry_run_counts_generator_calls(capsys: pytest.CaptureFixture[str]) -> N
                  "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "706 question(s) x 2 condition(s) (gold, retrieved): 1412 generator call(s)" in out
-    assert "makes no API calls" in out
+    assert "make no LLM calls" in out
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -1,0 +1,87 @@
+"""``--dry-run`` for the RAG harness: generator, claim-judge and relevance calls and tokens, after the cache.
+
+Nothing is sent. Answers come from where they can without a call: the cache of the ``llm`` generator, or the
+offline generators themselves (``extractive``, precomputed answers files), which are run. The judge and relevance
+calls of those answers are counted exactly (minus what their caches hold). For an answer that would have to be
+generated first, they are estimated: as many claims as the known answers make on average (3 when none is
+known), each a verification over the request's contexts, plus one relevance call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evret_core.errors import EvretError
+from evret_core.rag.claims import claim_task
+from evret_core.rag.contexts import ConditionCase
+from evret_core.rag.extractive import ExtractiveGenerator
+from evret_core.rag.generators import Answer, GenerationRequest, PrecomputedGenerator
+from evret_core.rag.questions import QuestionSet
+
+DEFAULT_CLAIMS_GUESS = 3
+PROMPT_OVERHEAD_TOKENS = 250  # system prompt, schema and instructions of one judge call
+
+
+def plan_run(evaluator: Any, questions: QuestionSet, cases: Mapping[str, list[ConditionCase]],
+             requests: Mapping[tuple[str, int], GenerationRequest]) -> dict[str, Any]:
+    """The plan of :meth:`RagEvaluator.evaluate` (see the module)."""
+    generator, judge, relevance = evaluator.generator, evaluator.claim_judge, evaluator.relevance
+    plan: dict[str, Any] = {"questions": len(questions), "conditions": list(cases),
+                            "generator_calls": len(requests),
+                            "contexts": sum(len(case.contexts) for c in cases.values() for case in c)}
+    known: dict[tuple[str, int], Answer | None] = {}
+    if isinstance(generator, (ExtractiveGenerator, PrecomputedGenerator)):  # offline: answering costs nothing
+        slots = list(requests)
+        known = dict(zip(slots, generator.batch_generate([requests[s] for s in slots]), strict=True))
+    elif callable(getattr(generator, "lookup", None)):
+        for slot, request in requests.items():
+            try:
+                answer = generator.lookup(request)
+            except EvretError:  # no provider (no key): nothing is known, everything is estimated
+                break
+            if answer is not None:
+                known[slot] = answer
+    if callable(getattr(generator, "plan", None)):
+        plan["generator"] = dict(generator.plan(list(requests.values())))
+    unknown = [s for s in requests if s not in known]
+    answered = {s: a for s, a in known.items() if a is not None}
+    totals = {"calls": int(plan.get("generator", {}).get("calls", 0)),
+              "estimated_input_tokens": int(plan.get("generator", {}).get("estimated_input_tokens", 0)),
+              "estimated_output_tokens": int(plan.get("generator", {}).get("estimated_output_tokens", 0))}
+    tasks = [claim_task(requests[s].question, a, requests[s].contexts) for s, a in answered.items()]
+    with_claims = [len(t.claims) for t in tasks if t.claims]
+    claims_guess = sum(with_claims) / len(with_claims) if with_claims else DEFAULT_CLAIMS_GUESS
+    if callable(getattr(judge, "plan", None)) and callable(getattr(judge, "clients", None)):
+        judged = dict(judge.plan(tasks))
+        guess = round(claims_guess * sum(bool(requests[s].contexts) for s in unknown))
+        guess_tokens = round(claims_guess * sum(_tokens(requests[s]) for s in unknown if requests[s].contexts))
+        judged["answers_known"] = len(tasks)
+        judged["answers_not_yet_generated"] = len(unknown)
+        judged["estimated_calls_for_those"] = guess
+        plan["claim_judge"] = judged
+        _add(totals, judged["calls"] + guess, judged["estimated_input_tokens"] + guess_tokens,
+             judged["estimated_output_tokens"] + guess * 50)
+    if relevance is not None and callable(getattr(relevance, "plan", None)):
+        scored = dict(relevance.plan([(requests[s].question, a) for s, a in answered.items()]))
+        scored["estimated_calls_for_not_yet_generated"] = len(unknown)
+        plan["relevance"] = scored
+        _add(totals, scored["calls"] + len(unknown), scored["estimated_input_tokens"] + 200 * len(unknown),
+             scored["estimated_output_tokens"] + 40 * len(unknown))
+    if any(key in plan for key in ("generator", "claim_judge", "relevance")):
+        plan["llm_total"] = totals
+    else:
+        plan["note"] = (f"generator {getattr(generator, 'name', type(generator).__name__)!r} and the claim judge "
+                        f"make no LLM calls")
+    return plan
+
+
+def _tokens(request: GenerationRequest) -> int:
+    return (len(request.question) + sum(len(c.text) + len(c.doc_id) + 60 for c in request.contexts)) // 4 \
+        + PROMPT_OVERHEAD_TOKENS
+
+
+def _add(totals: dict[str, int], calls: int, tokens_in: int, tokens_out: int) -> None:
+    totals["calls"] += int(calls)
+    totals["estimated_input_tokens"] += int(tokens_in)
+    totals["estimated_output_tokens"] += int(tokens_out)
