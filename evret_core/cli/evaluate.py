@@ -12,7 +12,7 @@ from evret_core.cli.options import config_error, load_config, parse_options
 from evret_core.errors import EvretError
 
 CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured",
-               "confidence_level", "n_resamples", "seed", "min_slice_size"}
+               "missing_queries", "confidence_level", "n_resamples", "seed", "min_slice_size"}
 # statistics settings: config key -> (type, command-line flag)
 STAT_KEYS = {"confidence_level": (float, "--confidence-level"), "n_resamples": (int, "--resamples"),
              "seed": (int, "--seed"), "min_slice_size": (int, "--min-slice-size")}
@@ -28,6 +28,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
     p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
+    p.add_argument("--missing-queries", choices=["error", "zero"],
+                   help="a precomputed run lacking some queries: fail (default) or score them 0 and report them")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
@@ -77,11 +79,13 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
             if not isinstance(data["k"], int) or isinstance(data["k"], bool) or data["k"] <= 0:
                 raise config_error(args.config, "k", f"must be a positive integer, got {data['k']!r}")
             settings["k"] = data["k"]
-        for key in ("dataset", "output", "matching"):
+        for key in ("dataset", "output", "matching", "missing_queries"):
             if key in data:
                 if not isinstance(data[key], str):
                     raise config_error(args.config, key, "must be a string")
                 settings[key] = data[key]
+        if settings.get("missing_queries", "error") not in ("error", "zero"):
+            raise config_error(args.config, "missing_queries", f"must be error or zero, got {settings['missing_queries']!r}")
         if "matching" in settings and settings["matching"] not in ("first_match", "any_match"):
             raise config_error(args.config, "matching", f"must be first_match or any_match, got {settings['matching']!r}")
         for key in ("dataset", "output"):
@@ -97,7 +101,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
                     raise config_error(args.config, key, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
                 settings[key] = value
-    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured", *STAT_KEYS):
+    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured", "missing_queries",
+                *STAT_KEYS):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -161,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         matching=settings.get("matching", "first_match"),
         k=settings.get("k"),
         fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
+        missing_queries=settings.get("missing_queries", "error"),
         progress=progress,
         **{key: settings[key] for key in STAT_KEYS if key in settings},
     )
@@ -175,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
     print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=sys.stdout)
     _print_llm_stats(results.stats)
+    missing = results.stats.get("missing_queries")
+    if missing:
+        shown = ", ".join(missing["queries"][:5]) + (" ..." if missing["count"] > 5 else "")
+        print(f"WARNING: {missing['count']} queries missing from the run, scored 0: {shown}", file=sys.stderr)
     if settings.get("output"):
         results.to_json(settings["output"])
         print(f"results written to {settings['output']}", file=sys.stderr)

@@ -6,4 +6,5 @@ BUILTIN_PLUGINS = (
     "evret_core.default_plugins.evaluators",
     "evret_core.default_plugins.output_evaluators",
     "evret_core.default_plugins.criteria_judges",
+    "evret_core.default_plugins.retrievers",
 )
