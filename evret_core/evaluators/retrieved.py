@@ -47,7 +47,27 @@ def coerce_row(raw: Any, where: str, k: int) -> Row:
     if len(items) and all(type(item) is str for item in items):
         ids = list(items[:k])
         return RankedColumns(ids, np.arange(len(ids), 0, -1, dtype=np.float64), None)
-    return RankedColumns.from_results(coerce_results(items, where)[:k])
+    columns = _plain_records(items[:k])
+    return columns if columns is not None else RankedColumns.from_results(coerce_results(items, where)[:k])
+
+
+_PLAIN_KEYS = ({"doc_id", "score", "text"}, {"doc_id", "score"}, {"doc_id", "text"}, {"doc_id"})
+
+
+def _plain_records(items: Sequence[Any]) -> RankedColumns | None:
+    """Columns straight from dicts ``{"doc_id": str, "score": number, "text": str}`` (no object per result), or
+    None when any item is something else (the general path then validates it and names the bad one)."""
+    if not all(type(item) is dict and item.keys() in _PLAIN_KEYS for item in items):
+        return None
+    ids = [item["doc_id"] for item in items]
+    texts = [item.get("text") for item in items]
+    if not all(type(d) is str and d for d in ids) or not all(t is None or type(t) is str for t in texts):
+        return None
+    try:
+        scores = np.fromiter((item.get("score", 0.0) for item in items), dtype=np.float64, count=len(items))
+    except (TypeError, ValueError):
+        return None
+    return RankedColumns(ids, scores, None if all(t is None for t in texts) else texts)
 
 
 class RetrievedRows:
