@@ -74,23 +74,23 @@ def synthetic(n: int, seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[
     return run, qrels
 
 
+def id_case(n: int, repeat: int) -> str:
+    run, qrels = synthetic(n)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
+                                         for q, rel in qrels.items()])
+    t_engine, _, expected = measure(lambda: evaluate_run(qrels, run, METRICS), repeat)
+    t_eval, peak, results = measure(lambda: Evaluator(run, METRICS).evaluate(dataset), repeat)
+    for name in METRICS:
+        assert abs(results.scores[name] - expected[name]) < 1e-12, name
+    assert results.intervals[METRICS[0]][0] < results.scores[METRICS[0]] < results.intervals[METRICS[0]][1]
+    return (f"| {n:,} | {t_engine:.3f} | {t_eval:.3f} | {t_eval / t_engine:.1f}x | {peak / 2**20:,.0f} MiB | "
+            f"{peak / (n * DEPTH):.0f} bytes |")
+
+
 def id_section(sizes: Sequence[int], repeat: int) -> list[str]:
     lines = ["| queries x 100 | `evaluate_run` (s) | `Evaluator.evaluate`, intervals on (s) | ratio | "
              "peak memory added by the Evaluator | per retrieved result |", "|---|---|---|---|---|---|"]
-    for n in sizes:
-        run, qrels = synthetic(n)
-        dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
-                                             for q, rel in qrels.items()])
-        t_engine, _, expected = measure(lambda: evaluate_run(qrels, run, METRICS), repeat)
-        t_eval, peak, results = measure(lambda: Evaluator(run, METRICS).evaluate(dataset), repeat)
-        for name in METRICS:
-            assert abs(results.scores[name] - expected[name]) < 1e-12, name
-        assert results.intervals[METRICS[0]][0] < results.scores[METRICS[0]] < results.intervals[METRICS[0]][1]
-        per = peak / (n * DEPTH)
-        lines.append(f"| {n:,} | {t_engine:.3f} | {t_eval:.3f} | {t_eval / t_engine:.1f}x | {peak / 2**20:,.0f} MiB |"
-                     f" {per:.0f} bytes |")
-        del run, qrels, dataset, results
-    return lines
+    return lines + [id_case(n, repeat) for n in sizes]
 
 
 class TimedExact(ExactJudge):
