@@ -47,7 +47,7 @@ def coerce_row(raw: Any, where: str, k: int) -> Row:
     if len(items) and all(type(item) is str for item in items):
         ids = list(items[:k])
         return RankedColumns(ids, np.arange(len(ids), 0, -1, dtype=np.float64), None)
-    columns = _plain_records(items[:k])
+    columns = _plain_records(list(items[:k]))
     return columns if columns is not None else RankedColumns.from_results(coerce_results(items, where)[:k])
 
 
