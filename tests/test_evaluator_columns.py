@@ -141,3 +141,16 @@ def test_streamed_results_file_loads_back_equal(tmp_path: Path) -> None:
     assert list(json.loads(text)) == list(EvaluationResults.model_fields)  # the schema's field order
     assert loaded.to_json() == res.to_json()  # a loaded file streams the same text
     assert json.loads(res.to_json(indent=None) or "") == json.loads(text)
+
+
+def test_a_nan_retriever_score_is_written_as_null(tmp_path: Path) -> None:
+    dataset = EvaluationDataset(queries=[QueryExample(query_id="q", query_text="q", relevant_doc_ids=["a"])])
+    run = {"q": RankedColumns(["a", "b"], [float("nan"), 1.0])}
+    path = tmp_path / "r.json"
+    Evaluator(run, ["mrr@2"]).evaluate(dataset).to_json(path)
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"{name} in the results file")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)  # strict JSON: no NaN token
+    assert data["per_query"]["q"]["judgments"][0]["score"] is None
