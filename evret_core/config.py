@@ -57,6 +57,7 @@ PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 
 FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge", "metrics": "--metric",
          "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
+         "missing_queries": "--missing-queries",
          "confidence_level": "--confidence-level", "n_resamples": "--resamples", "seed": "--seed",
          "min_slice_size": "--min-slice-size"}
 """Each setting's command-line flag."""
@@ -130,6 +131,7 @@ class EvaluateConfig(BaseModel):
     k: int | None = None
     output: str | None = None
     fail_on_unmeasured: bool = False
+    missing_queries: Literal["error", "zero"] = "error"
     confidence_level: float = 0.95
     n_resamples: int = 1000
     seed: int = 0
@@ -241,7 +243,8 @@ class EvaluateConfig(BaseModel):
         retriever = _create("retriever", self.retriever, dataset)
         return Evaluator(
             retriever=retriever, metrics=self.metrics, judge=self.build_judge(), matching=self.matching, k=self.k,
-            fail_on_unmeasured=self.fail_on_unmeasured, progress=progress, confidence_level=self.confidence_level,
+            fail_on_unmeasured=self.fail_on_unmeasured, missing_queries=self.missing_queries, progress=progress,
+            confidence_level=self.confidence_level,
             n_resamples=self.n_resamples, seed=self.seed, min_slice_size=self.min_slice_size,
         )
 

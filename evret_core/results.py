@@ -7,69 +7,30 @@ files still load (those fields are empty).
 
 from __future__ import annotations
 
+import json
 import platform
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
+from evret_core.assign import answer_coverage, coverage_matrix
 from evret_core.corpus import loads_json, read_text
 from evret_core.errors import EvretError, describe_validation_error
 from evret_core.outputs import write_output
+from evret_core.per_query import Judgment, QueryResult, QueryTable
 from evret_core.redact import redact
+
+__all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
+           "atomic_write_text", "build_manifest"]
 
 if TYPE_CHECKING:
     from evret_core.models import EvaluationDataset
 
 SCHEMA_VERSION = 2
-
-
-class Judgment(BaseModel):
-    """What the judge said about one retrieved document of a query.
-
-    ``matched`` lists the indexes of the expected answers it matched; ``unmeasured`` those whose judgment could not
-    be made (e.g. an LLM call that failed after every retry). ``assigned`` is the id the document scored as.
-    """
-
-    rank: int
-    doc_id: str
-    score: float | None = None
-    text: str | None = None
-    matched: list[int] = Field(default_factory=list)
-    unmeasured: list[int] = Field(default_factory=list)
-    assigned: str | None = None
-
-
-class QueryResult(BaseModel):
-    """One query's scores and the evidence behind them."""
-
-    query_id: str
-    query_text: str
-    scores: dict[str, float]
-    retrieved_ids: list[str]
-    relevant_ids: dict[str, float] = Field(default_factory=dict)
-    judgments: list[Judgment] = Field(default_factory=list)
-    expected_answers: list[str] = Field(default_factory=list)
-    tags: dict[str, str] = Field(default_factory=dict)
-    labelled_by: str = "text"
-    unmeasured: int = 0
-
-    @property
-    def ranking(self) -> list[str]:
-        """The ids the retrieved documents scored as, by rank (judged ids for text-labelled queries)."""
-        return [j.assigned if j.assigned is not None else j.doc_id for j in self.judgments]
-
-    @property
-    def gains(self) -> list[float]:
-        """The relevance grade scored at each rank (0 when not relevant; a repeated id counts once)."""
-        seen: set[str] = set()
-        out: list[float] = []
-        for doc in self.ranking:
-            out.append(0.0 if doc in seen else float(self.relevant_ids.get(doc, 0.0)))
-            seen.add(doc)
-        return out
 
 
 class SliceResult(BaseModel):
@@ -105,7 +66,12 @@ class Manifest(BaseModel):
 
 class EvaluationResults(BaseModel):
     """The outcome of an evaluation: ``scores`` (metric -> mean) with ``intervals`` (metric -> [low, high]),
-    ``per_query`` detail, ``slices`` per tag value, and the ``manifest`` that says how it was produced."""
+    ``per_query`` detail, ``slices`` per tag value, and the ``manifest`` that says how it was produced.
+
+    From the evaluator, ``per_query`` is a :class:`~evret_core.per_query.QueryTable`: a mapping that builds a
+    query's :class:`QueryResult` when it is looked up (``results.per_query["q1"]``) and streams when iterated;
+    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict.
+    """
 
     schema_version: int = SCHEMA_VERSION
     scores: dict[str, float]
@@ -117,9 +83,13 @@ class EvaluationResults(BaseModel):
     # metric -> prediction-powered estimate with an interval covering judge error (evret_core.calibration.ppi)
     prediction_powered: dict[str, dict[str, Any]] = Field(default_factory=dict)
     # the bulk comes last so the summary fields head the JSON file
-    per_query: dict[str, QueryResult]
+    per_query: Mapping[str, QueryResult]
     config: dict[str, Any] = Field(default_factory=dict)
     stats: dict[str, Any] = Field(default_factory=dict)
+
+    @field_serializer("per_query")
+    def _dump_per_query(self, per_query: Mapping[str, QueryResult]) -> dict[str, QueryResult]:
+        return dict(per_query.items())  # a QueryTable builds every view here: to_json streams instead
 
     def __getitem__(self, metric: str) -> float:
         return self.scores[metric]
@@ -128,12 +98,48 @@ class EvaluationResults(BaseModel):
     def num_queries(self) -> int:
         return len(self.per_query)
 
-    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The results as JSON; with ``path``, also written there atomically (all or nothing)."""
-        text = self.model_dump_json(indent=indent)
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str | None:
+        """The results as JSON text; with ``path``, streamed there instead (atomically: all or nothing) and None
+        returned, so a large run is never one string in memory."""
         if path is not None:
-            atomic_write_text(Path(path), text + "\n")
-        return text
+            atomic_write_text(Path(path), self.iter_json(indent))
+            return None
+        return "".join(self.iter_json(indent)).rstrip("\n")
+
+    def iter_json(self, indent: int | None = 2) -> Iterator[str]:
+        """The results JSON in chunks (one per query for ``per_query``), ending with a newline."""
+        head = json.loads(self.model_dump_json(exclude={"per_query"}))
+        pad = "" if indent is None else " " * indent
+        nl = "" if indent is None else "\n"
+        sep = ": " if indent is not None else ":"
+
+        def dump(value: Any, depth: int) -> str:
+            separators = None if indent is not None else (",", ":")
+            try:
+                text = json.dumps(value, indent=indent, separators=separators, allow_nan=False)
+            except ValueError:  # NaN or infinity (a retriever's score): null, as pydantic writes them
+                text = json.dumps(_finite(value), indent=indent, separators=separators)
+            return text.replace("\n", "\n" + pad * depth) if indent is not None else text
+
+        keys = [k for k in type(self).model_fields if k in head or k == "per_query"]
+        yield "{" + nl
+        for n, key in enumerate(keys):
+            comma = "," if n < len(keys) - 1 else ""
+            if key != "per_query":
+                yield f"{pad}{json.dumps(key)}{sep}{dump(head[key], 1)}{comma}{nl}"
+                continue
+            items = _query_records(self.per_query)
+            first = next(items, None)
+            if first is None:
+                yield f"{pad}\"per_query\"{sep}{{}}{comma}{nl}"
+                continue
+            yield f"{pad}\"per_query\"{sep}{{{nl}"
+            qid, record = first
+            for nxt in items:
+                yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)},{nl}"
+                qid, record = nxt
+            yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)}{nl}{pad}}}{comma}{nl}"
+        yield "}\n"
 
     @classmethod
     def from_json(cls, path_or_text: str | Path) -> EvaluationResults:
@@ -157,7 +163,21 @@ class EvaluationResults(BaseModel):
 
     def per_query_scores(self) -> dict[str, dict[str, float]]:
         """query id -> metric -> value."""
+        if isinstance(self.per_query, QueryTable):
+            columns = {m: v.tolist() for m, v in self.per_query.score_columns().items()}
+            return {qid: {m: values[i] for m, values in columns.items()} for i, qid in enumerate(self.per_query)}
         return {qid: dict(qr.scores) for qid, qr in self.per_query.items()}
+
+    def score_columns(self) -> tuple[list[str], dict[str, np.ndarray], list[dict[str, str]]]:
+        """(query ids, metric -> per-query values, per-query tags), in query order, without building views."""
+        if isinstance(self.per_query, QueryTable):
+            table = self.per_query
+            columns = table.score_columns()
+            return list(table), {m: columns.get(m, np.zeros(len(table))) for m in self.metrics}, table.tags()
+        queries = list(self.per_query.values())
+        return ([q.query_id for q in queries],
+                {m: np.asarray([q.scores.get(m, 0.0) for q in queries], dtype=np.float64) for m in self.metrics},
+                [q.tags for q in queries])
 
     def metric_curves(self, max_k: int | None = None) -> dict[str, list[float]]:
         """Mean ``family@k`` for k = 1..K for each metric family of this run, from the stored judgments alone.
@@ -174,11 +194,16 @@ class EvaluationResults(BaseModel):
         if not queries or depth == 0:
             return {}
         batch = RankedBatch.from_rankings([q.ranking for q in queries], [q.relevant_ids for q in queries])
+        if self.config.get("matching") == "any_match":  # recall counts expected answers: the same coverage
+            by_text = [q.labelled_by == "text" and bool(q.expected_answers) for q in queries]
+            found = [answer_coverage([j.matched for j in q.judgments]) if t else None
+                     for q, t in zip(queries, by_text, strict=True)]
+            counts = [len(q.expected_answers) if t else 0 for q, t in zip(queries, by_text, strict=True)]
+            batch.set_answer_coverage(coverage_matrix(found, batch.depth), np.asarray(counts))
         options: dict[str, dict[str, Any]] = {}
         for entry in self.config.get("metrics", []):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
                 options[parse_metric_name(entry["name"])[0]] = {k: v for k, v in entry.items() if k != "name"}
-        any_match = self.config.get("matching") == "any_match"
         curves: dict[str, list[float]] = {}
         for name in self.metrics:
             family = parse_metric_name(name)[0]
@@ -188,25 +213,11 @@ class EvaluationResults(BaseModel):
             try:
                 for k in range(1, depth + 1):
                     metric = create_metric(f"{family}@{k}", **options.get(family, {}))
-                    per_query = np.asarray(metric.compute(batch), dtype=np.float64)
-                    if any_match and family == "recall":
-                        per_query = _any_match_recall(queries, per_query, k)
-                    values.append(float(per_query.mean()))
+                    values.append(float(np.asarray(metric.compute(batch), dtype=np.float64).mean()))
             except EvretError:
                 continue
             curves[family] = values
         return curves
-
-
-def _any_match_recall(queries: list[QueryResult], values: np.ndarray, k: int) -> np.ndarray:
-    # in any_match mode recall counts the expected answers found in the top k, as the evaluator does
-    out = values.copy()
-    for i, q in enumerate(queries):
-        if q.labelled_by != "text" or not q.expected_answers:
-            continue
-        found = {j for jd in q.judgments[:k] for j in jd.matched}
-        out[i] = len(found) / len(q.expected_answers)
-    return out
 
 
 def _model_identifiers(config: Any, prefix: str) -> dict[str, Any]:
@@ -276,12 +287,11 @@ def add_statistics(
     """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place)."""
     from evret_core.stats import bootstrap_intervals, slice_scores
 
-    queries = list(results.per_query.values())
-    columns = {m: [q.scores.get(m, 0.0) for q in queries] for m in results.metrics}
+    _, columns, tags = results.score_columns()
     results.config = redact(results.config)
     results.confidence_level = confidence_level
     results.intervals = bootstrap_intervals(columns, confidence_level, n_resamples, seed)
-    sliced = slice_scores(columns, [q.tags for q in queries], confidence_level, n_resamples, seed, min_slice_size)
+    sliced = slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size)
     results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
                       for tag, values in sliced.items()}
     results.manifest = build_manifest(
@@ -292,6 +302,25 @@ def add_statistics(
     return results
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` safely (atomically for regular files; see :mod:`evret_core.outputs`)."""
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _query_records(per_query: Mapping[str, QueryResult]) -> Iterator[tuple[str, Any]]:
+    if isinstance(per_query, QueryTable):
+        yield from per_query.records()
+        return
+    for qid, qr in per_query.items():
+        yield qid, json.loads(qr.model_dump_json())
+
+
+def atomic_write_text(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (a string, or an iterable of chunks written as they come) to ``path`` safely: regular files
+    atomically, through a temporary file and a rename (see :mod:`evret_core.outputs`)."""
     write_output(path, text)

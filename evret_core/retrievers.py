@@ -5,10 +5,56 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
+
+
+@dataclass(frozen=True)
+class RankedColumns:
+    """One query's ranked results as columns: ``ids`` best first, their ``scores`` and optionally their ``texts``
+    (sequences or numpy arrays of equal length). What :meth:`Retriever.batch_retrieve_columns` returns: no object
+    per retrieved document, so large runs stay cheap."""
+
+    ids: Sequence[str]
+    scores: Sequence[float] | np.ndarray
+    texts: Sequence[str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.scores) != len(self.ids) or (self.texts is not None and len(self.texts) != len(self.ids)):
+            raise EvretError(
+                f"RankedColumns: {len(self.ids)} ids, {len(self.scores)} scores and "
+                f"{'no' if self.texts is None else len(self.texts)} texts must have the same length"
+            )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def head(self, k: int) -> RankedColumns:
+        """The top ``k`` rows."""
+        if len(self.ids) <= k:
+            return self
+        return RankedColumns(self.ids[:k], self.scores[:k], None if self.texts is None else self.texts[:k])
+
+    def to_results(self) -> list[RetrievalResult]:
+        """The rows as :class:`RetrievalResult` objects (for code that wants objects)."""
+        texts = self.texts if self.texts is not None else [None] * len(self.ids)
+        return [RetrievalResult(doc_id=str(d), score=float(s), metadata={} if t is None else {"text": t})
+                for d, s, t in zip(self.ids, _floats(self.scores), texts, strict=True)]
+
+    @classmethod
+    def from_results(cls, results: Sequence[RetrievalResult]) -> RankedColumns:
+        """Columns of a list of :class:`RetrievalResult` objects."""
+        return cls([r.doc_id for r in results], np.fromiter((r.score for r in results), np.float64, len(results)),
+                   [r.text for r in results])
+
+
+def _floats(values: Sequence[float] | np.ndarray) -> list[float]:
+    return values.tolist() if isinstance(values, np.ndarray) else [float(v) for v in values]
 
 
 class Retriever:
@@ -50,6 +96,13 @@ class Retriever:
         if not _overrides(self, "aretrieve"):
             return self.batch_retrieve(queries, k)
         return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """One :class:`RankedColumns` per query, in order: what the evaluator asks for. The default converts
+        :meth:`batch_retrieve`'s objects; retrievers that produce arrays (bm25, dense, vector stores) override it
+        and build :meth:`batch_retrieve` from it."""
+        return [RankedColumns.from_results(coerce_results(results, f"retriever {type(self).__name__}"))
+                for results in call_batch_retrieve(self, queries, k)]
 
     def config(self) -> dict[str, Any]:
         """Settings that identify this retriever in the results manifest."""

@@ -111,7 +111,12 @@ def check_resamples(n_resamples: int, option: str = "n_resamples") -> int:
 
 
 def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of ``n_resamples`` bootstrap resamples of the rows of ``matrix`` (n x m) -> (n_resamples x m)."""
+    """Means of ``n_resamples`` bootstrap resamples of the rows of ``matrix`` (n x m) -> (n_resamples x m).
+
+    Each resample's row counts (a bincount of its drawn indexes) times the matrix, over n: one matrix product per
+    chunk of resamples for every metric at once, instead of gathering n x m values per resample. Chunks of at most
+    ``_CHUNK_CELLS`` drawn indexes keep memory bounded whatever the number of queries.
+    """
     n, m = matrix.shape
     out = np.empty((n_resamples, m), dtype=np.float64)
     rows = max(1, _CHUNK_CELLS // max(n * m, 1))
@@ -119,7 +124,9 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Genera
         stop = min(n_resamples, start + rows)
         index = rng.integers(0, n, size=(stop - start, n))
         # one index draw serves every metric, so intervals of different metrics come from the same resamples
-        out[start:stop] = matrix[index].mean(axis=1)
+        index += (np.arange(stop - start) * n)[:, None]
+        counts = np.bincount(index.ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
+        out[start:stop] = (counts.astype(np.float64) @ matrix) / n
     return out
 
 

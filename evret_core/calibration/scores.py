@@ -75,41 +75,8 @@ def judge_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[float 
 
 
 def _legacy_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[Any]:
-    from evret_core.judges.text import TokenOverlapJudge
-
-    if isinstance(judge, TokenOverlapJudge):
-        return overlap_scores(judge, contexts)
+    """Scores of a judge without ``batch_score``: a thresholded similarity when it has one, else its verdicts."""
     similarities = getattr(judge, "similarities", None)
     if callable(similarities) and judge_threshold(judge) is not None:
         return [float(s) for s in similarities(contexts)]
     return [None if v is None else (1.0 if v else 0.0) for v in judge.batch_judge(contexts)]
-
-
-def overlap_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[float]:
-    """Token-overlap's score: 1.0 for equal texts or whole-phrase containment, 0.0 below ``min_tokens`` shared
-    tokens, else shared / expected tokens (divided by 0.75 when the query boost relaxes the threshold)."""
-    from evret_core.judges.text import contains_phrase, normalize, tokenize
-
-    memo: dict[str, tuple[str, frozenset[str]]] = {}
-
-    def prepared(text: str) -> tuple[str, frozenset[str]]:
-        if text not in memo:
-            memo[text] = (normalize(text), tokenize(text))
-        return memo[text]
-
-    out: list[float] = []
-    for c in contexts:
-        ne, te = prepared(c.expected_text)
-        nr, tr = prepared(c.retrieved_text)
-        if ne == nr or (ne and nr and (contains_phrase(nr, ne) or contains_phrase(ne, nr))):
-            out.append(1.0)
-            continue
-        shared = len(te & tr)
-        if not te or shared < judge.min_tokens:
-            out.append(0.0)
-            continue
-        ratio = shared / len(te)
-        if judge.query_boost and not prepared(c.query)[1].isdisjoint(tr):
-            ratio /= 0.75
-        out.append(min(1.0, ratio))
-    return out

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
 from evret_core.errors import EvretError
 
@@ -27,11 +28,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dataset", help="dataset file (.jsonl, .json, .csv) or BEIR folder")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
+    p.add_argument("--run", metavar="FILE",
+                   help="evaluate retrieved results from a file instead of a retriever: a retrieved-results .jsonl, "
+                        "a TREC run file or a .json run (the built-in retriever 'run')")
+    p.add_argument("--corpus", metavar="CORPUS.jsonl", help="with --run: the texts of a TREC run's documents")
     p.add_argument("--judge", help="registered judge name (default: contains)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
     p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
+    p.add_argument("--missing-queries", choices=["error", "zero"],
+                   help="a precomputed run lacking some queries: fail (default) or score them 0 and report them")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
@@ -41,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--seed", type=int, help="seed of the bootstrap (default 0)")
     p.add_argument("--min-slice-size", type=int, help="flag slices with fewer queries than this (default 10)")
     p.add_argument("--no-progress", action="store_true", help="never show progress")
+    add_gate_arguments(p)
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many judgments would be sent (after dedupe and cache) and "
                         "a token estimate, without judging or calling any LLM")
@@ -67,6 +75,15 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
         if value is None or key in ("retriever", "judge"):
             continue
         data[key], sources[key] = value, flag
+    if args.corpus and not args.run:
+        raise EvretError("--corpus goes with --run (the texts of a run file's documents)")
+    if args.run:
+        if args.retriever or args.retriever_option:
+            raise EvretError("give --run (retrieved results from a file) or --retriever, not both")
+        data["retriever"] = {"name": "run", "options": {"path": args.run,
+                                                        **({"corpus": args.corpus} if args.corpus else {})}}
+        sources["retriever"] = "--run"
+        option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
     for kind in ("retriever", "judge"):
         name = getattr(args, kind)
         flag_options = parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option")
@@ -81,7 +98,9 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
             spec["name"] = name
             sources[kind] = f"--{kind}"
         if spec.get("name") is None and kind == "judge":
-            spec["name"] = "token-overlap"
+            from evret_core.judges.base import DEFAULT_JUDGE
+
+            spec["name"] = DEFAULT_JUDGE
         options = spec.get("options")
         options = dict(options) if isinstance(options, dict) else {}
         options.update(flag_options)
@@ -100,7 +119,17 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.report.terminal import print_scores
 
     config = _settings(args)
-    config.check_output(inputs=[args.config] if args.config else [])  # before any work, not after the spend
+    inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
+    config.check_output(inputs=inputs)  # before any work, not after the spend
+    floors = check_gate_arguments(args)
+    unknown = [m for m in floors if m not in config.metrics]
+    if unknown:
+        raise EvretError(f"--fail-under names {', '.join(unknown)}, which this run does not compute; add --metric")
+    baseline = None
+    if args.baseline:  # read before any work: a bad baseline file must not cost a run
+        from evret_core.results import EvaluationResults
+
+        baseline = EvaluationResults.from_json(args.baseline)
     dataset = config.load_dataset()
     progress = None if args.no_progress else terminal_progress()
     evaluator = config.build_evaluator(dataset, progress)
@@ -119,9 +148,13 @@ def run(args: argparse.Namespace) -> int:
     table = sys.stderr if config.output == "-" else sys.stdout
     print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=table)
     _print_llm_stats(results.stats)
+    missing = results.stats.get("missing_queries")
+    if missing:
+        shown = ", ".join(missing["queries"][:5]) + (" ..." if missing["count"] > 5 else "")
+        print(f"WARNING: {missing['count']} queries missing from the run, scored 0: {shown}", file=sys.stderr)
     if config.output and config.output != "-":
         print(f"results written to {config.output}", file=sys.stderr)
-    return 0
+    return run_gates(args, floors, results, lambda _path: baseline)
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

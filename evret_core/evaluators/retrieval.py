@@ -1,47 +1,63 @@
 """The retrieval evaluator: retrieve, judge, assign ids, compute metrics.
 
-Matching modes (how judgments become id sets):
+The pipeline keeps its bulk data as columns: each query's retrieved ids, scores and texts
+(:class:`~evret_core.retrievers.RankedColumns`, or a precomputed ``{docid: score}`` dict read as it is), the
+judge's verdicts as one array over the distinct judgment contexts, and one score array per metric. The
+:class:`~evret_core.results.EvaluationResults` it returns builds a query's :class:`QueryResult` when asked.
 
-- ``first_match`` (default): each expected answer is one relevant item. Going down the ranking, a retrieved
-  document takes the id of the first expected answer (in dataset order) that it matches and that no higher-ranked
-  document took; a document matching none keeps its own id and is not relevant. A document whose every matched
-  answer is already taken is a repeat and is not relevant again (trec_eval counts each relevant document once).
-  Recall is the share of expected answers found; precision the share of retrieved documents that found a new
-  answer.
-- ``any_match``: every retrieved document that matches any expected answer is relevant (precision counts each
-  one), and recall@k is the share of expected answers matched by at least one document in the top k. For the
-  rank-based measures (MRR, nDCG, AP) the number of relevant items is the larger of the number of expected
-  answers and the number of matching documents retrieved, so that no score exceeds 1.
-
+How judgments become id sets (``first_match`` rank-priority matching, ``any_match``) is :mod:`evret_core.assign`.
 A query with ``relevant_doc_ids`` is scored on ids (graded when grades are given), without judging.
 
 Judgments that could not be made (``None`` from a judge, e.g. an LLM call that failed after every retry) are
 reported per query and in ``stats["unmeasured"]``; in the metrics they count as not matching. Pass
 ``fail_on_unmeasured=True`` to fail the run instead.
+
+A precomputed run must cover every query of the dataset: missing queries are an error naming them, unless
+``missing_queries="zero"``, which scores them 0 and lists them in ``stats["missing_queries"]``.
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.errors import EvretError
-from evret_core.judges.base import resolve_judge
-from evret_core.metrics.base import Metric, RankedBatch
+from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row
+from evret_core.metrics.base import Metric
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-from evret_core.results import EvaluationResults, Judgment, QueryResult, add_statistics
-from evret_core.retrievers import PrecomputedRetriever, call_batch_retrieve, coerce_results, resolve_retriever
+from evret_core.per_query import QueryTable, TextJudgments
+from evret_core.results import SCHEMA_VERSION, EvaluationResults, add_statistics
+from evret_core.retrievers import PrecomputedRetriever, RankedColumns, call_batch_retrieve, resolve_retriever
 
-MATCHING_MODES = ("first_match", "any_match")
+__all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "Evaluator", "UnmeasuredJudgmentsError",
+           "answer_id", "judgment_context"]
+
 DEFAULT_DEPTH = 100
+MISSING_QUERIES = ("error", "zero")
+_CHUNK = 2048  # queries per metric batch: bounds the arrays of the metric step
+_NO_ANSWERS: tuple[int, ...] = ()
+_VERDICT_CODE = {True: 1, False: 0, None: -1}
+
+AnswerKey = tuple[str, str, tuple[str, ...]]
 
 
-def answer_id(index: int) -> str:
-    """The id an expected answer scores as in ``first_match`` mode."""
-    return f"answer:{index}"
+def answer_keys(example: QueryExample) -> list[AnswerKey]:
+    """What identifies each expected answer of ``example`` to a judge, beside the retrieved text: the part of a
+    :class:`JudgmentContext` shared by every retrieved document (deduplication keys on it): the query, the
+    answer's canonical text and its other acceptable strings."""
+    return [(example.query_text, expected, example.aliases_of(i))
+            for i, expected in enumerate(example.expected_answers)]
+
+
+def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
+    """The one place judgment contexts are built (from an :func:`answer_keys` entry and a retrieved text)."""
+    query, expected, aliases = answer
+    return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
 
 
 class UnmeasuredJudgmentsError(EvretError):
@@ -51,13 +67,15 @@ class UnmeasuredJudgmentsError(EvretError):
 class Evaluator:
     """Scores a retriever on a dataset.
 
-    :param retriever: an Evret retriever, a function ``(query, k)``, a precomputed run ``{query_id: results}``, or
-        any object an installed plugin can adapt (a LangChain retriever with evret-langchain).
+    :param retriever: an Evret retriever, a function ``(query, k)``, a precomputed run ``{query_id: results}``
+        (results: ``{docid: score}`` as in TREC/pytrec_eval, ranked ids, result objects or dicts), or any object
+        an installed plugin can adapt (a LangChain retriever with evret-langchain).
     :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.metrics.Metric` objects.
     :param judge: a judge object or a registered judge name; needed when the dataset has text labels
         (default: :data:`~evret_core.judges.DEFAULT_JUDGE`, ``contains``).
-    :param matching: ``first_match`` or ``any_match`` (see the module docs).
+    :param matching: ``first_match`` or ``any_match`` (see :mod:`evret_core.assign`).
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
+        A metric cutoff deeper than ``k`` is an error.
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
     :param progress: called as ``progress(stage, done, total)`` while retrieving and judging.
     :param batch_size: queries per ``batch_retrieve`` call.
@@ -65,6 +83,8 @@ class Evaluator:
         ``prepare`` sees every context first, so per-text work such as embedding is still done in one pass).
     :param confidence_level, n_resamples, seed: the percentile bootstrap intervals of the means (and slices).
     :param min_slice_size: slices (queries sharing a tag value) smaller than this are flagged ``small``.
+    :param missing_queries: for a precomputed run that lacks some of the dataset's queries: ``"error"``
+        (default) or ``"zero"`` (score them 0 and list them in ``stats["missing_queries"]``).
     """
 
     def __init__(
@@ -82,8 +102,11 @@ class Evaluator:
         n_resamples: int = 1000,
         seed: int = 0,
         min_slice_size: int = 10,
+        missing_queries: str = "error",
     ) -> None:
+        from evret_core.judges.base import resolve_judge
         from evret_core.registry import create_metric
+        from evret_core.stats import check_confidence_level, check_resamples
 
         if not metrics:
             raise EvretError("no metrics given: name at least one, e.g. recall@10")
@@ -92,72 +115,128 @@ class Evaluator:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise EvretError(f"metric(s) given twice: {', '.join(duplicates)}")
-        if matching not in MATCHING_MODES:
-            raise EvretError(f"unknown matching mode {matching!r}; use one of {', '.join(MATCHING_MODES)}")
-        self.matching = matching
+        self.matching = check_matching(matching)
+        if missing_queries not in MISSING_QUERIES:
+            raise EvretError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, got {missing_queries!r}")
+        self.missing_queries = missing_queries
         self.retriever = resolve_retriever(retriever)
         self.judge = resolve_judge(judge) if isinstance(judge, str) else judge
         depths = [m.depth for m in self.metrics if m.depth is not None]
         if k is not None and int(k) <= 0:
             raise EvretError(f"k must be a positive integer, got {k}")
         self.k = int(k) if k is not None else (max(depths) if depths else DEFAULT_DEPTH)
+        deeper = [m.name for m in self.metrics if m.depth is not None and m.depth > self.k]
+        if deeper:
+            raise EvretError(
+                f"metric {', '.join(deeper)} reads deeper than the retrieval depth k={self.k}: retrieve at least "
+                f"{max(m.depth or 0 for m in self.metrics)} documents (raise k) or lower the cutoff"
+            )
         self.fail_on_unmeasured = fail_on_unmeasured
         self.progress = progress
         self.batch_size = max(1, int(batch_size))
         self.judge_batch_size = max(1, int(judge_batch_size))
-        from evret_core.stats import check_confidence_level, check_resamples
-
         self.confidence_level = check_confidence_level(confidence_level)
         self.n_resamples = check_resamples(n_resamples)
         self.seed = int(seed)
         self.min_slice_size = int(min_slice_size)
+        self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
 
     # -- pipeline ----------------------------------------------------------------------------------------------
     def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
-        """Ranked results for every query of ``dataset``, cut to ``k``."""
+        """Ranked results for every query of ``dataset``, cut to ``k``, as objects (the evaluator itself keeps
+        columns: :meth:`retrieve_rows`)."""
+        return self.retrieve_rows(dataset).to_results()
+
+    def retrieve_rows(self, dataset: EvaluationDataset) -> RetrievedRows:
+        """Every query's retrieved row (columns, or a precomputed run's dict), cut to ``k``."""
         queries = dataset.queries
         if isinstance(self.retriever, PrecomputedRetriever):
-            return [self.retriever.results_for(q.query_id, self.k) for q in queries]
-        out: list[list[RetrievalResult]] = []
+            return RetrievedRows(self._precomputed_rows(queries), self.k)
+        rows: list[Row] = []
+        where = f"retriever {type(self.retriever).__name__}"
         for start in range(0, len(queries), self.batch_size):
             chunk = queries[start : start + self.batch_size]
-            batch = call_batch_retrieve(self.retriever, [q.query_text for q in chunk], self.k)
+            batch = self._batch_columns([q.query_text for q in chunk])
             if len(batch) != len(chunk):
-                raise EvretError(
-                    f"retriever {type(self.retriever).__name__} returned {len(batch)} result lists for "
-                    f"{len(chunk)} queries"
-                )
-            where = f"retriever {type(self.retriever).__name__}"
-            out.extend(
-                coerce_results(results, f"{where}, query {q.query_id!r}")[: self.k]
-                for q, results in zip(chunk, batch, strict=True)
-            )
-            self._report("retrieve", len(out), len(queries))
-        return out
+                raise EvretError(f"{where} returned {len(batch)} result lists for {len(chunk)} queries")
+            rows.extend(coerce_row(raw, f"{where}, query {q.query_id!r}", self.k)
+                        for q, raw in zip(chunk, batch, strict=True))
+            self._report("retrieve", len(rows), len(queries))
+        return RetrievedRows(rows, self.k)
 
-    def plan_judgments(
-        self, dataset: EvaluationDataset, retrieved: Sequence[Sequence[RetrievalResult]]
-    ) -> list[JudgmentContext]:
+    def _batch_columns(self, texts: list[str]) -> list[Any]:
+        columns = getattr(self.retriever, "batch_retrieve_columns", None)
+        if columns is None:  # a duck-typed retriever or an adapted foreign object: its result lists
+            return call_batch_retrieve(self.retriever, texts, self.k)
+        got = columns(texts, self.k)
+        if inspect.isawaitable(got):
+            from evret_core.aio import run_sync
+
+            got = run_sync(_await(got))
+        return list(got)
+
+    def _precomputed_rows(self, queries: Sequence[QueryExample]) -> list[Row]:
+        assert isinstance(self.retriever, PrecomputedRetriever)
+        run = self.retriever.run
+        missing = [q.query_id for q in queries if q.query_id not in run]
+        if missing and self.missing_queries == "error":
+            shown = ", ".join(repr(q) for q in missing[:5])
+            raise EvretError(
+                f"the precomputed run lacks {len(missing)} of the dataset's {len(queries)} queries ({shown}"
+                f"{', ...' if len(missing) > 5 else ''}); fix the run's query ids, or score them 0 with "
+                f"missing_queries='zero' (CLI: --missing-queries zero)"
+            )
+        self._missing = missing
+        return [coerce_row(run[q.query_id], f"precomputed run, query {q.query_id!r}", self.k)
+                if q.query_id in run else EMPTY for q in queries]
+
+    def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
         """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
-        seen: dict[JudgmentContext, None] = {}
-        for example, results in zip(dataset.queries, retrieved, strict=True):
+        rows = retrieved if isinstance(retrieved, RetrievedRows) else RetrievedRows(
+            [RankedColumns.from_results(r) for r in retrieved], self.k)
+        return self._plan(dataset.queries, rows)[0]
+
+    def _plan(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows
+    ) -> tuple[list[JudgmentContext], dict[int, np.ndarray]]:
+        """The distinct contexts, and per text-labelled query the context index of each (document, answer)."""
+        slot_of: dict[tuple[AnswerKey, str], int] = {}
+        contexts: list[JudgmentContext] = []
+        slots: dict[int, np.ndarray] = {}
+        for i, example in enumerate(queries):
             if example.is_id_labelled:
                 continue
-            for rank, result in enumerate(results, start=1):
-                text = result.text
-                if text is None:
-                    raise EvretError(
-                        f"query {example.query_id!r}: retrieved document {result.doc_id!r} (rank {rank}) has no "
-                        f"text (metadata['text']); text-labelled queries need the retrieved texts to judge"
-                    )
-                for j in range(len(example.expected_answers)):
-                    seen.setdefault(example.judgment_context(j, text), None)
-        return list(seen)
+            ranked = rows.row(i)
+            texts = ranked.texts
+            if texts is None or any(t is None for t in texts):
+                rank = 1 if texts is None else next(r for r, t in enumerate(texts, 1) if t is None)
+                raise EvretError(
+                    f"query {example.query_id!r}: retrieved document {ranked.ids[rank - 1]!r} (rank {rank}) has no "
+                    f"text (metadata['text']); text-labelled queries need the retrieved texts to judge"
+                )
+            keys = answer_keys(example)
+            here: list[int] = []
+            for text in map(str, texts):
+                for answer in keys:
+                    key = (answer, text)
+                    slot = slot_of.get(key)
+                    if slot is None:
+                        slot = slot_of[key] = len(contexts)
+                        contexts.append(judgment_context(answer, text))
+                    here.append(slot)
+            slots[i] = np.asarray(here, dtype=np.int64).reshape(len(texts), len(keys))
+        return contexts, slots
 
     def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
+        """The judge's verdict on each context (None: could not be judged)."""
+        return dict(zip(contexts, self._judge(contexts), strict=True))
+
+    def _judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         if not contexts:
-            return {}
+            return []
         if self.judge is None:
+            from evret_core.judges.base import resolve_judge
+
             self.judge = resolve_judge()
         reset_stats = getattr(self.judge, "reset_stats", None)
         if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
@@ -174,54 +253,52 @@ class Evaluator:
                 raise EvretError(f"judge {self.judge!r} returned {len(got)} answers for {len(chunk)} contexts")
             answers.extend(None if a is None else bool(a) for a in got)
             self._report("judge", len(answers), len(contexts))
-        return dict(zip(contexts, answers, strict=True))
+        return answers
 
     def evaluate(self, dataset: EvaluationDataset) -> EvaluationResults:
         """Retrieve, judge and score every query of ``dataset``."""
         if not isinstance(dataset, EvaluationDataset):
             raise EvretError(f"evaluate() needs an EvaluationDataset, got {type(dataset).__name__}")
         started = time.time()
-        retrieved = self.retrieve(dataset)
-        contexts = self.plan_judgments(dataset, retrieved)
-        total_contexts = sum(
-            len(r) * len(q.expected_answers) for q, r in zip(dataset.queries, retrieved, strict=True)
-            if not q.is_id_labelled
-        )
-        verdicts = self.run_judge(contexts)
-        per_query, rankings, qrels, coverage = self._assign(dataset, retrieved, verdicts)
-        batch = RankedBatch.from_rankings(rankings, qrels)
-        scores_matrix = {m.name: self._compute(m, batch, coverage) for m in self.metrics}
-        for i, qr in enumerate(per_query):
-            qr.scores = {name: float(values[i]) for name, values in scores_matrix.items()}
-        means = {name: float(np.mean(values)) if len(values) else 0.0 for name, values in scores_matrix.items()}
-        unmeasured_queries = [qr.query_id for qr in per_query if qr.unmeasured]
-        unmeasured = sum(qr.unmeasured for qr in per_query)
+        self._missing = []
+        queries = dataset.queries
+        rows = self.retrieve_rows(dataset)
+        contexts, slots = self._plan(queries, rows)
+        verdicts = self._judge(contexts)
+        codes = np.fromiter((_VERDICT_CODE[v] for v in verdicts), dtype=np.int8, count=len(verdicts))
+        text = {i: self._assign_text(queries[i], rows.row(i), codes[where]) for i, where in slots.items()}
+        scores = self._scores(queries, rows, text)
+        unmeasured_queries = [queries[i].query_id for i, judged in text.items() if judged.unmeasured]
+        unmeasured = sum(judged.unmeasured for judged in text.values())
         if unmeasured and self.fail_on_unmeasured:
             raise UnmeasuredJudgmentsError(
                 f"{unmeasured} judgment(s) could not be made, touching {len(unmeasured_queries)} queries: "
                 f"{', '.join(unmeasured_queries[:10])}{' ...' if len(unmeasured_queries) > 10 else ''}"
             )
         stats: dict[str, Any] = {
-            "num_queries": len(per_query),
+            "num_queries": len(queries),
             "judgments": {
-                "contexts": total_contexts,
+                "contexts": int(sum(where.size for where in slots.values())),
                 "unique": len(contexts),
-                "unmeasured": sum(1 for v in verdicts.values() if v is None),
+                "unmeasured": int((codes < 0).sum()),
             },
             "unmeasured": {"judgments": unmeasured, "queries": unmeasured_queries,
                            "counted_as": "not matching"},
-            "elapsed_s": round(time.time() - started, 6),
         }
+        if self._missing:
+            stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
+        stats["elapsed_s"] = round(time.time() - started, 6)
         judge_stats = getattr(self.judge, "stats", None)
         if callable(judge_stats):
             stats["judge"] = judge_stats()
             for key in ("cost", "parsing"):  # LLM judges: calls, cache hits and tokens per provider; parse fallbacks
                 if isinstance(stats["judge"], dict) and key in stats["judge"]:
                     stats[key] = stats["judge"][key]
-        results = EvaluationResults(
-            scores=means,
+        results = EvaluationResults.model_construct(
+            schema_version=SCHEMA_VERSION,
+            scores={name: float(values.mean()) if len(values) else 0.0 for name, values in scores.items()},
             metrics=[m.name for m in self.metrics],
-            per_query={qr.query_id: qr for qr in per_query},
+            per_query=QueryTable(queries, rows.row, scores, text),
             config=self.config(),
             stats=stats,
         )
@@ -232,9 +309,10 @@ class Evaluator:
         """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
         token estimate when the judge can make one (``judge.plan``). Nothing is sent to an LLM."""
         if self.judge is None:
+            from evret_core.judges.base import resolve_judge
+
             self.judge = resolve_judge()
-        retrieved = self.retrieve(dataset)
-        contexts = self.plan_judgments(dataset, retrieved)
+        contexts = self._plan(dataset.queries, self.retrieve_rows(dataset))[0]
         plan = getattr(self.judge, "plan", None)
         if callable(plan):
             return dict(plan(contexts))
@@ -252,110 +330,37 @@ class Evaluator:
             "k": self.k,
         }
 
-    # -- assignment --------------------------------------------------------------------------------------------
-    def _assign(
-        self,
-        dataset: EvaluationDataset,
-        retrieved: Sequence[Sequence[RetrievalResult]],
-        verdicts: dict[JudgmentContext, bool | None],
-    ) -> tuple[list[QueryResult], list[list[str]], list[dict[str, float]], list[tuple[list[set[int]], int] | None]]:
-        per_query: list[QueryResult] = []
-        rankings: list[list[str]] = []
-        qrels: list[dict[str, float]] = []
-        coverage: list[tuple[list[set[int]], int] | None] = []
-        for example, results in zip(dataset.queries, retrieved, strict=True):
-            if example.is_id_labelled:
-                qr, ranking, rel = self._assign_ids(example, results)
-                cov = None
-            else:
-                qr, ranking, rel, cov = self._assign_text(example, results, verdicts)
-            per_query.append(qr)
-            rankings.append(ranking)
-            qrels.append(rel)
-            coverage.append(cov)
-        return per_query, rankings, qrels, coverage
+    # -- assignment and metrics ----------------------------------------------------------------------------------
+    def _assign_text(self, example: QueryExample, ranked: RankedColumns, codes: np.ndarray) -> TextJudgments:
+        """One text-labelled query's verdicts (``codes``: documents x answers, 1 match / 0 no / -1 unmeasured)
+        as matched answers per rank, then ids through :func:`evret_core.assign.assign_text`."""
+        n_docs = len(ranked)
+        matched: list[Sequence[int]] = [_NO_ANSWERS] * n_docs
+        missing: list[Sequence[int]] = [_NO_ANSWERS] * n_docs
+        for target, code in ((matched, 1), (missing, -1)):
+            hits = codes == code
+            for r in np.flatnonzero(hits.any(axis=1)).tolist():
+                target[r] = np.flatnonzero(hits[r]).tolist()
+        ids = [str(d) for d in ranked.ids]
+        assignment = assign_text(ids, matched, len(example.expected_answers), self.matching)
+        return TextJudgments(matched, missing, assignment)  # type: ignore[arg-type]
 
-    def _assign_ids(
-        self, example: QueryExample, results: Sequence[RetrievalResult]
-    ) -> tuple[QueryResult, list[str], dict[str, float]]:
-        relevance = example.relevance
-        ranking = [r.doc_id for r in results]
-        judgments = [
-            Judgment(rank=i, doc_id=r.doc_id, score=r.score, text=r.text, assigned=r.doc_id)
-            for i, r in enumerate(results, start=1)
-        ]
-        qr = QueryResult(query_id=example.query_id, query_text=example.query_text, scores={},
-                         retrieved_ids=ranking, relevant_ids=relevance, judgments=judgments,
-                         expected_answers=example.expected_answers, tags=example.tags, labelled_by="ids")
-        return qr, ranking, relevance
-
-    def _assign_text(
-        self,
-        example: QueryExample,
-        results: Sequence[RetrievalResult],
-        verdicts: dict[JudgmentContext, bool | None],
-    ) -> tuple[QueryResult, list[str], dict[str, float], tuple[list[set[int]], int] | None]:
-        answers = example.expected_answers
-        judgments: list[Judgment] = []
-        ranking: list[str] = []
-        unmeasured = 0
-        for rank, result in enumerate(results, start=1):
-            text = result.text or ""
-            matched: list[int] = []
-            missing: list[int] = []
-            for j in range(len(answers)):
-                verdict = verdicts.get(example.judgment_context(j, text))
-                if verdict is None:
-                    missing.append(j)
-                elif verdict:
-                    matched.append(j)
-            unmeasured += len(missing)
-            judgments.append(Judgment(rank=rank, doc_id=result.doc_id, score=result.score, text=result.text,
-                                      matched=matched, unmeasured=missing))
-        if self.matching == "first_match":
-            relevance = {answer_id(j): 1.0 for j in range(len(answers))}
-            taken: set[int] = set()
-            for judgment in judgments:
-                if judgment.matched:
-                    # the first answer it matches that no higher-ranked document took; if all are taken, a repeat
-                    j = next((m for m in judgment.matched if m not in taken), judgment.matched[0])
-                    taken.add(j)
-                    judgment.assigned = answer_id(j)
-                else:
-                    judgment.assigned = judgment.doc_id
-                ranking.append(judgment.assigned)
-            cov = None
-        else:
-            matching_docs = [jd for jd in judgments if jd.matched]
-            relevance = {}
-            for jd in judgments:
-                jd.assigned = jd.doc_id
-                ranking.append(jd.doc_id)
-                if jd.matched:
-                    relevance[jd.doc_id] = 1.0
-            for j in range(max(len(answers), len(matching_docs)) - len(relevance)):
-                relevance[f"unretrieved:{j}"] = 1.0
-            cov = ([set(jd.matched) for jd in judgments], len(answers))
-        qr = QueryResult(query_id=example.query_id, query_text=example.query_text, scores={},
-                         retrieved_ids=[r.doc_id for r in results], relevant_ids=relevance, judgments=judgments,
-                         expected_answers=list(answers), tags=example.tags, labelled_by="text",
-                         unmeasured=unmeasured)
-        return qr, ranking, relevance, cov
-
-    def _compute(self, metric: Metric, batch: RankedBatch, coverage: list[tuple[list[set[int]], int] | None]) -> np.ndarray:
-        values = np.asarray(metric.compute(batch), dtype=np.float64)
-        if self.matching == "any_match" and metric.family == "recall":
-            # recall counts expected answers found, not matching documents
-            values = values.copy()
-            for q, cov in enumerate(coverage):
-                if cov is None:
-                    continue
-                per_rank, n_answers = cov
-                top = per_rank if metric.k is None else per_rank[: metric.k]
-                found: set[int] = set().union(*top) if top else set()
-                values[q] = len(found) / n_answers if n_answers else 0.0
-        return values
+    def _scores(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows, text: dict[int, TextJudgments]
+    ) -> dict[str, np.ndarray]:
+        """Each metric's per-query values, computed chunk by chunk so the arrays stay bounded."""
+        parts: list[list[np.ndarray]] = [[] for _ in self.metrics]
+        any_match = self.matching == "any_match"
+        for start in range(0, len(queries), _CHUNK):
+            batch = rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
+            for part, metric in zip(parts, self.metrics, strict=True):
+                part.append(np.asarray(metric.compute(batch), dtype=np.float64))
+        return {m.name: np.concatenate(p) if p else np.zeros(0) for m, p in zip(self.metrics, parts, strict=True)}
 
     def _report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(stage, done, total)
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable

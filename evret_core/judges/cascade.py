@@ -130,7 +130,7 @@ class CascadeJudge(Judge):
         if callable(prepare):
             prepare(contexts)
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:  # type: ignore[override]
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         from evret_core.calibration.scores import judge_scores, judge_threshold
 
         verdicts: list[bool | None] = [None] * len(contexts)

@@ -56,7 +56,7 @@ class RepeatedJudge(Judge):
             if callable(prepare):
                 prepare(contexts)
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:  # type: ignore[override]
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         answers = [list(sample.batch_judge(contexts)) for sample in self.samples]
         out: list[bool | None] = []
         for i, context in enumerate(contexts):

@@ -33,6 +33,10 @@ class RankedBatch:
     - ``num_ret[q]``: how many documents query ``q`` retrieved (the whole ranking, even past ``depth``).
     - ``relevance_level``: a document is relevant when its grade is >= this level; None means grade > 0
       (trec_eval's default for integer grades, i.e. ``-l 1``).
+    - ``answers_found[q, r]`` and ``num_answers[q]`` (optional, the *answer coverage*): for queries whose recall
+      counts expected answers rather than relevant documents (``any_match`` text labels), how many answers are
+      found for the first time at rank ``r``, and how many the query expects; ``num_answers`` is 0 on the other
+      rows. Recall-like metrics read it through :meth:`recall_counts`, so a plugin's variant gets the same counts.
 
     Derived arrays (``relevant``, ``judged_nonrel``, ``gains``, ``ideal``, ``num_rel``, ``num_nonrel``) are
     computed once, on first use.
@@ -44,6 +48,9 @@ class RankedBatch:
         qrel_grades: np.ndarray,
         num_ret: np.ndarray,
         relevance_level: float | None = None,
+        *,
+        answers_found: np.ndarray | None = None,
+        num_answers: np.ndarray | None = None,
     ) -> None:
         grades = np.asarray(grades, dtype=np.float64)
         qrel_grades = np.asarray(qrel_grades, dtype=np.float64)
@@ -58,6 +65,38 @@ class RankedBatch:
         self.qrel_grades = qrel_grades
         self.num_ret = np.asarray(num_ret, dtype=np.int64)
         self.relevance_level = None if relevance_level is None else float(relevance_level)
+        self.answers_found: np.ndarray | None = None
+        self.num_answers: np.ndarray | None = None
+        if answers_found is not None or num_answers is not None:
+            self.set_answer_coverage(answers_found, num_answers)
+
+    def set_answer_coverage(self, answers_found: np.ndarray | None, num_answers: np.ndarray | None) -> RankedBatch:
+        """Attach the answer coverage (see the class docs); returns the batch."""
+        if answers_found is None or num_answers is None:
+            raise EvretError("RankedBatch: answers_found and num_answers go together")
+        found = np.asarray(answers_found, dtype=np.float64)
+        total = np.asarray(num_answers, dtype=np.float64)
+        if found.ndim != 2 or found.shape[0] != self.n_queries or total.shape != (self.n_queries,):
+            raise EvretError(f"RankedBatch: answer coverage of shape {found.shape} / {total.shape} does not fit "
+                             f"{self.n_queries} queries")
+        self.answers_found, self.num_answers = found, total
+        return self
+
+    def recall_counts(self, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Per query: relevant items found in the top ``k`` (all ranks when None) and relevant items in all.
+
+        Relevant documents and judged relevant documents, except on rows with answer coverage, where they are the
+        expected answers found and expected. Recall is their ratio.
+        """
+        found = np.asarray(cut(self.relevant, k).sum(axis=1), dtype=np.float64)
+        total = np.asarray(self.num_rel, dtype=np.float64)
+        if self.answers_found is not None and self.num_answers is not None:
+            by_answers = self.num_answers > 0
+            if by_answers.any():
+                covered = cut(self.answers_found, k).sum(axis=1)
+                found = np.where(by_answers, covered, found)
+                total = np.where(by_answers, self.num_answers, total)
+        return found, total
 
     @property
     def n_queries(self) -> int:
@@ -110,7 +149,10 @@ class RankedBatch:
         return np.asarray(self.relevant.sum(axis=1))
 
     def __getitem__(self, rows: slice | np.ndarray) -> RankedBatch:
-        return RankedBatch(self.grades[rows], self.qrel_grades[rows], self.num_ret[rows], self.relevance_level)
+        part = RankedBatch(self.grades[rows], self.qrel_grades[rows], self.num_ret[rows], self.relevance_level)
+        if self.answers_found is not None and self.num_answers is not None:
+            part.set_answer_coverage(self.answers_found[rows], self.num_answers[rows])
+        return part
 
     # -- construction ------------------------------------------------------------------------------------------
     @classmethod

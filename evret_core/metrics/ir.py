@@ -35,14 +35,18 @@ class Precision(Metric):
 
 
 class Recall(Metric):
-    """recall@k (trec_eval recall_k): relevant documents in the top k over all relevant documents (set_recall without k)."""
+    """recall@k (trec_eval recall_k): relevant documents in the top k over all relevant documents (set_recall without k).
+
+    On queries with answer coverage (``any_match``), expected answers found over expected answers
+    (:meth:`RankedBatch.recall_counts`).
+    """
 
     family = "recall"
     trec_name = "set_recall"
     trec_name_k = "recall_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
-        return safe_divide(cut(batch.relevant, self.k).sum(axis=1), batch.num_rel)
+        return safe_divide(*batch.recall_counts(self.k))
 
 
 class F1(Metric):

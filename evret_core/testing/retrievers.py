@@ -56,6 +56,20 @@ class RetrieverConformance:
         reversed_batch = retriever.batch_retrieve(queries[::-1], self.k)
         assert [[r.doc_id for r in rs] for rs in reversed_batch] == [[r.doc_id for r in rs] for rs in batch][::-1]
 
+    def test_columns_agree_with_results(self, retriever: Any, queries: list[str]) -> None:
+        """``batch_retrieve_columns`` (what the evaluator reads) gives the same ids, scores and texts."""
+        columns = getattr(retriever, "batch_retrieve_columns", None)
+        if columns is None:
+            pytest.skip("no batch_retrieve_columns: the evaluator converts batch_retrieve's results")
+        got = list(columns(queries, self.k))
+        batch = retriever.batch_retrieve(queries, self.k)
+        assert len(got) == len(queries)
+        for ranked, results in zip(got, batch, strict=True):
+            assert [str(d) for d in ranked.ids] == [r.doc_id for r in results]
+            assert [float(s) for s in ranked.scores] == pytest.approx([r.score for r in results], rel=1e-5, abs=1e-6)
+            if self.requires_text:
+                assert ranked.texts is not None and list(ranked.texts) == [r.text for r in results]
+
     def test_batch_retrieve_of_nothing_is_empty(self, retriever: Any) -> None:
         assert list(retriever.batch_retrieve([], self.k)) == []
 

@@ -12,7 +12,7 @@ import numpy as np
 from evret_core.corpus import read_corpus
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.retrievers import RankedColumns, Retriever
 
 METHODS = ("robertson", "atire", "bm25l", "bm25+", "lucene")
 
@@ -71,6 +71,8 @@ class BM25Retriever(Retriever):
         except ValueError as exc:
             raise EvretError(f"bm25: option stopwords={stopwords!r}: {exc}") from None
         self.doc_ids: list[str] = []
+        self._id_array: np.ndarray | None = None  # object arrays of the same strings, built on first column call
+        self._text_array: np.ndarray | None = None
         self._texts: list[str] = []
         self._titles: list[str] = []
         for doc_id, record in corpus.items():
@@ -108,18 +110,38 @@ class BM25Retriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """All queries in one bm25s call; only the result objects are built per query."""
-        if not queries:
-            return []
+    def _search(self, queries: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Document indexes and scores, (queries x depth), from one bm25s call."""
         if k <= 0:
             raise EvretError(f"bm25: k must be a positive integer, got {k}")
         depth = min(int(k), len(self.doc_ids))
         query_ids = self._tokenizer.tokenize(list(queries), update_vocab=False, return_as="ids",
                                              show_progress=False)
         docs, scores = self._model.retrieve(query_ids, k=depth, show_progress=False, return_as="tuple")
-        docs = np.asarray(docs)
-        scores = np.asarray(scores, dtype=np.float64)
+        return np.asarray(docs), np.asarray(scores, dtype=np.float64)
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """All queries in one bm25s call, as columns: ids and texts are the corpus's own strings picked by index
+        (no object per result). Documents sharing no term with the query (score 0) are left out."""
+        if not queries:
+            return []
+        docs, scores = self._search(queries, k)
+        if self._id_array is None:
+            self._id_array = np.asarray(self.doc_ids, dtype=object)
+            self._text_array = np.asarray(self._texts, dtype=object)
+        ids, texts = self._id_array, self._text_array
+        assert texts is not None
+        keep = scores > 0.0
+        lengths = keep.sum(axis=1).tolist()
+        # bm25s ranks by score, so the kept documents are a prefix of each row
+        return [RankedColumns(ids[row[:n]], score[:n], texts[row[:n]])
+                for row, score, n in zip(docs, scores, lengths, strict=True)]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """All queries in one bm25s call, as result objects carrying ``text`` and ``title`` metadata."""
+        if not queries:
+            return []
+        docs, scores = self._search(queries, k)
         ids, texts, titles = self.doc_ids, self._texts, self._titles
         out: list[list[RetrievalResult]] = []
         # Building ~k x queries small objects triggers the cyclic GC over and over (they hold no cycles):

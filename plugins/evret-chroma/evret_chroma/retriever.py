@@ -6,13 +6,15 @@ embeddings): Chroma's default embedding function downloads a model, and is never
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.retrievers import RankedColumns, Retriever
 from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder
 
 
@@ -90,21 +92,25 @@ class ChromaRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        out: list[list[RetrievalResult]] = []
+    def _answers(self, queries: Sequence[str], k: int) -> Iterator[tuple[list[Any], list[Any], list[Any], list[Any]]]:
+        """(ids, documents, metadatas, distances) per query, from one Chroma query per batch."""
         for chunk in batched(queries, self.batch_size):
             answer = self.collection.query(
                 query_embeddings=self._vectors(chunk), n_results=k, where=self.where,
                 where_document=self.where_document, include=["documents", "metadatas", "distances"],
             )
             for i in range(len(chunk)):
-                ids = answer["ids"][i]
-                documents = answer["documents"][i]
-                metadatas = answer["metadatas"][i]
-                distances = answer["distances"][i]
-                out.append([distance_result(doc_id, text, distance, meta or {})
-                            for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True)])
-        return out
+                yield answer["ids"][i], answer["documents"][i], answer["metadatas"][i], answer["distances"][i]
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result."""
+        return [RankedColumns([str(d) for d in ids], -np.asarray(distances, dtype=np.float64), list(documents))
+                for ids, documents, _, distances in self._answers(queries, k)]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        return [[distance_result(doc_id, text, distance, meta or {})
+                 for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True)]
+                for ids, documents, metadatas, distances in self._answers(queries, k)]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "collection": self.collection.name, "embedding": str(self.embedding_label),

@@ -10,7 +10,7 @@ from typing import Any
 
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.retrievers import RankedColumns, Retriever
 from evret_core.vectorstores import corpus_batches, distance_result, resolve_embedder
 
 # operator -> the operator class an index needs to serve it
@@ -144,24 +144,36 @@ class PgVectorRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+    def _rows(self, queries: Sequence[str], k: int) -> list[list[tuple[Any, ...]]]:
+        """The SQL rows (doc_id, text, distance, *metadata) of each query, one query at a time."""
         import numpy as np
         import psycopg
 
         if not queries:
             return []
         vectors = self.embed(list(queries))
-        out: list[list[RetrievalResult]] = []
+        out: list[list[tuple[Any, ...]]] = []
         with self.conn.cursor() as cur:
             for vector in vectors:
                 try:
-                    rows = cur.execute(self._sql, {"q": np.asarray(vector, dtype=np.float32), "k": k}).fetchall()
+                    out.append(cur.execute(self._sql, {"q": np.asarray(vector, dtype=np.float32), "k": k}).fetchall())
                 except psycopg.Error as exc:
                     raise EvretError(f"pgvector retriever: query on table {self.table!r} failed: "
                                      f"{str(exc).strip()}") from None
-                out.append([distance_result(doc_id, text, dist, dict(zip(self.metadata_columns, extra, strict=True)))
-                            for doc_id, text, dist, *extra in rows])
         return out
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result."""
+        import numpy as np
+
+        return [RankedColumns([str(row[0]) for row in rows], -np.asarray([float(row[2]) for row in rows]),
+                              [row[1] for row in rows])
+                for rows in self._rows(queries, k)]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        return [[distance_result(doc_id, text, dist, dict(zip(self.metadata_columns, extra, strict=True)))
+                 for doc_id, text, dist, *extra in rows]
+                for rows in self._rows(queries, k)]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table, **self.columns, "distance": self.operator,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.retrievers import RankedColumns, Retriever
 from evret_core.vectorstores import batched, corpus_batches, resolve_embedder
 
 # point ids in Qdrant are integers or UUIDs: corpus ids are mapped to UUIDs and kept in the payload
@@ -86,10 +88,10 @@ class QdrantRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+    def _responses(self, queries: Sequence[str], k: int) -> Iterator[tuple[str, list[Any]]]:
+        """(query, scored points) per query, from one batch request per chunk of queries."""
         from qdrant_client import models
 
-        out: list[list[RetrievalResult]] = []
         for chunk in batched(queries, self.batch_size):
             vectors = self.embed(chunk)
             requests = [
@@ -99,15 +101,35 @@ class QdrantRetriever(Retriever):
             ]
             responses = self.client.query_batch_points(self.collection, requests=requests)
             for query, response in zip(chunk, responses, strict=True):
-                out.append([self._result(point, query, rank) for rank, point in enumerate(response.points, 1)])
+                yield query, list(response.points)
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """Columns per query (ids, scores, texts from the payload), no object per result."""
+        out: list[RankedColumns] = []
+        for query, points in self._responses(queries, k):
+            ids, texts = [], []
+            for rank, point in enumerate(points, 1):
+                payload = point.payload or {}
+                if self.text_field not in payload:
+                    raise self._no_text(point, query, rank)
+                texts.append(payload[self.text_field])
+                ids.append(str(payload[self.id_field] if self.id_field and self.id_field in payload else point.id))
+            out.append(RankedColumns(ids, np.asarray([float(p.score) for p in points]), texts))
         return out
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        return [[self._result(point, query, rank) for rank, point in enumerate(points, 1)]
+                for query, points in self._responses(queries, k)]
+
+    def _no_text(self, point: Any, query: str, rank: int) -> EvretError:
+        return EvretError(f"qdrant retriever: point {point.id} (rank {rank} for query {query[:60]!r}) has no "
+                          f"payload field {self.text_field!r} (option 'text_field'); its payload fields are "
+                          f"{sorted(point.payload or {}) or 'none'}")
 
     def _result(self, point: Any, query: str, rank: int) -> RetrievalResult:
         payload = dict(point.payload or {})
         if self.text_field not in payload:
-            raise EvretError(f"qdrant retriever: point {point.id} (rank {rank} for query {query[:60]!r}) has no "
-                             f"payload field {self.text_field!r} (option 'text_field'); its payload fields are "
-                             f"{sorted(payload) or 'none'}")
+            raise self._no_text(point, query, rank)
         text = payload.pop(self.text_field)
         doc_id = payload.pop(self.id_field) if self.id_field and self.id_field in payload else point.id
         return RetrievalResult(doc_id=str(doc_id), score=float(point.score),

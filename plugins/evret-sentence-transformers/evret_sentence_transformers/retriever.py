@@ -15,7 +15,7 @@ import numpy as np
 from evret_core import corpus as core_corpus
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.retrievers import RankedColumns, Retriever
 from evret_sentence_transformers.models import DEFAULT_MODEL, Encoder, cache_dir
 
 # Score matrices are computed this many cells at a time (float32: 128 MiB), whatever the corpus size.
@@ -98,6 +98,8 @@ class DenseRetriever(Retriever):
             save_embeddings = save_embeddings.strip().lower() in ("1", "true", "yes", "on")
         self.save_embeddings = bool(save_embeddings)
         self._matrix: np.ndarray | None = None
+        self._id_array: np.ndarray | None = None  # object arrays of the same strings, for column results
+        self._text_array: np.ndarray | None = None
         self.embeddings_source: str | None = None  # "loaded" or "computed", once indexed
         self.saved_to: Path | None = None
 
@@ -195,19 +197,36 @@ class DenseRetriever(Retriever):
             all_scores[start : start + rows] = np.take_along_axis(top_scores, order, axis=1)
         return all_idx, all_scores
 
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+    def _search(self, queries: Sequence[str], k: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """Each query's row in (indexes, scores): distinct queries are encoded once."""
         if int(k) <= 0:
             raise EvretError(f"dense retriever: k must be a positive integer, got {k}")
+        distinct = list(dict.fromkeys(queries))
+        idx, scores = self.top_k(self.encoder.encode(distinct), k)
+        position = {q: i for i, q in enumerate(distinct)}
+        return [position[q] for q in queries], idx, scores
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """Ranked columns per query: the corpus's ids and texts picked by index, no object per result."""
         queries = [str(q) for q in queries]
         if not queries:
             return []
-        distinct = list(dict.fromkeys(queries))
-        vectors = self.encoder.encode(distinct)
-        idx, scores = self.top_k(vectors, k)
-        position = {q: i for i, q in enumerate(distinct)}
+        rows, idx, scores = self._search(queries, k)
+        if self._id_array is None:
+            self._id_array = np.asarray(self.ids, dtype=object)
+            self._text_array = np.asarray(self.texts, dtype=object)
+        ids, texts = self._id_array, self._text_array
+        assert texts is not None
+        wide = scores.astype(np.float64)
+        return [RankedColumns(ids[idx[r]], wide[r], texts[idx[r]]) for r in rows]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        queries = [str(q) for q in queries]
+        if not queries:
+            return []
+        rows, idx, scores = self._search(queries, k)
         out = []
-        for query in queries:
-            row = position[query]
+        for row in rows:
             results = []
             for doc, score in zip(idx[row].tolist(), scores[row].tolist(), strict=True):
                 metadata: dict[str, Any] = {"text": self.texts[doc]}

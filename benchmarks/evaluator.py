@@ -1,0 +1,192 @@
+"""Benchmark: the retrieval Evaluator against the bare metrics engine on the same data, in one process (issue 19).
+
+- id-labelled: N queries x 100 retrieved documents as a precomputed run of dicts ``{qid: {docid: score}}``
+  (1-10 relevant documents per query, grades 1-3, scores rounded so that ties occur); ``evaluate_run`` on the
+  same dicts against ``Evaluator(run, metrics).evaluate(dataset)`` with bootstrap intervals on (1,000
+  resamples), and with 1 resample to show what the intervals cost. Peak memory added is tracemalloc's peak over
+  one more call (Python and numpy allocations, results kept alive), measured apart from the timed calls.
+- text-labelled: M queries x 100 retrieved texts given as columns (``RankedColumns``, what bm25, dense and the
+  vector stores return), one expected answer each, the exact judge; the Evaluator's own time per retrieved result
+  is the evaluation's time less the time spent inside the judge's ``batch_judge``.
+- a TREC run file (``--trec N``): write N queries x 100 lines, read it with ``read_run``, evaluate it.
+
+Run: ``python benchmarks/evaluator.py [--queries 10000 100000] [--text-queries 2000] [--trec 0] [--repeat 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import re
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evret_core import EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
+from evret_core.metrics.engine import accelerator, evaluate_run
+from evret_core.metrics.trec import read_run
+from evret_core.retrievers import RankedColumns
+
+DEPTH = 100
+METRICS = ["ndcg@10", "recall@100", "mrr@10"]
+
+
+def _kib(field: str) -> int:
+    match = re.search(rf"{field}:\s+(\d+)", Path("/proc/self/status").read_text())
+    return int(match.group(1)) if match else 0
+
+
+def traced_peak(fn: Callable[[], Any]) -> float:
+    """Bytes allocated at the peak of one call of ``fn`` (its result alive) over what was allocated before."""
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    out = fn()
+    peak = tracemalloc.get_traced_memory()[1] - before
+    tracemalloc.stop()
+    del out
+    return float(peak)
+
+
+def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Best wall time of ``repeat`` calls, the peak memory (bytes) the first call added, its result."""
+    best, peak, result = float("inf"), 0.0, None
+    for i in range(repeat):
+        gc.collect()
+        before = _kib("VmRSS")
+        try:
+            Path("/proc/self/clear_refs").write_text("5")
+        except OSError:
+            pass
+        start = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - start)
+        if i == 0:
+            peak = max(_kib("VmHWM") - before, 0) * 1024.0
+            result = out
+        del out
+    return best, peak, result
+
+
+def synthetic(n: int, seed: int = 0) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    rng = np.random.default_rng(seed)
+    run: dict[str, dict[str, float]] = {}
+    qrels: dict[str, dict[str, float]] = {}
+    scores = np.round(rng.random((n, DEPTH)) * 20, 1).tolist()
+    for q in range(n):
+        qid = f"q{q}"
+        docs = [f"d{q}_{j}" for j in range(DEPTH)]
+        run[qid] = dict(zip(docs, scores[q], strict=True))
+        n_rel = int(rng.integers(1, 11))
+        picks = rng.choice(DEPTH + 20, size=n_rel, replace=False)
+        qrels[qid] = {f"d{q}_{int(p)}": float(rng.integers(1, 4)) for p in picks}
+    return run, qrels
+
+
+def id_case(n: int, repeat: int) -> str:
+    run, qrels = synthetic(n)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
+                                         for q, rel in qrels.items()])
+    t_engine, _, expected = measure(lambda: evaluate_run(qrels, run, METRICS), repeat)
+    t_eval, _, results = measure(lambda: Evaluator(run, METRICS).evaluate(dataset), repeat)
+    t_one, _, _ = measure(lambda: Evaluator(run, METRICS, n_resamples=1).evaluate(dataset), repeat)
+    for name in METRICS:
+        assert abs(results.scores[name] - expected[name]) < 1e-12, name
+    assert results.intervals[METRICS[0]][0] < results.scores[METRICS[0]] < results.intervals[METRICS[0]][1]
+    del results
+    peak = traced_peak(lambda: Evaluator(run, METRICS).evaluate(dataset))
+    return (f"| {n:,} | {t_engine:.3f} | {t_eval:.3f} | {t_eval / t_engine:.1f}x | {t_one:.3f} "
+            f"({t_one / t_engine:.1f}x) | {peak / 2**20:,.1f} MiB | {peak / (n * DEPTH):.1f} bytes |")
+
+
+def id_section(sizes: Sequence[int], repeat: int) -> list[str]:
+    lines = ["| queries x 100 | `evaluate_run` (s) | `Evaluator.evaluate`, intervals on (s) | ratio | "
+             "with 1 resample (s) | peak memory added by the Evaluator | per retrieved result |",
+             "|---|---|---|---|---|---|---|"]
+    return lines + [id_case(n, repeat) for n in sizes]
+
+
+class TimedExact(ExactJudge):
+    """The exact judge, timing its own batch_judge so the evaluator's share can be told apart."""
+
+    judge_seconds = 0.0
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool]:
+        start = time.perf_counter()
+        out = super().batch_judge(contexts)
+        TimedExact.judge_seconds += time.perf_counter() - start
+        return out
+
+
+def text_section(n: int, repeat: int) -> list[str]:
+    rng = np.random.default_rng(1)
+    words = [f"w{i}" for i in range(5000)]
+    texts = {q: [" ".join(rng.choice(words, 8)) for _ in range(DEPTH)] for q in range(n)}
+    # the rows as a retriever gives them to the evaluator (bm25, dense and the vector stores return columns)
+    run = {f"t{q}": RankedColumns([f"d{q}_{j}" for j in range(DEPTH)], np.arange(DEPTH, 0, -1.0), docs)
+           for q, docs in texts.items()}
+    dataset = EvaluationDataset(queries=[
+        QueryExample(query_id=f"t{q}", query_text=f"question {q}", expected_answers=[docs[int(rng.integers(DEPTH))]])
+        for q, docs in texts.items()])
+
+    def go() -> Any:
+        TimedExact.judge_seconds = 0.0
+        return Evaluator(run, METRICS, judge=TimedExact()).evaluate(dataset)
+
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        res = go()
+        best = min(best, time.perf_counter() - start - TimedExact.judge_seconds)
+    assert res.scores["recall@100"] == 1.0
+    per = best / (n * DEPTH) * 1e6
+    return ["| text-labelled queries x 100 | Evaluator's own time (s, judge excluded) | per retrieved result |",
+            "|---|---|---|", f"| {n:,} | {best:.3f} | {per:.2f} µs |"]
+
+
+def trec_section(n: int) -> list[str]:
+    run, qrels = synthetic(n, seed=2)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "run.trec"
+        with path.open("w") as handle:
+            for qid, docs in run.items():
+                handle.writelines(f"{qid} Q0 {d} {r} {s} bench\n" for r, (d, s) in enumerate(docs.items(), 1))
+        del run
+        gc.collect()
+        dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
+                                             for q, rel in qrels.items()])
+        t_read, _, loaded = measure(lambda: read_run(path), 1)
+        read_peak = _kib("VmRSS") * 1024.0
+        t_eval, _, results = measure(lambda: Evaluator(loaded, METRICS).evaluate(dataset), 1)
+        del results
+        peak = traced_peak(lambda: Evaluator(loaded, METRICS).evaluate(dataset))
+    return ["| TREC run file | read_run (s) | process memory after reading | Evaluator.evaluate (s) | "
+            "its peak memory added |",
+            "|---|---|---|---|---|",
+            f"| {n:,} x 100 | {t_read:.1f} | {read_peak / 2**30:.1f} GiB | {t_eval:.1f} | {peak / 2**30:.2f} GiB "
+            f"({peak / (n * DEPTH):.0f} bytes per result) |"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--text-queries", type=int, default=2000)
+    parser.add_argument("--trec", type=int, default=0, help="queries of the TREC run file case (0: skip)")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    print(f"compiled reader: {'yes' if accelerator() is not None else 'no'}; metrics {', '.join(METRICS)}")
+    print("\n".join(id_section(args.queries, args.repeat)))
+    print()
+    print("\n".join(text_section(args.text_queries, args.repeat)))
+    if args.trec:
+        print()
+        print("\n".join(trec_section(args.trec)))
+
+
+if __name__ == "__main__":
+    main()

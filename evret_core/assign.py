@@ -1,0 +1,140 @@
+"""Judgments -> id sets: how a text-labelled query's judgments become a ranking of ids and its relevant ids.
+
+Matching modes:
+
+- ``first_match`` (default): each expected answer is one relevant item (``answer:0``, ``answer:1``, ...). The
+  retrieved documents are matched to the answers they match by a *rank-priority maximum matching*: documents are
+  taken in rank order and each one gets an answer through an augmenting path (it may take an answer from a
+  higher-ranked document that can move to another answer it matches). The result finds every answer that any
+  one-document-per-answer assignment could find, and among those assignments it prefers higher ranks: the set of
+  ranks holding an answer is the best possible, compared rank by rank from the top. A document that matches
+  answers but gets none (they are all held) is a repeat: it scores as the first answer it matches, which
+  trec_eval counts once, so it is not relevant again. A document matching nothing keeps its own id.
+- ``any_match``: every retrieved document that matches any expected answer is relevant, and recall counts the
+  expected answers matched by at least one document in the top k (the answer coverage carried in
+  :class:`~evret_core.metrics.base.RankedBatch`). For the rank-based measures the number of relevant items is the
+  larger of the number of expected answers and the number of matching documents retrieved, so no score exceeds 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from evret_core.errors import EvretError
+
+MATCHING_MODES = ("first_match", "any_match")
+
+__all__ = ["MATCHING_MODES", "Assignment", "answer_coverage", "answer_id", "assign_text", "rank_priority_matching"]
+
+
+def answer_id(index: int) -> str:
+    """The id an expected answer scores as in ``first_match`` mode."""
+    return f"answer:{index}"
+
+
+def check_matching(matching: str) -> str:
+    """``matching`` when it names a mode, else an EvretError listing the modes."""
+    if matching not in MATCHING_MODES:
+        raise EvretError(f"unknown matching mode {matching!r}; use one of {', '.join(MATCHING_MODES)}")
+    return matching
+
+
+def rank_priority_matching(matched: Sequence[Sequence[int]]) -> list[int]:
+    """The answer each document holds (-1: none) in the rank-priority maximum matching.
+
+    ``matched[r]`` lists the answers the document at rank ``r`` matches (answers tried in that order). Documents
+    are added in rank order; each is matched through an augmenting path when one exists (Kuhn's algorithm), and
+    a matched document stays matched, so the matched ranks are the lexicographically best set of a maximum
+    matching (the greedy basis of the transversal matroid). A free answer is taken directly when there is one,
+    so a document only moves a higher-ranked one when it has to.
+    """
+    holder: dict[int, int] = {}  # answer -> document holding it
+    held = [-1] * len(matched)
+    n_answers = len(set().union(*matched)) if matched else 0
+
+    def augment(start: int) -> None:
+        # iterative depth-first search for an augmenting path (no recursion limit on queries with many answers)
+        visited: set[int] = set()
+        stack = [(start, iter(matched[start]))]
+        path: list[int] = []  # path[i]: the answer stack[i]'s document would take
+        while stack:
+            for answer in stack[-1][1]:
+                if answer in visited:
+                    continue
+                visited.add(answer)
+                path.append(answer)
+                owner = holder.get(answer)
+                if owner is None:
+                    for (doc, _), taken in zip(stack, path, strict=True):
+                        holder[taken] = doc
+                        held[doc] = taken
+                    return
+                stack.append((owner, iter(matched[owner])))
+                break
+            else:
+                stack.pop()
+                if path:
+                    path.pop()
+
+    for doc, answers in enumerate(matched):
+        if not answers:
+            continue
+        free = next((a for a in answers if a not in holder), None)
+        if free is not None:
+            holder[free] = doc
+            held[doc] = free
+        elif len(holder) < n_answers:  # an augmenting path ends at a free answer: none left, none to find
+            augment(doc)
+    return held
+
+
+def answer_coverage(matched: Sequence[Sequence[int]]) -> list[int]:
+    """How many expected answers are found for the first time at each rank (an answer counts once, at its best
+    rank): the top-k sum over the number of answers is ``any_match`` recall@k."""
+    seen: set[int] = set()
+    out: list[int] = []
+    for answers in matched:
+        before = len(seen)
+        seen.update(answers)
+        out.append(len(seen) - before)
+    return out
+
+
+@dataclass
+class Assignment:
+    """A text-labelled query's ranking as scored: ``assigned[r]`` is the id the document at rank ``r`` counts as,
+    ``relevance`` the relevant ids (grade 1), ``coverage`` the answers first found per rank (``any_match`` only)."""
+
+    assigned: list[str]
+    relevance: dict[str, float]
+    coverage: list[int] | None = None
+
+
+def assign_text(doc_ids: Sequence[str], matched: Sequence[Sequence[int]], n_answers: int, matching: str) -> Assignment:
+    """The ids and relevance of one text-labelled query from its judgments (see the module docs)."""
+    if matching == "first_match":
+        held = rank_priority_matching(matched) if any(matched) else [-1] * len(doc_ids)
+        assigned = [
+            answer_id(h) if h >= 0 else (answer_id(m[0]) if m else doc)
+            for doc, h, m in zip(doc_ids, held, matched, strict=True)
+        ]
+        return Assignment(assigned, {answer_id(j): 1.0 for j in range(n_answers)})
+    check_matching(matching)
+    relevance = {doc: 1.0 for doc, m in zip(doc_ids, matched, strict=True) if m}
+    n_matching = len(relevance)
+    for j in range(max(n_answers, n_matching) - n_matching):
+        relevance[f"unretrieved:{j}"] = 1.0
+    return Assignment(list(doc_ids), relevance, answer_coverage(matched))
+
+
+def coverage_matrix(coverage: Sequence[Sequence[int] | None], width: int) -> np.ndarray:
+    """Per-rank answer coverage of a batch of queries, zero-padded to ``width`` (rows of None are all zero)."""
+    out = np.zeros((len(coverage), width), dtype=np.float64)
+    for q, row in enumerate(coverage):
+        if row:
+            cut = row[:width]
+            out[q, : len(cut)] = cut
+    return out

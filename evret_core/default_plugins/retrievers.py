@@ -1,0 +1,45 @@
+"""Built-in retriever: ``run``, a precomputed run read from a file: a retrieved-results JSONL dump, a TREC run file
+(with a corpus for the texts) or a JSON file ``{qid: {docid: score}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evret_core.hookspecs import Register, hookimpl
+
+
+def precomputed_run(path: str | None = None, corpus: str | None = None, **options: Any) -> Any:
+    """A run computed elsewhere (``evret evaluate --run FILE [--corpus CORPUS]``):
+
+    - ``.jsonl``: retrieved results, one object per document or per query (see :mod:`evret_core.runfiles`);
+    - a TREC run file (``qid Q0 docid rank score tag``); ``corpus`` gives each document its text;
+    - ``.json``: ``{qid: {docid: score}}`` or ``{qid: [docid, ...]}``.
+
+    Every query of the dataset must be in it (or pass ``--missing-queries zero``)."""
+    from pathlib import Path
+
+    from evret_core.corpus import loads_json, read_text
+    from evret_core.errors import EvretError
+    from evret_core.retrievers import PrecomputedRetriever
+    from evret_core.runfiles import read_retrieved
+
+    options.pop("dataset", None)
+    if options:
+        raise EvretError(f"retriever run: unknown option(s) {', '.join(sorted(options))}; it takes path=FILE "
+                         f"and corpus=FILE")
+    if not path:
+        raise EvretError("retriever run: option 'path' is missing (--run FILE, or --retriever-option path=FILE)")
+    file = Path(path)
+    if not file.is_file():
+        raise EvretError(f"retriever run: {file}: no such run file")
+    if file.suffix.lower() == ".json":
+        data = loads_json(read_text(file, "run file"), str(file))
+        if not isinstance(data, dict):
+            raise EvretError(f"{file}: a JSON run is an object {{query_id: {{doc_id: score}}}}")
+        return PrecomputedRetriever(data)
+    return PrecomputedRetriever(read_retrieved(file, corpus))
+
+
+@hookimpl
+def register_retrievers(register: Register) -> None:
+    register("run", precomputed_run)
