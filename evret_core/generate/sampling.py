@@ -11,7 +11,7 @@ content words) among a seeded handful of candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,7 +115,7 @@ def stratified_sample(corpus: Mapping[str, Mapping[str, Any]], n: int, seed: int
     drawn: list[tuple[str, str]] = []
     for stratum in sorted(groups):
         members = groups[stratum]
-        picks: Sequence[Any] = rng.choice(len(members), size=quota[stratum], replace=False) if quota[stratum] else []
+        picks = rng.choice(len(members), size=quota[stratum], replace=False).tolist() if quota[stratum] else []
         drawn += [(members[int(i)], stratum) for i in picks]
     order = rng.permutation(len(drawn))
     drawn = [drawn[int(i)] for i in order]
