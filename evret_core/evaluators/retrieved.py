@@ -126,7 +126,8 @@ class RetrievedRows:
         run = dict(zip(keys, dicts, strict=True))
         qrels = {key: queries[i].relevance for key, i in zip(keys, span, strict=True)}
         fast = accelerator()
-        read = None if fast is None else fast.rank_chunk(run, qrels, keys)
+        # the compiled reader takes each query's run dict and qrels dict, in order (it reads exact dicts only)
+        read = None if fast is None else fast.rank_chunk(dicts, [qrels[key] for key in keys])
         if read is not None:
             batch = _batch_from_read(read, self.k, None)
         elif all(type(d) is str for scores in dicts for d in scores):

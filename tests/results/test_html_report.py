@@ -156,6 +156,7 @@ def hostile_results() -> EvaluationResults:
     results = Evaluator(Retriever(), ["recall@2", "ndcg@2"], judge="exact", n_resamples=50,
                         min_slice_size=1).evaluate(ds)
     assert results.scores["recall@2"] == 1.0
+    results.per_query = dict(results.per_query.items())  # per-query views are built on demand: keep these to edit
     for q in results.per_query.values():  # lone surrogates: the input side may refuse them, a results file can hold them
         q.query_text += LONE
         q.expected_answers.append(f"alias {LONE}{HOSTILE}")

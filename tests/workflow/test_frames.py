@@ -31,6 +31,7 @@ def test_judgment_rows_follow_the_ranking_and_gains(good_results) -> None:  # ty
 
 def test_hostile_text_round_trips_through_csv(good_results) -> None:  # type: ignore[no-untyped-def]
     results = good_results.model_copy(deep=True)
+    results.per_query = dict(results.per_query.items())  # views are built on demand: keep these to edit
     results.per_query["q01"].query_text = 'a "quoted", multi\nline, =cmd() text'
     [row] = [r for r in csv.DictReader(io.StringIO(to_csv(results))) if r["query_id"] == "q01"]
     assert row["query_text"] == 'a "quoted", multi\nline, =cmd() text'
