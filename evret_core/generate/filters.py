@@ -24,8 +24,9 @@ from evret_core.errors import EvretError
 
 FILTERS = ("answer_in_source", "answer_leak", "near_duplicate", "closed_book")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset("a an the of in on at to for by and or is was were are be been what which who whom whose when "
-                  "where why how did does do that this these those with from as it its".split())
+# function words, but not the question words: "When was X sold?" and "Who sold X?" ask different things
+_STOP = frozenset("a an the of in on at to for by and or is was were are be been did does do that this these "
+                  "those with from as it its".split())
 
 
 @dataclass
@@ -41,7 +42,8 @@ class FilterReport:
 
 
 def content_words(text: str) -> frozenset[str]:
-    """Case-folded NFKC words minus a few function words: what two questions must share to be duplicates."""
+    """Case-folded NFKC words minus a few function words (question words stay): what two questions must share to
+    be duplicates."""
     norm = unicodedata.normalize("NFKC", text).casefold()
     return frozenset(w for w in _WORD.findall(norm) if w not in _STOP)
 
