@@ -41,6 +41,25 @@ def derive_query_id(query_text: str) -> str:
     return "q_" + hashlib.sha256(query_text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
+def ids_as_strings(value: Any) -> Any:
+    """Document ids as strings: ids in JSON files are often numbers, which name the same documents as their string
+    form (a mapping's keys, a list's integers; a single string becomes a one-id list)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+    return value
+
+
+def tags_as_strings(value: Any) -> Any:
+    """Tag names and values as strings (a slice is named by its text)."""
+    if isinstance(value, Mapping):
+        return {str(k): str(v) for k, v in value.items()}
+    return value
+
+
 class QueryExample(BaseModel):
     """One evaluation query with what counts as a correct retrieval for it.
 
@@ -126,19 +145,12 @@ class QueryExample(BaseModel):
     @field_validator("relevant_doc_ids", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
-        # ids in JSON files are often numbers; they name the same documents as their string form
-        if isinstance(value, Mapping):
-            return {str(k): v for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
-        return value
+        return ids_as_strings(value)
 
     @field_validator("tags", mode="before")
     @classmethod
     def _tags_as_strings(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(k): str(v) for k, v in value.items()}
-        return value
+        return tags_as_strings(value)
 
     @model_validator(mode="after")
     def _has_labels(self) -> QueryExample:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from evret_core.corpus import iter_json_lines, read_corpus, read_text
 from evret_core.errors import EvretError
-from evret_core.models import derive_query_id
+from evret_core.models import derive_query_id, ids_as_strings, tags_as_strings
 
 Behaviour = Literal["answer", "refuse", "escalate"]
 BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")
@@ -69,18 +69,12 @@ class RagQuestion(BaseModel):
     @field_validator("gold_doc_ids", mode="before")
     @classmethod
     def _ids_as_strings(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return [value]
-        if isinstance(value, (list, tuple)):
-            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
-        return value
+        return value if isinstance(value, Mapping) else ids_as_strings(value)
 
     @field_validator("tags", mode="before")
     @classmethod
     def _tags_as_strings(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {str(k): str(v) for k, v in value.items()}
-        return value
+        return tags_as_strings(value)
 
     @model_validator(mode="after")
     def _has_labels(self) -> RagQuestion:
