@@ -1,5 +1,5 @@
 """`evret evaluate` end to end on the bundled example: statistics options, and --dry-run / real runs of the LLM judge
-through the real openai SDK against a stub server on 127.0.0.1."""
+through the core test kit's ``stub`` provider against a stub server on 127.0.0.1 (no provider plugin needed)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
+from evret_core.testing.llm_provider import register_stub_provider
 from evret_core.testing.llm_stubs import StubLLMServer, always
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,10 +59,11 @@ def test_statistics_options_from_the_config_file(tmp_path: Path, capsys: pytest.
 def test_dry_run_sends_nothing_then_a_run_sends_what_it_planned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("EVRET_STUB_API_KEY", raising=False)
     monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
+    register_stub_provider()
     with StubLLMServer(always("NO")) as server:
-        judge = ["--judge", "llm", "--judge-option", "provider=openai", "--judge-option", "model=gpt-stub",
+        judge = ["--judge", "llm", "--judge-option", "provider=stub", "--judge-option", "model=gpt-stub",
                  "--judge-option", f"base_url={server.openai_base_url}", "--judge-option", "api_key=sk-secret-1",
                  "--metric", "recall@2", "--no-progress"]
         assert main(["evaluate", *EXAMPLE, *judge, "--dry-run"]) == 0
@@ -77,7 +79,7 @@ def test_dry_run_sends_nothing_then_a_run_sends_what_it_planned(
         assert main(["evaluate", *EXAMPLE, *judge, "--output", str(out)]) == 0
         assert len(server.requests) == to_send  # one request per distinct judgment, none repeated
         stats = json.loads(out.read_text())["stats"]
-        assert stats["cost"]["openai"]["calls"] == to_send
+        assert stats["cost"]["stub"]["calls"] == to_send
         assert "sk-secret-1" not in out.read_text()
 
         # every judgment is cached now: the dry run says nothing would be sent, and a rerun sends nothing

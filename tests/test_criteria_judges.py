@@ -1,4 +1,5 @@
-"""Direct and pairwise criteria judges through the real evret-openai provider against a stub OpenAI server."""
+"""Direct and pairwise criteria judges through the core test kit's ``stub`` provider (OpenAI wire format, no
+provider plugin needed) against a stub server."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from evret_core.criteria import (
     PairwiseJudge,
 )
 from evret_core.registry import evaluator_names
+from evret_core.testing.llm_provider import stub_options as llm
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
 from evret_core.testing.llm_stubs import first_user_prompt as first_prompt
-from evret_core.testing.llm_stubs import openai_options as llm
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""``llm-score`` through the real evret-openai provider against a stub server speaking OpenAI's wire format."""
+"""``llm-score`` through the core test kit's ``stub`` provider (OpenAI wire format, no provider plugin needed)
+against a stub server."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import pytest
 
 from evret_core import EvretError, create_evaluator
 from evret_core.cli import main
+from evret_core.testing.llm_provider import stub_options as provider_options
 from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, StubReply, StubRequest, isolate_llm_env
 from evret_core.testing.llm_stubs import first_user_prompt as first_prompt
-from evret_core.testing.llm_stubs import openai_options as provider_options
 
 
 @pytest.fixture(autouse=True)

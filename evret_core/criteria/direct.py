@@ -12,8 +12,9 @@ from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias,
 from evret_core.criteria.base import mean as _mean
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import AnswerError, Outcome, fence_notice, new_nonce, parse_model
-from evret_core.llm import ChatMessage, LLMProvider
+from evret_core.llm.fencing import fence_notice, new_nonce
+from evret_core.llm.providers import LLMProvider
+from evret_core.llm.structured import AnswerError, Structured
 
 SYSTEM_PROMPT = (
     "You are an impartial evaluator. You assess a response against one criterion and choose exactly one of the "
@@ -132,7 +133,7 @@ class DirectJudge(CriteriaJudge):
 
     ``generate_feedback`` asks for an actionable suggestion whenever the option chosen is not the best one.
     Invalid answers and options that do not exist are sent back with the error, up to ``max_tries``; then the
-    instance is unmeasured and reported. ``criteria`` may be a :class:`Criteria`, a sentence (yes/no) or a
+    instance is unmeasured and reported. Other options: see :class:`~evret_core.criteria.base.CriteriaJudge`. ``criteria`` may be a :class:`Criteria`, a sentence (yes/no) or a
     :class:`MultiCriteria`.
     """
 
@@ -141,24 +142,13 @@ class DirectJudge(CriteriaJudge):
     def __init__(
         self,
         criteria: Criteria | MultiCriteria | str | Mapping[str, Any] | None = None,
-        provider: str | LLMProvider = "openai",
+        provider: str | LLMProvider | None = None,
         model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        provider_options: Mapping[str, Any] | None = None,
+        *,
         generate_feedback: bool = False,
-        check_positional_bias: bool = False,
-        self_consistency: int = 1,
-        temperature: float = 0.0,
-        sampling_temperature: float = 0.7,
-        max_tries: int = 3,
-        max_concurrency: int = 8,
-        requests_per_minute: float | None = None,
-        cache: Any = None,
+        **options: Any,
     ) -> None:
-        super().__init__(None, provider, model, base_url, api_key, provider_options, check_positional_bias,
-                         self_consistency, temperature, sampling_temperature, max_tries, max_concurrency,
-                         requests_per_minute, cache)
+        super().__init__(None, provider, model, **options)
         self.criteria = None if criteria is None else self._coerce(criteria)
         self.generate_feedback = bool(generate_feedback)
 
@@ -174,8 +164,8 @@ class DirectJudge(CriteriaJudge):
         return criterion
 
     # -- prompting -------------------------------------------------------------------------------------------
-    def messages(self, record: Mapping[str, Any], criterion: Criteria, reverse: bool = False) -> list[ChatMessage]:
-        """The prompt for one instance; ``reverse`` lists the options in the opposite order."""
+    def messages(self, record: Mapping[str, Any], criterion: Criteria, reverse: bool = False) -> tuple[str, str]:
+        """The system and user messages for one instance; ``reverse`` lists the options in the opposite order."""
         options = list(reversed(criterion.options)) if reverse else list(criterion.options)
         listed = "\n".join(f'- "{o.name}"' + (f": {o.description}" if o.description else "") for o in options)
         feedback = ""
@@ -185,23 +175,25 @@ class DirectJudge(CriteriaJudge):
             feedback = (f'\nAlso give "feedback": one actionable suggestion that would make the response earn {best}; '
                         "leave it empty when the response already earns it.")
             fields += ', "feedback": "<suggestion>"'
+        field = criterion.to_evaluate_field
+        names = (field, *criterion.context_fields)
         user = (
-            f"{self.context_block(record, criterion)}"
-            f"Response to evaluate [{criterion.to_evaluate_field}]:\n"
-            f"{self.fenced(criterion.to_evaluate_field, record[criterion.to_evaluate_field])}\n\n"
+            f"{self.context_block(record, criterion, names)}"
+            f"Response to evaluate [{field}]:\n"
+            f"{self.fenced(field, record[field], names)}\n\n"
             f"Criterion: {criterion.name}\n"
             + (f"{criterion.description}\n" if criterion.description != criterion.name else "")
             + f"\nOptions:\n{listed}\n\n"
             "Reason step by step about how well the response meets the criterion, then choose the one option "
             f"that describes it best.{feedback}\nAnswer with the JSON object {{{fields}}}."
         )
-        return [ChatMessage("system", SYSTEM_PROMPT + fence_notice(self.nonce)), ChatMessage("user", user)]
+        return SYSTEM_PROMPT + fence_notice(self.nonce, field), user
 
-    def parser(self, criterion: Criteria) -> Callable[[str], DirectAnswer]:
+    def checker(self, criterion: Criteria) -> Callable[[DirectAnswer], DirectAnswer]:
+        """Validation beyond the schema: the option exists (its name normalised), feedback when asked for."""
         best = set(criterion.best_options())
 
-        def parse(text: str) -> DirectAnswer:
-            answer = parse_model(text, DirectAnswer)
+        def check(answer: DirectAnswer) -> DirectAnswer:
             option = criterion.option(answer.selected_option)
             if option is None:
                 names = ", ".join(f'"{n}"' for n in criterion.option_names)
@@ -215,17 +207,17 @@ class DirectJudge(CriteriaJudge):
                 answer.feedback = None
             return answer
 
-        return parse
+        return check
 
     # -- judging ---------------------------------------------------------------------------------------------
-    def _combine(self, outcomes: list[Outcome[DirectAnswer]]) -> tuple[DirectAnswer | None, str | None,
+    def _combine(self, outcomes: list[Structured[DirectAnswer]]) -> tuple[DirectAnswer | None, str | None,
                                                                           Consistency | None]:
         answers = [o.value for o in outcomes if o.value is not None]
         consistency = None
         if self.self_consistency > 1:
             consistency = Consistency(samples=len(outcomes), measured_samples=len(answers), votes={})
         if not answers:
-            return None, outcomes[0].error, consistency
+            return None, outcomes[0].unmeasured, consistency
         majority, agreement = majority_vote([a.selected_option for a in answers])
         if consistency is not None:
             votes: dict[str, int] = {}
@@ -236,12 +228,12 @@ class DirectJudge(CriteriaJudge):
         return chosen, None, consistency
 
     async def judge_one(self, record: Mapping[str, Any], criterion: Criteria) -> DirectInstanceResult:
-        parse = self.parser(criterion)
+        check = self.checker(criterion)
         payload = {"criterion": criterion.model_dump(), "feedback": self.generate_feedback,
                    "fields": {f: record[f] for f in [criterion.to_evaluate_field, *criterion.context_fields]}}
-        runs = [self.sample(self.messages(record, criterion), parse, {**payload, "reverse": False})]
+        runs = [self.sample(*self.messages(record, criterion), DirectAnswer, check, {**payload, "reverse": False})]
         if self.check_positional_bias:
-            runs.append(self.sample(self.messages(record, criterion, reverse=True), parse,
+            runs.append(self.sample(*self.messages(record, criterion, reverse=True), DirectAnswer, check,
                                     {**payload, "reverse": True}))
         outcomes = await asyncio.gather(*runs)
         answer, error, consistency = self._combine(outcomes[0])
@@ -287,6 +279,7 @@ class DirectJudge(CriteriaJudge):
             raise EvretError("judge 'direct': no criteria given; pass criteria=... to the judge or to evaluate()")
         records = list(records)
         self.nonce = new_nonce()
+        self._cache_hits = 0
         if isinstance(chosen, MultiCriteria):
             return self._evaluate_multi(records, chosen)
         self.check_fields(records, [chosen])

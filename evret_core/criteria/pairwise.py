@@ -19,16 +19,11 @@ from evret_core.criteria.base import (
 )
 from evret_core.criteria.types import Criteria
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import (
-    AnswerError,
-    Outcome,
-    fence,
-    fence_notice,
-    format_field,
-    new_nonce,
-    parse_model,
-)
-from evret_core.llm import ChatMessage, LLMProvider
+from evret_core.llm.fencing import fence_notice, format_field, new_nonce
+from evret_core.llm.providers import LLMProvider
+from evret_core.llm.structured import AnswerError, Structured
+
+Verdicts = dict[tuple[str, str], tuple[str, str]]
 
 SYSTEM_PROMPT = (
     "You are an impartial evaluator. You compare responses against one criterion, pair by pair, and say which "
@@ -46,6 +41,23 @@ class PairComparison(BaseModel):
 
 class PairwiseAnswer(BaseModel):
     comparisons: list[PairComparison]
+
+
+def positions(answer: PairwiseAnswer) -> dict[tuple[int, int], tuple[int, str]]:
+    """``{(a, b): (winner, explanation)}`` with 0-based shown positions, a < b; an :class:`AnswerError` for a
+    pair that names no two responses, a winner outside its pair, or a pair compared twice."""
+    verdicts: dict[tuple[int, int], tuple[int, str]] = {}
+    for c in answer.comparisons:
+        a, b = sorted(c.responses)
+        if a < 1 or a == b:
+            raise AnswerError(f"pair {list(c.responses)} does not name two different responses")
+        if c.winner not in (a, b):
+            raise AnswerError(f"the winner of pair [{a}, {b}] must be {a} or {b}, got {c.winner}")
+        key = (a - 1, b - 1)
+        if key in verdicts:
+            raise AnswerError(f"pair [{a}, {b}] is compared more than once")
+        verdicts[key] = (c.winner - 1, c.explanation)
+    return verdicts
 
 
 class PairVerdict(BaseModel):
@@ -124,23 +136,11 @@ class PairwiseJudge(CriteriaJudge):
     def __init__(
         self,
         criteria: Criteria | str | Mapping[str, Any] | None = None,
-        provider: str | LLMProvider = "openai",
+        provider: str | LLMProvider | None = None,
         model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        provider_options: Mapping[str, Any] | None = None,
-        check_positional_bias: bool = False,
-        self_consistency: int = 1,
-        temperature: float = 0.0,
-        sampling_temperature: float = 0.7,
-        max_tries: int = 3,
-        max_concurrency: int = 8,
-        requests_per_minute: float | None = None,
-        cache: Any = None,
+        **options: Any,
     ) -> None:
-        super().__init__(None, provider, model, base_url, api_key, provider_options, check_positional_bias,
-                         self_consistency, temperature, sampling_temperature, max_tries, max_concurrency,
-                         requests_per_minute, cache)
+        super().__init__(None, provider, model, **options)
         self.criteria = None if criteria is None else self._coerce(criteria)
 
     @staticmethod
@@ -149,13 +149,14 @@ class PairwiseJudge(CriteriaJudge):
             raise EvretError("judge 'pairwise': multi-criteria is for direct judging only")
         return Criteria.coerce(value)
 
-    def messages(self, record: Mapping[str, Any], criterion: Criteria, shown: Sequence[str]) -> list[ChatMessage]:
-        """The prompt: responses numbered 1..n in the order of ``shown`` texts."""
-        blocks = "\n\n".join(f"Response {i + 1}:\n{fence(f'response_{i + 1}', text, self.nonce)}"
+    def messages(self, record: Mapping[str, Any], criterion: Criteria, shown: Sequence[str]) -> tuple[str, str]:
+        """The system and user messages: responses numbered 1..n in the order of ``shown`` texts."""
+        names = [f"response_{i + 1}" for i in range(len(shown))]
+        blocks = "\n\n".join(f"Response {i + 1}:\n{self.fenced(names[i], text, names + criterion.context_fields)}"
                                for i, text in enumerate(shown))
         pairs = ", ".join(f"[{a + 1}, {b + 1}]" for a, b in combinations(range(len(shown)), 2))
         user = (
-            f"{self.context_block(record, criterion)}"
+            f"{self.context_block(record, criterion, names)}"
             f"{blocks}\n\n"
             f"Criterion: {criterion.name}\n"
             + (f"{criterion.description}\n" if criterion.description and criterion.description != criterion.name
@@ -165,62 +166,56 @@ class PairwiseJudge(CriteriaJudge):
             '{"comparisons": [{"responses": [<a>, <b>], "explanation": "<reasoning>", "winner": <a or b>}, ...]} '
             "with exactly one entry per pair."
         )
-        return [ChatMessage("system", SYSTEM_PROMPT + fence_notice(self.nonce)), ChatMessage("user", user)]
+        return SYSTEM_PROMPT + fence_notice(self.nonce, "response_1"), user
 
     @staticmethod
-    def parser(n: int) -> Callable[[str], dict[tuple[int, int], tuple[int, str]]]:
-        """Parse into ``{(a, b): (winner, explanation)}`` with 0-based shown positions, a < b, every pair once."""
+    def checker(n: int) -> Callable[[PairwiseAnswer], PairwiseAnswer]:
+        """Validation beyond the schema: every pair of the ``n`` responses compared once, winners in the pair."""
         expected = set(combinations(range(n), 2))
 
-        def parse(text: str) -> dict[tuple[int, int], tuple[int, str]]:
-            answer = parse_model(text, PairwiseAnswer)
-            verdicts: dict[tuple[int, int], tuple[int, str]] = {}
+        def check(answer: PairwiseAnswer) -> PairwiseAnswer:
             for c in answer.comparisons:
                 a, b = sorted(c.responses)
                 if not (1 <= a <= n and 1 <= b <= n) or a == b:
                     raise AnswerError(f"pair {list(c.responses)} does not name two responses between 1 and {n}")
-                if c.winner not in (a, b):
-                    raise AnswerError(f"the winner of pair [{a}, {b}] must be {a} or {b}, got {c.winner}")
-                key = (a - 1, b - 1)
-                if key in verdicts:
-                    raise AnswerError(f"pair [{a}, {b}] is compared more than once")
-                verdicts[key] = (c.winner - 1, c.explanation)
+            verdicts = positions(answer)
             missing = sorted(expected - set(verdicts))
             if missing:
                 shown = ", ".join(f"[{a + 1}, {b + 1}]" for a, b in missing)
                 raise AnswerError(f"missing comparisons for pairs {shown}")
-            return verdicts
+            return answer
 
-        return parse
+        return check
 
     async def _run_order(self, record: Mapping[str, Any], criterion: Criteria, keys: list[str],
-                         texts: list[str], order: list[int]) -> list[Outcome[dict[tuple[str, str], tuple[str, str]]]]:
+                         texts: list[str], order: list[int]) -> list[Structured[Verdicts]]:
         """Judge with responses shown in ``order``; verdicts come back keyed by response keys, pairs in key order."""
         shown = [texts[i] for i in order]
         payload = {"criterion": criterion.model_dump(), "shown": shown,
                    "context": {f: record[f] for f in criterion.context_fields}}
-        raw = await self.sample(self.messages(record, criterion, shown), self.parser(len(keys)), payload)
+        raw = await self.sample(*self.messages(record, criterion, shown), PairwiseAnswer,
+                                self.checker(len(keys)), payload)
         rank = {k: i for i, k in enumerate(keys)}
-        mapped: list[Outcome[dict[tuple[str, str], tuple[str, str]]]] = []
+        mapped: list[Structured[Verdicts]] = []
         for outcome in raw:
             if outcome.value is None:
-                mapped.append(Outcome(None, outcome.tries, outcome.error, outcome.answers))
+                mapped.append(Structured(None, outcome.unmeasured, outcome.usage, outcome.tries, outcome.answers))
                 continue
-            verdicts: dict[tuple[str, str], tuple[str, str]] = {}
-            for (a, b), (winner, why) in outcome.value.items():
+            verdicts: Verdicts = {}
+            for (a, b), (winner, why) in positions(outcome.value).items():
                 ka, kb = sorted((keys[order[a]], keys[order[b]]), key=rank.__getitem__)
                 verdicts[(ka, kb)] = (keys[order[winner]], why)
-            mapped.append(Outcome(verdicts, outcome.tries, None, outcome.answers))
+            mapped.append(Structured(verdicts, None, outcome.usage, outcome.tries, outcome.answers))
         return mapped
 
-    def _combine(self, outcomes: list[Outcome[dict[tuple[str, str], tuple[str, str]]]]
-                 ) -> tuple[dict[tuple[str, str], tuple[str, str]] | None, str | None, Consistency | None]:
+    def _combine(self, outcomes: list[Structured[Verdicts]]
+                 ) -> tuple[Verdicts | None, str | None, Consistency | None]:
         samples = [o.value for o in outcomes if o.value is not None]
         consistency = None
         if self.self_consistency > 1:
             consistency = Consistency(samples=len(outcomes), measured_samples=len(samples), votes={})
         if not samples:
-            return None, outcomes[0].error, consistency
+            return None, outcomes[0].unmeasured, consistency
         combined: dict[tuple[str, str], tuple[str, str]] = {}
         agreements: list[float] = []
         votes: dict[str, int] = {}
@@ -282,6 +277,7 @@ class PairwiseJudge(CriteriaJudge):
             raise EvretError("judge 'pairwise': no criteria given; pass criteria=... to the judge or to evaluate()")
         records = list(records)
         self.nonce = new_nonce()
+        self._cache_hits = 0
         self.check_fields(records, [criterion])
         for i, record in enumerate(records):
             _responses(record, criterion.to_evaluate_field, i)

@@ -6,21 +6,18 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, field_validator
+
 from evret_core.errors import EvretError
-from evret_core.evaluators.llm_support import (
-    DEFAULT_MAX_TRIES,
-    AnswerError,
-    Completer,
-    Outcome,
-    fence,
-    fence_notice,
-    format_field,
-    new_nonce,
-    parse_json_object,
-    structured_call,
-)
 from evret_core.evaluators.output import OutputEvaluator, OutputResults
-from evret_core.llm import ChatMessage, LLMProvider
+from evret_core.llm.cache import resolve_cache
+from evret_core.llm.client import LLMClient, run_all
+from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce
+from evret_core.llm.providers import LLMProvider
+from evret_core.llm.settings import LLMSettings
+from evret_core.llm.structured import Structured, structured_call
+
+DEFAULT_MAX_TRIES = 3
 
 RAG_RELEVANCE_TEMPLATE = """\
 You are grading the answer of a retrieval-augmented generation (RAG) system.
@@ -47,46 +44,58 @@ SYSTEM_PROMPT = (
 )
 
 
-def template_fields(template: str) -> list[str]:
-    """The record fields a ``str.format`` template reads, in order of first use (``{a.b}`` reads ``a``)."""
+def template_fields(template: str, label: str = "the template") -> list[str]:
+    """The record fields a template reads, in order of first use. Placeholders must be plain field names
+    (``{input}``): a format spec, a conversion, an index or an attribute is an :class:`EvretError` naming
+    ``label``, since ``{input:>99999999999}`` or ``{meta[note]}`` would run arbitrary formatting on record data."""
     fields: list[str] = []
     try:
         parsed = list(string.Formatter().parse(template))
     except ValueError as exc:
-        raise EvretError(f"evaluator 'llm-score': option 'template' is not a valid template: {exc}") from None
-    for _, name, _, _ in parsed:
+        raise EvretError(f"evaluator 'llm-score': option 'template' ({label}) is not a valid template: {exc}"
+                         ) from None
+    for _, name, spec, conversion in parsed:
         if name is None:
             continue
-        root = name.split(".", 1)[0].split("[", 1)[0]
-        if not root or root.isdigit():
-            raise EvretError(f"evaluator 'llm-score': template placeholder {{{name}}} must name a record field, "
-                             "e.g. {input}; write literal braces as {{ and }}")
-        if root not in fields:
-            fields.append(root)
+        if not name.isidentifier() or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise EvretError(f"evaluator 'llm-score': option 'template' ({label}): placeholder {shown} must name "
+                             "a record field, e.g. {input}, with no format spec, conversion, index or attribute; "
+                             "write literal braces as {{ and }}")
+        if name not in fields:
+            fields.append(name)
     return fields
 
 
-def parse_score(text: str) -> tuple[int, str]:
-    """``(score, reasoning)`` from an answer ``{"score": 1..5, "reasoning": "..."}``; :class:`AnswerError` if not."""
-    data = parse_json_object(text)
-    score = data.get("score")
-    if isinstance(score, float) and score.is_integer():
-        score = int(score)
-    if isinstance(score, bool) or not isinstance(score, int):
-        raise AnswerError(f"'score' must be an integer from 1 to 5, got {score!r}")
-    if not 1 <= score <= 5:
-        raise AnswerError(f"'score' must be an integer from 1 to 5, got {score}")
-    reasoning = data.get("reasoning")
-    if not isinstance(reasoning, str):
-        raise AnswerError("'reasoning' must be a string explaining the score")
-    return score, reasoning
+class ScoreAnswer(BaseModel):
+    """The JSON the model must answer with: a score from 1 to 5 and why."""
+
+    score: int
+    reasoning: str
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _score(cls, value: object) -> int:
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+            raise ValueError(f"'score' must be an integer from 1 to 5, got {value!r}")
+        return value
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _reasoning(cls, value: object) -> str:
+        if not isinstance(value, str):
+            raise ValueError("'reasoning' must be a string explaining the score")
+        return value
 
 
 class LLMScoreEvaluator(OutputEvaluator):
     """Scores each record 1..5 with an LLM and normalises to 0..1 as ``(score - 1) / 4``.
 
-    ``template`` is a built-in name (``rag-relevance``) or a ``str.format`` template over the record's fields;
-    every placeholder must exist in every record, checked before any call. A malformed answer is sent back with
+    ``template`` is a built-in name (``rag-relevance``) or a template over the record's fields with plain
+    placeholders (``{input}``); every placeholder must exist in every record, checked before any call. LLM options
+    are those of :class:`~evret_core.llm.LLMSettings` (by name, or ``settings=``). A malformed answer is sent back with
     the parse error, up to ``max_tries`` answers; then the record is unmeasured and reported. Usable answers go
     to the persistent judgment cache (``cache=``, as for the ``llm`` judge) as they arrive.
     """
@@ -97,35 +106,33 @@ class LLMScoreEvaluator(OutputEvaluator):
     def __init__(
         self,
         template: str = "rag-relevance",
-        provider: str | LLMProvider = "openai",
+        provider: str | LLMProvider | None = None,
         model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        provider_options: Mapping[str, Any] | None = None,
+        *,
         max_tries: int = DEFAULT_MAX_TRIES,
-        temperature: float = 0.0,
-        max_concurrency: int = 8,
-        requests_per_minute: float | None = None,
-        cache: Any = None,
+        settings: LLMSettings | None = None,
+        **options: Any,
     ) -> None:
         if not isinstance(template, str) or not template.strip():
             raise EvretError("evaluator 'llm-score': option 'template' must be a template string or a built-in "
                              f"name ({', '.join(BUILTIN_TEMPLATES)})")
-        if not isinstance(max_tries, int) or max_tries < 1:
-            raise EvretError(f"evaluator 'llm-score': option 'max_tries' must be a positive integer, got {max_tries!r}")
+        if isinstance(max_tries, bool) or not isinstance(max_tries, int) or not 1 <= max_tries <= 100:
+            raise EvretError(f"evaluator 'llm-score': option 'max_tries' must be an integer from 1 to 100, "
+                             f"got {max_tries!r}")
         self.template_name = template if template in BUILTIN_TEMPLATES else None
         self.template = BUILTIN_TEMPLATES.get(template, template)
-        self.fields = template_fields(self.template)
+        label = f"built-in {self.template_name!r}" if self.template_name else "the custom template"
+        self.fields = template_fields(self.template, label)
         if not self.fields:
-            raise EvretError("evaluator 'llm-score': the template has no placeholder; it must show the model at "
-                             "least {output}")
-        self.completer = Completer.for_provider(provider, model, base_url, api_key, provider_options,
-                                                owner="evaluator 'llm-score'", judge=self.name,
-                                                max_concurrency=max_concurrency,
-                                                requests_per_minute=requests_per_minute, cache=cache)
-        self.provider = self.completer.provider
+            raise EvretError(f"evaluator 'llm-score': option 'template' ({label}) has no placeholder; it must "
+                             "show the model at least {output}")
+        given = {k: v for k, v in (("provider", provider), ("model", model)) if v is not None}
+        self.settings = LLMSettings.build("evaluator 'llm-score'", settings, **given, **options)
+        self.provider = self.settings.make_provider("evaluator 'llm-score'")
+        self.client = LLMClient(self.provider, self.settings, cache=resolve_cache(self.settings.cache),
+                                label=self.name)
         self.max_tries = max_tries
-        self.temperature = float(temperature)
+        self.temperature = self.settings.temperature
 
     def validate(self, records: Sequence[Mapping[str, Any]]) -> None:
         super().validate(records)
@@ -137,34 +144,43 @@ class LLMScoreEvaluator(OutputEvaluator):
                                  f"such field (fields: {', '.join(sorted(record)) or 'none'})")
 
     def render(self, record: Mapping[str, Any], nonce: str) -> str:
-        """The user message: the template with each field's text fenced as data."""
-        return self.template.format_map({f: fence(f, format_field(record[f]), nonce) for f in self.fields})
+        """The user message: each field formatted as text, then fenced as data, then put in the template."""
+        fenced = {f: fence(f, format_field(record[f]), nonce, self.fields) for f in self.fields}
+        return self.template.format_map(fenced)
 
-    async def _score_one(self, record: Mapping[str, Any], nonce: str) -> Outcome[tuple[int, str]]:
-        messages = [ChatMessage("system", SYSTEM_PROMPT + fence_notice(nonce)),
-                    ChatMessage("user", self.render(record, nonce))]
-        payload = {"system": SYSTEM_PROMPT, "template": self.template, "fields": {f: record[f] for f in self.fields}}
-        return await structured_call(self.completer, messages, parse_score, temperature=self.temperature,
-                                     max_tries=self.max_tries, cache_payload=payload)
+    async def _score_one(self, record: Mapping[str, Any], nonce: str) -> Structured[ScoreAnswer]:
+        extra = {"system": SYSTEM_PROMPT, "template": self.template, "fields": {f: record[f] for f in self.fields}}
+        return await structured_call(self.client, system=SYSTEM_PROMPT + fence_notice(nonce),
+                                     prompt=self.render(record, nonce), schema=ScoreAnswer,
+                                     repairs=self.max_tries - 1, cache_key_extra=extra)
 
     def score_records(self, records: Sequence[Mapping[str, Any]]) -> tuple[list[float | None], list[dict[str, Any]]]:
         nonce = new_nonce()  # one code per run; a record's text cannot know it
-        outcomes = self.completer.run([self._score_one(r, nonce) for r in records])
+        self._cache_hits = 0
+        outcomes = run_all([self._score_one(r, nonce) for r in records], close=self.provider)
         scores: list[float | None] = []
         details: list[dict[str, Any]] = []
         for outcome in outcomes:
+            self._cache_hits += outcome.cached
             if outcome.value is None:
                 scores.append(None)
-                details.append({"error": outcome.error, "tries": outcome.tries})
+                details.append({"error": outcome.unmeasured, "tries": outcome.tries})
             else:
-                raw, reasoning = outcome.value
-                scores.append((raw - 1) / 4)
-                details.append({"raw_score": raw, "reasoning": reasoning, "tries": outcome.tries})
+                scores.append((outcome.value.score - 1) / 4)
+                details.append({"raw_score": outcome.value.score, "reasoning": outcome.value.reasoning,
+                                "tries": outcome.tries})
         return scores, details
+
+    def usage(self) -> dict[str, Any]:
+        """Calls, tokens, retries and cache hits of the last run."""
+        cache = self.client.cache
+        return {**self.client.usage.to_dict(), "cache_hits": getattr(self, "_cache_hits", 0),
+                "cache": None if cache is None else str(cache.path),
+                **({"cache_read_only": True} if cache is not None and cache.read_only else {})}
 
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> OutputResults:
         results = super().evaluate(records)
-        results.stats = {"llm": self.completer.usage()}
+        results.stats = {"llm": self.usage()}
         return results
 
     def config(self) -> dict[str, Any]:

@@ -1,24 +1,26 @@
 """LLMJudge: ask a chat model whether a retrieved text matches an expected answer (provider-agnostic).
 
 The provider (``openai``, ``anthropic``, ``google``...) comes from a plugin through ``register_llm_providers``;
-no SDK is imported here. Calls go through :class:`~evret_core.llm.LLMClient` (bounded concurrency, optional
-requests-per-minute limit, retries with backoff, jitter and Retry-After) and answers through the persistent
-:mod:`judgment cache <evret_core.cache>`.
+no SDK is imported here. Options are those of :class:`~evret_core.llm.LLMSettings`; calls go through
+:class:`~evret_core.llm.LLMClient` (adaptive bounded concurrency, optional requests- and tokens-per-minute
+limits, retries with backoff, jitter and Retry-After) and answers through the persistent
+:mod:`answer cache <evret_core.llm.cache>`.
 
 **Prompt.** :data:`DEFAULT_SYSTEM_PROMPT` and :data:`DEFAULT_PROMPT_TEMPLATE`, overridable with
 ``system_prompt=`` and ``prompt_template=``. The template is a ``str.format`` string with the fields
 ``{query}``, ``{expected}`` and ``{retrieved}`` (``{{``/``}}`` for literal braces) and ``{nonce}`` in the system
 prompt. Each field is replaced by its text *fenced as data*: wrapped in ``<query-NONCE>...</query-NONCE>`` style
-tags whose NONCE is random per judgment, after removing from the text anything that looks like such a tag, so a
-document cannot close its fence; the system message says that what is inside the fences is data, never
-instructions.
+tags whose NONCE is random per judgment (:mod:`evret_core.llm.fencing`), so a document cannot close its fence;
+the system message says that what is inside the fences is data, never instructions. When the expected answer has
+aliases (other acceptable strings, ``JudgmentContext.aliases``), ``{expected}`` lists them after the canonical
+text, each fenced, and any of them counts as the answer.
 
 **Parsing.** An answer whose first word is YES is a match and NO is not. Otherwise keywords decide: a negative
 (no, not, irrelevant, incorrect, false, mismatch...) means no match, else a positive (yes, relevant, matches,
 correct, true...) means a match; an answer with neither is *unparseable* and counts as no match. Both fallbacks
 are counted in :meth:`LLMJudge.stats` (``parsing``) and in the evaluation results, never silently.
 
-**Failures.** A judgment whose call still fails after ``max_retries`` retries is ``None``: unmeasured, reported by
+**Failures.** A judgment whose call still fails after ``retries`` retries is ``None``: unmeasured, reported by
 the evaluator. Authentication and not-found errors (401, 403, 404) stop the run with an :class:`EvretError`,
 since every other call would fail the same way.
 """
@@ -26,14 +28,17 @@ since every other call would fail the same way.
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Sequence
 from typing import Any
 
 from evret_core.aio import run_sync
-from evret_core.errors import EvretError, UnknownNameError
+from evret_core.errors import EvretError
 from evret_core.judges.base import Judge
-from evret_core.llm import ChatMessage, LLMCallError, LLMClient, LLMProvider
+from evret_core.llm.cache import judgment_key, resolve_cache
+from evret_core.llm.client import LLMClient, gather_all
+from evret_core.llm.fencing import fence, new_nonce
+from evret_core.llm.providers import ChatMessage, LLMProvider, LLMResponse
+from evret_core.llm.settings import LLMSettings
 from evret_core.models import JudgmentContext
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -53,21 +58,13 @@ DEFAULT_PROMPT_TEMPLATE = (
 )
 
 _FIELDS = ("query", "expected", "retrieved")
-# Anything that looks like one of our fence tags, with any code (or none), in any case and spacing.
-_FENCE_LOOKALIKE = re.compile(r"<\s*/?\s*(?:query|expected|retrieved)\b[^<>]*>", re.IGNORECASE)
+ALIASES_NOTE = "Other acceptable forms of the expected answer (any one of them counts as the expected answer):"
 _FIRST_WORD = re.compile(r"^[\W_]*(yes|no)\b", re.IGNORECASE)
 _NEGATIVE = re.compile(
     r"\b(no|not|irrelevant|incorrect|false|mismatch(?:es|ed)?|does\s*n[o']t|doesn't|unrelated|fails?)\b",
     re.IGNORECASE,
 )
 _POSITIVE = re.compile(r"\b(yes|relevant|match(?:es|ed)?|correct|true|supports?|contains?)\b", re.IGNORECASE)
-_FATAL_STATUSES = (401, 403, 404)
-
-
-def fence(name: str, text: str, nonce: str) -> str:
-    """``text`` between ``<name-nonce>`` tags, with every fence-lookalike tag removed from it first."""
-    clean = _FENCE_LOOKALIKE.sub("", text)
-    return f"<{name}-{nonce}>\n{clean}\n</{name}-{nonce}>"
 
 
 def parse_answer(text: str) -> tuple[bool, str]:
@@ -88,77 +85,76 @@ class LLMJudge(Judge):
     :param provider: a registered provider name (``openai``, ``anthropic``, ``google``) or an
         :class:`~evret_core.llm.LLMProvider` object.
     :param model: the provider's model (default: the provider's documented default).
-    :param api_key: the key; default from the provider's environment variable. Never logged or stored.
-    :param temperature: sampling temperature (part of the cache key).
-    :param max_retries: retries per judgment on 429, 5xx, connection errors and timeouts.
-    :param max_concurrency: calls in flight at once.
-    :param base_url: another endpoint for the provider (a proxy, a compatible server).
-    :param requests_per_minute: optional limit on request starts per minute.
-    :param timeout: seconds one attempt may take.
     :param prompt_template: the user message template (fields ``{query}``, ``{expected}``, ``{retrieved}``).
     :param system_prompt: the system message (field ``{nonce}``: the fence code).
-    :param cache: None or True (default file), False (off), or a path to the SQLite file or its folder.
     :param max_tokens: the answer's token budget.
+    :param settings: an :class:`~evret_core.llm.LLMSettings`; options given by name (``api_key``, ``base_url``,
+        ``temperature``, ``timeout``, ``max_retries``, ``max_concurrency``, ``requests_per_minute``,
+        ``tokens_per_minute``, ``cache``...) update it. Every value is checked here, before any call.
     """
 
     name = "llm"
 
     def __init__(
         self,
-        provider: str | LLMProvider = "openai",
+        provider: str | LLMProvider | None = None,
         model: str | None = None,
-        api_key: str | None = None,
-        temperature: float = 0.0,
-        max_retries: int = 3,
-        max_concurrency: int = 16,
-        base_url: str | None = None,
-        requests_per_minute: float | None = None,
-        timeout: float = 60.0,
+        *,
         prompt_template: str | None = None,
         system_prompt: str | None = None,
-        cache: Any = None,
         max_tokens: int = 16,
+        settings: LLMSettings | None = None,
+        **options: Any,
     ) -> None:
-        from evret_core.cache import resolve_cache
-
         self.prompt_template = DEFAULT_PROMPT_TEMPLATE if prompt_template is None else str(prompt_template)
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else str(system_prompt)
         self._check_template()
-        if int(max_retries) < 0:
-            raise EvretError(f"llm judge: option 'max_retries' must be >= 0, got {max_retries}")
-        if int(max_concurrency) < 1:
-            raise EvretError(f"llm judge: option 'max_concurrency' must be >= 1, got {max_concurrency}")
-        if requests_per_minute is not None and float(requests_per_minute) <= 0:
-            raise EvretError(f"llm judge: option 'requests_per_minute' must be positive, got {requests_per_minute}")
-        self.temperature = float(temperature)
-        self.max_retries = int(max_retries)
-        self.max_concurrency = int(max_concurrency)
-        self.requests_per_minute = None if requests_per_minute is None else float(requests_per_minute)
-        self.timeout = float(timeout)
-        self.max_tokens = int(max_tokens)
-        self.base_url = base_url
-        if isinstance(provider, LLMProvider):
-            self._provider: LLMProvider | None = provider
-            self.provider_name = provider.name
-            self.model: str | None = provider.model
-            self._factory_options: dict[str, Any] = {}
-        else:
-            self._provider = None
-            self.provider_name = str(provider)
-            self._factory = self._provider_factory(self.provider_name)
-            self._factory_options = {"model": model, "api_key": api_key, "base_url": base_url, "timeout": timeout}
-            self.model = model or self._default_model()
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 1_000_000:
+            raise EvretError(f"llm judge: option 'max_tokens' must be an integer from 1 to 1000000, got {max_tokens!r}")
+        given = {k: v for k, v in (("provider", provider), ("model", model)) if v is not None}
+        self.settings = LLMSettings.build("llm judge", settings, **given, **options)
+        self.max_tokens = max_tokens
+        self.provider_name = self.settings.provider_name
+        self._provider: LLMProvider | None = None
+        if isinstance(self.settings.provider, LLMProvider):
+            self._provider = self.settings.provider
+        self.model: str | None = self.settings.default_model()  # also checks that the provider is installed
         self._client: LLMClient | None = None
         self._active = 0
-        self.cache = resolve_cache(cache)
+        self.cache = resolve_cache(self.settings.cache)
         self.reset_stats()
+
+    # -- the settings, as attributes ---------------------------------------------------------------------
+    @property
+    def temperature(self) -> float:
+        return self.settings.temperature
+
+    @property
+    def max_retries(self) -> int:
+        return self.settings.retries
+
+    @property
+    def max_concurrency(self) -> int:
+        return self.settings.max_concurrency
+
+    @property
+    def requests_per_minute(self) -> float | None:
+        return self.settings.rpm
+
+    @property
+    def timeout(self) -> float:
+        return self.settings.timeout
+
+    @property
+    def base_url(self) -> str | None:
+        return self.settings.base_url
 
     # -- setup ---------------------------------------------------------------------------------------------
     def _check_template(self) -> None:
         probe = {f: f"<{f}>" for f in _FIELDS}
         try:
             rendered = self.prompt_template.format(**probe)
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
             raise EvretError(f"llm judge: option 'prompt_template': bad template ({exc!r}); use the fields "
                              f"{{query}}, {{expected}} and {{retrieved}}, and {{{{ }}}} for literal braces") from None
         missing = [f for f in ("expected", "retrieved") if f"<{f}>" not in rendered]
@@ -166,44 +162,22 @@ class LLMJudge(Judge):
             raise EvretError(f"llm judge: option 'prompt_template' must contain {{{missing[0]}}}")
         try:
             self.system_prompt.format(nonce="x")
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError) as exc:
             raise EvretError(f"llm judge: option 'system_prompt': bad template ({exc!r}); its only field is "
                              f"{{nonce}}") from None
-
-    @staticmethod
-    def _provider_factory(name: str) -> Any:
-        from evret_core.plugins import KNOWN_DISTRIBUTIONS, get_registry
-
-        try:
-            return get_registry().get("llm_provider", name)
-        except UnknownNameError as exc:
-            dist = KNOWN_DISTRIBUTIONS.get(("llm_provider", name))
-            if dist is None:
-                raise
-            raise UnknownNameError(
-                f"LLMJudge(provider={name!r}) needs the {dist} plugin: pip install {dist} ({exc})"
-            ) from None
-
-    def _default_model(self) -> str | None:
-        # Provider factories may declare ``default_model``: read it without building the provider (no key needed),
-        # so that cache keys and --dry-run agree with real runs.
-        model = getattr(self._factory, "default_model", None)
-        return str(model) if model else None
 
     @property
     def provider(self) -> LLMProvider:
         """The provider object, built on first use (so that --dry-run needs no key)."""
         if self._provider is None:
-            self._provider = self._factory(**self._factory_options)
+            self._provider = self.settings.make_provider("llm judge")
             self.model = self._provider.model
         return self._provider
 
     @property
     def client(self) -> LLMClient:
         if self._client is None:
-            self._client = LLMClient(self.provider, max_retries=self.max_retries,
-                                     max_concurrency=self.max_concurrency,
-                                     requests_per_minute=self.requests_per_minute, timeout=self.timeout)
+            self._client = LLMClient(self.provider, self.settings, cache=self.cache, label=self.name)
         return self._client
 
     def config(self) -> dict[str, Any]:
@@ -216,7 +190,9 @@ class LLMJudge(Judge):
             "max_tokens": self.max_tokens,
             "max_retries": self.max_retries,
             "max_concurrency": self.max_concurrency,
+            "adaptive_concurrency": self.settings.adaptive_concurrency,
             "requests_per_minute": self.requests_per_minute,
+            "tokens_per_minute": self.settings.tpm,
             "timeout": self.timeout,
             "prompt_template": None if self.prompt_template == DEFAULT_PROMPT_TEMPLATE else self.prompt_template,
             "system_prompt": None if self.system_prompt == DEFAULT_SYSTEM_PROMPT else self.system_prompt,
@@ -226,22 +202,28 @@ class LLMJudge(Judge):
     # -- prompts -------------------------------------------------------------------------------------------
     def messages(self, context: JudgmentContext, nonce: str | None = None) -> list[ChatMessage]:
         """The chat messages for one judgment, with a fresh random fence code unless ``nonce`` is given."""
-        nonce = nonce or secrets.token_hex(8)
+        nonce = nonce or new_nonce()
+        expected = fence("expected", context.expected_text, nonce, _FIELDS)
+        aliases = _aliases(context)
+        if aliases:
+            expected += "\n" + ALIASES_NOTE + "".join(f"\n{fence('expected', a, nonce, _FIELDS)}" for a in aliases)
         fenced = {
-            "query": fence("query", context.query, nonce),
-            "expected": fence("expected", context.expected_text, nonce),
-            "retrieved": fence("retrieved", context.retrieved_text, nonce),
+            "query": fence("query", context.query, nonce, _FIELDS),
+            "expected": expected,
+            "retrieved": fence("retrieved", context.retrieved_text, nonce, _FIELDS),
         }
         return [ChatMessage("system", self.system_prompt.format(nonce=nonce)),
                 ChatMessage("user", self.prompt_template.format(**fenced))]
 
     def cache_key(self, context: JudgmentContext) -> str:
-        from evret_core.cache import judgment_key
-
+        aliases = _aliases(context)
+        extra: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if aliases:  # alias-free judgments keep the keys they always had
+            extra["aliases"] = list(aliases)
         return judgment_key(judge=self.name, provider=self.provider_name, model=self.model,
                             prompt=self.system_prompt + "\n\x00\n" + self.prompt_template,
                             temperature=self.temperature, query=context.query, expected=context.expected_text,
-                            retrieved=context.retrieved_text, extra={"max_tokens": self.max_tokens})
+                            retrieved=context.retrieved_text, extra=extra)
 
     # -- accounting ----------------------------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -259,6 +241,8 @@ class LLMJudge(Judge):
         if self._usage_base is not None:
             usage = {k: v - self._usage_base.get(k, 0) for k, v in usage.items()}
         cost = {**usage, "cache_hits": self._cache_hits, "model": self.model}
+        if self.cache is not None and self.cache.read_only:
+            cost["cache_read_only"] = True
         return {
             "cost": {self.provider_name: cost},
             "parsing": {**self._parsing, "fallbacks": self._parsing["keyword"] + self._parsing["unparseable"]},
@@ -303,8 +287,6 @@ class LLMJudge(Judge):
                 await self.aclose()
 
     async def _abatch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
-        import asyncio
-
         _ = self.provider  # fixes self.model before any cache key is made
         keys = [self.cache_key(c) for c in contexts]
         cached = self.cache.get_many(keys) if self.cache is not None else {}
@@ -316,15 +298,8 @@ class LLMJudge(Judge):
                 todo[key] = context
         if todo:
             client = self.client
-            tasks = [asyncio.ensure_future(self._one(client, key, ctx)) for key, ctx in todo.items()]
-            try:
-                for key, text in zip(todo, await asyncio.gather(*tasks), strict=True):
-                    answers[key] = text
-            except BaseException:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
+            texts = await gather_all([self._one(client, key, ctx) for key, ctx in todo.items()])
+            answers.update(zip(todo, texts, strict=True))
         out: list[bool | None] = []
         for key in keys:
             text = answers.get(key)
@@ -337,20 +312,11 @@ class LLMJudge(Judge):
 
     async def _one(self, client: LLMClient, key: str, context: JudgmentContext) -> str | None:
         messages = self.messages(context)  # one fence code per judgment, kept across its retries
-        try:
-            response = await client.complete(messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        except LLMCallError as exc:
-            if exc.status in _FATAL_STATUSES:
-                raise EvretError(
-                    f"llm judge: provider {self.provider_name!r} (model {self.model!r}) refused the request: {exc}; "
-                    f"check the API key, the model name and base_url"
-                ) from None
-            label = f"HTTP {exc.status}" if exc.status else ("timeout" if "within" in str(exc) else "connection")
-            self._errors[label] = self._errors.get(label, 0) + 1
+        response = await client.attempt(messages, max_tokens=self.max_tokens)
+        if not isinstance(response, LLMResponse):
+            self._errors[response.label] = self._errors.get(response.label, 0) + 1
             return None
-        if self.cache is not None:
-            self.cache.put(key, response.text, judge=self.name, provider=self.provider_name, model=self.model,
-                           input_tokens=response.input_tokens, output_tokens=response.output_tokens)
+        client.store(key, response)
         return response.text
 
     # -- planning (--dry-run) ------------------------------------------------------------------------------
@@ -359,7 +325,6 @@ class LLMJudge(Judge):
         keys = {self.cache_key(c): c for c in contexts}
         cached = self.cache.get_many(keys) if self.cache is not None else {}
         to_send = [c for k, c in keys.items() if k not in cached]
-        # ~4 characters per token is the usual estimate for English text with these tokenizers.
         chars = sum(len(m.content) for c in to_send for m in self.messages(c, nonce="0" * 16))
         return {
             "provider": self.provider_name,
@@ -368,6 +333,7 @@ class LLMJudge(Judge):
             "unique": len(keys),
             "cached": len(cached),
             "to_send": len(to_send),
+            # ~4 characters per token is the usual estimate for English text with these tokenizers.
             "estimated_input_tokens": (chars + 3) // 4 + 4 * len(to_send),
             "estimated_output_tokens_max": self.max_tokens * len(to_send),
         }
@@ -376,3 +342,15 @@ class LLMJudge(Judge):
         """Release the provider's connections (the judge stays usable: they reopen on the next call)."""
         if self._provider is not None:
             await self._provider.aclose()
+
+
+def _aliases(context: JudgmentContext) -> tuple[str, ...]:
+    """The other acceptable strings of the expected answer (``JudgmentContext.aliases``), without repeats."""
+    aliases = getattr(context, "aliases", ()) or ()
+    seen = {context.expected_text}
+    out: list[str] = []
+    for alias in aliases:
+        if isinstance(alias, str) and alias not in seen:
+            seen.add(alias)
+            out.append(alias)
+    return tuple(out)

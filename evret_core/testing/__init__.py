@@ -13,10 +13,13 @@ Needs pytest. A judge plugin's test module::
             return MyJudge()
 
 A retriever plugin overrides the ``retriever`` fixture and, usually, ``queries`` (queries that find documents in
-its corpus). Every ``test_*`` method of the base class then runs against your object.
+its corpus). An LLM provider plugin subclasses ``ProviderConformance`` and sets ``provider`` (its registered
+name) and ``key_env``. Every ``test_*`` method of the base class then runs against your object.
+(``evret_core.testing.llm_provider``) holds ``stub``, a provider with no SDK, for tests that need any provider.
 """
 
 from evret_core.testing.judges import JudgeConformance
+from evret_core.testing.providers import ProviderConformance
 from evret_core.testing.retrievers import RetrieverConformance
 
-__all__ = ["JudgeConformance", "RetrieverConformance"]
+__all__ = ["JudgeConformance", "ProviderConformance", "RetrieverConformance"]

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from evret_core.judges.llm import LLMJudge
     from evret_core.models import JudgmentContext
 
-__all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "always", "EXPECTED_FENCE", "expected_text",
+__all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "OverLimit429", "always", "EXPECTED_FENCE", "expected_text",
            "judgment_context", "isolate_llm_env", "stub_judge", "openai_options", "first_user_prompt"]
 
 
@@ -50,6 +50,7 @@ class StubRequest:
     system: str
     prompt: str
     received_at: float = 0.0
+    in_flight: int = 1  # requests being handled when this one arrived, itself included
 
     @property
     def text(self) -> str:
@@ -120,6 +121,24 @@ class FailFirst:
                     self.failed += 1
                     headers = {} if self.retry_after is None else {"Retry-After": f"{self.retry_after:g}"}
                     return StubReply(status=self.status, headers=headers)
+        return self.inner(request)
+
+
+class OverLimit429:
+    """Wraps a responder: a request that arrives while more than ``limit`` are in flight gets a 429 (no
+    Retry-After), as a server with a concurrency quota answers. :attr:`rejected` counts them."""
+
+    def __init__(self, inner: Responder, limit: int) -> None:
+        self.inner = inner
+        self.limit = limit
+        self.rejected = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, request: StubRequest) -> str | StubReply:
+        if request.in_flight > self.limit:
+            with self._lock:
+                self.rejected += 1
+            return StubReply(status=429)
         return self.inner(request)
 
 
@@ -321,6 +340,7 @@ class StubLLMServer:
             self.requests.append(request)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            request.in_flight = self.in_flight
         try:
             reply = self.responder(request)
             if isinstance(reply, str):

@@ -1,18 +1,18 @@
-"""The anthropic provider under LLMJudge, driven through the real anthropic SDK against a loopback stub server."""
+"""The anthropic provider under LLMJudge, driven through the real anthropic SDK against a loopback stub server:
+the provider conformance suite, plus what is particular to the Messages API."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from evret_core import EvretError
 from evret_core.judges.llm import LLMJudge
+from evret_core.testing import ProviderConformance
 from evret_core.testing.llm_stubs import (
     FailFirst,
     StubLLMServer,
-    StubReply,
     always,
     expected_text,
     isolate_llm_env,
@@ -26,6 +26,13 @@ KEY = "sk-ant-test-SECRET-0123456789"
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate_llm_env(monkeypatch, tmp_path, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
+
+
+class TestAnthropicConformance(ProviderConformance):
+    provider = "anthropic"
+    key = KEY
+    key_env = ("ANTHROPIC_API_KEY",)
+    other_env = ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
 
 
 def judge_for(server: StubLLMServer, **options: object) -> LLMJudge:
@@ -48,36 +55,13 @@ def test_yes_no_unparseable_and_the_wire_format() -> None:
     assert judge.stats()["cost"]["anthropic"]["input_tokens"] > 0
 
 
-def test_429_retry_after_and_529_overloaded_are_retried() -> None:
+def test_529_overloaded_is_retried_like_429() -> None:
     responder = FailFirst(FailFirst(always("YES"), status=529), status=429, retry_after=1.0)
     with StubLLMServer(responder) as server:
         judge = judge_for(server, max_retries=3)
         assert judge.batch_judge([ctx(0)]) == [True]
     assert len(server.requests) == 3
     assert server.requests[1].received_at - server.requests[0].received_at >= 1.0
-
-
-def test_500s_exhaust_retries_and_leave_the_judgment_unmeasured() -> None:
-    with StubLLMServer(lambda r: StubReply(status=500)) as server:
-        judge = judge_for(server, max_retries=2)
-        assert judge.batch_judge([ctx(0)]) == [None]
-    assert len(server.requests) == 3
-    assert judge.stats()["unmeasured"] == 1
-
-
-def test_a_hanging_server_times_out() -> None:
-    with StubLLMServer(always("YES", delay=30)) as server:
-        judge = judge_for(server, timeout=0.5, max_retries=0)
-        started = time.monotonic()
-        assert judge.batch_judge([ctx(0)]) == [None]
-    assert time.monotonic() - started < 5 and len(server.requests) == 1
-
-
-def test_concurrency_bound_seen_by_the_server() -> None:
-    with StubLLMServer(always("YES", delay=0.2)) as server:
-        judge = judge_for(server, max_concurrency=4)
-        assert judge.batch_judge([ctx(i) for i in range(16)]) == [True] * 16
-    assert server.max_in_flight == 4
 
 
 def test_env_key_and_base_url(monkeypatch: pytest.MonkeyPatch) -> None:

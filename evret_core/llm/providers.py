@@ -9,7 +9,6 @@ the failure is worth retrying. :class:`SDKProvider` holds what every provider wr
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -48,11 +47,18 @@ class LLMCallError(Exception):
         retryable: bool,
         status: int | None = None,
         retry_after: float | None = None,
+        kind: str | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
         self.status = status
         self.retry_after = retry_after
+        self.kind = kind or ("http" if status else "error")
+
+    @property
+    def label(self) -> str:
+        """How the failure is counted in stats: ``HTTP <status>``, ``timeout``, ``connection`` or ``error``."""
+        return f"HTTP {self.status}" if self.status else self.kind
 
 
 class LLMProvider(ABC):
@@ -83,9 +89,11 @@ class LLMProvider(ABC):
         return {"provider": self.name, "model": self.model}
 
 
-# -- Evret's call policy: shared by every LLM-backed judge and evaluator ------------------------------------------
+# -- HTTP status to LLMCallError: shared by every provider ----------------------------------------------------
 
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+# Statuses that no retry and no other item can get past (bad key, no access, unknown model): they stop the run.
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 def is_retryable_status(status: int | None) -> bool:
@@ -226,170 +234,9 @@ class SDKProvider(LLMProvider):
 
     def timeout_error(self) -> LLMCallError:
         """The (retryable) error for an attempt that got no answer within :attr:`timeout`."""
-        return LLMCallError(f"{self.name}: no answer within {self.timeout} s", retryable=True)
+        return LLMCallError(f"{self.name}: no answer within {self.timeout} s", retryable=True, kind="timeout")
 
     def connection_error(self, detail: Any) -> LLMCallError:
         """The (retryable) error for a failed connection; ``detail`` describes it, the key redacted."""
-        return LLMCallError(self.redact(f"{self.name}: connection failed: {detail}"), retryable=True)
-
-
-@dataclass
-class LLMUsage:
-    """What calls to one provider cost: attempts, token counts, retries and failures."""
-
-    calls: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    retries: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "calls": self.calls,
-            "succeeded": self.succeeded,
-            "failed": self.failed,
-            "retries": self.retries,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-
-
-class RateLimiter:
-    """Spaces request starts evenly so that at most ``requests_per_minute`` start in any minute."""
-
-    def __init__(self, requests_per_minute: float) -> None:
-        if requests_per_minute <= 0:
-            raise ValueError("requests_per_minute must be positive")
-        self.interval = 60.0 / float(requests_per_minute)
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    async def acquire(self) -> None:
-        import asyncio
-        import time
-
-        # Reserve a start slot under a thread lock (the limiter may be shared by loops in several threads),
-        # then sleep outside it until the slot comes.
-        with self._lock:
-            now = time.monotonic()
-            slot = max(now, self._next)
-            self._next = slot + self.interval
-        delay = slot - time.monotonic()
-        if delay > 0:
-            await asyncio.sleep(delay)
-
-
-class LLMClient:
-    """Evret's one call policy around an :class:`LLMProvider`.
-
-    At most ``max_concurrency`` calls in flight, an optional ``requests_per_minute`` limit, a ``timeout`` per
-    attempt, and up to ``max_retries`` retries with exponential backoff and jitter on retryable failures (429,
-    5xx, connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 pauses every
-    caller of this client, not just the one that got it, when it says how long (Retry-After). :attr:`usage` counts calls, tokens and failures.
-    Usable from several event loops in turn (``run_sync`` starts a fresh loop per batch).
-    """
-
-    def __init__(
-        self,
-        provider: LLMProvider,
-        *,
-        max_retries: int = 3,
-        max_concurrency: int = 16,
-        requests_per_minute: float | None = None,
-        timeout: float | None = 60.0,
-        backoff_base: float = 0.5,
-        backoff_max: float = 30.0,
-        max_retry_after: float = 300.0,
-    ) -> None:
-        if int(max_retries) < 0:
-            raise ValueError("max_retries must be >= 0")
-        if int(max_concurrency) < 1:
-            raise ValueError("max_concurrency must be >= 1")
-        self.provider = provider
-        self.max_retries = int(max_retries)
-        self.max_concurrency = int(max_concurrency)
-        self.timeout = None if timeout is None else float(timeout)
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        self.max_retry_after = float(max_retry_after)
-        self.limiter = RateLimiter(requests_per_minute) if requests_per_minute else None
-        self.usage = LLMUsage()
-        self._semaphores: dict[int, Any] = {}
-        self._resume_at = 0.0
-        self._lock = threading.Lock()
-
-    def _semaphore(self) -> Any:
-        import asyncio
-
-        # One semaphore per event loop: an asyncio primitive must not be shared between loops.
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            sem = self._semaphores.get(id(loop))
-            if sem is None or getattr(sem, "_evret_loop", None) is not loop:
-                sem = asyncio.Semaphore(self.max_concurrency)
-                sem._evret_loop = loop  # type: ignore[attr-defined]
-                self._semaphores = {id(loop): sem}
-            return sem
-
-    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
-        """Seconds to wait before retry number ``attempt`` (1-based): full jitter over an exponential window,
-        never less than Retry-After asked."""
-        import random
-
-        window = min(self.backoff_max, self.backoff_base * (2.0 ** (attempt - 1)))
-        delay = window * (0.5 + random.random() / 2)
-        if retry_after is not None:
-            delay = max(delay, min(retry_after, self.max_retry_after) + random.random() * 0.1)
-        return delay
-
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        temperature: float = 0.0,
-        max_tokens: int | None = None,
-    ) -> LLMResponse:
-        """One completion under the policy; raises the last :class:`LLMCallError` when every attempt failed."""
-        import asyncio
-        import time
-
-        attempt = 0
-        while True:
-            wait = self._resume_at - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            if self.limiter is not None:
-                await self.limiter.acquire()
-            async with self._semaphore():
-                self.usage.calls += 1
-                try:
-                    call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens)
-                    response = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
-                except asyncio.TimeoutError:
-                    error = LLMCallError(f"{self.provider.name}: no answer within {self.timeout:g} s",
-                                         retryable=True)
-                except LLMCallError as exc:
-                    error = exc
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # a provider bug: not worth retrying, but never a crash mid-run
-                    error = LLMCallError(f"{self.provider.name}: {type(exc).__name__}: {exc}", retryable=False)
-                else:
-                    self.usage.succeeded += 1
-                    self.usage.input_tokens += int(response.input_tokens or 0)
-                    self.usage.output_tokens += int(response.output_tokens or 0)
-                    return response
-            attempt += 1
-            if not error.retryable or attempt > self.max_retries:
-                self.usage.failed += 1
-                raise error
-            self.usage.retries += 1
-            delay = self.backoff(attempt, error.retry_after)
-            if error.status == 429 and error.retry_after is not None:
-                # The server said how long this key is rate limited: hold every caller, not only this one.
-                self._resume_at = max(self._resume_at, time.monotonic() + delay)
-            await asyncio.sleep(delay)
-
-    async def aclose(self) -> None:
-        await self.provider.aclose()
+        return LLMCallError(self.redact(f"{self.name}: connection failed: {detail}"), retryable=True,
+                            kind="connection")

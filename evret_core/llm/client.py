@@ -1,0 +1,240 @@
+"""``LLMClient``: Evret's one call policy around a provider, and the helpers that run many calls at once.
+
+At most ``max_concurrency`` calls in flight (with ``adaptive_concurrency``, halved on a 429 and grown back on
+success), optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
+attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
+connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
+(Retry-After) pauses every caller of the client, not just the one that got it. Authentication, permission and
+unknown-model errors (:data:`~evret_core.llm.providers.FATAL_STATUSES`) stop the run with an
+:class:`~evret_core.errors.EvretError`: every other call would fail the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from evret_core.aio import run_sync
+from evret_core.errors import EvretError
+from evret_core.llm.cache import JudgmentCache
+from evret_core.llm.limits import AdaptiveConcurrency, RateLimiter
+from evret_core.llm.providers import FATAL_STATUSES, ChatMessage, LLMCallError, LLMProvider, LLMResponse
+from evret_core.llm.settings import LLMSettings
+
+T = TypeVar("T")
+
+
+@dataclass
+class LLMUsage:
+    """What calls cost: attempts, token counts, retries and failures."""
+
+    calls: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    retries: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "calls": self.calls,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "retries": self.retries,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+
+    def add(self, response: LLMResponse) -> None:
+        self.input_tokens += int(response.input_tokens or 0)
+        self.output_tokens += int(response.output_tokens or 0)
+
+
+def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
+    """~4 characters per token (the usual estimate for English with these tokenizers) plus 4 per message."""
+    return sum(len(m.content) for m in messages) // 4 + 4 * len(messages)
+
+
+class LLMClient:
+    """Evret's one call policy around an :class:`~evret_core.llm.providers.LLMProvider` (see the module).
+
+    :param provider: the provider object.
+    :param settings: the :class:`~evret_core.llm.settings.LLMSettings` whose policy applies (its provider
+        fields are not used here); or give its options by name (``max_retries=2, max_concurrency=8``...).
+    :param cache: the answer cache that :func:`~evret_core.llm.structured.structured_call` and the judges use.
+    :param label: who calls, for error messages and cache rows (``llm``, ``llm-score``, ``direct``...).
+
+    :attr:`usage` counts calls, tokens and failures. Usable from several event loops in turn (``run_sync``
+    starts a fresh loop per batch).
+    """
+
+    def __init__(
+        self,
+        provider: LLMProvider,
+        settings: LLMSettings | None = None,
+        *,
+        cache: JudgmentCache | None = None,
+        label: str | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        max_retry_after: float = 300.0,
+        **options: Any,
+    ) -> None:
+        self.label = label or provider.name
+        if settings is None or options:
+            settings = LLMSettings.build(f"{self.label} client", settings, **options)
+        self.provider = provider
+        self.settings = settings
+        self.cache = cache
+        self.max_retries = settings.retries
+        self.max_concurrency = settings.max_concurrency
+        self.timeout: float | None = settings.timeout
+        self.temperature = settings.temperature
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.max_retry_after = float(max_retry_after)
+        self.limiter = RateLimiter(settings.rpm) if settings.rpm else None
+        self.token_limiter = RateLimiter(settings.tpm) if settings.tpm else None
+        self.concurrency = AdaptiveConcurrency(settings.max_concurrency, settings.adaptive_concurrency)
+        self.usage = LLMUsage()
+        self._resume_at = 0.0
+        self._lock = threading.Lock()
+
+    def backoff(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (1-based): full jitter over an exponential window,
+        never less than Retry-After asked."""
+        window = min(self.backoff_max, self.backoff_base * (2.0 ** (attempt - 1)))
+        delay = window * (0.5 + random.random() / 2)
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_retry_after) + random.random() * 0.1)
+        return delay
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> LLMResponse:
+        """One completion under the policy (``temperature`` defaults to the settings'); raises the last
+        :class:`LLMCallError` when every attempt failed."""
+        temperature = self.temperature if temperature is None else float(temperature)
+        estimate = estimate_tokens(messages) + (max_tokens or 0)
+        attempt = 0
+        while True:
+            wait = self._resume_at - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if self.limiter is not None:
+                await self.limiter.acquire()
+            if self.token_limiter is not None:
+                await self.token_limiter.acquire(estimate)
+            epoch = await self.concurrency.acquire()
+            ok = False
+            error: LLMCallError | None = None
+            try:
+                self.usage.calls += 1
+                try:
+                    call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens)
+                    response = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+                except asyncio.TimeoutError:
+                    error = LLMCallError(f"{self.provider.name}: no answer within {self.timeout:g} s",
+                                         retryable=True, kind="timeout")
+                except LLMCallError as exc:
+                    error = exc
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # a provider bug: not worth retrying, but never a crash mid-run
+                    error = LLMCallError(f"{self.provider.name}: {type(exc).__name__}: {exc}", retryable=False)
+                else:
+                    ok = True
+            finally:
+                self.concurrency.release(epoch, rate_limited=error is not None and error.status == 429,
+                                         succeeded=ok)
+            if ok:
+                self.usage.succeeded += 1
+                self.usage.add(response)
+                if self.token_limiter is not None:
+                    used = int(response.input_tokens or 0) + int(response.output_tokens or 0)
+                    if used:
+                        self.token_limiter.charge(used - estimate)
+                return response
+            assert error is not None
+            attempt += 1
+            if not error.retryable or attempt > self.max_retries:
+                self.usage.failed += 1
+                raise error
+            self.usage.retries += 1
+            delay = self.backoff(attempt, error.retry_after)
+            if error.status == 429 and error.retry_after is not None:
+                # The server said how long this key is rate limited: hold every caller, not only this one.
+                with self._lock:
+                    self._resume_at = max(self._resume_at, time.monotonic() + delay)
+            await asyncio.sleep(delay)
+
+    async def attempt(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> LLMResponse | LLMCallError:
+        """:meth:`complete`, with a failure returned rather than raised, except a fatal one (bad key, no access,
+        unknown model), which raises an :class:`EvretError` for the whole run."""
+        try:
+            return await self.complete(messages, temperature=temperature, max_tokens=max_tokens)
+        except LLMCallError as exc:
+            if exc.status in FATAL_STATUSES:
+                raise EvretError(
+                    f"{self.label}: provider {self.provider.name!r} (model {self.provider.model!r}) refused the "
+                    f"request, stopping: {exc}; check the API key, the model name and base_url"
+                ) from None
+            return exc
+
+    def store(self, key: str, response: LLMResponse) -> None:
+        """Commit one answer to the cache at once (a killed run keeps it)."""
+        if self.cache is not None:
+            self.cache.put(key, response.text, judge=self.label, provider=self.provider.name,
+                           model=self.provider.model, input_tokens=response.input_tokens,
+                           output_tokens=response.output_tokens)
+
+    def cached(self, key: str) -> str | None:
+        """The cached answer under ``key``, or None."""
+        if self.cache is None:
+            return None
+        row = self.cache.get_many([key]).get(key)
+        return None if row is None else str(row["answer"])
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()
+
+
+async def gather_all(coros: Sequence[Awaitable[T]]) -> list[T]:
+    """Run ``coros`` concurrently; when one fails, cancel the others and wait for them before raising, so that
+    no call is left running and no connection open."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def run_all(coros: Sequence[Awaitable[T]], close: LLMProvider | None = None) -> list[T]:
+    """:func:`gather_all` from sync code (inside a running event loop too), then ``close``'s connections: an
+    SDK client belongs to the loop it was made on, and that loop ends with this call."""
+    async def go() -> list[T]:
+        try:
+            return await gather_all(coros)
+        finally:
+            if close is not None:
+                await close.aclose()
+
+    return run_sync(go())
