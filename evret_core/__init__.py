@@ -13,6 +13,7 @@ from evret_core.criteria import (
 )
 from evret_core.errors import EvretError, PluginError, UnknownNameError
 from evret_core.evaluators.retrieval import Evaluator
+from evret_core.executors import Executor
 from evret_core.hookspecs import hookimpl
 from evret_core.judges import ExactJudge, Judge, RegexJudge, TokenOverlapJudge
 from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Metric, Precision, RankedBatch, Recall
@@ -22,6 +23,7 @@ from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, 
 from evret_core.plugins import list_plugins
 from evret_core.registry import (
     create_evaluator,
+    create_executor,
     create_judge,
     create_llm_provider,
     create_metric,
@@ -43,6 +45,7 @@ __all__ = [
     "EvaluationDataset",
     "EvaluationResults",
     "Evaluator",
+    "Executor",
     "EvretError",
     "ExactJudge",
     "HitRate",
@@ -63,6 +66,7 @@ __all__ = [
     "TokenOverlapJudge",
     "UnknownNameError",
     "create_evaluator",
+    "create_executor",
     "create_judge",
     "create_llm_provider",
     "create_metric",

@@ -23,13 +23,14 @@ from evret_core import hookspecs
 from evret_core.errors import PluginError
 
 ENTRY_POINT_GROUP = "evret"
-KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider")
+KINDS = ("judge", "metric", "retriever", "evaluator", "llm_provider", "executor")
 _HOOK_FOR_KIND = {
     "judge": "register_judges",
     "metric": "register_metrics",
     "retriever": "register_retrievers",
     "evaluator": "register_evaluators",
     "llm_provider": "register_llm_providers",
+    "executor": "register_executors",
 }
 BUILTIN = "evret-core"
 
@@ -278,6 +279,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("llm_provider", "openai"): "evret-openai",
     ("llm_provider", "anthropic"): "evret-anthropic",
     ("llm_provider", "google"): "evret-google-genai",
+    ("executor", "ray"): "evret-ray",
 }
 
 

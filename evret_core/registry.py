@@ -1,4 +1,7 @@
-"""Create judges, metrics, retrievers, evaluators and LLM providers by their registered names."""
+"""Create judges, metrics, retrievers, evaluators, LLM providers and executors by their registered names.
+
+Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
+process (a Ray worker builds a judge from its name and options instead of receiving a pickled model)."""
 
 from __future__ import annotations
 
@@ -22,7 +25,18 @@ def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
         raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
     except ValueError:  # builtins without a signature
         pass
-    return factory(**options)
+    built = factory(**options)
+    try:
+        built.__evret_recipe__ = (kind, name, dict(options))
+    except (AttributeError, TypeError, ValueError):  # slots, frozen or builtin objects: not rebuildable by name
+        pass
+    return built
+
+
+def recipe(obj: Any) -> tuple[str, str, dict[str, Any]] | None:
+    """``(kind, name, options)`` that built ``obj`` through this registry, or None for an object made otherwise."""
+    got = getattr(obj, "__evret_recipe__", None)
+    return got if isinstance(got, tuple) and len(got) == 3 else None
 
 
 def _accepted_options(factory: Any) -> list[str]:
@@ -51,6 +65,11 @@ def create_evaluator(name: str, **options: Any) -> Any:
 def create_llm_provider(name: str, **options: Any) -> Any:
     """An LLM provider registered as ``name`` (``openai``, ``anthropic``, ``google``)."""
     return _build("llm_provider", name, options)
+
+
+def create_executor(name: str, **options: Any) -> Any:
+    """An executor registered as ``name`` (``local``, ``ray`` with evret-ray)."""
+    return _build("executor", name, options)
 
 
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
@@ -125,3 +144,7 @@ def evaluator_names() -> list[str]:
 
 def llm_provider_names() -> list[str]:
     return get_registry().names("llm_provider")
+
+
+def executor_names() -> list[str]:
+    return get_registry().names("executor")

@@ -11,8 +11,8 @@ from typing import Any
 from evret_core.cli.options import config_error, load_config, parse_options
 from evret_core.errors import EvretError
 
-CONFIG_KEYS = {"dataset", "retriever", "judge", "metrics", "matching", "output", "k", "fail_on_unmeasured",
-               "missing_queries", "confidence_level", "n_resamples", "seed", "min_slice_size"}
+CONFIG_KEYS = {"dataset", "retriever", "judge", "executor", "metrics", "matching", "output", "k",
+               "fail_on_unmeasured", "missing_queries", "confidence_level", "n_resamples", "seed", "min_slice_size"}
 # statistics settings: config key -> (type, command-line flag)
 STAT_KEYS = {"confidence_level": (float, "--confidence-level"), "n_resamples": (int, "--resamples"),
              "seed": (int, "--seed"), "min_slice_size": (int, "--min-slice-size")}
@@ -25,6 +25,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
     p.add_argument("--judge", help="registered judge name (default: token-overlap)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
+    p.add_argument("--executor", help="where retrieval, judging and metrics run: local (default) or a plugin's "
+                                      "executor, e.g. ray (evret-ray)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable), e.g. address=auto for ray")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
     p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
@@ -46,7 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    settings: dict[str, Any] = {"retriever_options": {}, "judge_options": {}}
+    settings: dict[str, Any] = {"retriever_options": {}, "judge_options": {}, "executor_options": {}}
     base = Path(".")
     if args.config:
         data = load_config(args.config)
@@ -55,7 +59,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         if unknown:
             raise config_error(args.config, sorted(unknown)[0],
                                f"unknown setting; known settings are {', '.join(sorted(CONFIG_KEYS))}")
-        for key in ("retriever", "judge"):
+        for key in ("retriever", "judge", "executor"):
             value = data.get(key)
             if value is None:
                 continue
@@ -101,8 +105,8 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not isinstance(value, int)):
                     raise config_error(args.config, key, f"must be {'an integer' if kind is int else 'a number'}, got {value!r}")
                 settings[key] = value
-    for key in ("dataset", "retriever", "judge", "matching", "output", "k", "fail_on_unmeasured", "missing_queries",
-                *STAT_KEYS):
+    for key in ("dataset", "retriever", "judge", "executor", "matching", "output", "k", "fail_on_unmeasured",
+                "missing_queries", *STAT_KEYS):
         value = getattr(args, key, None)
         if value is not None:
             settings[key] = value
@@ -110,6 +114,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         settings["metrics"] = args.metric
     settings["retriever_options"].update(parse_options(args.retriever_option, "--retriever-option"))
     settings["judge_options"].update(parse_options(args.judge_option, "--judge-option"))
+    settings["executor_options"].update(parse_options(args.executor_option, "--executor-option"))
     for required, flag in (("dataset", "--dataset"), ("retriever", "--retriever"), ("metrics", "--metric")):
         if not settings.get(required):
             raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
@@ -168,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         fail_on_unmeasured=bool(settings.get("fail_on_unmeasured")),
         missing_queries=settings.get("missing_queries", "error"),
         progress=progress,
+        executor=settings.get("executor") or "local",
+        executor_options=settings["executor_options"],
         **{key: settings[key] for key in STAT_KEYS if key in settings},
     )
     if getattr(args, "dry_run", False):

@@ -7,4 +7,5 @@ BUILTIN_PLUGINS = (
     "evret_core.default_plugins.output_evaluators",
     "evret_core.default_plugins.criteria_judges",
     "evret_core.default_plugins.retrievers",
+    "evret_core.default_plugins.executors",
 )
