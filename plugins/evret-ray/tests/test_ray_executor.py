@@ -1,0 +1,127 @@
+"""The ray executor on a local Ray cluster started once for this module: the same results as ``local`` (bundled
+example, text-labelled and id-labelled cases), LLM judging under one cluster-wide in-flight bound counted by the
+stub server, and the answer cache shared by the workers (a rerun pays for nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
+
+import evret_ray  # noqa: E402
+import ray  # noqa: E402
+from evret_ray.executor import RayExecutor, merge_stats  # noqa: E402
+
+from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
+from evret_core.cli import main  # noqa: E402
+from evret_core.errors import EvretError  # noqa: E402
+from evret_core.plugins import get_registry, register_plugin  # noqa: E402
+from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
+from evret_core.testing.llm_stubs import StubLLMServer, always  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def ray_plugin() -> None:
+    if "evret-ray" not in get_registry().plugins:  # installed: found as an entry point; from a checkout: added
+        register_plugin(evret_ray, name="evret-ray")
+
+
+def per_query(results: Any) -> dict[str, dict[str, float]]:
+    return {q: r.scores for q, r in results.per_query.items()}
+
+
+def without_executor(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k != "executor"}
+
+
+def test_bundled_example_gives_the_same_results_on_ray(tmp_path: Path) -> None:
+    for name in ("eval.toml", "dataset.jsonl", "corpus.jsonl"):
+        shutil.copy(REPO / "examples" / name, tmp_path / name)
+    config = tmp_path / "eval.toml"
+    base = ["evaluate", "--config", str(config), "--no-progress", "--output"]
+    assert main([*base, str(tmp_path / "local.json")]) == 0
+    assert main([*base, str(tmp_path / "ray.json"), "--executor", "ray", "--executor-option", "workers=2"]) == 0
+    local, on_ray = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("local", "ray"))
+    assert on_ray["per_query"] == local["per_query"] and on_ray["scores"] == local["scores"]
+    assert on_ray["intervals"] == local["intervals"]
+    assert without_executor(on_ray["config"]) == without_executor(local["config"])
+    assert on_ray["config"]["executor"]["name"] == "ray" and local["config"]["executor"] == {"name": "local"}
+    assert on_ray["stats"]["judgments"] == local["stats"]["judgments"]
+
+
+DOCS = {f"d{i}": f"passage {i} mentions {'paris' if i % 3 == 0 else 'rome'} and number {i}" for i in range(40)}
+TEXT_QUERIES = [QueryExample(query_id=f"t{i}", query_text=f"where {i}",
+                             expected_answers=["mentions paris", f"number {i}"]) for i in range(30)]
+ID_QUERIES = [QueryExample(query_id=f"i{i}", query_text=f"ids {i}", relevant_doc_ids=[f"d{i}", f"d{i + 1}"])
+              for i in range(30)]
+
+
+def run_of(queries: list[QueryExample]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for n, q in enumerate(queries):
+        ids = [f"d{(n * 7 + j) % 40}" for j in range(10)]
+        out[q.query_id] = [{"doc_id": d, "score": 10.0 - j, "text": DOCS[d]} for j, d in enumerate(ids)]
+    return out
+
+
+@pytest.mark.parametrize("matching", ["first_match", "any_match"])
+def test_text_and_id_labelled_queries_score_the_same(matching: str) -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES + ID_QUERIES)
+    run = run_of(dataset.queries)
+    options: dict[str, Any] = {"metrics": ["ndcg@10", "recall@10", "mrr@10"], "matching": matching,
+                               "judge_batch_size": 7}
+    local = Evaluator(run, judge=create_judge("token-overlap", min_tokens=2), **options).evaluate(dataset)
+    on_ray = Evaluator(run, judge=create_judge("token-overlap", min_tokens=2), executor="ray", executor_options={"workers": 2},
+                       **options).evaluate(dataset)
+    assert per_query(on_ray) == per_query(local) and on_ray.scores == local.scores
+    assert on_ray.intervals == local.intervals
+    assert without_executor(on_ray.config) == without_executor(local.config)
+    assert 0 < local.scores["recall@10"] < 1  # the case judges something either way
+
+
+def test_llm_judging_obeys_one_cluster_wide_limit_and_reuses_the_shared_cache(tmp_path: Path) -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:12])
+    run = run_of(dataset.queries)
+    with StubLLMServer(always("YES", delay=0.05)) as stub:
+        judge = create_judge("llm", cache=str(tmp_path / "cache.sqlite3"), max_concurrency=16, **stub_options(stub))
+        executor = RayExecutor(workers=3, worker_cpus=0, max_in_flight=4, worker_setup=register_stub_provider)
+        first = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=40,
+                          executor=executor).evaluate(dataset)
+        sent = len(stub.requests)
+        assert sent == first.stats["judgments"]["unique"] > 100
+        assert stub.max_in_flight == 4  # 3 workers x 16 allowed by their clients; 4 by the cluster
+        assert executor.last_limiter_stats is not None and executor.last_limiter_stats["peak"] == 4
+        assert first.stats["cost"]["stub"]["calls"] == sent and first.stats["cost"]["stub"]["cache_hits"] == 0
+        again = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=40,
+                          executor=executor).evaluate(dataset)
+        assert len(stub.requests) == sent  # every answer came from the cache the workers wrote
+        assert again.stats["cost"]["stub"]["cache_hits"] == sent and again.stats["cost"]["stub"]["calls"] == 0
+        assert per_query(again) == per_query(first)
+
+
+def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
+    with pytest.raises(EvretError, match="'workers' must be a positive integer"):
+        Evaluator(run_of(TEXT_QUERIES[:1]), metrics=["mrr"], executor="ray", executor_options={"workers": 0})
+    with pytest.raises(EvretError, match="'max_in_flight'"):
+        RayExecutor(max_in_flight=-3)
+    assert merge_stats({"cost": {"p": {"calls": 1, "model": "m"}}, "n": 2},
+                       {"cost": {"p": {"calls": 2, "model": "m"}}, "n": 3}) == {
+        "cost": {"p": {"calls": 3, "model": "m"}}, "n": 5}
