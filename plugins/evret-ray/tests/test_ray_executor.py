@@ -82,11 +82,11 @@ def run_of(queries: list[QueryExample]) -> dict[str, dict[str, Any]]:
     return out
 
 
-@pytest.mark.parametrize("matching", ["first_match", "any_match"])
-def test_text_and_id_labelled_queries_score_the_same(matching: str) -> None:
+def test_text_and_id_labelled_queries_score_the_same() -> None:
+    # any_match here (answer coverage travels with each metric chunk); the bundled example covers first_match
     dataset = EvaluationDataset(queries=TEXT_QUERIES + ID_QUERIES)
     run = run_of(dataset.queries)
-    options: dict[str, Any] = {"metrics": ["ndcg@10", "recall@10", "mrr@10"], "matching": matching,
+    options: dict[str, Any] = {"metrics": ["ndcg@10", "recall@10", "mrr@10"], "matching": "any_match",
                                "judge_batch_size": 7}
     local = Evaluator(run, judge=create_judge("token-overlap", min_tokens=2), **options).evaluate(dataset)
     on_ray = Evaluator(run, judge=create_judge("token-overlap", min_tokens=2), executor="ray", executor_options={"workers": 2},
@@ -98,7 +98,7 @@ def test_text_and_id_labelled_queries_score_the_same(matching: str) -> None:
 
 
 def test_llm_judging_obeys_one_cluster_wide_limit_and_reuses_the_shared_cache(tmp_path: Path) -> None:
-    dataset = EvaluationDataset(queries=TEXT_QUERIES[:12])
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:6])
     run = run_of(dataset.queries)
     with StubLLMServer(always("YES", delay=0.05)) as stub:
         judge = create_judge("llm", cache=str(tmp_path / "cache.sqlite3"), max_concurrency=16, **stub_options(stub))
@@ -106,7 +106,7 @@ def test_llm_judging_obeys_one_cluster_wide_limit_and_reuses_the_shared_cache(tm
         first = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=40,
                           executor=executor).evaluate(dataset)
         sent = len(stub.requests)
-        assert sent == first.stats["judgments"]["unique"] > 100
+        assert sent == first.stats["judgments"]["unique"] > 60
         assert stub.max_in_flight == 4  # 3 workers x 16 allowed by their clients; 4 by the cluster
         assert executor.last_limiter_stats is not None and executor.last_limiter_stats["peak"] == 4
         assert first.stats["cost"]["stub"]["calls"] == sent and first.stats["cost"]["stub"]["cache_hits"] == 0
