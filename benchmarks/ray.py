@@ -81,10 +81,30 @@ def part_llm(contexts: int) -> None:
             took = time.perf_counter() - start
             assert len(stub.requests) == total, (len(stub.requests), total)
             rows.append((label, took, stub.max_in_flight, results.scores["recall@5"]))
+    startup = _judge_worker_start(workers)
     print("| executor | time | x ideal | most in flight (stub) |\n|---|---|---|---|")
     for label, took, peak, _ in rows:
         print(f"| {label} | {took:.2f} s | {took / ideal:.2f}x | {peak} |")
     print(f"ideal: ceil({total}/{limit}) x {latency} s = {ideal:.2f} s; same recall: {rows[0][3] == rows[1][3]}")
+    print(f"starting {workers} judging workers that build this judge (measured alone): {startup:.2f} s; ray time "
+          f"without it: {rows[1][1] - startup:.2f} s = {(rows[1][1] - startup) / ideal:.2f}x ideal")
+
+
+def _judge_worker_start(workers: int) -> float:
+    """Seconds to start ``workers`` judging actors that build an LLM judge and answer one call."""
+    from evret_ray.executor import spec_of
+    from evret_ray.workers import JudgeWorker
+
+    with StubLLMServer(always("YES")) as stub:
+        spec = spec_of(create_judge("llm", cache=False, **stub_options(stub)), "judge")
+        start = time.perf_counter()
+        actor = ray.remote(JudgeWorker).options(num_cpus=0)
+        actors = [actor.remote(spec, None, register_stub_provider) for _ in range(workers)]
+        ray.get([a.judge_batch.remote([]) for a in actors])
+        took = time.perf_counter() - start
+        for a in actors:
+            ray.kill(a)
+    return took
 
 
 def id_case(n_queries: int, seed: int = 1) -> tuple[EvaluationDataset, dict[str, dict[str, float]]]:
