@@ -44,6 +44,7 @@ bench: install-all
 	$(BIN)/python benchmarks/llm.py
 	$(BIN)/python benchmarks/semantic.py
 	$(BIN)/python benchmarks/bm25_batch.py
+	$(BIN)/python benchmarks/ray.py
 
 docs: install-all
 	$(BIN)/mkdocs build --strict

@@ -75,6 +75,7 @@ def test_register_executors() -> None:
     assert {q: r.scores for q, r in results.per_query.items()} == {q: r.scores for q, r in local.per_query.items()}
     assert results.config["executor"] == {"name": "counting", "label": "z"}
     assert local.config["executor"] == {"name": "local"}
+    assert results.manifest is not None and results.manifest.executor == {"name": "counting", "label": "z"}
     assert {k: v for k, v in results.config.items() if k != "executor"} == {
         k: v for k, v in local.config.items() if k != "executor"}
 

@@ -65,6 +65,10 @@ def test_bundled_example_gives_the_same_results_on_ray(tmp_path: Path) -> None:
     assert without_executor(on_ray["config"]) == without_executor(local["config"])
     assert on_ray["config"]["executor"]["name"] == "ray" and local["config"]["executor"] == {"name": "local"}
     assert on_ray["stats"]["judgments"] == local["stats"]["judgments"]
+    skip = {"executor", "created_at"}
+    assert {k: v for k, v in on_ray["manifest"].items() if k not in skip} == {
+        k: v for k, v in local["manifest"].items() if k not in skip}
+    assert on_ray["manifest"]["executor"]["name"] == "ray"
 
 
 DOCS = {f"d{i}": f"passage {i} mentions {'paris' if i % 3 == 0 else 'rome'} and number {i}" for i in range(40)}
@@ -94,6 +98,9 @@ def test_text_and_id_labelled_queries_score_the_same() -> None:
     assert per_query(on_ray) == per_query(local) and on_ray.scores == local.scores
     assert on_ray.intervals == local.intervals
     assert without_executor(on_ray.config) == without_executor(local.config)
+    skip = {"executor", "created_at"}
+    assert on_ray.manifest is not None and local.manifest is not None
+    assert on_ray.manifest.model_dump(exclude=skip) == local.manifest.model_dump(exclude=skip)
     assert 0 < local.scores["recall@10"] < 1  # the case judges something either way
 
 
