@@ -1,12 +1,14 @@
 """The ray executor on a local Ray cluster started once for this module: the same results as ``local`` (bundled
 example, text-labelled and id-labelled cases), LLM judging under one cluster-wide in-flight bound counted by the
-stub server, and the answer cache shared by the workers (a rerun pays for nothing)."""
+stub server, and the answer cache shared by the workers (a stopped run resumes without asking again what it paid
+for; a rerun pays for nothing)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from evret_core.cli import main  # noqa: E402
 from evret_core.errors import EvretError  # noqa: E402
 from evret_core.plugins import get_registry, register_plugin  # noqa: E402
 from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
-from evret_core.testing.llm_stubs import StubLLMServer, always  # noqa: E402
+from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -104,23 +106,51 @@ def test_text_and_id_labelled_queries_score_the_same() -> None:
     assert 0 < local.scores["recall@10"] < 1  # the case judges something either way
 
 
-def test_llm_judging_obeys_one_cluster_wide_limit_and_reuses_the_shared_cache(tmp_path: Path) -> None:
-    dataset = EvaluationDataset(queries=TEXT_QUERIES[:6])
+class RefuseAfter:
+    """Answers YES after 30 ms; once ``limit`` requests were seen, answers 401 (the run stops, as if killed)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.seen = 0
+        self.inner = always("YES", delay=0.03)
+
+    def __call__(self, request: Any) -> Any:
+        self.seen += 1
+        if self.limit is not None and self.seen > self.limit:
+            return StubReply(status=401)
+        return self.inner(request)
+
+
+def test_llm_judging_obeys_one_cluster_wide_limit_and_a_stopped_run_resumes_from_the_cache(tmp_path: Path) -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:4])
     run = run_of(dataset.queries)
-    with StubLLMServer(always("YES", delay=0.05)) as stub:
+    responder = RefuseAfter(limit=30)
+    with StubLLMServer(responder) as stub:
         judge = create_judge("llm", cache=str(tmp_path / "cache.sqlite3"), max_concurrency=16, **stub_options(stub))
         executor = RayExecutor(workers=3, worker_cpus=0, max_in_flight=4, worker_setup=register_stub_provider)
-        first = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=40,
-                          executor=executor).evaluate(dataset)
-        sent = len(stub.requests)
-        assert sent == first.stats["judgments"]["unique"] > 60
+
+        def evaluate() -> Any:
+            return Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=20,
+                             executor=executor).evaluate(dataset)
+
+        with pytest.raises(EvretError, match="refused the request, stopping"):  # a worker's error, read here
+            evaluate()
+        time.sleep(0.5)  # let requests of the stopped workers drain
+        paid = judge.cache.stats()["entries"]
+        assert 0 < paid <= 30
+        responder.limit, before = None, len(stub.requests)
+        first = evaluate()
+        unique = first.stats["judgments"]["unique"]
+        assert unique > 60  # 4 queries x 10 passages x 2 answers
+        assert len(stub.requests) - before == unique - paid  # the answers paid for before were not asked again
         assert stub.max_in_flight == 4  # 3 workers x 16 allowed by their clients; 4 by the cluster
         assert executor.last_limiter_stats is not None and executor.last_limiter_stats["peak"] == 4
-        assert first.stats["cost"]["stub"]["calls"] == sent and first.stats["cost"]["stub"]["cache_hits"] == 0
-        again = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=40,
-                          executor=executor).evaluate(dataset)
+        assert first.stats["cost"]["stub"]["calls"] == unique - paid
+        assert first.stats["cost"]["stub"]["cache_hits"] == paid
+        sent = len(stub.requests)
+        again = evaluate()
         assert len(stub.requests) == sent  # every answer came from the cache the workers wrote
-        assert again.stats["cost"]["stub"]["cache_hits"] == sent and again.stats["cost"]["stub"]["calls"] == 0
+        assert again.stats["cost"]["stub"]["cache_hits"] == unique and again.stats["cost"]["stub"]["calls"] == 0
         assert per_query(again) == per_query(first)
 
 
