@@ -21,8 +21,8 @@ Spec = tuple[str, Any, dict[str, Any]]
 
 def build(spec: Spec) -> Any:
     how, what, options = spec
-    if how == "object":
-        return what
+    if how == "object":  # sent as it is, or put in the object store once for every worker (nested: not resolved)
+        return ray.get(what) if isinstance(what, ray.ObjectRef) else what
     from evret_core import registry
 
     try:
