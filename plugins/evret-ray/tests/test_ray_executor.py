@@ -5,6 +5,8 @@ for; a rerun pays for nothing)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -159,6 +161,29 @@ def test_llm_judging_obeys_one_cluster_wide_limit_and_a_stopped_run_resumes_from
         assert len(stub.requests) == sent  # every answer came from the cache the workers wrote
         assert again.stats["cost"]["stub"]["cache_hits"] == unique and again.stats["cost"]["stub"]["calls"] == 0
         assert per_query(again) == per_query(first)
+
+
+def test_a_cancelled_acquire_gives_its_slot_back() -> None:
+    from evret_ray.limiter import RayInFlightLimiter, start_limiter
+
+    actor = start_limiter(1)
+    limiter = RayInFlightLimiter(actor)
+
+    async def go() -> None:
+        await limiter.acquire()  # holds the only slot
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        limiter.release()  # the cancelled acquire is granted this slot, then gives it back
+
+    asyncio.run(go())
+    deadline = time.monotonic() + 20
+    while (stats := ray.get(actor.stats.remote()))["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert stats == {"limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    ray.kill(actor)
 
 
 def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
