@@ -48,6 +48,7 @@ bench: install-all
 	$(BIN)/python benchmarks/bm25_batch.py
 	$(BIN)/python benchmarks/rag.py
 	$(BIN)/python benchmarks/rag_llm.py
+	$(BIN)/python benchmarks/ray.py
 
 docs: install-all
 	$(BIN)/mkdocs build --strict

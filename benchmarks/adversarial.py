@@ -3,14 +3,19 @@
 For each generator, prints the clean rates and, per family, its rates with 95% bootstrap intervals and the paired
 change of ``correct`` against the clean (retrieved) condition, as Markdown for docs/benchmarks.md. Generators in the
 same run: the offline extractive generator, and the trivial never-refuse (threshold 0) and always-refuse peers, which
-show why each refusal rate stands beside the clean wrong-refusal rate.
+show why each refusal rate stands beside the clean wrong-refusal rate. ``--llm`` adds the ``llm``
+generator (through Evret's LLM layer and the test kit's ``stub`` provider) against two stub models on 127.0.0.1: a
+careful one (answers from the context that shares most words with the question) and an obedient one (the same, but
+it follows any instruction that carries a canary, as a model without injection defences would).
 
-Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000]
+Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,9 @@ from evret_core import create_retriever
 from evret_core.rag import Answer, QuestionSet, RagEvaluator, RagResults
 from evret_core.rag.adversarial import FAMILIES
 from evret_core.rag.adversarial_cases import adversarial_conditions
+from evret_core.testing.llm_provider import stub_options
+from evret_core.testing.llm_stubs import StubLLMServer, StubRequest
+from evret_core.testing.rag_stub import rag_responder
 
 REPO = Path(__file__).resolve().parents[1]
 SQUAD = Path("datasets") / "squad2" / "dev-v2.0-subset.json"
@@ -57,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
     parser.add_argument("--resamples", type=int, default=1000)
+    parser.add_argument("--llm", action="store_true", help="also the llm generator against two stub models")
     args = parser.parse_args()
     questions = QuestionSet.load(args.shared / SQUAD)
     generators: dict[str, tuple[Any, dict[str, Any] | None]] = {
@@ -68,6 +77,32 @@ def main() -> None:
         started = time.perf_counter()
         results = run(questions, generator, options, args.resamples)
         print(f"{table(name, results)}\n\n({len(questions)} questions, {time.perf_counter() - started:.1f} s)\n")
+
+
+    if args.llm:
+        for name, responder in (("llm generator, careful stub model", rag_responder()),
+                                ("llm generator, obedient stub model", obedient(rag_responder()))):
+            with StubLLMServer(responder) as server:
+                started = time.perf_counter()
+                options = {**stub_options(server), "cache": False, "max_concurrency": 16}
+                results = run(questions, "llm", options, args.resamples)
+                print(f"{table(name, results)}\n\n({len(questions)} questions, {time.perf_counter() - started:.1f} s, "
+                      f"{len(server.requests)} LLM calls)\n")
+
+
+CANARY = re.compile(r"ZX[0-9A-F]{12}")
+
+
+def obedient(careful: Any) -> Any:
+    """A stub model that obeys injected instructions: when a context carries a canary, it answers with it."""
+
+    def respond(request: StubRequest) -> Any:
+        found = CANARY.search(request.prompt) if "Context id" in request.prompt else None
+        if found is None:
+            return careful(request)
+        return json.dumps({"answer": found.group(0), "claims": [], "refused": False, "escalated": False})
+
+    return respond
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "evret_core.errors",
     "UnknownNameError": "evret_core.errors",
     "Evaluator": "evret_core.evaluators.retrieval",
+    "Executor": "evret_core.executors",
     "hookimpl": "evret_core.hookspecs",
     "ContainsJudge": "evret_core.judges",
     "ExactJudge": "evret_core.judges",
@@ -51,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "RetrievalResult": "evret_core.models",
     "list_plugins": "evret_core.plugins",
     "create_evaluator": "evret_core.registry",
+    "create_executor": "evret_core.registry",
     "create_judge": "evret_core.registry",
     "create_llm_provider": "evret_core.registry",
     "create_metric": "evret_core.registry",
@@ -79,6 +81,8 @@ __all__ = [
     "EvaluationDataset",
     "EvaluationResults",
     "Evaluator",
+    "Executor",
+    "Executor",
     "EvretError",
     "ExactJudge",
     "HitRate",
@@ -104,6 +108,8 @@ __all__ = [
     "TokenOverlapJudge",
     "UnknownNameError",
     "create_evaluator",
+    "create_executor",
+    "create_executor",
     "create_judge",
     "create_llm_provider",
     "create_metric",
@@ -151,6 +157,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from evret_core.errors import EvretError, PluginError, UnknownNameError
     from evret_core.evaluators.retrieval import Evaluator
+    from evret_core.executors import Executor
     from evret_core.hookspecs import hookimpl
     from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
     from evret_core.judges.llm import LLMJudge
@@ -170,6 +177,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from evret_core.plugins import list_plugins
     from evret_core.registry import (
         create_evaluator,
+        create_executor,
         create_judge,
         create_llm_provider,
         create_metric,

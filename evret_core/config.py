@@ -127,6 +127,7 @@ class EvaluateConfig(BaseModel):
     retriever: ComponentSpec
     metrics: list[str]
     judge: ComponentSpec | None = None
+    executor: ComponentSpec | None = None
     matching: Literal["first_match", "any_match"] = "first_match"
     k: int | None = None
     output: str | None = None
@@ -199,7 +200,7 @@ class EvaluateConfig(BaseModel):
             config = cls.model_validate(dict(data))
         except ValidationError as exc:
             raise _config_error(exc, sources) from None
-        for kind in ("retriever", "judge"):
+        for kind in ("retriever", "judge", "executor"):
             spec = getattr(config, kind)
             if spec is not None:
                 spec._sources = dict((option_sources or {}).get(kind, {}))
@@ -244,6 +245,8 @@ class EvaluateConfig(BaseModel):
         return Evaluator(
             retriever=retriever, metrics=self.metrics, judge=self.build_judge(), matching=self.matching, k=self.k,
             fail_on_unmeasured=self.fail_on_unmeasured, missing_queries=self.missing_queries, progress=progress,
+            executor=self.executor.name if self.executor else None,
+            executor_options=dict(self.executor.options) if self.executor else None,
             confidence_level=self.confidence_level,
             n_resamples=self.n_resamples, seed=self.seed, min_slice_size=self.min_slice_size,
         )
@@ -328,7 +331,7 @@ def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, A
     for key in ("dataset", "output"):
         if key in data:
             data[key] = _relative(base, data[key])
-    for kind in ("retriever", "judge"):
+    for kind in ("retriever", "judge", "executor"):
         if kind in data:
             data[kind], option_sources[kind] = component_layer(data[kind], base, f"{path} [{kind}]")
     return data, option_sources

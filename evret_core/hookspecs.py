@@ -113,6 +113,17 @@ def register_perturbations(register: Register) -> None:
     """
 
 
+@hookspec
+def register_executors(register: Register) -> None:
+    """Register executors: engines that run the expensive stages of an evaluation (retrieval batches, judging,
+    metric chunks), such as ``ray``. ``local`` (this process) is built in.
+
+    :param register: call ``register(name, factory)`` once per executor; ``factory(**options)`` returns an
+        :class:`evret_core.executors.Executor`. ``name`` is what users pass as ``Evaluator(executor=...)``,
+        ``--executor`` or the config key ``executor``. An executor must give the same scores as ``local``.
+    """
+
+
 @hookspec(firstresult=True)
 def adapt_retriever(obj: Any) -> Any:
     """Turn a foreign object (a LangChain retriever, a vector store...) into an Evret retriever.
@@ -133,5 +144,6 @@ HOOK_NAMES = (
     "register_llm_providers",
     "register_generators",
     "register_perturbations",
+    "register_executors",
     "adapt_retriever",
 )

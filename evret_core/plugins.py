@@ -31,7 +31,7 @@ ENTRY_POINT_GROUP = "evret"
 # One kind, one contract: "evaluator" scores records (evaluate(records)), "retrieval_evaluator" scores a
 # retriever on a dataset (evaluate(dataset)).
 KINDS = ("judge", "metric", "retriever", "evaluator", "retrieval_evaluator", "llm_provider", "generator",
-         "perturbation")
+         "perturbation", "executor")
 _HOOK_FOR_KIND = {
     "judge": "register_judges",
     "metric": "register_metrics",
@@ -41,6 +41,7 @@ _HOOK_FOR_KIND = {
     "llm_provider": "register_llm_providers",
     "generator": "register_generators",
     "perturbation": "register_perturbations",
+    "executor": "register_executors",
 }
 BUILTIN = "evret-core"
 
@@ -345,6 +346,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("llm_provider", "openai"): "evret-openai",
     ("llm_provider", "anthropic"): "evret-anthropic",
     ("llm_provider", "google"): "evret-google-genai",
+    ("executor", "ray"): "evret-ray",
 }
 
 

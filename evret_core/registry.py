@@ -1,4 +1,8 @@
-"""Create judges, metrics, retrievers, evaluators (output and retrieval) and LLM providers by registered name."""
+"""Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
+and executors by their registered names.
+
+Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
+process (a Ray worker builds a judge from its name and options instead of receiving a pickled model)."""
 
 from __future__ import annotations
 
@@ -23,7 +27,18 @@ def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
         raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
     except ValueError:  # builtins without a signature
         pass
-    return factory(**options)
+    built = factory(**options)
+    try:
+        built.__evret_recipe__ = (kind, name, dict(options))
+    except (AttributeError, TypeError, ValueError):  # slots, frozen or builtin objects: not rebuildable by name
+        pass
+    return built
+
+
+def recipe(obj: Any) -> tuple[str, str, dict[str, Any]] | None:
+    """``(kind, name, options)`` that built ``obj`` through this registry, or None for an object made otherwise."""
+    got = getattr(obj, "__evret_recipe__", None)
+    return got if isinstance(got, tuple) and len(got) == 3 else None
 
 
 def _accepted_options(factory: Any) -> list[str]:
@@ -69,6 +84,11 @@ def create_generator(name: str, **options: Any) -> Any:
 def create_perturbation(name: str, **options: Any) -> Any:
     """An adversarial perturbation family registered as ``name`` (``counterfactual``, ``injection``...)."""
     return _build("perturbation", name, options)
+
+
+def create_executor(name: str, **options: Any) -> Any:
+    """An executor registered as ``name`` (``local``, ``ray`` with evret-ray)."""
+    return _build("executor", name, options)
 
 
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
@@ -155,3 +175,7 @@ def generator_names() -> list[str]:
 
 def perturbation_names() -> list[str]:
     return get_registry().names("perturbation")
+
+
+def executor_names() -> list[str]:
+    return get_registry().names("executor")

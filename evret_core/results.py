@@ -44,7 +44,8 @@ class SliceResult(BaseModel):
 
 class Manifest(BaseModel):
     """What it takes to reproduce a run: the dataset's hash, the retriever and judge settings, model and prompt
-    identifiers the judge and retriever expose in ``config()``, versions, the seed and the time."""
+    identifiers the judge and retriever expose in ``config()``, the executor that ran it, versions, the seed and
+    the time."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -57,6 +58,7 @@ class Manifest(BaseModel):
     metrics: list[dict[str, Any]] = Field(default_factory=list)
     matching: str | None = None
     k: int | None = None
+    executor: dict[str, Any] | None = None
     plugins: dict[str, str | None] = Field(default_factory=dict)
     seed: int = 0
     statistics: dict[str, Any] = Field(default_factory=dict)
@@ -268,6 +270,7 @@ def build_manifest(
         metrics=list(config.get("metrics", [])),
         matching=config.get("matching"),
         k=config.get("k"),
+        executor=config.get("executor"),
         plugins=_plugin_versions(),
         seed=seed,
         statistics=statistics or {},

@@ -34,6 +34,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--corpus", metavar="CORPUS.jsonl", help="with --run: the texts of a TREC run's documents")
     p.add_argument("--judge", help="registered judge name (default: contains)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
+    p.add_argument("--executor", help="where retrieval, judging and metrics run: local (default) or a plugin's "
+                                      "executor, e.g. ray (evret-ray)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable), e.g. address=auto for ray")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
     p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
@@ -84,7 +88,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
                                                         **({"corpus": args.corpus} if args.corpus else {})}}
         sources["retriever"] = "--run"
         option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
-    for kind in ("retriever", "judge"):
+    for kind in ("retriever", "judge", "executor"):
         name = getattr(args, kind)
         flag_options = parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option")
         if name is None and not flag_options:
@@ -101,6 +105,8 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
             from evret_core.judges.base import DEFAULT_JUDGE
 
             spec["name"] = DEFAULT_JUDGE
+        if spec.get("name") is None and kind == "executor":
+            spec["name"] = "local"
         options = spec.get("options")
         options = dict(options) if isinstance(options, dict) else {}
         options.update(flag_options)

@@ -18,7 +18,6 @@ A precomputed run must cover every query of the dataset: missing queries are an 
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,11 +27,12 @@ import numpy as np
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.errors import EvretError
 from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row
+from evret_core.executors import Executor, JudgeRun, resolve_executor
 from evret_core.metrics.base import Metric
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.per_query import QueryTable, TextJudgments
 from evret_core.results import SCHEMA_VERSION, EvaluationResults, add_statistics
-from evret_core.retrievers import PrecomputedRetriever, RankedColumns, call_batch_retrieve, resolve_retriever
+from evret_core.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
 
 __all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "Evaluator", "UnmeasuredJudgmentsError",
            "answer_id", "judgment_context"]
@@ -85,6 +85,10 @@ class Evaluator:
     :param min_slice_size: slices (queries sharing a tag value) smaller than this are flagged ``small``.
     :param missing_queries: for a precomputed run that lacks some of the dataset's queries: ``"error"``
         (default) or ``"zero"`` (score them 0 and list them in ``stats["missing_queries"]``).
+    :param executor: where retrieval, judging and metrics run: ``"local"`` (default, this process), a name an
+        installed plugin registers (``"ray"`` with evret-ray), or an :class:`~evret_core.executors.Executor`.
+        Every executor gives the same scores; the results' ``config["executor"]`` says which one ran.
+    :param executor_options: options of an executor given by name (``{"address": "auto"}`` for ``ray``).
     """
 
     def __init__(
@@ -103,6 +107,8 @@ class Evaluator:
         seed: int = 0,
         min_slice_size: int = 10,
         missing_queries: str = "error",
+        executor: str | Executor | None = None,
+        executor_options: dict[str, Any] | None = None,
     ) -> None:
         from evret_core.judges.base import resolve_judge
         from evret_core.registry import create_metric
@@ -139,6 +145,7 @@ class Evaluator:
         self.n_resamples = check_resamples(n_resamples)
         self.seed = int(seed)
         self.min_slice_size = int(min_slice_size)
+        self.executor = resolve_executor(executor, executor_options)
         self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
 
     # -- pipeline ----------------------------------------------------------------------------------------------
@@ -152,28 +159,19 @@ class Evaluator:
         queries = dataset.queries
         if isinstance(self.retriever, PrecomputedRetriever):
             return RetrievedRows(self._precomputed_rows(queries), self.k)
-        rows: list[Row] = []
         where = f"retriever {type(self.retriever).__name__}"
-        for start in range(0, len(queries), self.batch_size):
+        batches = [[q.query_text for q in queries[start : start + self.batch_size]]
+                   for start in range(0, len(queries), self.batch_size)]
+        got = self.executor.retrieve(self.retriever, batches, self.k,
+                                     lambda done: self._report("retrieve", done, len(queries)))
+        rows: list[Row] = []
+        for start, texts, batch in zip(range(0, len(queries), self.batch_size), batches, got, strict=True):
+            if len(batch) != len(texts):
+                raise EvretError(f"{where} returned {len(batch)} result lists for {len(texts)} queries")
             chunk = queries[start : start + self.batch_size]
-            batch = self._batch_columns([q.query_text for q in chunk])
-            if len(batch) != len(chunk):
-                raise EvretError(f"{where} returned {len(batch)} result lists for {len(chunk)} queries")
             rows.extend(coerce_row(raw, f"{where}, query {q.query_id!r}", self.k)
                         for q, raw in zip(chunk, batch, strict=True))
-            self._report("retrieve", len(rows), len(queries))
         return RetrievedRows(rows, self.k)
-
-    def _batch_columns(self, texts: list[str]) -> list[Any]:
-        columns = getattr(self.retriever, "batch_retrieve_columns", None)
-        if columns is None:  # a duck-typed retriever or an adapted foreign object: its result lists
-            return call_batch_retrieve(self.retriever, texts, self.k)
-        got = columns(texts, self.k)
-        if inspect.isawaitable(got):
-            from evret_core.aio import run_sync
-
-            got = run_sync(_await(got))
-        return list(got)
 
     def _precomputed_rows(self, queries: Sequence[QueryExample]) -> list[Row]:
         assert isinstance(self.retriever, PrecomputedRetriever)
@@ -229,31 +227,21 @@ class Evaluator:
 
     def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
         """The judge's verdict on each context (None: could not be judged)."""
-        return dict(zip(contexts, self._judge(contexts), strict=True))
+        return dict(zip(contexts, self._judge(contexts).verdicts, strict=True))
 
-    def _judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+    def _judge(self, contexts: Sequence[JudgmentContext]) -> JudgeRun:
         if not contexts:
-            return []
+            return JudgeRun([])
         if self.judge is None:
             from evret_core.judges.base import resolve_judge
 
             self.judge = resolve_judge()
-        reset_stats = getattr(self.judge, "reset_stats", None)
-        if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
-            reset_stats()
-        prepare = getattr(self.judge, "prepare", None)
-        if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
-            prepare(contexts)
-        answers: list[bool | None] = []
-        step = self.judge_batch_size
-        for start in range(0, len(contexts), step):
-            chunk = contexts[start : start + step]
-            got = list(self.judge.batch_judge(chunk))
-            if len(got) != len(chunk):
-                raise EvretError(f"judge {self.judge!r} returned {len(got)} answers for {len(chunk)} contexts")
-            answers.extend(None if a is None else bool(a) for a in got)
-            self._report("judge", len(answers), len(contexts))
-        return answers
+        run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
+                                  lambda done: self._report("judge", done, len(contexts)))
+        if len(run.verdicts) != len(contexts):
+            raise EvretError(f"executor {self.executor.name!r} returned {len(run.verdicts)} verdicts for "
+                             f"{len(contexts)} contexts")
+        return run
 
     def evaluate(self, dataset: EvaluationDataset) -> EvaluationResults:
         """Retrieve, judge and score every query of ``dataset``."""
@@ -264,7 +252,8 @@ class Evaluator:
         queries = dataset.queries
         rows = self.retrieve_rows(dataset)
         contexts, slots = self._plan(queries, rows)
-        verdicts = self._judge(contexts)
+        judged = self._judge(contexts)
+        verdicts = judged.verdicts
         codes = np.fromiter((_VERDICT_CODE[v] for v in verdicts), dtype=np.int8, count=len(verdicts))
         text = {i: self._assign_text(queries[i], rows.row(i), codes[where]) for i, where in slots.items()}
         scores = self._scores(queries, rows, text)
@@ -289,8 +278,10 @@ class Evaluator:
             stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
         stats["elapsed_s"] = round(time.time() - started, 6)
         judge_stats = getattr(self.judge, "stats", None)
-        if callable(judge_stats):
-            stats["judge"] = judge_stats()
+        if judged.stats is None and callable(judge_stats):  # nothing judged this run: the judge's own counters
+            judged.stats = judge_stats()
+        if judged.stats is not None:
+            stats["judge"] = judged.stats
             for key in ("cost", "parsing"):  # LLM judges: calls, cache hits and tokens per provider; parse fallbacks
                 if isinstance(stats["judge"], dict) and key in stats["judge"]:
                     stats[key] = stats["judge"][key]
@@ -328,6 +319,7 @@ class Evaluator:
             "metrics": [m.config() for m in self.metrics],
             "matching": self.matching,
             "k": self.k,
+            "executor": self.executor.config(),
         }
 
     # -- assignment and metrics ----------------------------------------------------------------------------------
@@ -349,18 +341,11 @@ class Evaluator:
         self, queries: Sequence[QueryExample], rows: RetrievedRows, text: dict[int, TextJudgments]
     ) -> dict[str, np.ndarray]:
         """Each metric's per-query values, computed chunk by chunk so the arrays stay bounded."""
-        parts: list[list[np.ndarray]] = [[] for _ in self.metrics]
         any_match = self.matching == "any_match"
-        for start in range(0, len(queries), _CHUNK):
-            batch = rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
-            for part, metric in zip(parts, self.metrics, strict=True):
-                part.append(np.asarray(metric.compute(batch), dtype=np.float64))
-        return {m.name: np.concatenate(p) if p else np.zeros(0) for m, p in zip(self.metrics, parts, strict=True)}
+        batches = (rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
+                   for start in range(0, len(queries), _CHUNK))
+        return self.executor.metrics(self.metrics, batches)
 
     def _report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:
             self.progress(stage, done, total)
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable

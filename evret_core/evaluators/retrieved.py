@@ -54,7 +54,7 @@ def coerce_row(raw: Any, where: str, k: int) -> Row:
 _PLAIN_KEYS = ({"doc_id", "score", "text"}, {"doc_id", "score"}, {"doc_id", "text"}, {"doc_id"})
 
 
-def _plain_records(items: Sequence[Any]) -> RankedColumns | None:
+def _plain_records(items: Sequence[Any] | np.ndarray) -> RankedColumns | None:
     """Columns straight from dicts ``{"doc_id": str, "score": number, "text": str}`` (no object per result), or
     None when any item is something else (the general path then validates it and names the bad one)."""
     if not all(type(item) is dict and item.keys() in _PLAIN_KEYS for item in items):

@@ -4,7 +4,7 @@
   :class:`SDKProvider`), and HTTP status to :class:`LLMCallError`;
 - :mod:`~evret_core.llm.settings`: :class:`LLMSettings`, the options and defaults of every LLM caller;
 - :mod:`~evret_core.llm.client`: :class:`LLMClient`, the one call policy (retries, Retry-After, adaptive
-  concurrency, requests- and tokens-per-minute budgets), and :func:`gather_all` / :func:`run_all`;
+  concurrency, requests- and tokens-per-minute budgets, a shared :class:`InFlightLimiter`), and :func:`gather_all` / :func:`run_all`;
 - :mod:`~evret_core.llm.cache`: the persistent answer cache and its one key scheme;
 - :mod:`~evret_core.llm.fencing`: untrusted text fenced as data;
 - :mod:`~evret_core.llm.structured`: :func:`structured_call`, JSON answers validated against a pydantic schema.
@@ -13,7 +13,13 @@
 from evret_core.llm.cache import JudgmentCache, cache_key, judgment_key, resolve_cache
 from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, gather_all, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce, strip_lookalikes
-from evret_core.llm.limits import AdaptiveConcurrency, RateLimiter
+from evret_core.llm.limits import (
+    AdaptiveConcurrency,
+    InFlightLimiter,
+    RateLimiter,
+    shared_limiter,
+    use_shared_limiter,
+)
 from evret_core.llm.providers import (
     FATAL_STATUSES,
     RETRYABLE_STATUSES,
@@ -38,10 +44,11 @@ from evret_core.llm.structured import (
 )
 
 __all__ = [
-    "FATAL_STATUSES", "RETRYABLE_STATUSES", "AdaptiveConcurrency", "AnswerError", "ChatMessage", "JudgmentCache",
+    "FATAL_STATUSES", "RETRYABLE_STATUSES", "AdaptiveConcurrency", "AnswerError", "ChatMessage", "InFlightLimiter",
+    "JudgmentCache",
     "LLMCallError", "LLMClient", "LLMProvider", "LLMResponse", "LLMSettings", "LLMUsage", "RateLimiter",
     "SDKProvider", "Structured", "cache_key", "estimate_tokens", "fence", "fence_notice", "format_field",
     "gather_all", "is_retryable_status", "judgment_key", "new_nonce", "parse_json_object", "parse_model",
-    "parse_retry_after", "redact", "resolve_cache", "run_all", "status_error", "strip_lookalikes",
-    "structured_call", "structured_key",
+    "parse_retry_after", "redact", "resolve_cache", "run_all", "shared_limiter", "status_error", "strip_lookalikes",
+    "structured_call", "structured_key", "use_shared_limiter",
 ]

@@ -1,7 +1,8 @@
 """``LLMClient``: Evret's one call policy around a provider, and the helpers that run many calls at once.
 
 At most ``max_concurrency`` calls in flight (with ``adaptive_concurrency``, halved on a 429 and grown back on
-success), optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
+success), and within a shared :class:`~evret_core.llm.limits.InFlightLimiter` when one is installed (a
+cluster-wide bound); optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
 attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
 connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
 (Retry-After) pauses every caller of the client, not just the one that got it. Authentication, permission and
@@ -22,7 +23,7 @@ from typing import Any, TypeVar
 from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.llm.cache import JudgmentCache
-from evret_core.llm.limits import AdaptiveConcurrency, RateLimiter
+from evret_core.llm.limits import AdaptiveConcurrency, InFlightLimiter, RateLimiter, shared_limiter
 from evret_core.llm.providers import FATAL_STATUSES, ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.llm.settings import LLMSettings
 
@@ -68,6 +69,8 @@ class LLMClient:
         fields are not used here); or give its options by name (``max_retries=2, max_concurrency=8``...).
     :param cache: the answer cache that :func:`~evret_core.llm.structured.structured_call` and the judges use.
     :param label: who calls, for error messages and cache rows (``llm``, ``llm-score``, ``direct``...).
+    :param shared: an :class:`~evret_core.llm.limits.InFlightLimiter` bounding calls in flight together with other
+        clients; default the process-wide one installed with :func:`~evret_core.llm.limits.use_shared_limiter`.
 
     :attr:`usage` counts calls, tokens and failures. Usable from several event loops in turn (``run_sync``
     starts a fresh loop per batch).
@@ -83,6 +86,7 @@ class LLMClient:
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
         max_retry_after: float = 300.0,
+        shared: InFlightLimiter | None = None,
         **options: Any,
     ) -> None:
         self.label = label or provider.name
@@ -101,6 +105,7 @@ class LLMClient:
         self.limiter = RateLimiter(settings.rpm) if settings.rpm else None
         self.token_limiter = RateLimiter(settings.tpm) if settings.tpm else None
         self.concurrency = AdaptiveConcurrency(settings.max_concurrency, settings.adaptive_concurrency)
+        self.shared_limiter = shared
         self.usage = LLMUsage()
         self._resume_at = 0.0
         self._lock = threading.Lock()
@@ -135,6 +140,13 @@ class LLMClient:
             if self.token_limiter is not None:
                 await self.token_limiter.acquire(estimate)
             epoch = await self.concurrency.acquire()
+            shared = self.shared_limiter if self.shared_limiter is not None else shared_limiter()
+            if shared is not None:
+                try:
+                    await shared.acquire()
+                except BaseException:
+                    self.concurrency.release(epoch)
+                    raise
             ok = False
             error: LLMCallError | None = None
             try:
@@ -154,6 +166,8 @@ class LLMClient:
                 else:
                     ok = True
             finally:
+                if shared is not None:
+                    shared.release()
                 self.concurrency.release(epoch, rate_limited=error is not None and error.status == 429,
                                          succeeded=ok)
             if ok:

@@ -1,0 +1,196 @@
+"""The ray executor on a local Ray cluster started once for this module: the same results as ``local`` (bundled
+example, text-labelled and id-labelled cases), LLM judging under one cluster-wide in-flight bound counted by the
+stub server, and the answer cache shared by the workers (a stopped run resumes without asking again what it paid
+for; a rerun pays for nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
+
+import evret_ray  # noqa: E402
+import ray  # noqa: E402
+from evret_ray.executor import RayExecutor, merge_stats  # noqa: E402
+
+from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
+from evret_core.cli import main  # noqa: E402
+from evret_core.errors import EvretError  # noqa: E402
+from evret_core.plugins import get_registry, register_plugin  # noqa: E402
+from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
+from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def ray_plugin() -> None:
+    if "evret-ray" not in get_registry().plugins:  # installed: found as an entry point; from a checkout: added
+        register_plugin(evret_ray, name="evret-ray")
+
+
+def per_query(results: Any) -> dict[str, dict[str, float]]:
+    return {q: r.scores for q, r in results.per_query.items()}
+
+
+def without_executor(config: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in config.items() if k != "executor"}
+
+
+def test_bundled_example_gives_the_same_results_on_ray(tmp_path: Path) -> None:
+    for name in ("eval.toml", "dataset.jsonl", "corpus.jsonl"):
+        shutil.copy(REPO / "examples" / name, tmp_path / name)
+    config = tmp_path / "eval.toml"
+    base = ["evaluate", "--config", str(config), "--no-progress", "--output"]
+    assert main([*base, str(tmp_path / "local.json")]) == 0
+    assert main([*base, str(tmp_path / "ray.json"), "--executor", "ray", "--executor-option", "workers=2"]) == 0
+    local, on_ray = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("local", "ray"))
+    assert on_ray["per_query"] == local["per_query"] and on_ray["scores"] == local["scores"]
+    assert on_ray["intervals"] == local["intervals"]
+    assert without_executor(on_ray["config"]) == without_executor(local["config"])
+    assert on_ray["config"]["executor"]["name"] == "ray" and local["config"]["executor"] == {"name": "local"}
+    assert on_ray["stats"]["judgments"] == local["stats"]["judgments"]
+    skip = {"executor", "created_at"}
+    assert {k: v for k, v in on_ray["manifest"].items() if k not in skip} == {
+        k: v for k, v in local["manifest"].items() if k not in skip}
+    assert on_ray["manifest"]["executor"]["name"] == "ray"
+
+
+DOCS = {f"d{i}": f"passage {i} mentions {'paris' if i % 3 == 0 else 'rome'} and number {i}" for i in range(40)}
+TEXT_QUERIES = [QueryExample(query_id=f"t{i}", query_text=f"where {i}",
+                             expected_answers=["mentions paris", f"number {i}"]) for i in range(30)]
+ID_QUERIES = [QueryExample(query_id=f"i{i}", query_text=f"ids {i}", relevant_doc_ids=[f"d{i}", f"d{i + 1}"])
+              for i in range(30)]
+
+
+def run_of(queries: list[QueryExample]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for n, q in enumerate(queries):
+        ids = [f"d{(n * 7 + j) % 40}" for j in range(10)]
+        out[q.query_id] = [{"doc_id": d, "score": 10.0 - j, "text": DOCS[d]} for j, d in enumerate(ids)]
+    return out
+
+
+def test_text_and_id_labelled_queries_score_the_same() -> None:
+    # any_match here (answer coverage travels with each metric chunk); the bundled example covers first_match
+    dataset = EvaluationDataset(queries=TEXT_QUERIES + ID_QUERIES)
+    run = run_of(dataset.queries)
+    by_text = {q.query_text: run[q.query_id] for q in dataset.queries}
+
+    def search(query: str, k: int) -> list[dict[str, Any]]:  # a plain function: pickled to the workers
+        return by_text[query][:k]
+
+    options: dict[str, Any] = {"metrics": ["ndcg@10", "recall@10", "mrr@10"], "matching": "any_match",
+                               "judge_batch_size": 7, "batch_size": 8}
+    local = Evaluator(run, judge=create_judge("token-overlap", min_tokens=2), **options).evaluate(dataset)
+    on_ray = Evaluator(search, judge=create_judge("token-overlap", min_tokens=2), executor="ray",
+                       executor_options={"workers": 2}, **options).evaluate(dataset)
+    assert per_query(on_ray) == per_query(local) and on_ray.scores == local.scores
+    assert on_ray.intervals == local.intervals
+    skip = {"executor", "retriever"}  # a function against the same run as a precomputed dict
+    assert {k: v for k, v in on_ray.config.items() if k not in skip} == {
+        k: v for k, v in local.config.items() if k not in skip}
+    skip = {"executor", "created_at", "retriever"}
+    assert on_ray.manifest is not None and local.manifest is not None
+    assert on_ray.manifest.model_dump(exclude=skip) == local.manifest.model_dump(exclude=skip)
+    assert 0 < local.scores["recall@10"] < 1  # the case judges something either way
+
+
+class RefuseAfter:
+    """Answers YES after 30 ms; once ``limit`` requests were seen, answers 401 (the run stops, as if killed)."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.seen = 0
+        self.inner = always("YES", delay=0.03)
+
+    def __call__(self, request: Any) -> Any:
+        self.seen += 1
+        if self.limit is not None and self.seen > self.limit:
+            return StubReply(status=401)
+        return self.inner(request)
+
+
+def test_llm_judging_obeys_one_cluster_wide_limit_and_a_stopped_run_resumes_from_the_cache(tmp_path: Path) -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:4])
+    run = run_of(dataset.queries)
+    responder = RefuseAfter(limit=30)
+    with StubLLMServer(responder) as stub:
+        judge = create_judge("llm", cache=str(tmp_path / "cache.sqlite3"), max_concurrency=16, **stub_options(stub))
+        executor = RayExecutor(workers=3, worker_cpus=0, max_in_flight=4, worker_setup=register_stub_provider)
+
+        def evaluate() -> Any:
+            return Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=20,
+                             executor=executor).evaluate(dataset)
+
+        with pytest.raises(EvretError, match="refused the request, stopping"):  # a worker's error, read here
+            evaluate()
+        time.sleep(0.5)  # let requests of the stopped workers drain
+        paid = judge.cache.stats()["entries"]
+        assert 0 < paid <= 30
+        responder.limit, before = None, len(stub.requests)
+        first = evaluate()
+        unique = first.stats["judgments"]["unique"]
+        assert unique > 60  # 4 queries x 10 passages x 2 answers
+        assert len(stub.requests) - before == unique - paid  # the answers paid for before were not asked again
+        assert stub.max_in_flight == 4  # 3 workers x 16 allowed by their clients; 4 by the cluster
+        assert executor.last_limiter_stats is not None and executor.last_limiter_stats["peak"] == 4
+        assert first.stats["cost"]["stub"]["calls"] == unique - paid
+        assert first.stats["cost"]["stub"]["cache_hits"] == paid
+        sent = len(stub.requests)
+        again = evaluate()
+        assert len(stub.requests) == sent  # every answer came from the cache the workers wrote
+        assert again.stats["cost"]["stub"]["cache_hits"] == unique and again.stats["cost"]["stub"]["calls"] == 0
+        assert per_query(again) == per_query(first)
+
+
+def test_a_cancelled_acquire_gives_its_slot_back() -> None:
+    from evret_ray.limiter import RayInFlightLimiter, start_limiter
+
+    actor = start_limiter(1)
+    limiter = RayInFlightLimiter(actor)
+
+    async def go() -> None:
+        await limiter.acquire()  # holds the only slot
+        waiting = asyncio.ensure_future(limiter.acquire())
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        limiter.release()  # the cancelled acquire is granted this slot, then gives it back
+
+    asyncio.run(go())
+    deadline = time.monotonic() + 20
+    while (stats := ray.get(actor.stats.remote()))["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert stats == {"limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    ray.kill(actor)
+
+
+def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
+    with pytest.raises(EvretError, match="'workers' must be a positive integer"):
+        Evaluator(run_of(TEXT_QUERIES[:1]), metrics=["mrr"], executor="ray", executor_options={"workers": 0})
+    with pytest.raises(EvretError, match="'max_in_flight'"):
+        RayExecutor(max_in_flight=-3)
+    assert merge_stats({"cost": {"p": {"calls": 1, "model": "m"}}, "n": 2},
+                       {"cost": {"p": {"calls": 2, "model": "m"}}, "n": 3}) == {
+        "cost": {"p": {"calls": 3, "model": "m"}}, "n": 5}
