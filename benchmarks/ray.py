@@ -174,7 +174,10 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, default=2)
     args = parser.parse_args()
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
-    if "evret-ray" not in get_registry().plugins:
+    from importlib.metadata import entry_points
+
+    installed = any(ep.name == "evret-ray" for ep in entry_points(group="evret"))
+    if not installed and "evret-ray" not in get_registry().plugins:
         register_plugin(evret_ray, name="evret-ray")
     print(f"Ray {ray.__version__}, local cluster of {args.cpus} CPUs, os.cpu_count()={os.cpu_count()}")
     try:

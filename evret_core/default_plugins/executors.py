@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_executors(register: Register) -> None:
-    from evret_core.executors import LocalExecutor
-
-    register("local", LocalExecutor)
+    register("local", LazyFactory("evret_core.executors:LocalExecutor"))

@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ def cluster() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def ray_plugin() -> None:
-    if "evret-ray" not in get_registry().plugins:  # installed: found as an entry point; from a checkout: added
+    installed = any(ep.name == "evret-ray" for ep in entry_points(group="evret"))
+    if not installed and "evret-ray" not in get_registry().plugins:  # a checkout without the install: added
         register_plugin(evret_ray, name="evret-ray")
 
 
