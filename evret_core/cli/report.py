@@ -33,6 +33,10 @@ def run(args: argparse.Namespace) -> int:
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     if args.output:
         check_output_path(args.output, inputs=args.results)
+    from evret_core.cli.compare import _rag_inputs
+
+    if _rag_inputs(args.results):
+        return _report_rag(args)
     if args.format == "csv":
         from evret_core.frames import runs_to_csv
         from evret_core.report.api import named_runs
@@ -50,4 +54,21 @@ def run(args: argparse.Namespace) -> int:
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _report_rag(args: argparse.Namespace) -> int:
+    """RAG runs: a Markdown report (with the comparison of the runs when there are several)."""
+    from evret_core.errors import EvretError
+    from evret_core.outputs import write_output
+    from evret_core.rag.compare import compare_rag, load_rag_runs, rag_markdown
+
+    if args.format != "markdown":
+        raise EvretError(f"--format {args.format}: RAG runs are reported as markdown (the results JSON holds "
+                         f"everything else)")
+    runs = load_rag_runs(args.results)
+    comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
+    write_output(args.output or "-", rag_markdown(runs, comparison) + "\n", option="--output")
+    if args.output and args.output != "-":
+        print(f"markdown report written to {args.output}", file=sys.stderr)
     return 0
