@@ -443,9 +443,12 @@ class EvaluationDataset(BaseModel):
         """SHA-256 over the queries' canonical JSON: the same dataset always hashes the same."""
         digest = hashlib.sha256()
         for q in self.queries:
-            data = q.model_dump()
-            if all(len(a) == 1 for a in q.answer_aliases):
-                del data["answer_aliases"]  # without aliases a dataset hashes as it did before they existed
+            # the fields as model_dump() gives them, built directly (model_dump costs ~50 us a query)
+            data: dict[str, Any] = {"query_id": q.query_id, "query_text": q.query_text,
+                                    "expected_answers": q.expected_answers, "relevant_doc_ids": q.relevant_doc_ids,
+                                    "tags": q.tags}
+            if any(len(a) != 1 for a in q.answer_aliases):  # without aliases a dataset hashes as before they existed
+                data["answer_aliases"] = q.answer_aliases
             digest.update(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8"))
             digest.update(b"\n")
         return digest.hexdigest()
