@@ -163,6 +163,13 @@ class EvaluationResults(BaseModel):
         except ValidationError as exc:  # one line naming the file and the field
             raise EvretError(f"{source}: not an Evret results file ({describe_validation_error(exc)})") from None
 
+    def to_pandas(self, level: str = "query") -> Any:
+        """A pandas DataFrame with one row per query (``level="query"``: metrics, tags) or per judged document
+        (``level="judgment"``); pandas is the optional extra ``evret-core[pandas]`` (see :mod:`evret_core.frames`)."""
+        from evret_core.frames import to_pandas
+
+        return to_pandas(self, level)
+
     def per_query_scores(self) -> dict[str, dict[str, float]]:
         """query id -> metric -> value."""
         if isinstance(self.per_query, QueryTable):

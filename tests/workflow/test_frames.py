@@ -39,7 +39,8 @@ def test_hostile_text_round_trips_through_csv(good_results) -> None:  # type: ig
 
 def test_to_pandas_matches_the_csv_rows(good_results) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("pandas")
-    frame = to_pandas(good_results)
+    frame = good_results.to_pandas()
+    assert frame.equals(to_pandas(good_results))
     assert list(frame.columns) == columns(good_results)
     assert frame.set_index("query_id").loc["q01", "mrr@10"] == good_results.per_query["q01"].scores["mrr@10"]
     judgments = to_pandas(good_results, level="judgment")
