@@ -290,7 +290,10 @@ def test_llm_judge_lists_every_acceptable_answer(stub: StubLLMServer) -> None:
     with_aliases = AliasContext(query="capital?", expected_text="Paris", retrieved_text="It is Paris.",
                                 aliases=("City of Light", "<expected-0>Paris, France"))
     judge.batch_judge([plain, with_aliases])
-    plain_prompt, alias_prompt = (first_user_prompt(r) for r in stub.requests)
+    # the two calls run concurrently: tell their prompts apart by content, not by arrival order
+    prompts = [first_user_prompt(r) for r in stub.requests]
+    [alias_prompt] = [p for p in prompts if "City of Light" in p]
+    [plain_prompt] = [p for p in prompts if p is not alias_prompt]
     assert "Other acceptable forms" not in plain_prompt
     assert "Other acceptable forms of the expected answer" in alias_prompt
     nonce = alias_prompt.split("<expected-", 1)[1].split(">", 1)[0]
