@@ -121,18 +121,25 @@ class RetrievedRows:
 
     def _dict_batch(self, queries: Sequence[QueryExample], span: range, raw: list[Row]) -> RankedBatch | None:
         """Straight from the run's dicts (no per-document Python work), or None when their keys are not all str."""
-        keys = [str(i) for i in span]
         dicts: list[dict[str, float]] = [r for r in raw if isinstance(r, dict)]
-        run = dict(zip(keys, dicts, strict=True))
-        qrels = {key: queries[i].relevance for key, i in zip(keys, span, strict=True)}
         fast = accelerator()
-        # the compiled reader takes each query's run dict and qrels dict, in order (it reads exact dicts only)
-        read = None if fast is None else fast.rank_chunk(dicts, [qrels[key] for key in keys])
+        # the compiled reader takes each query's run dict and qrels dict, in order. A validated query's grades
+        # are already a dict of str -> float, given as is; the reader checks every key and value itself and
+        # declines (None) anything else, which then takes the general path with ``relevance``'s conversion
+        read = None if fast is None else fast.rank_chunk(dicts, [_grades(queries[i]) for i in span])
         if read is not None:
             batch = _batch_from_read(read, self.k, None)
         elif all(type(d) is str for scores in dicts for d in scores):
-            batch = batch_from_run(qrels, run, keys, depth=self.k)
+            keys = [str(i) for i in span]
+            qrels = {key: queries[i].relevance for key, i in zip(keys, span, strict=True)}
+            batch = batch_from_run(qrels, dict(zip(keys, dicts, strict=True)), keys, depth=self.k)
         else:
             return None  # e.g. int doc ids: ranked by their str form on the general path
         batch.num_ret = np.minimum(batch.num_ret, self.k)  # the run is cut to k, as a retriever's would be
         return batch
+
+
+def _grades(query: QueryExample) -> Mapping[str, Any]:
+    """The query's grades without a copy when they are a dict (see ``_dict_batch``), else ``relevance``."""
+    ids = query.relevant_doc_ids
+    return ids if type(ids) is dict else query.relevance
