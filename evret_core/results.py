@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import platform
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -258,16 +257,14 @@ def build_manifest(
     dataset: EvaluationDataset | None = None,
     seed: int = 0,
     statistics: dict[str, Any] | None = None,
-    dataset_hash: str | None = None,
 ) -> Manifest:
-    """The reproducibility manifest of ``results``, from its ``config`` and the dataset it was scored on
-    (``dataset_hash``: its :meth:`~evret_core.models.EvaluationDataset.content_hash` when already computed)."""
+    """The reproducibility manifest of ``results``, from its ``config`` and the dataset it was scored on."""
     from evret_core import __version__
 
     config = redact(results.config)  # keys and URL credentials never reach a results file
     dataset_info: dict[str, Any] = {"num_queries": results.num_queries}
     if dataset is not None:
-        dataset_info.update(name=dataset.name, hash=dataset_hash or dataset.content_hash(), num_queries=len(dataset))
+        dataset_info.update(name=dataset.name, hash=dataset.content_hash(), num_queries=len(dataset))
     models = {**_model_identifiers(config.get("retriever"), "retriever"),
               **_model_identifiers(config.get("judge"), "judge")}
     return Manifest(
@@ -303,20 +300,14 @@ def add_statistics(
     _, columns, tags = results.score_columns()
     results.config = redact(results.config)
     results.confidence_level = confidence_level
-    # the dataset's hash is pure Python and the resampling mostly numpy outside the GIL: on a machine with two
-    # cores they run side by side (each is about a third of a large id-labelled evaluation)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evret-hash") as pool:
-        hashed = pool.submit(dataset.content_hash) if dataset is not None else None
-        results.intervals = bootstrap_intervals(columns, confidence_level, n_resamples, seed)
-        sliced = slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size)
-        dataset_hash = hashed.result() if hashed is not None else None
+    results.intervals = bootstrap_intervals(columns, confidence_level, n_resamples, seed)
+    sliced = slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size)
     results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
                       for tag, values in sliced.items()}
     results.manifest = build_manifest(
         results, dataset, seed,
         {"confidence_level": confidence_level, "n_resamples": n_resamples, "interval": "percentile bootstrap",
          "min_slice_size": min_slice_size},
-        dataset_hash,
     )
     return results
 

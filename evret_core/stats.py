@@ -120,13 +120,14 @@ def _resampled_means(matrix: np.ndarray, n_resamples: int, rng: np.random.Genera
     n, m = matrix.shape
     out = np.empty((n_resamples, m), dtype=np.float64)
     rows = max(1, _CHUNK_CELLS // max(n * m, 1))
+    counts = np.empty((min(rows, n_resamples), n), dtype=np.float64)
     for start in range(0, n_resamples, rows):
         stop = min(n_resamples, start + rows)
-        index = rng.integers(0, n, size=(stop - start, n))
         # one index draw serves every metric, so intervals of different metrics come from the same resamples
-        index += (np.arange(stop - start) * n)[:, None]
-        counts = np.bincount(index.ravel(), minlength=(stop - start) * n).reshape(stop - start, n)
-        out[start:stop] = (counts.astype(np.float64) @ matrix) / n
+        index = rng.integers(0, n, size=(stop - start, n))
+        for j in range(stop - start):  # a bincount per resample, written as floats: no offset or cast pass
+            counts[j] = np.bincount(index[j], minlength=n)
+        out[start:stop] = (counts[: stop - start] @ matrix) / n
     return out
 
 
