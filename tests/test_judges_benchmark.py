@@ -9,7 +9,6 @@ produced by ``python benchmarks/judges.py``.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,18 +17,14 @@ from typing import Any
 import pytest
 
 from evret_core import create_judge
+from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[1]
-SQUAD = REPO.parent / "shared" / "datasets" / "squad2" / "dev-v2.0-subset.json"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    if not SQUAD.is_file():
-        reason = f"the SQuAD 2.0 subset is not at {SQUAD} (the shared data folder next to the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    shared_data("datasets", "squad2", "dev-v2.0-subset.json", what="the SQuAD 2.0 subset")
     spec = importlib.util.spec_from_file_location("bench_judges", REPO / "benchmarks" / "judges.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -7,7 +7,6 @@ in CI (env CI set) it fails.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_retriever
+from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[1]
-SCIFACT = REPO.parent / "shared" / "datasets" / "scifact"
 # Anserini's BEIR regression, "flat" index (title and text as one field), BM25 k1=0.9 b=0.4: PROVENANCE.md
 ANSERINI_FLAT_NDCG10 = 0.6789
 # bm25s technical report, Lucene variant with stemming and English stop words, k1=1.2 b=0.75: PROVENANCE.md
@@ -26,12 +25,7 @@ BM25S_LUCENE_NDCG10 = 0.680
 
 @pytest.fixture(scope="module")
 def scifact() -> Path:
-    if not (SCIFACT / "corpus.jsonl").is_file():
-        reason = f"SciFact is not at {SCIFACT} (the shared data folder next to the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return SCIFACT
+    return shared_data("datasets", "scifact", "corpus.jsonl", what="SciFact").parent
 
 
 def evaluate_cli(scifact: Path, tmp_path: Path, *options: str) -> dict[str, float]:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-import pytest
+from evret_core.testing.shared_data import shared_data
 
 _CUT = re.compile(r"^(P|recall|success|ndcg_cut|map_cut)_(\d+)$")
 _CUT_FAMILY = {"P": "precision", "recall": "recall", "success": "hit_rate", "ndcg_cut": "ndcg", "map_cut": "ap"}
@@ -39,11 +38,4 @@ def parse_output(path: Path) -> dict[str, dict[str, str]]:
 
 def shared_dir() -> Path:
     """../shared next to the repository root; skips outside CI when it is absent, fails in CI."""
-    here = Path(__file__).resolve()
-    root = next(p for p in here.parents if (p / "pyproject.toml").exists())
-    shared = (root / ".." / "shared").resolve()
-    if not shared.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{shared} is missing (needed for the trec_eval reference data)")
-        pytest.skip(f"{shared} is absent: the trec_eval reference data is not available")
-    return shared
+    return shared_data(what="the shared folder with trec_eval's test suite")

@@ -5,27 +5,19 @@ Reads ../shared/datasets/scifact. Outside CI a missing folder skips with the rea
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from evret_core import EvaluationDataset, QueryExample
 from evret_core.calibration import calibrate_judge, derive_labels
 from evret_core.calibration.calibrate import unit_verdicts
 from evret_core.judges.cascade import CascadeJudge
-
-SCIFACT = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "scifact"
+from evret_core.testing.shared_data import shared_data
 
 
 @pytest.fixture(scope="module")
 def labels() -> list:  # type: ignore[type-arg]
-    if not (SCIFACT / "corpus.jsonl").is_file():
-        reason = f"SciFact is not at {SCIFACT} (the shared data folder next to the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    ids = EvaluationDataset.from_beir(SCIFACT, split="test")
+    scifact = shared_data("datasets", "scifact", "corpus.jsonl", what="SciFact").parent
+    ids = EvaluationDataset.from_beir(scifact, split="test")
     corpus = ids.corpus or {}
     queries = ids.queries[:40]
     text = EvaluationDataset(queries=[

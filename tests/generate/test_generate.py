@@ -4,7 +4,6 @@ question set readable by evret rag, and the filters on real human questions (SQu
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,9 +18,9 @@ from evret_core.generate.sampling import _strata, parse_mix
 from evret_core.rag import QuestionSet
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
+from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[2]
-SQUAD = REPO.parent / "shared" / "datasets" / "squad2" / "dev-v2.0-subset.json"
 _DOC = re.compile(r"<document_\d+-[0-9a-f]{16}>\n(.*?)\n</document_\d+-[0-9a-f]{16}>", re.DOTALL)
 
 CORPUS = {
@@ -134,12 +133,8 @@ def test_cli_dry_run_and_a_run_that_evret_rag_reads(monkeypatch: pytest.MonkeyPa
 
 def test_the_filters_pass_real_human_questions() -> None:
     """SQuAD 2.0's human-written questions are what a good generated question looks like: nearly all must pass."""
-    if not SQUAD.is_file():
-        reason = f"the SQuAD 2.0 subset is not at {SQUAD}"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    squad = QuestionSet.from_squad(SQUAD)
+    squad = QuestionSet.from_squad(shared_data("datasets", "squad2", "dev-v2.0-subset.json",
+                                               what="the SQuAD 2.0 subset"))
     records = [q.model_dump() for q in squad.questions if q.expected_behaviour == "answer"]
     report = FilterReport()
     kept = apply_filters(records, {d: squad.text_of(d) or "" for d in squad.corpus}, report=report)

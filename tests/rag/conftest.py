@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-import pytest
+from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[2]
-SQUAD = REPO.parent / "shared" / "datasets" / "squad2" / "dev-v2.0-subset.json"
 EXAMPLE = REPO / "examples" / "rag"
 
 
 def squad_path() -> Path:
-    if not SQUAD.is_file():
-        reason = f"the SQuAD 2.0 subset is not at {SQUAD} (the shared data folder next to the repository)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return SQUAD
+    return shared_data("datasets", "squad2", "dev-v2.0-subset.json", what="the SQuAD 2.0 subset")

@@ -11,7 +11,7 @@ from evret_core import EvretError
 from evret_core.rag import QuestionSet
 from evret_core.rag.questions import squad_paragraph_id
 
-from .conftest import SQUAD, squad_path
+from .conftest import squad_path
 
 
 def write(path: Path, *lines: object) -> Path:
@@ -65,7 +65,7 @@ def test_gold_ids_must_be_in_the_corpus(tmp_path: Path) -> None:
 
 def test_squad_converter_on_the_real_subset() -> None:
     qs = QuestionSet.load(squad_path())
-    data = json.loads(SQUAD.read_text(encoding="utf-8"))["data"]
+    data = json.loads(squad_path().read_text(encoding="utf-8"))["data"]
     assert len(qs) == 706 and len(qs.corpus) == 83  # PROVENANCE.md: 706 questions, 83 paragraphs
     refuse = [q for q in qs.questions if q.expected_behaviour == "refuse"]
     assert len(refuse) == 320 and all(not q.answers for q in refuse)

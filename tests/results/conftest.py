@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, RetrievalResult
 from evret_core.results import EvaluationResults
+from evret_core.testing.shared_data import shared_data
 
 
 def repo_root() -> Path:
@@ -24,12 +24,7 @@ def repo_root() -> Path:
 
 
 def scifact_dir() -> Path:
-    path = (repo_root() / ".." / "shared" / "datasets" / "scifact").resolve()
-    if not (path / "corpus.jsonl").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{path} is missing: CI needs the shared SciFact data")
-        pytest.skip(f"{path} is missing (shared SciFact data not available outside CI)")
-    return path
+    return shared_data("datasets", "scifact", "corpus.jsonl", what="SciFact").parent
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
