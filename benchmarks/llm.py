@@ -10,50 +10,31 @@ runs in its own process so that its threads do not share the judge's interpreter
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
 import sys
 import tempfile
 import time
-import urllib.request
 from typing import Any
 
 from evret_core.judges.llm import LLMJudge
 from evret_core.models import JudgmentContext
-from evret_core.testing.llm_stubs import FailFirst, StubLLMServer, always
+from evret_core.testing.llm_stubs import FailFirst, always
+from evret_core.testing.stub_process import StubProcess
 
 N, CONCURRENCY, LATENCY = 500, 20, 0.2
 
 
-def serve(flaky: bool, conn: Any) -> None:
-    """The stub server process: every tenth request (by content) fails once with 429 when ``flaky``."""
-    responder = always("YES", delay=LATENCY)
+def responder(flaky: bool) -> Any:
+    """The stub's answers (built in the stub's process): every tenth request (by content) fails once with 429
+    when ``flaky``."""
+    answer = always("YES", delay=LATENCY)
     if flaky:
-        responder = FailFirst(responder, status=429, select=lambda r: int(r.fingerprint[:8], 16) % 10 == 0)
-    with StubLLMServer(responder) as server:
-        conn.send(server.url)
-        conn.recv()  # until told to stop
+        return FailFirst(answer, status=429, select=lambda r: int(r.fingerprint[:8], 16) % 10 == 0)
+    return answer
 
 
-class Stub:
-    def __init__(self, flaky: bool = False) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=serve, args=(flaky, child), daemon=True)
-
-    def __enter__(self) -> Stub:
-        self.proc.start()
-        self.url = self.conn.recv()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.conn.send("stop")
-        self.proc.join(10)
-
-    def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(self.url + "/_stub/stats") as response:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+def Stub(flaky: bool = False) -> StubProcess:  # noqa: N802 - reads as the class it returns
+    return StubProcess(responder, flaky)
 
 
 def contexts(n: int, tag: str) -> list[JudgmentContext]:
@@ -61,7 +42,7 @@ def contexts(n: int, tag: str) -> list[JudgmentContext]:
             for i in range(n)]
 
 
-def run(stub: Stub, cache: object, items: list[JudgmentContext], concurrency: int = CONCURRENCY
+def run(stub: StubProcess, cache: object, items: list[JudgmentContext], concurrency: int = CONCURRENCY
         ) -> tuple[float, float, list[bool | None], LLMJudge]:
     """(wall seconds, client CPU seconds, answers, judge) of one batch_judge call."""
     judge = LLMJudge(provider="openai", api_key="sk-bench", base_url=stub.url + "/v1",

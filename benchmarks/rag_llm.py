@@ -14,45 +14,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
 import tempfile
 import time
-import urllib.request
 from typing import Any
 
 from evret_core.models import RetrievalResult
 from evret_core.rag import QuestionSet, RagEvaluator, RagQuestion
 from evret_core.testing.llm_provider import register_stub_provider
-from evret_core.testing.llm_stubs import StubLLMServer
 from evret_core.testing.rag_stub import rag_responder
+from evret_core.testing.stub_process import StubProcess
 
 CONCURRENCY, LATENCY, TARGET = 20, 0.2, 1.3
 
 
-def serve(conn: Any) -> None:
-    with StubLLMServer(rag_responder(delay=LATENCY)) as server:
-        conn.send(server.openai_base_url)
-        conn.recv()
-
-
-class Stub:
-    def __enter__(self) -> Stub:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=serve, args=(child,), daemon=True)
-        self.proc.start()
-        self.url = self.conn.recv()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.conn.send("stop")
-        self.proc.join(10)
-
-    def stats(self) -> dict[str, int]:
-        with urllib.request.urlopen(self.url.removesuffix("/v1") + "/_stub/stats") as response:
-            return json.loads(response.read())  # type: ignore[no-any-return]
+def Stub() -> StubProcess:  # noqa: N802 - reads as the class it returns
+    return StubProcess(rag_responder, delay=LATENCY)
 
 
 def question_set(n: int) -> tuple[QuestionSet, dict[str, list[RetrievalResult]]]:
@@ -65,9 +43,9 @@ def question_set(n: int) -> tuple[QuestionSet, dict[str, list[RetrievalResult]]]
     return QuestionSet(questions=questions, corpus=corpus, name="synthetic"), run
 
 
-def measure(stub: Stub, questions: QuestionSet, run: dict[str, list[RetrievalResult]], pipelined: bool,
+def measure(stub: StubProcess, questions: QuestionSet, run: dict[str, list[RetrievalResult]], pipelined: bool,
             cache: str) -> tuple[float, int, Any]:
-    options = {"provider": "stub", "model": "gpt-stub", "base_url": stub.url, "api_key": "sk-bench",
+    options = {"provider": "stub", "model": "gpt-stub", "base_url": stub.openai_base_url, "api_key": "sk-bench",
                "max_concurrency": CONCURRENCY, "cache": cache}
     evaluator = RagEvaluator(run, "llm", generator_options=options, k=2, claim_judge="llm",
                              claim_judge_options=options, pipelined=pipelined, n_resamples=200)
