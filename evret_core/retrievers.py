@@ -174,7 +174,9 @@ class PrecomputedRetriever(Retriever):
     name = "precomputed"
 
     def __init__(self, run: Mapping[str, Any]) -> None:
-        self.run = {str(qid): results for qid, results in run.items()}
+        # a dict keyed by str already is used as is (no copy of a million-query run); other keys become str
+        plain = type(run) is dict and all(type(qid) is str for qid in run)
+        self.run: Mapping[str, Any] = run if plain else {str(qid): results for qid, results in run.items()}
 
     def results_for(self, query_id: str, k: int) -> list[RetrievalResult]:
         if query_id not in self.run:

@@ -37,6 +37,8 @@ def rank_dict(scores: Mapping[Any, Any], k: int) -> RankedColumns:
 def coerce_row(raw: Any, where: str, k: int) -> Row:
     """One query's results in any accepted form, as a row: a ``{docid: score}`` dict stays a dict (ranked
     lazily); ranked ids (``["d3", "d1"]``), result objects or dicts become columns cut to ``k``."""
+    if type(raw) is dict:  # the common precomputed row, before the slower ABC checks
+        return raw
     if isinstance(raw, RankedColumns):
         return raw.head(k)
     if isinstance(raw, Mapping):
