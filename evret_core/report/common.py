@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evret_core.errors import EvretError
 from evret_core.results import EvaluationResults
-from evret_core.stats import Comparison, compare_scores
+from evret_core.stats import Comparison, compare_scores, format_interval
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -31,6 +31,27 @@ class ReportData:
     @property
     def names(self) -> list[str]:
         return list(self.runs)
+
+
+def ppi_cell(results: EvaluationResults, metric: str) -> str:
+    """A run's prediction-powered estimate of ``metric`` with its interval and labelled count, or "-"."""
+    entry = results.prediction_powered.get(metric)
+    if not isinstance(entry, dict) or not isinstance(entry.get("estimate"), (int, float)):
+        return "-"
+    interval = entry.get("interval")
+    shown = interval if isinstance(interval, list) and len(interval) == 2 else None
+    return f"{format_interval(float(entry['estimate']), shown)} ({entry.get('n_labelled', '?')} labelled)"
+
+
+def ppi_rows(data: ReportData) -> list[tuple[str, list[str]]]:
+    """(metric, a cell per run) for each metric some run has a prediction-powered estimate of (see
+    :mod:`evret_core.calibration.ppi`); empty when no run has any."""
+    return [(m, [ppi_cell(r, m) for r in data.runs.values()]) for m in data.metrics
+            if any(m in r.prediction_powered for r in data.runs.values())]
+
+
+PPI_NOTE = ("prediction-powered estimates and intervals: the judged scores rectified by a labelled subset, so the "
+            "interval includes the judge's error (evret calibrate --ppi-truth)")
 
 
 def run_names(paths: Sequence[str | Path]) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from evret_core.report.common import ReportData, clean_text
+from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
 from evret_core.report.drilldown import DATA_BUDGET, drilldown_data, script_json
 from evret_core.stats import format_interval
 
@@ -151,6 +151,7 @@ def render_html(data: ReportData, data_budget: int = DATA_BUDGET) -> str:
         else "no intervals in these results",
         "metric_rows": [{"metric": m, "cells": [format_interval(r.scores[m], r.intervals.get(m))
                                                 for r in data.runs.values()]} for m in data.metrics],
+        "ppi_rows": [{"metric": m, "cells": cells} for m, cells in ppi_rows(data)], "ppi_note": PPI_NOTE,
         "curves": _curves(data), "slices": _slices(data), "comparison": _comparison(data),
         "query_metric": drill["metric"], "num_queries": len(drill["queries"]), "text_cap": drill["cap"],
         "drilldown": Markup(script_json(drill)),

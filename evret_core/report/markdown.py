@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evret_core.report.common import ReportData, clean_text
+from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
 from evret_core.stats import format_interval
 
 
@@ -30,6 +30,11 @@ def render_markdown(data: ReportData) -> str:
     lines += _table(["metric"] + [md_escape(n) for n in data.names],
                     [[md_escape(metric)] + [format_interval(r.scores[metric], r.intervals.get(metric))
                                             for r in data.runs.values()] for metric in data.metrics])
+    ppi = ppi_rows(data)
+    if ppi:
+        lines += ["", "## Intervals that include judge error", "", PPI_NOTE[0].upper() + PPI_NOTE[1:] + ".", ""]
+        lines += _table(["metric"] + [md_escape(n) for n in data.names],
+                        [[md_escape(metric)] + cells for metric, cells in ppi])
     if data.comparison is not None:
         c = data.comparison
         lines += ["", "## Comparison", "",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from typing import TextIO
 
+from evret_core.report.common import ppi_cell
 from evret_core.results import EvaluationResults
 from evret_core.stats import Comparison, format_interval
 
@@ -21,6 +22,11 @@ def print_scores(results: EvaluationResults, title: str | None = None, file: Tex
     for metric in results.metrics:
         value = format_interval(results.scores[metric], results.intervals.get(metric))
         print(f"{metric.ljust(width)}  {value}", file=out)
+    ppi = [m for m in results.metrics if m in results.prediction_powered]
+    if ppi:
+        print("prediction-powered (the interval includes the judge's error):", file=out)
+        for metric in ppi:
+            print(f"{metric.ljust(width)}  {ppi_cell(results, metric)}", file=out)
     print_slices(results, file=out)
     unmeasured = results.stats.get("unmeasured", {})
     if unmeasured.get("judgments"):

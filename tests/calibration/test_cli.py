@@ -126,3 +126,31 @@ def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytes
     assert entry["estimate"] == pytest.approx(sum(judged) / len(judged) + rectifier)
     assert entry["n_labelled"] == 4 and entry["interval"][0] <= entry["estimate"] <= entry["interval"][1]
     assert list(corrected["prediction_powered"]) == ["hit_rate@1"]  # only metrics with true values
+
+
+def test_reports_show_the_prediction_powered_interval(results_file: Path, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A results file with prediction-powered estimates shows them in the Markdown and HTML reports and in the
+    terminal summary, beside the judge-only bootstrap interval."""
+    from evret_core.calibration import add_prediction_powered
+    from evret_core.report.terminal import print_scores
+    from evret_core.results import EvaluationResults
+
+    results = EvaluationResults.from_json(results_file)
+    keep = sorted(results.per_query)[:4]
+    add_prediction_powered(results, {q: {"hit_rate@1": 1.0} for q in keep})
+    entry = results.prediction_powered["hit_rate@1"]
+    corrected = tmp_path / "corrected.json"
+    results.to_json(corrected)
+    shown = f"{entry['estimate']:.3f} [{entry['interval'][0]:.3f}, {entry['interval'][1]:.3f}] (4 labelled)"
+    markdown, html = tmp_path / "r.md", tmp_path / "r.html"
+    assert main(["report", str(corrected), str(results_file), "--output", str(markdown)]) == 0
+    text = markdown.read_text()
+    assert "## Intervals that include judge error" in text
+    assert f"| hit_rate@1 | {shown} | - |" in text  # the second run has no estimate
+    assert main(["report", str(results_file), "--output", str(markdown)]) == 0
+    assert "judge error" not in markdown.read_text()  # no section without estimates
+    assert main(["report", str(corrected), "--format", "html", "--output", str(html)]) == 0
+    assert "Intervals that include judge error" in html.read_text() and shown in html.read_text()
+    print_scores(results)
+    assert shown in capsys.readouterr().out
