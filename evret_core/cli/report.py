@@ -58,17 +58,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report_rag(args: argparse.Namespace) -> int:
-    """RAG runs: a Markdown report (with the comparison of the runs when there are several)."""
+    """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
     from evret_core.errors import EvretError
     from evret_core.outputs import write_output
-    from evret_core.rag.compare import compare_rag, load_rag_runs, rag_markdown
+    from evret_core.rag.compare import compare_rag, load_rag_runs, rag_html, rag_markdown
 
-    if args.format != "markdown":
-        raise EvretError(f"--format {args.format}: RAG runs are reported as markdown (the results JSON holds "
-                         f"everything else)")
+    if args.format not in ("markdown", "html"):
+        raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "
+                         f"holds everything else)")
     runs = load_rag_runs(args.results)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
-    write_output(args.output or "-", rag_markdown(runs, comparison) + "\n", option="--output")
+    text = rag_markdown(runs, comparison) + "\n" if args.format == "markdown" else rag_html(runs, comparison)
+    write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
-        print(f"markdown report written to {args.output}", file=sys.stderr)
+        print(f"{args.format} report written to {args.output}", file=sys.stderr)
     return 0

@@ -1,4 +1,5 @@
-"""RAG runs in ``evret compare`` and ``evret report``: paired tests between RAG runs, and a Markdown report.
+"""RAG runs in ``evret compare`` and ``evret report``: paired tests between RAG runs, and the report (Markdown or
+HTML, :mod:`evret_core.rag.document`).
 
 Scores are compared under ``SECTION/METRIC`` names (``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``,
 an adversarial condition's ``injection/correct``...): a metric is tested on the questions every run measured it
@@ -10,26 +11,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.gates import FlatScores, rag_scores
-from evret_core.rag.results import ATTRIBUTIONS, RagResults
+from evret_core.rag.document import rag_sections, render_html, render_markdown
+from evret_core.rag.results import RagResults
 from evret_core.stats import (
     TESTS,
     Comparison,
     PairComparison,
     cohens_d_paired,
-    format_interval,
     holm_bonferroni,
     paired_p_value,
 )
 
 HEADLINE = ("retrieval/recall@5", "retrieval/mrr@10", "retrieval/ndcg@10")
-GENERATION = ("exact", "f1", "correct", "refused", "wrong_refusal_rate", "correct_refusal_rate", "groundedness",
-              "faithfulness", "citation_precision", "citation_recall", "answer_relevance")
 
 
 def is_rag_file(path: str | Path) -> bool:
@@ -94,64 +92,13 @@ def flat_means(runs: Mapping[str, RagResults]) -> tuple[dict[str, dict[str, floa
     return {n: f.scores for n, f in flat.items()}, {n: f.intervals for n, f in flat.items()}
 
 
-def _cell(value: Any, interval: Sequence[float] | None = None) -> str:
-    return "n/a" if value is None else format_interval(float(value), interval)
-
-
 def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
     """A Markdown report of one or more RAG runs: retrieval, generation per condition, attribution, condition
-    differences, slices by tag and condition, adversarial rates, and the comparison of runs when there are several."""
-    lines: list[str] = ["# RAG evaluation", ""]
-    for name, r in runs.items():
-        level = f"{r.confidence_level:.0%} CI"
-        lines += [f"## {name}", "", f"{len(r.per_question)} questions; conditions: {', '.join(r.conditions)}.", ""]
-        if r.retrieval:
-            lines += [f"### Retrieval (retrieved condition, {level})", "", "| metric | value |", "|---|---|"]
-            lines += [f"| {m} | {_cell(v, r.retrieval_intervals.get(m))} |" for m, v in r.retrieval.items()]
-            lines.append("")
-        lines += [f"### Generation ({level})", "", "| metric | " + " | ".join(r.conditions) + " |",
-                  "|---" * (len(r.conditions) + 1) + "|"]
-        for metric in GENERATION:
-            if not any(metric in r.generation.get(c, {}) for c in r.conditions):
-                continue
-            cells = [_cell(r.generation.get(c, {}).get(metric), r.generation_intervals.get(c, {}).get(metric))
-                     for c in r.conditions]
-            lines.append(f"| {metric} | " + " | ".join(cells) + " |")
-        lines.append("")
-        if r.attribution:
-            total = sum(r.attribution.values()) or 1
-            lines += ["### Failure attribution", "", "| outcome | questions | share |", "|---|---|---|"]
-            lines += [f"| {label} | {r.attribution.get(label, 0)} | {r.attribution.get(label, 0) / total:.1%} |"
-                      for label in ATTRIBUTIONS]
-            lines.append("")
-        if r.differences:
-            lines += ["### Differences between conditions (paired bootstrap)", "", "| b - a | metric | mean | n |",
-                      "|---|---|---|---|"]
-            lines += [f"| {d.b} - {d.a} | {d.metric} | {_cell(d.mean, d.interval)} | {d.n} |" for d in r.differences]
-            lines.append("")
-        for tag, values in r.slices.items():
-            lines += [f"### Slices by {tag}", "", "| value | condition | " + " | ".join(("exact", "f1", "correct",
-                                                                                         "refused")) + " |",
-                      "|---|---|---|---|---|---|"]
-            for value, by_condition in values.items():
-                for condition, scores in by_condition.items():
-                    cells = [_cell(scores.get(m)) for m in ("exact", "f1", "correct", "refused")]
-                    lines.append(f"| {value} | {condition} | " + " | ".join(cells) + " |")
-            lines.append("")
-        for condition, entry in r.adversarial.items():
-            lines += [f"### Adversarial: {condition} ({entry['family']}, n={entry.get('n', 0)})", "",
-                      "| rate | value |", "|---|---|"]
-            lines += [f"| {rate} | {_cell(v, entry['intervals'].get(rate))} |" for rate, v in entry["rates"].items()]
-            drop = entry.get("drop") or {}
-            if drop.get("n"):
-                lines.append(f"| correct vs {entry['clean']} | {_cell(drop['delta'], drop['interval'])} |")
-            lines.append("")
-    if comparison is not None:
-        lines += ["## Comparison", "", f"{comparison.test} test, Holm-Bonferroni over {len(comparison.pairs)} "
-                  f"comparisons; * = adjusted p < {comparison.alpha:g}", "",
-                  "| metric | pair | delta | n | p (adjusted) |", "|---|---|---|---|---|"]
-        for p in comparison.pairs:
-            mark = " *" if p.significant else ""
-            lines.append(f"| {p.metric} | {p.b} vs {p.a} | {p.delta:+.4f} | {p.n} | {p.p_adjusted:.3g}{mark} |")
-        lines.append("")
-    return "\n".join(lines)
+    differences, slices by tag and condition, adversarial rates, and the comparison of runs when there are several
+    (:mod:`evret_core.rag.document`)."""
+    return render_markdown(rag_sections(runs, comparison))
+
+
+def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
+    """The same report as one self-contained HTML page."""
+    return render_html(rag_sections(runs, comparison), ", ".join(runs))

@@ -1,4 +1,4 @@
-"""RAG runs in evret compare and evret report: paired tests per score, and a Markdown report."""
+"""RAG runs in evret compare and evret report: paired tests per score, and a Markdown or HTML report."""
 
 from __future__ import annotations
 
@@ -49,8 +49,32 @@ def test_cli_compare_and_report(two_runs: tuple[Path, Path], capsys: pytest.Capt
     for heading in ("## careful", "## shy", "### Generation", "### Failure attribution", "### Slices by type",
                     "### Adversarial: missing-gold", "## Comparison"):
         assert heading in text
-    assert main(["report", a, "--format", "html"]) == 2
-    assert "RAG runs are reported as markdown" in capsys.readouterr().err
+    page = tmp_path / "rag.html"
+    assert main(["report", a, b, "--format", "html", "--output", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in html
+    for heading in ("<h2>careful</h2>", "<h3>Failure attribution</h3>", "<h2>Comparison</h2>"):
+        assert heading in html
+    careful = RagResults.from_json(two_runs[0])
+    recall = careful.retrieval["recall@5"]
+    assert f"{recall:.3f}" in html and f"{recall:.3f}" in text  # the same numbers in both formats
+    assert main(["report", a, "--format", "latex"]) == 2
+    assert "RAG runs are reported as markdown or html" in capsys.readouterr().err
+
+
+def test_report_escapes_texts_from_the_results_file(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """Tag values and run names come from user files: a pipe must not break a Markdown table and markup must not
+    reach the HTML page."""
+    from evret_core.rag.compare import rag_html, rag_markdown
+
+    results = RagResults.from_json(two_runs[0])
+    tag = next(iter(results.slices))
+    results.slices[tag] = {"a|b <script>alert(1)</script>": next(iter(results.slices[tag].values()))}
+    runs = {"run|<b>x</b>": results}
+    markdown, html = rag_markdown(runs), rag_html(runs)
+    assert "a\\|b &lt;script&gt;" in markdown and "<script>alert" not in markdown
+    assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<b>x</b>" not in html
 
 
 def test_rag_and_retrieval_runs_do_not_mix(two_runs: tuple[Path, Path], tmp_path: Path,
