@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import math
@@ -10,10 +9,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evret_core.corpus import iter_json_lines, loads_json, read_corpus, read_text
-from evret_core.errors import EvretError, describe_validation_error
+from evret_core.corpus import iter_json_lines, loads_json, read_text
+from evret_core.errors import EvretError
 from evret_core.hashing import content_hash
 from evret_core.outputs import write_output
 
@@ -240,44 +239,6 @@ def _answer_variants(answer: Any, index: int) -> list[str]:
     return list(dict.fromkeys(variants))
 
 
-_RECORD_KEYS = {"query_id", "query", "query_text", "expected_answers", "relevant_doc_ids", "tags"}
-
-
-def _example_from_record(record: Any, where: str) -> QueryExample:
-    if not isinstance(record, Mapping):
-        raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    unknown = set(record) - _RECORD_KEYS
-    if unknown:
-        raise EvretError(
-            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
-            f"known fields are {', '.join(sorted(_RECORD_KEYS))}"
-        )
-    text = record.get("query", record.get("query_text"))
-    if not isinstance(text, str):
-        raise EvretError(f"{where}: field 'query' is missing or not a string")
-    answers = record.get("expected_answers")
-    if answers is None:
-        answers = []
-    elif isinstance(answers, str):
-        answers = [answers]
-    query_id = record.get("query_id")
-    if isinstance(query_id, (bool, dict, list, float)):
-        raise EvretError(f"{where}: field 'query_id' must be a string or an integer, got {query_id!r}")
-    if not isinstance(answers, list):
-        raise EvretError(f"{where}: field 'expected_answers' must be a text or a list (of texts or lists of texts)")
-    data = {
-        "query_id": derive_query_id(text) if query_id is None else str(query_id),
-        "query_text": text,
-        "expected_answers": answers,
-        "relevant_doc_ids": record.get("relevant_doc_ids"),
-        "tags": record.get("tags") or {},
-    }
-    try:
-        return QueryExample.model_validate(data)
-    except ValidationError as exc:
-        raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
-
-
 class EvaluationDataset(BaseModel):
     """An ordered set of queries with unique ids, plus an optional corpus (id -> record) for retrievers.
 
@@ -307,16 +268,20 @@ class EvaluationDataset(BaseModel):
 
     @classmethod
     def from_records(cls, records: Iterable[Any], source: str = "<records>") -> EvaluationDataset:
+        from evret_core.dataset_files import collect_examples
+
         rows = ((f"{source}: record {i}", f"at {source}: record {i}", r) for i, r in enumerate(records, start=1))
-        examples = _collect_examples(rows, source)
+        examples = collect_examples(rows, source)
         return cls(queries=examples, name=Path(source).stem if source != "<records>" else None)
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
         """One JSON object per line; blank lines are skipped. Errors name the file and line."""
+        from evret_core.dataset_files import collect_examples
+
         path = Path(path)
         rows = ((where, f"on line {lineno}", record) for lineno, where, record in iter_json_lines(path))
-        return cls(queries=_collect_examples(rows, path), name=path.stem)
+        return cls(queries=collect_examples(rows, path), name=path.stem)
 
     @classmethod
     def from_json(cls, path: str | Path) -> EvaluationDataset:
@@ -339,28 +304,10 @@ class EvaluationDataset(BaseModel):
         JSON object or ``key=value`` pairs separated by ``;``. An answer with aliases is a list inside the JSON
         list: ``[["10th century", "the 10th century"], "France"]``. Errors name the file and line.
         """
+        from evret_core.dataset_files import csv_examples
+
         path = Path(path)
-        text = read_text(path)
-        reader = csv.DictReader(text.splitlines())
-        if reader.fieldnames is None or ("query" not in reader.fieldnames and "query_text" not in reader.fieldnames):
-            raise EvretError(f"{path}:1: the CSV header needs a 'query' column")
-
-        def rows() -> Iterator[tuple[str, str, dict[str, Any]]]:
-            for row in reader:
-                where = f"{path}:{reader.line_num}"
-                record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
-                if None in row:
-                    raise EvretError(f"{where}: more fields than the header has")
-                if "expected_answers" in record:
-                    record["expected_answers"] = _csv_list(record["expected_answers"], where, "expected_answers",
-                                                           nested=True)
-                if "relevant_doc_ids" in record:
-                    record["relevant_doc_ids"] = _csv_list(record["relevant_doc_ids"], where, "relevant_doc_ids")
-                if "tags" in record:
-                    record["tags"] = _csv_tags(record["tags"], where)
-                yield where, f"on line {reader.line_num}", record
-
-        return cls(queries=_collect_examples(rows(), path), name=path.stem)
+        return cls(queries=csv_examples(path), name=path.stem)
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationDataset:
@@ -389,41 +336,10 @@ class EvaluationDataset(BaseModel):
         Each query's ``relevant_doc_ids`` are its graded judgments in the split; queries without judgments in
         the split are dropped. ``corpus`` maps doc id -> ``{"title", "text"}``. Errors name the file and line.
         """
+        from evret_core.dataset_files import beir_examples
+
         folder = Path(folder)
-        qrels_path = folder / "qrels" / f"{split}.tsv"
-        if not qrels_path.is_file():
-            raise EvretError(f"{folder}: not a BEIR folder with a {split!r} split (no qrels/{split}.tsv)")
-        judgments: dict[str, dict[str, float]] = {}
-        for lineno, line in enumerate(read_text(qrels_path).splitlines(), start=1):
-            fields = line.strip().split("\t")
-            if lineno == 1 and not fields[-1].lstrip("-").replace(".", "", 1).isdigit():
-                continue  # the header: query-id corpus-id score
-            if not line.strip():
-                continue
-            if len(fields) != 3:
-                raise EvretError(f"{qrels_path}:{lineno}: expected 3 tab-separated fields, got {len(fields)}")
-            try:
-                grade = float(fields[2])
-            except ValueError:
-                raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a number") from None
-            if not math.isfinite(grade):
-                raise EvretError(f"{qrels_path}:{lineno}: score {fields[2]!r} is not a finite number")
-            if not fields[0].strip() or not fields[1].strip():
-                raise EvretError(f"{qrels_path}:{lineno}: empty query id or document id")
-            judgments.setdefault(fields[0], {})[fields[1]] = grade
-        corpus: dict[str, dict[str, Any]] = dict(read_corpus(folder / "corpus.jsonl"))
-        examples: list[QueryExample] = []
-        for where, record in _beir_records(folder / "queries.jsonl"):
-            qid = str(record["_id"])
-            if qid not in judgments:
-                continue
-            try:
-                examples.append(QueryExample(query_id=qid, query_text=str(record.get("text") or ""),
-                                             relevant_doc_ids=judgments[qid]))
-            except ValidationError as exc:
-                raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
-        if not examples:
-            raise EvretError(f"{folder}: no query of queries.jsonl has judgments in qrels/{split}.tsv")
+        examples, corpus = beir_examples(folder, split)
         return cls(queries=examples, corpus=corpus, name=folder.name)
 
     def to_jsonl(self, path: str | Path) -> None:
@@ -444,61 +360,3 @@ class EvaluationDataset(BaseModel):
         """SHA-256 over the queries' canonical JSON: the same dataset always hashes the same
         (:mod:`evret_core.hashing`)."""
         return content_hash(self.queries)
-
-
-def _collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path) -> list[QueryExample]:
-    """Examples from ``(where, mention, record)`` rows: ``where`` starts each error message, ``mention`` ("on line
-    3") is how a later duplicate of the row's query_id points back to it. No rows at all is an error."""
-    examples: list[QueryExample] = []
-    seen: dict[str, str] = {}
-    for where, mention, record in rows:
-        example = _example_from_record(record, where)
-        if example.query_id in seen:
-            raise EvretError(f"{where}: duplicate query_id {example.query_id!r} (first {seen[example.query_id]})")
-        seen[example.query_id] = mention
-        examples.append(example)
-    if not examples:
-        raise EvretError(f"{source}: the dataset has no queries")
-    return examples
-
-
-def _csv_list(value: str, where: str, key: str, nested: bool = False) -> list[Any]:
-    """A CSV cell as a list: a JSON list, or ``|``-separated texts. With ``nested`` an item may itself be a list
-    of texts (an answer with aliases), kept as a list."""
-    value = value.strip()
-    if value.startswith("["):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            raise EvretError(f"{where}: column {key!r} is not a valid JSON list") from None
-        if not isinstance(parsed, list):
-            raise EvretError(f"{where}: column {key!r} is not a valid JSON list")
-        return [v if nested and isinstance(v, list) else str(v) for v in parsed]
-    return [part.strip() for part in value.split("|") if part.strip()]
-
-
-def _csv_tags(value: str, where: str) -> dict[str, str]:
-    value = value.strip()
-    if value.startswith("{"):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            raise EvretError(f"{where}: column 'tags' is not a valid JSON object") from None
-        return {str(k): str(v) for k, v in parsed.items()}
-    tags: dict[str, str] = {}
-    for part in value.split(";"):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise EvretError(f"{where}: tag {part.strip()!r} is not key=value")
-        key, _, val = part.partition("=")
-        tags[key.strip()] = val.strip()
-    return tags
-
-
-def _beir_records(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(file:line, record) for each JSON line of a BEIR file; every record needs an ``_id``."""
-    for _lineno, where, record in iter_json_lines(path):
-        if not isinstance(record, dict) or "_id" not in record:
-            raise EvretError(f"{where}: expected a JSON object with an '_id' field")
-        yield where, record
