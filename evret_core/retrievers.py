@@ -174,7 +174,10 @@ class PrecomputedRetriever(Retriever):
     name = "precomputed"
 
     def __init__(self, run: Mapping[str, Any]) -> None:
-        self.run = {str(qid): results for qid, results in run.items()}
+        from evret_core.metrics.runcolumns import ColumnarRun
+
+        # a run read as columns stays columns (its str ids and dicts are made per query when asked for)
+        self.run: Mapping[str, Any] = run if isinstance(run, ColumnarRun) else {str(qid): results for qid, results in run.items()}
 
     def results_for(self, query_id: str, k: int) -> list[RetrievalResult]:
         if query_id not in self.run:
