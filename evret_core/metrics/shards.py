@@ -15,6 +15,7 @@ can land in two shards: that is an error naming the query (sort the run by query
 
 from __future__ import annotations
 
+import os
 import resource
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -77,13 +78,14 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
 
 @dataclass
 class ShardScores:
-    """One shard's result: its judged queries (in file order), each metric's values for them, and the peak
-    resident memory (bytes) of the process that scored it."""
+    """One shard's result: its judged queries (in file order), each metric's values for them, the peak
+    resident memory (bytes) and the id of the process that scored it, and how many run lines it read."""
 
     qids: list[str]
     values: dict[str, np.ndarray]
     peak_rss: int
     lines: int = 0
+    pid: int = 0
 
 
 def score_shard(
@@ -118,7 +120,8 @@ def score_shard(
     else:
         columns = [np.zeros(0) for _ in resolved]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return ShardScores(qids, {m.name: c for m, c in zip(resolved, columns, strict=True)}, peak, len(run.scores))
+    values = {m.name: c for m, c in zip(resolved, columns, strict=True)}
+    return ShardScores(qids, values, peak, len(run.scores), os.getpid())
 
 
 @dataclass
@@ -128,6 +131,7 @@ class RunFileScores:
     qids: list[str]
     values: dict[str, np.ndarray]
     shard_peak_rss: list[int] = field(default_factory=list)
+    shard_pids: list[int] = field(default_factory=list)
 
     def means(self) -> dict[str, float]:
         """Each metric's mean over the queries (``evaluate_run``'s summary)."""
@@ -167,6 +171,7 @@ def evaluate_run_file(
     qids: list[str] = []
     parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
     peaks: list[int] = []
+    pids: list[int] = []
     seen: set[str] = set()
     for shard in results:
         clash = seen.intersection(shard.qids)
@@ -178,6 +183,7 @@ def evaluate_run_file(
         for name in names:
             parts[name].append(shard.values[name])
         peaks.append(shard.peak_rss)
+        pids.append(shard.pid)
     if not qids:
         raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)")
-    return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks)
+    return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids)
