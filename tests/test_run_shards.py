@@ -93,3 +93,31 @@ def test_bad_input_names_the_file_and_line(tmp_path: Path) -> None:
     run.write_text("q1 Q0 a 1 1 t\n")
     with pytest.raises(EvretError, match="share no query id"):
         evaluate_run_file(qrels, run, ["ndcg@10"])
+
+
+@pytest.mark.parametrize("text", [
+    "q1 0 a 1\nq2 0 b 2\nq1 0 c 0\nq3 0 a 1\n",
+    "\ufeffq1 0 a 1\n# note\n\nq2\t0\tb\t2 \r\nq1 0 c 0",
+    "q1 0 a 1\nq2 0 b 2 extra\n",
+    "q1 0 a 1\nq1 0 a 2\n",
+    "q2 0 a 1\nq2 0 a 2\nq1 0 b x\n",
+    "q1 0 a 1\nq1 0 b nan\n",
+    "q1 0 a\u00a0b 1\nq1 0 c\xff 1\n",
+])
+@pytest.mark.parametrize("block", [1 << 25, 9])
+def test_shard_qrels_read_as_read_qrels(text: str, block: int, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evret_core.metrics import runcolumns
+    from evret_core.metrics.shards import read_qrels_for
+
+    monkeypatch.setattr(runcolumns, "_BLOCK", block)
+    path = tmp_path / "qrels"
+    path.write_bytes(text.encode("utf-8") if "\xff" not in text else text.encode("latin-1"))
+
+    def outcome(read: object) -> object:
+        try:
+            return read(path, {"q1", "q3"})  # type: ignore[operator]
+        except EvretError as exc:
+            return str(exc)
+
+    assert outcome(read_qrels_for) == outcome(read_qrels)

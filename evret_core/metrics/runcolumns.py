@@ -130,7 +130,7 @@ class _Reader:
         """Read one block of whole lines; ``lineno``: the number of lines before it (from ``start``)."""
         if self.start == 0 and lineno == 0 and block.startswith(_BOM):
             block = block[len(_BOM):]
-        tokens = _six_fields(block)
+        tokens = plain_fields(block)
         if tokens is not None:
             texts = tokens[4::6]
             try:
@@ -211,9 +211,9 @@ class _Reader:
         return ColumnarRun(qids, offsets, byte_offsets, ids, scores, self.tag)
 
 
-def _six_fields(block: bytes) -> list[bytes] | None:
-    """The block's fields, when every line is plain ASCII with exactly 6 fields and none is a comment (the bulk
-    case); else None (the block is then read line by line). Checked with numpy on the bytes, split in one call."""
+def plain_fields(block: bytes, n: int = 6) -> list[bytes] | None:
+    """The block's fields, when every line is plain ASCII with exactly ``n`` fields and none is a comment (the
+    bulk case); else None (the block is then read line by line). Checked with numpy on the bytes, split in one call."""
     if not block.isascii():
         return None
     data = np.frombuffer(block, dtype=np.uint8)
@@ -224,15 +224,15 @@ def _six_fields(block: bytes) -> list[bytes] | None:
     starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
     newlines = np.flatnonzero(data == 10)
     n_lines = len(newlines) + (0 if block.endswith(b"\n") else 1)
-    if len(starts) != 6 * n_lines or data[starts[::6]].__eq__(ord("#")).any():
+    if len(starts) != n * n_lines or data[starts[::n]].__eq__(ord("#")).any():
         return None
-    # every line has exactly 6 field starts: the k-th start lies on line k // 6
-    if not np.array_equal(np.searchsorted(newlines, starts), np.arange(len(starts)) // 6):
+    # every line has exactly n field starts: the k-th start lies on line k // n
+    if not np.array_equal(np.searchsorted(newlines, starts), np.arange(len(starts)) // n):
         return None
     return block.split()
 
 
-def _blocks(handle: BinaryIO, start: int, stop: int | None) -> Iterator[tuple[bytes, int]]:
+def blocks(handle: BinaryIO, start: int, stop: int | None) -> Iterator[tuple[bytes, int]]:
     """Blocks of whole lines from ``start`` to ``stop`` (or the end), each with the lines before it."""
     handle.seek(start)
     left = None if stop is None else stop - start
@@ -271,7 +271,7 @@ def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) 
         raise EvretError(f"{path}: is a folder, not a file") from None
     reader = _Reader(path, start, stop)
     with handle:
-        for block, lines in _blocks(handle, start, stop):
+        for block, lines in blocks(handle, start, stop):
             reader.block(block, lines)
     run = reader.finish()
     _check_duplicates(run, reader)
@@ -287,7 +287,7 @@ def _check_duplicates(run: ColumnarRun, reader: _Reader) -> None:
         return
     first: dict[tuple[str, str], int] = {}
     with reader.path.open("rb") as handle:
-        for block, lines in _blocks(handle, reader.start, reader.stop):
+        for block, lines in blocks(handle, reader.start, reader.stop):
             base = reader.first_line() + lines
             for n, raw in enumerate(block.split(b"\n")):
                 fields = line_fields(raw, base + n, reader.path) if raw.strip() else None

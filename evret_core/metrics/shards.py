@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,45 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a] or [(0, size)]
 
 
+def read_qrels_for(path: str | Path, queries: Container[str]) -> dict[str, dict[str, float]]:
+    """``read_qrels(path, queries)``, faster: plain 4-field blocks are split in one call and only the lines of
+    ``queries`` are parsed; any other block goes through :func:`read_qrels`'s line reader (the same errors)."""
+    from evret_core.metrics.runcolumns import blocks, plain_fields
+    from evret_core.metrics.trec import _number, line_fields, read_qrels
+
+    path = Path(path)
+    qrels: dict[str, dict[str, float]] = {}
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return read_qrels(path, queries)  # its error names the file
+    with handle:
+        for block, before in blocks(handle, 0, None):
+            tokens = plain_fields(block[3:] if before == 0 and block.startswith(b"\xef\xbb\xbf") else block, 4)
+            if tokens is not None:
+                rows = [(i, q) for i, q in enumerate(tokens[0::4]) if q.decode() in queries]
+                lines = [(before + 1 + i, q.decode(), tokens[4 * i + 2].decode(), tokens[4 * i + 3].decode())
+                         for i, q in rows]
+            else:
+                lines = []
+                for n, raw in enumerate(block.split(b"\n")):
+                    fields = line_fields(raw, before + 1 + n, path) if raw else None
+                    if fields is None:
+                        continue
+                    if len(fields) != 4:
+                        raise EvretError(f"{path}:{before + 1 + n}: expected 4 fields (query_id iteration doc_id "
+                                         f"grade), got {len(fields)}")
+                    if fields[0] in queries:
+                        lines.append((before + 1 + n, fields[0], fields[2], fields[3]))
+            for lineno, qid, doc, grade in lines:
+                judged = qrels.setdefault(qid, {})
+                where = f"{path}:{lineno}"
+                if doc in judged:
+                    raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
+                judged[doc] = _number(grade, "grade", where)
+    return qrels
+
+
 @dataclass
 class ShardScores:
     """One shard's result: its judged queries (in file order), each metric's values for them, the peak
@@ -105,11 +144,10 @@ def score_shard(
         resolve_metrics,
     )
     from evret_core.metrics.runcolumns import read_run_columns
-    from evret_core.metrics.trec import read_qrels
 
     resolved = resolve_metrics(list(metrics))
     run = read_run_columns(run_path, start, stop)
-    qrels = read_qrels(qrels_path, queries=run.index)
+    qrels = read_qrels_for(qrels_path, run.index)
     qids = [q for q in run.qids if q in qrels]
     depth, fast = _needed_depth(resolved), accelerator()
     if qids:
