@@ -36,7 +36,7 @@ import numpy as np
 from evret_core import EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
 from evret_core.metrics.engine import accelerator, evaluate_run
 from evret_core.metrics.runcolumns import read_run_columns
-from evret_core.metrics.trec import read_run
+from evret_core.metrics.trec import read_qrels, read_run
 from evret_core.retrievers import RankedColumns
 
 DEPTH = 100
@@ -156,21 +156,6 @@ def text_section(n: int, repeat: int) -> list[str]:
             "|---|---|---|", f"| {n:,} | {best:.3f} | {per:.2f} µs |"]
 
 
-def write_trec(path: Path, n: int, seed: int = 2) -> dict[str, dict[str, float]]:
-    """Write N queries x 100 lines (scores rounded so that ties occur) block by block; return the qrels."""
-    rng = np.random.default_rng(seed)
-    qrels: dict[str, dict[str, float]] = {}
-    with path.open("w") as handle:
-        for start in range(0, n, 10_000):
-            stop = min(start + 10_000, n)
-            scores = np.round(rng.random((stop - start, DEPTH)) * 20, 1).tolist()
-            for q, row in zip(range(start, stop), scores, strict=True):
-                handle.write("".join([f"q{q} Q0 d{q}_{j} {j + 1} {s} bench\n" for j, s in enumerate(row)]))
-                picks = rng.choice(DEPTH + 20, size=int(rng.integers(1, 11)), replace=False).tolist()
-                qrels[f"q{q}"] = {f"d{q}_{p}": float(rng.integers(1, 4)) for p in picks}
-    return qrels
-
-
 def _phase(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     """Wall time of one call, and the process's peak resident memory (GiB) during it (high-water mark reset)."""
     gc.collect()
@@ -183,46 +168,50 @@ def _phase(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     return time.perf_counter() - start, _kib("VmHWM") / 2**20, out
 
 
-def trec_case(path: Path, qrels: dict[str, dict[str, float]], columns: bool, n_resamples: int) -> list[Any]:
-    """Read the run file (columns or ``read_run``'s dicts), build the dataset, evaluate: time and peak RSS each."""
+def trec_case(run_path: Path, qrels_path: Path, columns: bool, n_resamples: int) -> list[Any]:
+    """Read the run file (columns or ``read_run``'s dicts), the dataset from the qrels file, evaluate: time and
+    peak RSS of each phase, the scores and a sample of per-query values."""
     reader = read_run_columns if columns else read_run
-    t_read, rss_read, run = _phase(lambda: reader(path))
+    t_read, rss_read, run = _phase(lambda: reader(run_path))
     t_data, rss_data, dataset = _phase(lambda: EvaluationDataset(queries=[
-        QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel) for q, rel in qrels.items()]))
+        QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel) for q, rel in read_qrels(qrels_path).items()]))
     t_eval, rss_eval, results = _phase(lambda: Evaluator(run, METRICS, n_resamples=n_resamples).evaluate(dataset))
     held = _kib("VmRSS") / 2**20
     scores = dict(results.scores)
-    sample = {q: results.per_query[q].scores for q in list(qrels)[:: max(len(qrels) // 50, 1)]}
+    qids = [q.query_id for q in dataset.queries]
+    sample = {q: results.per_query[q].scores for q in qids[:: max(len(qids) // 50, 1)]}
     return [t_read, rss_read, t_data, rss_data, t_eval, rss_eval, held, scores, sample]
 
 
 def trec_section(n: int, small: int, n_resamples: int) -> list[str]:
     """The columnar reader at N queries; both readers at a smaller N for the ratio (same file, same process)."""
-    lines = ["| TREC run file (queries x 100) | reader | read (s) | peak RSS reading (GiB) | dataset (s) | "
-             "evaluate (s) | peak RSS evaluating (GiB) | RSS with results held (GiB) |",
-             "|---|---|---|---|---|---|---|---|"]
+    import runfile_gen
+
+    lines = ["| TREC run file (queries x 100) | reader | read (s) | peak RSS reading (GiB) | dataset from qrels (s) | "
+             "peak RSS (GiB) | evaluate (s) | peak RSS evaluating (GiB) | RSS with results held (GiB) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     tmp = Path(tempfile.mkdtemp(prefix="evret-trec-", dir="/tmp"))
     try:
         for size, readers in ((small, (False, True)), (n, (True,))):
             if not size:
                 continue
-            path = tmp / "run.trec"
-            qrels = write_trec(path, size)
+            run_path, qrels_path = runfile_gen.write(tmp, size)
             got = {}
             for columns in readers:
-                got[columns] = trec_case(path, qrels, columns, n_resamples)
-                t_read, rss_read, t_data, _, t_eval, rss_eval, held = got[columns][:7]
+                got[columns] = trec_case(run_path, qrels_path, columns, n_resamples)
+                t_read, rss_read, t_data, rss_data, t_eval, rss_eval, held = got[columns][:7]
                 name = "read_run_columns" if columns else "read_run (dicts)"
-                lines.append(f"| {size:,} ({path.stat().st_size / 2**30:.1f} GiB file) | {name} | {t_read:.1f} | "
-                             f"{rss_read:.2f} | {t_data:.1f} | {t_eval:.1f} | {rss_eval:.2f} | {held:.2f} |")
+                lines.append(f"| {size:,} ({run_path.stat().st_size / 2**30:.1f} GiB file) | {name} | {t_read:.1f} | "
+                             f"{rss_read:.2f} | {t_data:.1f} | {rss_data:.2f} | {t_eval:.1f} | {rss_eval:.2f} | "
+                             f"{held:.2f} |")
+                gc.collect()
             if len(got) == 2:
                 assert got[True][7] == got[False][7] and got[True][8] == got[False][8], "columns != dicts"
                 a, b = got[True], got[False]
-                lines.append(f"| {size:,} | columns / dicts | {a[0] / b[0]:.2f}x | {a[1] / b[1]:.2f}x | | "
+                lines.append(f"| {size:,} | columns / dicts | {a[0] / b[0]:.2f}x | {a[1] / b[1]:.2f}x | | | "
                              f"{a[4] / b[4]:.2f}x | {a[5] / b[5]:.2f}x | {a[6] / b[6]:.2f}x |")
-            path.unlink()
-            del qrels
-            gc.collect()
+            run_path.unlink()
+            qrels_path.unlink()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return lines

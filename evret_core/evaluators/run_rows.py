@@ -66,6 +66,7 @@ class ColumnarRows(RetrievedRows):
         any_match: bool,
     ) -> RankedBatch:
         """As :meth:`RetrievedRows.batch`, over this chunk's dicts only."""
-        chunk = RetrievedRows([self.raw(i) for i in range(start, stop)], self.k)
+        dicts = self.run.queries(self.positions[start:stop].tolist())
+        chunk = RetrievedRows([d if d else EMPTY for d in dicts], self.k)
         shifted = {i - start: judged for i, judged in text.items() if start <= i < stop}
         return chunk.batch(queries[start:stop], 0, stop - start, shifted, any_match)

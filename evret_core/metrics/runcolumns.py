@@ -8,7 +8,7 @@ query), the scores in one float64 array, and two offsets per query: about 20 byt
 :class:`~evret_core.Evaluator` take it as they take a dict run; a query's dict is built when it is asked for
 (``evaluate_run`` and the Evaluator ask for 2,048 queries at a time), so memory stays bounded by the columns.
 
-Reading is done in blocks of 32 MiB. A block of plain 6-field ASCII lines is split in bulk (bytes ``split``, one
+Reading is done in blocks of 8 MiB. A block of plain 6-field ASCII lines is split in bulk (bytes ``split``, one
 ``float`` per score); any other block (comments, blank lines, extra fields, non-ASCII text, a bad line) is read
 line by line exactly as :func:`read_run` does, so a bad line is reported with its file and line. A query whose
 lines are not adjacent (``q1 .. q2 .. q1``) is regrouped, its documents kept in file order; a document ranked
@@ -32,7 +32,7 @@ from evret_core.metrics.trec import duplicate_error, line_fields, run_fields
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 
-_BLOCK = 1 << 25
+_BLOCK = 1 << 23  # 8 MiB: the bulk split's temporary objects stay near 60 MiB
 _BOM = b"\xef\xbb\xbf"
 _KIND = np.zeros(256, dtype=np.uint8)
 _KIND[list(b" \t\n\r\x0b\x0c")] = 1  # what bytes.split() splits on
@@ -79,6 +79,29 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
     def query(self, i: int) -> dict[str, float]:
         """Query ``i``'s ``{doc_id: score}`` (documents in file order)."""
         return dict(zip(self.doc_ids(i), self.scores[self.offsets[i] : self.offsets[i + 1]].tolist(), strict=True))
+
+    def queries(self, positions: Sequence[int]) -> list[dict[str, float]]:
+        """The dicts of the queries at ``positions`` (-1: an empty dict); a stretch of consecutive positions, the
+        usual case when the dataset lists queries in the run's order, is decoded in one call."""
+        out: list[dict[str, float]] = []
+        i, n = 0, len(positions)
+        while i < n:
+            first = positions[i]
+            if first < 0:
+                out.append({})
+                i += 1
+                continue
+            j = i + 1
+            while j < n and positions[j] == first + (j - i):
+                j += 1
+            last = first + (j - i)
+            ids = self.ids[self.byte_offsets[first] : self.byte_offsets[last]].decode().split()
+            base = int(self.offsets[first])
+            scores = self.scores[base : self.offsets[last]].tolist()
+            bounds = (self.offsets[first : last + 1] - base).tolist()
+            out.extend(dict(zip(ids[a:b], scores[a:b], strict=True)) for a, b in zip(bounds, bounds[1:], strict=False))
+            i = j
+        return out
 
     def doc_ids(self, i: int) -> list[str]:
         """Query ``i``'s document ids, in file order."""

@@ -151,10 +151,11 @@ def score_shard(
     qids = [q for q in run.qids if q in qrels]
     depth, fast = _needed_depth(resolved), accelerator()
     if qids:
-        columns = _compute_chunked(
-            lambda chunk: batch_from_run(qrels, run, chunk, relevance_level=relevance_level, depth=depth, fast=fast),
-            qids, resolved, 2048,
-        )
+        def build(chunk: list[str]) -> Any:  # the chunk's dicts only, decoded in one call
+            dicts = dict(zip(chunk, run.queries(run.positions(chunk).tolist()), strict=True))
+            return batch_from_run(qrels, dicts, chunk, relevance_level=relevance_level, depth=depth, fast=fast)
+
+        columns = _compute_chunked(build, qids, resolved, 2048)
     else:
         columns = [np.zeros(0) for _ in resolved]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
