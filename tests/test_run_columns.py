@@ -92,6 +92,8 @@ HOSTILE = {
     "duplicate, far apart": "q1 Q0 a 1 3 t\nq2 Q0 b 1 2 t\nq2 Q0 c 1 2 t\nq1 Q0 a 2 1 t\n",
     "two duplicates: the first line wins": "q2 Q0 z 1 1 t\nq1 Q0 a 1 3 t\nq1 Q0 a 2 2 t\nq2 Q0 z 2 1 t\n",
     "five fields": "q1 Q0 a 1 3 t\nq1 Q0 b 2 2\n",
+    "five fields then seven": "q1 Q0 a 1 3\nq1 Q0 b 2 2 t x\n",
+    "seven fields then five": "q1 Q0 a 1 3 t x\nq1 Q0 b 2 2\n",
     "score not a number": "q1 Q0 a 1 3 t\nq1 Q0 b 2 high t\n",
     "NaN score": "q1 Q0 a 1 3 t\nq1 Q0 b 2 nan t\n",
     "infinite and huge scores": "q1 Q0 a 1 inf t\nq1 Q0 b 2 -1e308 t\nq1 Q0 c 3 1e400 t\n",
@@ -114,7 +116,7 @@ def test_hostile_files_read_as_read_run_reads_them(name: str, block: int, tmp_pa
     path.write_bytes(text.encode("latin-1") if name == "not UTF-8" else text.encode())
     expected = outcome(read_run, path)
     assert outcome(read_run_columns, path) == expected
-    if name.startswith(("duplicate", "two duplicates", "five", "score not", "NaN", "not UTF-8")):
+    if name.startswith(("duplicate", "two duplicates", "five", "seven", "score not", "NaN", "not UTF-8")):
         assert expected[0] == "error" and f"{path}:" in expected[1]  # the hostile ones fail, naming file and line
     elif name != "empty":
         assert expected[0] == "run"

@@ -245,12 +245,14 @@ def plain_fields(block: bytes, n: int = 6) -> list[bytes] | None:
         return None
     space = kind == 1
     starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
-    newlines = np.flatnonzero(data == 10)
-    n_lines = len(newlines) + (0 if block.endswith(b"\n") else 1)
-    if len(starts) != n * n_lines or data[starts[::n]].__eq__(ord("#")).any():
+    ends = np.flatnonzero(data == 10)
+    if not block.endswith(b"\n"):
+        ends = np.append(ends, len(block))
+    if len(starts) != n * len(ends) or data[starts[::n]].__eq__(ord("#")).any():
         return None
-    # every line has exactly n field starts: the k-th start lies on line k // n
-    if not np.array_equal(np.searchsorted(newlines, starts), np.arange(len(starts)) // n):
+    # as many starts as n per line: each line has exactly n when its first start comes after the line before it
+    # ends and its n-th start before it ends
+    if not ((starts[::n][1:] > ends[:-1]).all() and (starts[n - 1 :: n] < ends).all()):
         return None
     return block.split()
 
