@@ -47,7 +47,7 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
     in file order. ``tag`` is the run tag of the first line.
     """
 
-    def __init__(self, qids: list[str], offsets: np.ndarray, byte_offsets: np.ndarray, ids: bytes,
+    def __init__(self, qids: list[str], offsets: np.ndarray, byte_offsets: np.ndarray, ids: bytes | bytearray,
                  scores: np.ndarray, tag: str = "") -> None:
         self.qids = qids
         self.offsets = offsets
@@ -215,7 +215,7 @@ class _Reader:
         gq, gn, gb = (np.concatenate(parts) for parts in (self.group_qids, self.group_sizes, self.group_bytes))
         scores = np.concatenate(self.scores) if len(self.scores) > 1 else self.scores[0]
         self.scores = []
-        ids = bytes(self.ids)
+        ids: bytes | bytearray = self.ids  # kept as it grew: a bytes copy would double the peak
         self.ids = bytearray()
         if len(gq) != len(qids):  # some query's lines are not adjacent: regroup, keeping each query's file order
             order = np.argsort(gq, kind="stable")
@@ -307,7 +307,7 @@ def _check_duplicates(run: ColumnarRun, reader: _Reader) -> None:
     """A document ranked twice for a query: the error :func:`read_run` gives (the first such line of the file)."""
     counts = np.diff(run.offsets).tolist()
     ids, ends = run.ids, run.byte_offsets.tolist()
-    twice = {run.qids[i] for i, n in enumerate(counts) if len(set(ids[ends[i] : ends[i + 1]].split())) != n}
+    twice = {run.qids[i] for i, n in enumerate(counts) if len(set(bytes(ids[ends[i] : ends[i + 1]]).split())) != n}
     if not twice:
         return
     first: dict[tuple[str, str], int] = {}
