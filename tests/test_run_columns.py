@@ -155,3 +155,28 @@ def test_columns_are_compact(tmp_path: Path) -> None:
     run = read_run_columns(path)
     assert run.nbytes / 20_000 < 25  # ids (~10 bytes) + score (8) + offsets per query
     assert run.positions(["q5", "nope", "q0"]).tolist() == [5, -1, 0]
+
+
+def test_a_trec_run_file_given_to_the_evaluator_stays_columns(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from evret_core.evaluators.run_rows import ColumnarRows
+    from evret_core.runfiles import read_retrieved
+
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q{q} Q0 d{d} {d + 1} {d % 4} t\n" for q in range(3000) for d in range(20)))
+    run = read_retrieved(path)
+    assert isinstance(run, ColumnarRun)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=f"q{q}", query_text="x", relevant_doc_ids=["d3"])
+                                         for q in range(3000)])
+    evaluator = Evaluator(run, ["mrr@10"], n_resamples=1)
+    assert evaluator.retriever.run is run
+    built: list[int] = []
+    original = ColumnarRun.queries
+    monkeypatch.setattr(ColumnarRun, "queries", lambda self, p: built.append(len(p)) or original(self, p))
+    rows = evaluator.retrieve_rows(dataset)
+    assert isinstance(rows, ColumnarRows) and built == []  # nothing built until the metrics ask
+    results = evaluator.evaluate(dataset)
+    assert built == [2048, 952]  # one chunk's dicts at a time
+    # d3 scores 3, the top score; ties with d7, d11, d15, d19 are ranked by id descending: d7 d3 d19 d15 d11
+    assert results.scores["mrr@10"] == pytest.approx(1 / 2)
+    assert results.per_query["q5"].retrieved_ids[:5] == ["d7", "d3", "d19", "d15", "d11"]
