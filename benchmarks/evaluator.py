@@ -8,9 +8,14 @@
 - text-labelled: M queries x 100 retrieved texts given as columns (``RankedColumns``, what bm25, dense and the
   vector stores return), one expected answer each, the exact judge; the Evaluator's own time per retrieved result
   is the evaluation's time less the time spent inside the judge's ``batch_judge``.
-- a TREC run file (``--trec N``): write N queries x 100 lines, read it with ``read_run``, evaluate it.
+- a TREC run file (``--trec N``): write N queries x 100 lines to /tmp (deleted after), read it with
+  ``read_run_columns``, build the dataset from the qrels, evaluate it (intervals on); time and the process's peak
+  resident memory (``VmHWM``, reset before each phase) per phase. At ``--trec-compare M`` queries (default
+  100,000) both ``read_run`` (dicts) and ``read_run_columns`` read and evaluate the same file in the same process:
+  their ratios, and the same scores (means and a sample of per-query values) asserted.
 
-Run: ``python benchmarks/evaluator.py [--queries 10000 100000] [--text-queries 2000] [--trec 0] [--repeat 3]``
+Run: ``python benchmarks/evaluator.py [--queries 10000 100000] [--text-queries 2000] [--trec 0] [--trec-compare
+100000] [--trec-only] [--resamples 1000] [--repeat 3]``
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import re
+import shutil
 import tempfile
 import time
 import tracemalloc
@@ -29,7 +35,8 @@ import numpy as np
 
 from evret_core import EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
 from evret_core.metrics.engine import accelerator, evaluate_run
-from evret_core.metrics.trec import read_run
+from evret_core.metrics.runcolumns import read_run_columns
+from evret_core.metrics.trec import read_qrels, read_run
 from evret_core.retrievers import RankedColumns
 
 DEPTH = 100
@@ -149,27 +156,65 @@ def text_section(n: int, repeat: int) -> list[str]:
             "|---|---|---|", f"| {n:,} | {best:.3f} | {per:.2f} µs |"]
 
 
-def trec_section(n: int) -> list[str]:
-    run, qrels = synthetic(n, seed=2)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "run.trec"
-        with path.open("w") as handle:
-            for qid, docs in run.items():
-                handle.writelines(f"{qid} Q0 {d} {r} {s} bench\n" for r, (d, s) in enumerate(docs.items(), 1))
-        del run
-        gc.collect()
-        dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
-                                             for q, rel in qrels.items()])
-        t_read, _, loaded = measure(lambda: read_run(path), 1)
-        read_peak = _kib("VmRSS") * 1024.0
-        t_eval, _, results = measure(lambda: Evaluator(loaded, METRICS).evaluate(dataset), 1)
-        del results
-        peak = traced_peak(lambda: Evaluator(loaded, METRICS).evaluate(dataset))
-    return ["| TREC run file | read_run (s) | process memory after reading | Evaluator.evaluate (s) | "
-            "its peak memory added |",
-            "|---|---|---|---|---|",
-            f"| {n:,} x 100 | {t_read:.1f} | {read_peak / 2**30:.1f} GiB | {t_eval:.1f} | {peak / 2**30:.2f} GiB "
-            f"({peak / (n * DEPTH):.0f} bytes per result) |"]
+def _phase(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Wall time of one call, and the process's peak resident memory (GiB) during it (high-water mark reset)."""
+    gc.collect()
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    start = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - start, _kib("VmHWM") / 2**20, out
+
+
+def trec_case(run_path: Path, qrels_path: Path, columns: bool, n_resamples: int) -> list[Any]:
+    """Read the run file (columns or ``read_run``'s dicts), the dataset from the qrels file, evaluate: time and
+    peak RSS of each phase, the scores and a sample of per-query values."""
+    reader = read_run_columns if columns else read_run
+    t_read, rss_read, run = _phase(lambda: reader(run_path))
+    t_data, rss_data, dataset = _phase(lambda: EvaluationDataset(queries=[
+        QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel) for q, rel in read_qrels(qrels_path).items()]))
+    t_eval, rss_eval, results = _phase(lambda: Evaluator(run, METRICS, n_resamples=n_resamples).evaluate(dataset))
+    held = _kib("VmRSS") / 2**20
+    scores = dict(results.scores)
+    qids = [q.query_id for q in dataset.queries]
+    sample = {q: results.per_query[q].scores for q in qids[:: max(len(qids) // 50, 1)]}
+    return [t_read, rss_read, t_data, rss_data, t_eval, rss_eval, held, scores, sample]
+
+
+def trec_section(n: int, small: int, n_resamples: int) -> list[str]:
+    """The columnar reader at N queries; both readers at a smaller N for the ratio (same file, same process)."""
+    import runfile_gen
+
+    lines = ["| TREC run file (queries x 100) | reader | read (s) | peak RSS reading (GiB) | dataset from qrels (s) | "
+             "peak RSS (GiB) | evaluate (s) | peak RSS evaluating (GiB) | RSS with results held (GiB) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    tmp = Path(tempfile.mkdtemp(prefix="evret-trec-", dir="/tmp"))
+    try:
+        for size, readers in ((small, (False, True)), (n, (True,))):
+            if not size:
+                continue
+            run_path, qrels_path = runfile_gen.write(tmp, size)
+            got = {}
+            for columns in readers:
+                got[columns] = trec_case(run_path, qrels_path, columns, n_resamples)
+                t_read, rss_read, t_data, rss_data, t_eval, rss_eval, held = got[columns][:7]
+                name = "read_run_columns" if columns else "read_run (dicts)"
+                lines.append(f"| {size:,} ({run_path.stat().st_size / 2**30:.1f} GiB file) | {name} | {t_read:.1f} | "
+                             f"{rss_read:.2f} | {t_data:.1f} | {rss_data:.2f} | {t_eval:.1f} | {rss_eval:.2f} | "
+                             f"{held:.2f} |")
+                gc.collect()
+            if len(got) == 2:
+                assert got[True][7] == got[False][7] and got[True][8] == got[False][8], "columns != dicts"
+                a, b = got[True], got[False]
+                lines.append(f"| {size:,} | columns / dicts | {a[0] / b[0]:.2f}x | {a[1] / b[1]:.2f}x | | | "
+                             f"{a[4] / b[4]:.2f}x | {a[5] / b[5]:.2f}x | {a[6] / b[6]:.2f}x |")
+            run_path.unlink()
+            qrels_path.unlink()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return lines
 
 
 def main() -> None:
@@ -177,15 +222,20 @@ def main() -> None:
     parser.add_argument("--queries", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--text-queries", type=int, default=2000)
     parser.add_argument("--trec", type=int, default=0, help="queries of the TREC run file case (0: skip)")
+    parser.add_argument("--trec-compare", type=int, default=100_000,
+                        help="queries of the run file both readers evaluate, for the ratio (0: skip)")
+    parser.add_argument("--trec-only", action="store_true", help="only the TREC run file section")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples in the TREC section")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(f"compiled reader: {'yes' if accelerator() is not None else 'no'}; metrics {', '.join(METRICS)}")
-    print("\n".join(id_section(args.queries, args.repeat)))
-    print()
-    print("\n".join(text_section(args.text_queries, args.repeat)))
-    if args.trec:
+    if not args.trec_only:
+        print("\n".join(id_section(args.queries, args.repeat)))
         print()
-        print("\n".join(trec_section(args.trec)))
+        print("\n".join(text_section(args.text_queries, args.repeat)))
+    if args.trec or args.trec_compare and args.trec_only:
+        print()
+        print("\n".join(trec_section(args.trec, args.trec_compare, args.resamples)))
 
 
 if __name__ == "__main__":

@@ -13,8 +13,15 @@
   executor, then Ray with 1 and 2 workers (1 CPU each). Ray's cost (worker start, model load per worker, pickling
   the contexts) is part of its time, as a user would see it.
 
+- ``--big N``: a TREC run file of N queries x 100 (and its qrels) written to /tmp (deleted after), scored with
+  :func:`evret_core.metrics.shards.evaluate_run_file` on Ray: each task reads its own byte range of the file and
+  its queries' judgments, the driver holds only the per-query values. Each task reports its process's peak
+  resident memory (``ru_maxrss``, measured in the task); the driver's is printed beside it. A sample of blocks of
+  10,000 queries is regenerated in memory and scored in-process with ``evaluate_run``: the largest difference is
+  printed (and must be below 1e-12). Use ``--parts`` with no other part to run it alone.
+
 Run: ``python benchmarks/ray.py [--parts llm metrics semantic] [--llm-contexts 2000] [--queries 50000]
-[--pairs 5000] [--cpus 2]``
+[--pairs 5000] [--cpus 2] [--big 0] [--shards S] [--sample-blocks 5]``
 """
 
 from __future__ import annotations
@@ -165,13 +172,80 @@ def part_semantic(pairs: int) -> None:
         print(f"| {label} | {took:.2f} s | {rows[0][1] / took:.2f}x | {same} |")
 
 
+def _runfile_gen() -> Any:
+    """benchmarks/runfile_gen.py (this folder is kept off sys.path, see above)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runfile_gen", Path(__file__).with_name("runfile_gen.py"))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def part_big(n: int, shards: int | None, sample_blocks: int) -> None:
+    """N queries x 100 in a run file, scored in shards that Ray tasks read themselves; a sample of blocks
+    regenerated in memory and scored in-process with evaluate_run for the comparison."""
+    import shutil
+    import tempfile
+
+    from evret_core.metrics.engine import evaluate_run
+    from evret_core.metrics.shards import evaluate_run_file, shard_ranges
+
+    print(f"\n## Metrics on a run file: {n:,} queries x 100 documents ({', '.join(METRICS)}), shards on Ray")
+    folder = Path(tempfile.mkdtemp(prefix="evret-big-", dir="/tmp"))
+    try:
+        start = time.perf_counter()
+        gen = _runfile_gen()
+        run_path, qrels_path = gen.write(folder, n)
+        print(f"wrote {run_path.stat().st_size / 2**30:.1f} GiB run, {qrels_path.stat().st_size / 2**20:.0f} MiB "
+              f"qrels in {time.perf_counter() - start:.0f} s")
+        ranges = shard_ranges(run_path, shards)
+        driver_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        got = evaluate_run_file(qrels_path, run_path, METRICS, shards=len(ranges), executor=RayExecutor())
+        took = time.perf_counter() - start
+        driver = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        assert len(got.qids) == n, len(got.qids)
+        blocks = np.linspace(0, -(-n // gen.BLOCK) - 1, sample_blocks).astype(int).tolist()
+        worst, compared = 0.0, 0
+        start = time.perf_counter()
+        for block in sorted(set(blocks)):
+            run, qrels = gen.block_dicts(block, n)
+            local = evaluate_run(qrels, run, METRICS, per_query=True)
+            for qid, values in local.items():
+                mine = got.per_query(qid)
+                worst = max(worst, *(abs(mine[m] - v) for m, v in values.items()))
+                compared += 1
+        local_time = time.perf_counter() - start
+        means = got.means()
+        peaks = sorted(got.shard_peak_rss)
+        print("| shards | Ray time (read + qrels + metrics) | queries | lines per second | worker peak RSS "
+              "(min / median / max over shards) | driver peak RSS | sample vs in-process |")
+        print("|---|---|---|---|---|---|---|")
+        print(f"| {len(ranges)} of ~{run_path.stat().st_size / len(ranges) / 2**20:.0f} MiB | {took:.1f} s | {n:,} | "
+              f"{n * 100 / took / 1e6:.2f} M | {peaks[0] / 2**20:.0f} / {peaks[len(peaks) // 2] / 2**20:.0f} / "
+              f"{peaks[-1] / 2**20:.0f} MiB | {driver / 1024:.0f} MiB (before: {driver_before / 1024:.0f}) | "
+              f"{compared:,} queries, max abs difference {worst:.1e} |")
+        print(f"means: {', '.join(f'{k} {v:.4f}' for k, v in means.items())}; in-process time for the sample: "
+              f"{local_time:.1f} s ({compared / local_time:,.0f} queries/s incl. building the dicts); worker pids: "
+              f"{len(set(got.shard_pids))}")
+        assert worst < 1e-12, worst
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="+", default=["llm", "metrics", "semantic"])
+    parser.add_argument("--parts", nargs="*", default=["llm", "metrics", "semantic"])
     parser.add_argument("--llm-contexts", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=50_000)
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--cpus", type=int, default=2)
+    parser.add_argument("--big", type=int, default=0,
+                        help="queries x 100 of the run-file case scored in shards on Ray (adds the 'big' part)")
+    parser.add_argument("--shards", type=int, default=None, help="shards of the big run (default: one per 256 MiB)")
+    parser.add_argument("--sample-blocks", type=int, default=5, help="blocks of 10,000 queries compared in-process")
     args = parser.parse_args()
     ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False)
     from importlib.metadata import entry_points
@@ -187,6 +261,8 @@ def main() -> None:
             part_metrics(args.queries)
         if "semantic" in args.parts:
             part_semantic(args.pairs)
+        if args.big:
+            part_big(args.big, args.shards, args.sample_blocks)
     finally:
         ray.shutdown()
 

@@ -174,8 +174,11 @@ class PrecomputedRetriever(Retriever):
     name = "precomputed"
 
     def __init__(self, run: Mapping[str, Any]) -> None:
-        # a dict keyed by str already is used as is (no copy of a million-query run); other keys become str
-        plain = type(run) is dict and all(type(qid) is str for qid in run)
+        from evret_core.metrics.runcolumns import ColumnarRun
+
+        # a run read as columns stays columns (its str ids and dicts are made per query when asked for); a dict
+        # keyed by str is used as is (no copy of a million-query run); other keys become str
+        plain = isinstance(run, ColumnarRun) or (type(run) is dict and all(type(qid) is str for qid in run))
         self.run: Mapping[str, Any] = run if plain else {str(qid): results for qid, results in run.items()}
 
     def results_for(self, query_id: str, k: int) -> list[RetrievalResult]:

@@ -39,13 +39,14 @@ def _format(family: str, value: float) -> str:
 def run(args: argparse.Namespace) -> int:
     from evret_core.limits import check_float
     from evret_core.metrics.engine import evaluate_run, resolve_metrics
-    from evret_core.metrics.trec import read_qrels, read_run
+    from evret_core.metrics.runcolumns import read_run_columns
+    from evret_core.metrics.trec import read_qrels
 
     if args.relevance_level is not None:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
     qrels = read_qrels(args.qrels)
-    trec_run = read_run(args.run)
+    trec_run = read_run_columns(args.run)  # columns: a query's dict is built only while its chunk is scored
     per_query: dict[str, dict[str, float]] = evaluate_run(
         qrels, trec_run, metrics, per_query=True,
         relevance_level=args.relevance_level, complete=args.complete,

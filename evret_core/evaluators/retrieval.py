@@ -158,7 +158,7 @@ class Evaluator:
         """Every query's retrieved row (columns, or a precomputed run's dict), cut to ``k``."""
         queries = dataset.queries
         if isinstance(self.retriever, PrecomputedRetriever):
-            return RetrievedRows(self._precomputed_rows(queries), self.k)
+            return self._precomputed_rows(queries)
         where = f"retriever {type(self.retriever).__name__}"
         batches = [[q.query_text for q in queries[start : start + self.batch_size]]
                    for start in range(0, len(queries), self.batch_size)]
@@ -173,10 +173,18 @@ class Evaluator:
                         for q, raw in zip(chunk, batch, strict=True))
         return RetrievedRows(rows, self.k)
 
-    def _precomputed_rows(self, queries: Sequence[QueryExample]) -> list[Row]:
+    def _precomputed_rows(self, queries: Sequence[QueryExample]) -> RetrievedRows:
+        """A precomputed run's rows; a run read as columns (``read_run_columns``) stays columns (a chunk's dicts
+        are built when its metrics are computed)."""
+        from evret_core.metrics.runcolumns import ColumnarRun
+
         assert isinstance(self.retriever, PrecomputedRetriever)
         run = self.retriever.run
-        missing = [q.query_id for q in queries if q.query_id not in run]
+        positions = run.positions([q.query_id for q in queries]) if isinstance(run, ColumnarRun) else None
+        if positions is not None:
+            missing = [queries[i].query_id for i in np.flatnonzero(positions < 0).tolist()]
+        else:
+            missing = [q.query_id for q in queries if q.query_id not in run]
         if missing and self.missing_queries == "error":
             shown = ", ".join(repr(q) for q in missing[:5])
             raise EvretError(
@@ -185,8 +193,12 @@ class Evaluator:
                 f"missing_queries='zero' (CLI: --missing-queries zero)"
             )
         self._missing = missing
-        return [coerce_row(run[q.query_id], f"precomputed run, query {q.query_id!r}", self.k)
-                if q.query_id in run else EMPTY for q in queries]
+        if isinstance(run, ColumnarRun) and positions is not None:
+            from evret_core.evaluators.run_rows import ColumnarRows
+
+            return ColumnarRows(run, positions, self.k)
+        return RetrievedRows([coerce_row(run[q.query_id], f"precomputed run, query {q.query_id!r}", self.k)
+                              if q.query_id in run else EMPTY for q in queries], self.k)
 
     def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
         """The distinct judgment contexts the text-labelled queries need, in first-seen order."""

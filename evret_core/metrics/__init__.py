@@ -19,10 +19,11 @@ from evret_core.metrics.ir import (
     Recall,
     RPrecision,
 )
+from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
 from evret_core.metrics.trec import read_qrels, read_run, write_run
 
 __all__ = [
     "Metric", "RankedBatch", "Precision", "Recall", "F1", "MRR", "NDCG", "HitRate", "AveragePrecision",
     "RPrecision", "Bpref", "ERR", "RBP", "RBPResidual", "NumRelRet", "NumRel", "NumRet",
-    "evaluate_run", "evaluate_rankings", "read_qrels", "read_run", "write_run",
+    "evaluate_run", "evaluate_rankings", "read_qrels", "read_run", "write_run", "read_run_columns", "ColumnarRun",
 ]

@@ -9,7 +9,7 @@ skipped. Every error names the file and line.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from pathlib import Path
 
 from evret_core.errors import EvretError
@@ -37,15 +37,35 @@ def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
     with handle:
         # decoded line by line, so that a bad byte is reported with its line (a text stream decodes ahead)
         for lineno, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as exc:
-                bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
-                raise EvretError(f"{path}:{lineno}: not UTF-8 text (byte {bad} at column {exc.start + 1})") from None
-            fields = line.split()
-            if not fields or fields[0].startswith("#"):
-                continue
-            yield lineno, fields
+            fields = line_fields(raw, lineno, path)
+            if fields is not None:
+                yield lineno, fields
+
+
+def line_fields(raw: bytes, lineno: int, path: Path | str) -> list[str] | None:
+    """One line's whitespace-separated fields, or None for a blank or comment line; bad UTF-8 is an error
+    naming the file, line and column (a byte-order mark is dropped from line 1)."""
+    try:
+        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
+        raise EvretError(f"{path}:{lineno}: not UTF-8 text (byte {bad} at column {exc.start + 1})") from None
+    fields = line.split()
+    if not fields or fields[0].startswith("#"):
+        return None
+    return fields
+
+
+def run_fields(fields: list[str], where: str) -> tuple[str, str, float, str]:
+    """A run line's query id, document id, score and run tag (an error naming ``where`` when it is bad)."""
+    if len(fields) < 6:
+        raise EvretError(f"{where}: expected 6 fields (query_id Q0 doc_id rank score run_tag), got {len(fields)}")
+    return fields[0], fields[2], _number(fields[4], "score", where), fields[5]
+
+
+def duplicate_error(where: str, qid: str, doc: str, first: int) -> EvretError:
+    """The error for a document ranked twice for one query (``first``: the line it was first ranked on)."""
+    return EvretError(f"{where}: query {qid}: document {doc!r} is ranked twice (first on line {first})")
 
 
 def _number(text: str, what: str, where: str) -> float:
@@ -58,8 +78,12 @@ def _number(text: str, what: str, where: str) -> float:
     return value
 
 
-def read_qrels(path: str | Path) -> Qrels:
-    """Read a TREC qrels file into ``{query_id: {doc_id: grade}}``; a document judged twice is an error."""
+def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels:
+    """Read a TREC qrels file into ``{query_id: {doc_id: grade}}``; a document judged twice is an error.
+
+    ``queries``: keep only these queries' judgments (a shard of a big run needs only its own; every line is
+    still checked for its number of fields).
+    """
     path = Path(path)
     qrels: Qrels = {}
     for lineno, fields in _lines(path):
@@ -69,6 +93,8 @@ def read_qrels(path: str | Path) -> Qrels:
                 f"{where}: expected 4 fields (query_id iteration doc_id grade), got {len(fields)}"
             )
         qid, _, doc, grade = fields
+        if queries is not None and qid not in queries:
+            continue
         judged = qrels.setdefault(qid, {})
         if doc in judged:
             raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
@@ -86,20 +112,14 @@ def read_run(path: str | Path) -> TrecRun:
     first_line: dict[tuple[str, str], int] = {}
     for lineno, fields in _lines(path):
         where = f"{path}:{lineno}"
-        if len(fields) < 6:
-            raise EvretError(
-                f"{where}: expected 6 fields (query_id Q0 doc_id rank score run_tag), got {len(fields)}"
-            )
-        qid, _, doc, _, score, tag = fields[:6]
+        qid, doc, score, tag = run_fields(fields, where)
         if not run.tag:
             run.tag = tag
         docs = run.setdefault(qid, {})
         if doc in docs:
-            raise EvretError(
-                f"{where}: query {qid}: document {doc!r} is ranked twice (first on line {first_line[(qid, doc)]})"
-            )
+            raise duplicate_error(where, qid, doc, first_line[(qid, doc)])
         first_line[(qid, doc)] = lineno
-        docs[doc] = _number(score, "score", where)
+        docs[doc] = score
     return run
 
 

@@ -192,6 +192,12 @@ class RayExecutor(Executor):
                 part.append(v)
         return {m.name: np.concatenate(p) if p else np.zeros(0) for m, p in zip(metrics, parts, strict=True)}
 
+    def map_shards(self, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
+        """Run-file shards that the workers read themselves (:mod:`evret_ray.shards`)."""
+        from evret_ray.shards import map_shards
+
+        return map_shards(self, fn, tasks)
+
     def _bounded(self, ray: Any, refs: Iterator[Any]) -> Iterator[Any]:
         """Results of ``refs`` in order, with at most ``2 x workers`` submitted and not yet collected."""
         window = 2 * self.worker_count()

@@ -1,0 +1,228 @@
+"""A run file too big for one process, scored in shards that each worker reads itself.
+
+:func:`shard_ranges` cuts a TREC run file into byte ranges that start and end at query boundaries (a cut moves
+forward to the first line of another query). :func:`score_shard` is what a worker runs on one range: it reads the
+range as columns (:func:`~evret_core.metrics.runcolumns.read_run_columns`), reads from the qrels file only its own
+queries' judgments, and computes every metric per query in chunks of 2,048 queries, returning the query ids and
+one float64 array per metric (and the worker's peak resident memory). :func:`evaluate_run_file` runs the shards
+in this process, one after another, or on an executor that has ``map_shards`` (evret-ray's ``ray`` runs them as
+Ray tasks), and joins the per-query columns: the driver never holds the run, only per-query results.
+
+The per-query values are those of ``evaluate_run(read_qrels(qrels), read_run(run), metrics, per_query=True)``,
+queries in the run's order (trec_eval's query set: the run's judged queries). A query whose lines are not adjacent
+can land in two shards: that is an error naming the query (sort the run by query: ``sort -s -k1,1``).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evret_core.errors import EvretError
+from evret_core.metrics.base import Metric
+
+__all__ = ["RunFileScores", "ShardScores", "evaluate_run_file", "score_shard", "shard_ranges"]
+
+SHARD_BYTES = 256 << 20  # default shard size: about 8 million lines of a typical run file
+
+
+def _first_field(raw: bytes) -> str | None:
+    fields = raw.decode("utf-8", "replace").split()
+    return None if not fields or fields[0].startswith("#") else fields[0]
+
+
+def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int, int]]:
+    """``(start, stop)`` byte ranges covering ``path``, each starting at the first line of a query; ``shards``
+    ranges of about equal size (default: one per 256 MiB), fewer when queries are larger than a range."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        raise EvretError(f"{path}: no such file") from None
+    if shards is None:
+        shards = max(1, -(-size // SHARD_BYTES))
+    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+        raise EvretError(f"shards must be a positive integer, got {shards!r}")
+    cuts = [0]
+    with path.open("rb") as handle:
+        for i in range(1, shards):
+            target = max(size * i // shards, cuts[-1])
+            handle.seek(target)
+            if target > 0:
+                handle.readline()  # the rest of the line the target falls in
+            first: str | None = None
+            while True:
+                at = handle.tell()
+                raw = handle.readline()
+                if not raw:
+                    at = size
+                    break
+                qid = _first_field(raw)
+                if qid is None:
+                    continue
+                if first is None:
+                    first = qid
+                elif qid != first:
+                    break
+            if cuts[-1] < at < size:
+                cuts.append(at)
+    cuts.append(size)
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a] or [(0, size)]
+
+
+def read_qrels_for(path: str | Path, queries: Container[str]) -> dict[str, dict[str, float]]:
+    """``read_qrels(path, queries)``, faster: plain 4-field blocks are split in one call and only the lines of
+    ``queries`` are parsed; any other block goes through :func:`read_qrels`'s line reader (the same errors)."""
+    from evret_core.metrics.runcolumns import blocks, plain_fields
+    from evret_core.metrics.trec import _number, line_fields, read_qrels
+
+    path = Path(path)
+    qrels: dict[str, dict[str, float]] = {}
+    try:
+        handle = path.open("rb")
+    except OSError:
+        return read_qrels(path, queries)  # its error names the file
+    with handle:
+        for block, before in blocks(handle, 0, None):
+            tokens = plain_fields(block[3:] if before == 0 and block.startswith(b"\xef\xbb\xbf") else block, 4)
+            if tokens is not None:
+                rows = [(i, q) for i, q in enumerate(tokens[0::4]) if q.decode() in queries]
+                lines = [(before + 1 + i, q.decode(), tokens[4 * i + 2].decode(), tokens[4 * i + 3].decode())
+                         for i, q in rows]
+            else:
+                lines = []
+                for n, raw in enumerate(block.split(b"\n")):
+                    fields = line_fields(raw, before + 1 + n, path) if raw else None
+                    if fields is None:
+                        continue
+                    if len(fields) != 4:
+                        raise EvretError(f"{path}:{before + 1 + n}: expected 4 fields (query_id iteration doc_id "
+                                         f"grade), got {len(fields)}")
+                    if fields[0] in queries:
+                        lines.append((before + 1 + n, fields[0], fields[2], fields[3]))
+            for lineno, qid, doc, grade in lines:
+                judged = qrels.setdefault(qid, {})
+                where = f"{path}:{lineno}"
+                if doc in judged:
+                    raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
+                judged[doc] = _number(grade, "grade", where)
+    return qrels
+
+
+@dataclass
+class ShardScores:
+    """One shard's result: its judged queries (in file order), each metric's values for them, the peak
+    resident memory (bytes) and the id of the process that scored it, and how many run lines it read."""
+
+    qids: list[str]
+    values: dict[str, np.ndarray]
+    peak_rss: int
+    lines: int = 0
+    pid: int = 0
+
+
+def score_shard(
+    run_path: str,
+    start: int,
+    stop: int | None,
+    qrels_path: str,
+    metrics: Sequence[str | Metric],
+    relevance_level: float | None = None,
+) -> ShardScores:
+    """Score the byte range ``start:stop`` of a run file (what a worker runs; see the module)."""
+    from evret_core.metrics.engine import (
+        _compute_chunked,
+        _needed_depth,
+        accelerator,
+        batch_from_run,
+        resolve_metrics,
+    )
+    from evret_core.metrics.runcolumns import read_run_columns
+
+    resolved = resolve_metrics(list(metrics))
+    run = read_run_columns(run_path, start, stop)
+    qrels = read_qrels_for(qrels_path, run.index)
+    qids = [q for q in run.qids if q in qrels]
+    depth, fast = _needed_depth(resolved), accelerator()
+    if qids:
+        def build(chunk: list[str]) -> Any:  # the chunk's dicts only, decoded in one call
+            dicts = dict(zip(chunk, run.queries(run.positions(chunk).tolist()), strict=True))
+            return batch_from_run(qrels, dicts, chunk, relevance_level=relevance_level, depth=depth, fast=fast)
+
+        columns = _compute_chunked(build, qids, resolved, 2048)
+    else:
+        columns = [np.zeros(0) for _ in resolved]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    values = {m.name: c for m, c in zip(resolved, columns, strict=True)}
+    return ShardScores(qids, values, peak, len(run.scores), os.getpid())
+
+
+@dataclass
+class RunFileScores:
+    """Per-query metric values of a whole run file: ``qids`` in the run's order, one array per metric."""
+
+    qids: list[str]
+    values: dict[str, np.ndarray]
+    shard_peak_rss: list[int] = field(default_factory=list)
+    shard_pids: list[int] = field(default_factory=list)
+
+    def means(self) -> dict[str, float]:
+        """Each metric's mean over the queries (``evaluate_run``'s summary)."""
+        return {name: float(v.mean()) if len(v) else 0.0 for name, v in self.values.items()}
+
+    def per_query(self, qid: str) -> dict[str, float]:
+        """One query's values (an index is built on first use)."""
+        if not hasattr(self, "_index"):
+            self._index = {q: i for i, q in enumerate(self.qids)}
+        i = self._index[qid]
+        return {name: float(v[i]) for name, v in self.values.items()}
+
+
+def evaluate_run_file(
+    qrels_path: str | Path,
+    run_path: str | Path,
+    metrics: Iterable[str | Metric] | str,
+    *,
+    shards: int | None = None,
+    executor: Any = None,
+    relevance_level: float | None = None,
+) -> RunFileScores:
+    """Score a TREC run file against a qrels file shard by shard (see the module), in this process or on
+    ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``)."""
+    from evret_core.metrics.engine import resolve_metrics
+
+    resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
+    names = [m.name for m in resolved]
+    if not Path(qrels_path).is_file():
+        raise EvretError(f"{qrels_path}: no such qrels file")
+    ranges = shard_ranges(run_path, shards)
+    tasks = [(str(run_path), a, b, str(qrels_path), resolved, relevance_level) for a, b in ranges]
+    run_map: Callable[[Callable[..., ShardScores], list[tuple[Any, ...]]], Iterator[ShardScores]] | None = getattr(
+        executor, "map_shards", None)
+    results: Iterable[ShardScores] = (run_map(score_shard, tasks) if run_map is not None
+                                      else (score_shard(*task) for task in tasks))
+    qids: list[str] = []
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in names}
+    peaks: list[int] = []
+    pids: list[int] = []
+    seen: set[str] = set()
+    for shard in results:
+        clash = seen.intersection(shard.qids)
+        if clash:
+            raise EvretError(f"{run_path}: query {sorted(clash)[0]!r} has lines in two parts of the file; sort the run "
+                             f"by query (sort -s -k1,1) to score it in shards")
+        seen.update(shard.qids)
+        qids.extend(shard.qids)
+        for name in names:
+            parts[name].append(shard.values[name])
+        peaks.append(shard.peak_rss)
+        pids.append(shard.pid)
+    if not qids:
+        raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)")
+    return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids)

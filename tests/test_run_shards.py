@@ -1,0 +1,123 @@
+"""Run files scored in shards (evret_core.metrics.shards), in this process: cuts at query boundaries, the same
+per-query values as evaluate_run on the whole run (to the last bits of float sums over chunks of another width),
+a query split across shards and bad lines are errors naming the file."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evret_core import evaluate_run, read_qrels, read_run
+from evret_core.errors import EvretError
+from evret_core.metrics.shards import evaluate_run_file, score_shard, shard_ranges
+
+_spec = importlib.util.spec_from_file_location("trec_eval_output", Path(__file__).with_name("trec_eval_output.py"))
+assert _spec and _spec.loader
+trec_eval_output = importlib.util.module_from_spec(_spec)
+sys.modules["trec_eval_output"] = trec_eval_output
+_spec.loader.exec_module(trec_eval_output)
+shared_dir = trec_eval_output.shared_dir
+
+METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "num_ret", "bpref"]
+
+
+def assert_same(got: dict[str, float], expected: dict[str, float]) -> None:
+    assert got.keys() == expected.keys()
+    for name, value in expected.items():
+        assert got[name] == pytest.approx(value, rel=1e-12, abs=1e-15), name
+
+
+@pytest.mark.parametrize(("qrels_name", "run_name"), [("qrels.test", "results.test"),
+                                                      ("qrels.comment.test", "results.comment.test")])
+@pytest.mark.parametrize("shards", [1, 2, 3, 8, 1000])
+def test_shards_score_as_the_whole_run(qrels_name: str, run_name: str, shards: int) -> None:
+    data = shared_dir() / "datasets" / "trec_eval"
+    expected = evaluate_run(read_qrels(data / qrels_name), read_run(data / run_name), METRICS, per_query=True)
+    ranges = shard_ranges(data / run_name, shards)
+    assert ranges[0][0] == 0 and ranges[-1][1] == (data / run_name).stat().st_size
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert len(ranges) <= min(shards, len(read_run(data / run_name)))
+    if shards == 2:
+        assert len(ranges) == 2
+    raw = (data / run_name).read_bytes()
+    for (_, cut), _next in zip(ranges, ranges[1:], strict=False):  # never inside a query
+        before, after = raw[:cut].splitlines()[-1].split()[0], raw[cut:].split(maxsplit=1)[0]
+        assert before != after
+    got = evaluate_run_file(data / qrels_name, data / run_name, METRICS, shards=shards)
+    assert got.qids == list(expected)
+    for qid, values in expected.items():
+        assert_same(got.per_query(qid), values)
+    assert_same(got.means(), evaluate_run(read_qrels(data / qrels_name), read_run(data / run_name), METRICS))
+    assert len(got.shard_peak_rss) == len(ranges) and min(got.shard_peak_rss) > 0
+
+
+def test_a_cut_moves_past_the_lines_of_its_query(tmp_path: Path) -> None:
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q{q} Q0 d{d} {d} {d} t\n" for q in (1, 2, 3) for d in range(30)) + "# end\n")
+    ranges = shard_ranges(run, 6)
+    data = run.read_bytes()
+    starts = [data[a : a + 3] for a, _ in ranges]
+    assert starts == [b"q1 ", b"q2 ", b"q3 "]
+    (tmp_path / "qrels").write_text("q2 0 d5 1\nq3 0 d1 2\n")
+    middle = score_shard(str(run), *ranges[1], str(tmp_path / "qrels"), ["num_ret", "recall@10"])
+    assert middle.qids == ["q2"] and middle.values["num_ret"].tolist() == [30.0] and middle.lines == 30
+
+
+def test_a_query_in_two_shards_is_an_error(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels"
+    run.write_text("".join(f"q{q} Q0 d{i}_{d} {d} {d} t\n" for i, q in enumerate((1, 2, 1)) for d in range(30)))
+    qrels.write_text("q1 0 d2_3 1\nq2 0 d1_4 1\n")
+    with pytest.raises(EvretError, match=r"run\.trec: query 'q1' has lines in two parts of the file; sort"):
+        evaluate_run_file(qrels, run, ["ndcg@10"], shards=3)
+    one = evaluate_run_file(qrels, run, ["ndcg@10"], shards=1)  # one shard regroups it, as read_run does
+    assert one.qids == ["q1", "q2"]
+    assert np.allclose(one.values["ndcg@10"], list(map(lambda q: q["ndcg@10"], evaluate_run(
+        read_qrels(qrels), read_run(run), ["ndcg@10"], per_query=True).values())))
+
+
+def test_bad_input_names_the_file_and_line(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels"
+    run.write_text("q1 Q0 a 1 1 t\nq2 Q0 b 1 1 t\nq2 Q0 c 2 NaN t\n")
+    qrels.write_text("q1 0 a 1\nq2 0 b 1\n")
+    with pytest.raises(EvretError, match=r"run\.trec:3: score is NaN"):
+        evaluate_run_file(qrels, run, ["ndcg@10"], shards=2)
+    with pytest.raises(EvretError, match="no such qrels file"):
+        evaluate_run_file(tmp_path / "nope", run, ["ndcg@10"])
+    with pytest.raises(EvretError, match="shards must be a positive integer"):
+        shard_ranges(run, 0)
+    qrels.write_text("q9 0 a 1\n")
+    run.write_text("q1 Q0 a 1 1 t\n")
+    with pytest.raises(EvretError, match="share no query id"):
+        evaluate_run_file(qrels, run, ["ndcg@10"])
+
+
+@pytest.mark.parametrize("text", [
+    "q1 0 a 1\nq2 0 b 2\nq1 0 c 0\nq3 0 a 1\n",
+    "\ufeffq1 0 a 1\n# note\n\nq2\t0\tb\t2 \r\nq1 0 c 0",
+    "q1 0 a 1\nq2 0 b 2 extra\n",
+    "q1 0 a 1\nq1 0 a 2\n",
+    "q2 0 a 1\nq2 0 a 2\nq1 0 b x\n",
+    "q1 0 a 1\nq1 0 b nan\n",
+    "q1 0 a\u00a0b 1\nq1 0 c\xff 1\n",
+])
+@pytest.mark.parametrize("block", [1 << 25, 9])
+def test_shard_qrels_read_as_read_qrels(text: str, block: int, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evret_core.metrics import runcolumns
+    from evret_core.metrics.shards import read_qrels_for
+
+    monkeypatch.setattr(runcolumns, "_BLOCK", block)
+    path = tmp_path / "qrels"
+    path.write_bytes(text.encode("utf-8") if "\xff" not in text else text.encode("latin-1"))
+
+    def outcome(read: object) -> object:
+        try:
+            return read(path, {"q1", "q3"})  # type: ignore[operator]
+        except EvretError as exc:
+            return str(exc)
+
+    assert outcome(read_qrels_for) == outcome(read_qrels)
