@@ -113,21 +113,37 @@ class Assignment:
     coverage: list[int] | None = None
 
 
-def assign_text(doc_ids: Sequence[str], matched: Sequence[Sequence[int]], n_answers: int, matching: str) -> Assignment:
-    """The ids and relevance of one text-labelled query from its judgments (see the module docs)."""
+def assign_text(
+    doc_ids: Sequence[str],
+    matched: Sequence[Sequence[int]],
+    n_answers: int,
+    matching: str,
+    hits: Sequence[int] | None = None,
+) -> Assignment:
+    """The ids and relevance of one text-labelled query from its judgments (see the module docs). ``hits``, when
+    the caller knows them, are the ranks (0-based, ascending) whose ``matched`` is not empty: only those are
+    visited, so a query's cost follows its matches rather than its depth."""
+    if hits is None:
+        hits = [r for r, m in enumerate(matched) if m]
     if matching == "first_match":
-        held = rank_priority_matching(matched) if any(matched) else [-1] * len(doc_ids)
-        assigned = [
-            answer_id(h) if h >= 0 else (answer_id(m[0]) if m else doc)
-            for doc, h, m in zip(doc_ids, held, matched, strict=True)
-        ]
+        assigned = list(doc_ids)
+        if hits:
+            held = rank_priority_matching(matched)
+            for r in hits:
+                assigned[r] = answer_id(held[r] if held[r] >= 0 else matched[r][0])
         return Assignment(assigned, {answer_id(j): 1.0 for j in range(n_answers)})
     check_matching(matching)
-    relevance = {doc: 1.0 for doc, m in zip(doc_ids, matched, strict=True) if m}
+    relevance = {doc_ids[r]: 1.0 for r in hits}
     n_matching = len(relevance)
     for j in range(max(n_answers, n_matching) - n_matching):
         relevance[f"unretrieved:{j}"] = 1.0
-    return Assignment(list(doc_ids), relevance, answer_coverage(matched))
+    coverage = [0] * len(doc_ids)
+    seen: set[int] = set()
+    for r in hits:  # as answer_coverage(matched), visiting only the ranks that match something
+        before = len(seen)
+        seen.update(matched[r])
+        coverage[r] = len(seen) - before
+    return Assignment(list(doc_ids), relevance, coverage)
 
 
 def coverage_matrix(coverage: Sequence[Sequence[int] | None], width: int) -> np.ndarray:
