@@ -90,7 +90,7 @@ class TextPlan:
                 if held is _NO_ANSWERS:
                     target[rank] = [answer]
                 else:
-                    held.append(answer)  # type: ignore[attr-defined]
+                    held.append(answer)
             out.append(RankVerdicts(matched, missing, hits, unmeasured))
         return out
 
