@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import random
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -236,3 +237,24 @@ def test_texts_that_are_not_str_are_judged_by_their_str_form() -> None:
     assert [list(j["matched"]) for j in res.per_query.record(0)["judgments"]] == [[0], [0], []]
     assert res.stats["judgments"]["unique"] == 3  # 1832 and "1832" are one context
     assert res.scores["recall@3"] == 1.0
+
+
+def test_the_fast_split_is_the_pattern_split_on_every_code_point() -> None:
+    from evret_core.judges.normalize import _SPLIT, normalize_tokens, strip_punctuation
+
+    # the basic plane and every whitespace character beyond it, each between tokens
+    chars = [*map(chr, range(0x10000)), *filter(str.isspace, map(chr, range(0x10000, 0x110000)))]
+    text = "".join(f"a{c}b{c}{c}" for c in chars)
+    assert text.translate(normalize_joiners()).split() == [t for t in _SPLIT.split(text) if t]
+    assert normalize_tokens("a/b c—d") == ("a", "b", "c", "d")  # the ASCII path and the other
+    alnum = filter(str.isalnum, map(chr, range(0x110000)))  # the shortcut of strip_punctuation is exact:
+    assert not [c for c in alnum if unicodedata.category(c)[0] == "P"]  # letters and digits are never punctuation
+    assert strip_punctuation("«ok»") == "ok" and strip_punctuation("...") == ""
+    assert normalize_tokens("1832–1905, Paris/London;  (rag)\u00a0well-known") == (
+        "1832", "1905", "paris", "london", "rag", "well-known")
+
+
+def normalize_joiners() -> dict[int, str]:
+    from evret_core.judges.normalize import _JOINERS
+
+    return _JOINERS
