@@ -42,18 +42,24 @@ def check_matching(matching: str) -> str:
     return matching
 
 
-def rank_priority_matching(matched: Sequence[Sequence[int]]) -> list[int]:
+def rank_priority_matching(matched: Sequence[Sequence[int]], hits: Sequence[int] | None = None) -> list[int]:
     """The answer each document holds (-1: none) in the rank-priority maximum matching.
 
     ``matched[r]`` lists the answers the document at rank ``r`` matches (answers tried in that order). Documents
     are added in rank order; each is matched through an augmenting path when one exists (Kuhn's algorithm), and
     a matched document stays matched, so the matched ranks are the lexicographically best set of a maximum
     matching (the greedy basis of the transversal matroid). A free answer is taken directly when there is one,
-    so a document only moves a higher-ranked one when it has to.
+    so a document only moves a higher-ranked one when it has to. ``hits``, when given, are the ranks whose
+    ``matched`` is not empty, ascending (the others hold nothing and are skipped).
     """
     holder: dict[int, int] = {}  # answer -> document holding it
     held = [-1] * len(matched)
-    n_answers = len(set().union(*matched)) if matched else 0
+    if hits is None:
+        hits = [r for r, m in enumerate(matched) if m]
+    if len(hits) == 1:  # one matching document: it takes its first answer
+        held[hits[0]] = matched[hits[0]][0]
+        return held
+    n_answers = len(set().union(*(matched[r] for r in hits)))
 
     def augment(start: int) -> None:
         # iterative depth-first search for an augmenting path (no recursion limit on queries with many answers)
@@ -79,9 +85,8 @@ def rank_priority_matching(matched: Sequence[Sequence[int]]) -> list[int]:
                 if path:
                     path.pop()
 
-    for doc, answers in enumerate(matched):
-        if not answers:
-            continue
+    for doc in hits:
+        answers = matched[doc]
         free = next((a for a in answers if a not in holder), None)
         if free is not None:
             holder[free] = doc
@@ -128,7 +133,7 @@ def assign_text(
     if matching == "first_match":
         assigned = list(doc_ids)
         if hits:
-            held = rank_priority_matching(matched)
+            held = rank_priority_matching(matched, hits)
             for r in hits:
                 assigned[r] = answer_id(held[r] if held[r] >= 0 else matched[r][0])
         return Assignment(assigned, {answer_id(j): 1.0 for j in range(n_answers)})

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evret_core import EvaluationDataset, Evaluator, JudgmentContext, QueryExample
+from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
 from evret_core.assign import answer_coverage, answer_id, assign_text, rank_priority_matching
 from evret_core.contexts import ContextColumns
 from evret_core.evaluators.plan import plan_text
@@ -258,3 +258,13 @@ def normalize_joiners() -> dict[int, str]:
     from evret_core.judges.normalize import _JOINERS
 
     return _JOINERS
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_missing_text_is_an_error_naming_the_query_document_and_rank(shared: bool) -> None:
+    queries = [QueryExample(query_id="a", query_text="q", expected_answers=["x"]),
+               QueryExample(query_id="b", query_text="q" if shared else "r", expected_answers=["x"])]
+    run = {"a": RankedColumns(["d1"], [1.0], ["x"]), "b": RankedColumns(["d1", "d2", "d3"], [3.0, 2.0, 1.0],
+                                                                        ["x", "y", None])}
+    with pytest.raises(EvretError, match=r"query 'b': retrieved document 'd3' \(rank 3\) has no text"):
+        Evaluator(run, ["recall@3"]).evaluate(EvaluationDataset(queries=queries))

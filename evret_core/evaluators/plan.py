@@ -109,7 +109,7 @@ def plan_text(queries: Sequence[QueryExample], row: Callable[[int], RankedColumn
         if ranked.texts is None:
             _no_text(example, ranked, 1)
         planned.append(i)
-        rows.append(ranked.texts)  # type: ignore[arg-type]
+        rows.append(ranked.texts.tolist() if isinstance(ranked.texts, np.ndarray) else ranked.texts)  # type: ignore[arg-type]
         keys = answer_keys(example)
         n_answers.append(len(keys))
         query_answers.extend(answer_ids.setdefault(key, len(answer_ids)) for key in keys)
@@ -141,12 +141,13 @@ def _plan_by_query(
     local_index: dict[int, list[int]] = {}  # planned query -> distinct-text index per rank, where texts repeat
     for j, ranked in enumerate(rows):
         try:
+            "".join(ranked)  # raises unless every text is a str (C speed; a text None is reported below)
             distinct = dict.fromkeys(ranked)
         except TypeError:
+            if any(t is None for t in ranked):
+                i = planned[j]
+                _no_text(queries[i], row(i), next(r for r, t in enumerate(ranked, 1) if t is None))
             return None
-        if None in distinct:
-            i = planned[j]
-            _no_text(queries[i], row(i), next(r for r, t in enumerate(ranked, 1) if t is None))
         n_docs.append(len(ranked))
         if len(distinct) == len(ranked):
             texts.extend(ranked)
@@ -154,8 +155,6 @@ def _plan_by_query(
             position = {t: u for u, t in enumerate(distinct)}
             local_index[j] = [position[t] for t in ranked]
             texts.extend(distinct)
-    if set(map(type, texts)) - {str}:
-        return None
     k = np.asarray(n_answers, dtype=np.int64)
     docs = np.asarray(n_docs, dtype=np.int64)
     distinct_docs = docs.copy()

@@ -51,6 +51,24 @@ def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
     return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
 
 
+def _verdict_codes(verdicts: Sequence[bool | None]) -> np.ndarray:
+    """1 match / 0 no / -1 unmeasured per verdict, as int8."""
+    if None in verdicts:
+        return np.fromiter(map(_VERDICT_CODE.__getitem__, verdicts), dtype=np.int8, count=len(verdicts))
+    return np.fromiter(verdicts, dtype=bool, count=len(verdicts)).view(np.int8)
+
+
+def _str_ids(ids: Sequence[Any]) -> list[str]:
+    """``ids`` as a list of str (read, not copied, when it already is one)."""
+    if type(ids) is list:
+        try:
+            "".join(ids)  # raises unless every id is a str: a C-speed check, far cheaper than str() per id
+            return ids
+        except TypeError:
+            pass
+    return list(map(str, ids))
+
+
 class UnmeasuredJudgmentsError(EvretError):
     """Raised with ``fail_on_unmeasured=True`` when some judgments could not be made."""
 
@@ -216,7 +234,7 @@ class Evaluator:
         contexts = plan.contexts
         judged = self._judge(contexts)
         verdicts = judged.verdicts
-        codes = np.fromiter(map(_VERDICT_CODE.__getitem__, verdicts), dtype=np.int8, count=len(verdicts))
+        codes = _verdict_codes(verdicts)
         text = self._assign(queries, rows, plan, codes)
         scores = self._scores(queries, rows, text)
         unmeasured_queries = [queries[i].query_id for i in self._unmeasured]
@@ -293,7 +311,7 @@ class Evaluator:
         text: dict[int, TextJudgments] = {}
         self._unmeasured = {}
         for i, verdicts in zip(plan.queries, plan.verdicts_by_rank(codes), strict=True):
-            ids = list(map(str, rows.row(i).ids))
+            ids = _str_ids(rows.row(i).ids)
             assignment = assign_text(ids, verdicts.matched, len(queries[i].expected_answers), self.matching,
                                      verdicts.hits)
             text[i] = TextJudgments(verdicts.matched, verdicts.missing, assignment)  # type: ignore[arg-type]
