@@ -163,13 +163,17 @@ def _plan_by_query(
     # query j's contexts: its distinct texts (first-seen order) x its answers, text-major, numbered from base[j]
     sizes = distinct_docs * k
     base = _offsets(sizes)
-    text_offset = _offsets(distinct_docs)[:-1]
-    owner = np.repeat(np.arange(len(planned)), sizes)
-    local = np.arange(int(base[-1]), dtype=np.int64) - base[owner]
-    per = k[owner]
-    answer_start = _offsets(k)[:-1]
-    contexts = ContextColumns(answers, texts, query_answers[answer_start[owner] + local % per],
-                              text_offset[owner] + local // per)
+    if bool((k == 1).all()):  # one answer per query: a context per distinct text of the query, in order
+        contexts = ContextColumns(answers, texts, np.repeat(query_answers, distinct_docs),
+                                  np.arange(len(texts), dtype=np.int64))
+    else:
+        text_offset = _offsets(distinct_docs)[:-1]
+        owner = np.repeat(np.arange(len(planned)), sizes)
+        local = np.arange(int(base[-1]), dtype=np.int64) - base[owner]
+        per = k[owner]
+        answer_start = _offsets(k)[:-1]
+        contexts = ContextColumns(answers, texts, query_answers[answer_start[owner] + local % per],
+                                  text_offset[owner] + local // per)
     # elements (rank-major, then answer) -> contexts: the identity within a query whose texts are all distinct
     start = _offsets(docs * k)
     context_of = np.arange(int(start[-1]), dtype=np.int64) + np.repeat(base[:-1] - start[:-1], docs * k)
