@@ -19,9 +19,12 @@ import numpy as np
 
 from evret_core.models import JudgmentContext
 
-__all__ = ["AnswerKey", "ContextColumns"]
+__all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns"]
 
 _MISSING = object()
+
+#: The most values a :meth:`ContextColumns.memo` holds (the old per-process memo of normalised texts held as many).
+MEMO_LIMIT = 65536
 
 AnswerKey = tuple[str, str, tuple[str, ...]]
 """What identifies an expected answer to a judge: ``(query, expected_text, aliases)``."""
@@ -51,7 +54,7 @@ class ContextColumns(Sequence[JudgmentContext]):
         texts: Sequence[str],
         answer_index: np.ndarray | Sequence[int],
         text_index: np.ndarray | Sequence[int],
-        _memo: dict[Hashable, dict[int, Any]] | None = None,
+        _memo: dict[Hashable, dict[Any, Any]] | None = None,
     ) -> None:
         self.answers = answers
         self.texts = texts
@@ -59,7 +62,7 @@ class ContextColumns(Sequence[JudgmentContext]):
         self.text_index = np.asarray(text_index, dtype=np.int64)
         if self.answer_index.shape != self.text_index.shape or self.answer_index.ndim != 1:
             raise ValueError("ContextColumns: answer_index and text_index must be 1-d and of the same length")
-        self._memo: dict[Hashable, dict[int, Any]] = {} if _memo is None else _memo
+        self._memo: dict[Hashable, dict[Any, Any]] = {} if _memo is None else _memo
 
     @classmethod
     def of(cls, contexts: Sequence[JudgmentContext]) -> ContextColumns:
@@ -111,42 +114,60 @@ class ContextColumns(Sequence[JudgmentContext]):
         return zip(self.answer_index.tolist(), self.text_index.tolist(), strict=True)
 
     def per_text(self, key: Hashable, compute: Callable[[str], Any]) -> dict[int, Any]:
-        """``{text index: compute(text)}`` for every text these contexts use, computed once per distinct text
-        value: slices share the memo, so chunked calls do not redo it, and a text that occurs twice in ``texts``
-        (retrieved for two queries) is computed once. ``key`` names the computation (include every setting that
-        changes its result, e.g. ``("normalize", remove_articles)``)."""
-        memo = self._memo.setdefault(("text", key), {})
-        if len(memo) < len(self.texts):
-            by_value = self._memo.setdefault(("text-value", key), {})
-            texts = self.texts
-            for i in dict.fromkeys(self.text_index.tolist()):
-                if i not in memo:
-                    text = texts[i]
-                    value = by_value.get(text, _MISSING)
-                    if value is _MISSING:
-                        value = by_value[text] = compute(text)
-                    memo[i] = value
-        return memo
+        """``{text index: compute(text)}`` for every text these contexts use. Values are memoised by text value
+        in a memo shared by these columns and all their slices, so chunked calls and a text that occurs twice in
+        ``texts`` (retrieved for two queries) do not redo the work. ``key`` names the computation (include every
+        setting that changes its result, e.g. ``("normalize", remove_articles)``). The memo holds at most
+        :data:`MEMO_LIMIT` values (it starts afresh when full), so memory stays bounded on any run."""
+        by_value = self._bounded(("per_text", key))
+        texts = self.texts
+        out: dict[int, Any] = {}
+        for i in dict.fromkeys(self.text_index.tolist()):
+            text = texts[i]
+            value = by_value.get(text, _MISSING)
+            if value is _MISSING:
+                value = by_value[text] = compute(text)
+            out[i] = value
+        return out
 
     def per_answer(self, key: Hashable, compute: Callable[[AnswerKey], Any]) -> dict[int, Any]:
-        """``{answer index: compute(answer)}`` for every answer these contexts use (see :meth:`per_text`)."""
-        memo = self._memo.setdefault(("answer", key), {})
-        if len(memo) < len(self.answers):
-            answers = self.answers
-            for i in dict.fromkeys(self.answer_index.tolist()):
-                if i not in memo:
-                    memo[i] = compute(answers[i])
-        return memo
+        """``{answer index: compute(answer)}`` for every answer these contexts use (memoised as in
+        :meth:`per_text`, by answer index)."""
+        by_index = self._bounded(("per_answer", key))
+        answers = self.answers
+        out: dict[int, Any] = {}
+        for i in dict.fromkeys(self.answer_index.tolist()):
+            value = by_index.get(i, _MISSING)
+            if value is _MISSING:
+                value = by_index[i] = compute(answers[i])
+            out[i] = value
+        return out
 
     def memo(self, key: Hashable) -> dict[Any, Any]:
-        """A dict shared by these columns and every slice of them, for a judge's own cache (e.g. by string)."""
-        return self._memo.setdefault(("judge", key), {})
+        """A dict shared by these columns and every slice of them, for a judge's own cache (e.g. by string); it
+        holds at most :data:`MEMO_LIMIT` entries (it is emptied when a new entry would exceed that)."""
+        return self._bounded(("memo", key))
+
+    def _bounded(self, key: Hashable) -> dict[Any, Any]:
+        memo = self._memo.get(key)
+        if memo is None:
+            memo = self._memo[key] = _BoundedMemo()
+        return memo
 
     def compact(self) -> ContextColumns:
         """The same contexts over only the answers and texts they use (what is worth shipping to a worker)."""
         answers, answer_index = _used(self.answers, self.answer_index)
         texts, text_index = _used(self.texts, self.text_index)
         return ContextColumns(answers, texts, answer_index, text_index)
+
+
+class _BoundedMemo(dict[Any, Any]):
+    """A dict that empties itself rather than grow past :data:`MEMO_LIMIT` entries."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if len(self) >= MEMO_LIMIT:
+            self.clear()
+        super().__setitem__(key, value)
 
 
 def _used(values: Sequence[Any], index: np.ndarray) -> tuple[list[Any], np.ndarray]:

@@ -268,3 +268,20 @@ def test_a_missing_text_is_an_error_naming_the_query_document_and_rank(shared: b
                                                                         ["x", "y", None])}
     with pytest.raises(EvretError, match=r"query 'b': retrieved document 'd3' \(rank 3\) has no text"):
         Evaluator(run, ["recall@3"]).evaluate(EvaluationDataset(queries=queries))
+
+
+def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evret_core.contexts as contexts_module
+
+    monkeypatch.setattr(contexts_module, "MEMO_LIMIT", 4)
+    texts = [f"text {i}" for i in range(10)]
+    columns = ContextColumns([("q", "text 3", ())], texts, [0] * 10, list(range(10)))
+    calls: list[str] = []
+    values = columns.per_text("upper", lambda t: calls.append(t) or t.upper())
+    assert values == {i: t.upper() for i, t in enumerate(texts)} and calls == texts
+    assert len(columns._memo[("per_text", "upper")]) <= 4
+    cache = columns.memo("mine")
+    for i in range(9):
+        cache[i] = i
+    assert len(cache) <= 4 and columns[2:].memo("mine") is cache
+    assert ExactJudge().batch_judge(columns) == [t == "text 3" for t in texts]
