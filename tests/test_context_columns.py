@@ -277,7 +277,12 @@ def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [f"text {i}" for i in range(10)]
     columns = ContextColumns([("q", "text 3", ())], texts, [0] * 10, list(range(10)))
     calls: list[str] = []
-    values = columns.per_text("upper", lambda t: calls.append(t) or t.upper())
+
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    values = columns.per_text("upper", upper)
     assert values == {i: t.upper() for i, t in enumerate(texts)} and calls == texts
     assert len(columns._memo[("per_text", "upper")]) <= 4
     cache = columns.memo("mine")
