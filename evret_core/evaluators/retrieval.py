@@ -44,6 +44,7 @@ MISSING_QUERIES = ("error", "zero")
 _CHUNK = 2048  # queries per metric batch: bounds the arrays of the metric step
 _VERDICT_CODE = {True: 1, False: 0, None: -1}
 
+
 def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
     """A judgment context from an :func:`answer_keys` entry and a retrieved text (the evaluator itself keeps
     contexts as :class:`~evret_core.contexts.ContextColumns`, which build theirs the same way)."""
