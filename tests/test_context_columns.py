@@ -290,3 +290,18 @@ def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         cache[i] = i
     assert len(cache) <= 4 and columns[2:].memo("mine") is cache
     assert ExactJudge().batch_judge(columns) == [t == "text 3" for t in texts]
+
+
+@pytest.mark.parametrize("judge", [None, "exact", "contains", "regex", "token-overlap"])
+def test_the_built_in_judges_build_no_context_object(judge: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset, run = hostile_dataset(3, False)
+    want = Evaluator(run, ["recall@10"], judge=judge, k=12, n_resamples=2).evaluate(dataset).scores
+
+    def refuse(self: ContextColumns, a: int, t: int) -> JudgmentContext:
+        raise AssertionError("a JudgmentContext was built")
+
+    monkeypatch.setattr(ContextColumns, "_context", refuse)
+    # the default judge (contains) included: the evaluator and the judge work on the columns alone
+    assert Evaluator(run, ["recall@10"], judge=judge, k=12, n_resamples=2).evaluate(dataset).scores == want
+    with pytest.raises(AssertionError, match="was built"):
+        Evaluator(run, ["recall@10"], judge=Recording(ExactJudge()), k=12).evaluate(dataset)
