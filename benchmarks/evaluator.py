@@ -6,8 +6,10 @@
   resamples), and with 1 resample to show what the intervals cost. Peak memory added is tracemalloc's peak over
   one more call (Python and numpy allocations, results kept alive), measured apart from the timed calls.
 - text-labelled: M queries x 100 retrieved texts given as columns (``RankedColumns``, what bm25, dense and the
-  vector stores return), one expected answer each, the exact judge; the Evaluator's own time per retrieved result
-  is the evaluation's time less the time spent inside the judge's ``batch_judge``.
+  vector stores return), one expected answer each, the exact judge and the contains judge (the default); the
+  Evaluator's own time per retrieved result is the evaluation's time less the time spent inside the judge's
+  ``prepare`` and ``batch_judge`` (which receive the contexts as ``ContextColumns`` and do their per-text work
+  there).
 - a TREC run file (``--trec N``): write N queries x 100 lines to /tmp (deleted after), read it with
   ``read_run_columns``, build the dataset from the qrels, evaluate it (intervals on); time and the process's peak
   resident memory (``VmHWM``, reset before each phase) per phase. At ``--trec-compare M`` queries (default
@@ -33,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core import EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
+from evret_core import ContainsJudge, EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
 from evret_core.metrics.engine import accelerator, evaluate_run
 from evret_core.metrics.runcolumns import read_run_columns
 from evret_core.metrics.trec import read_qrels, read_run
@@ -118,16 +120,30 @@ def id_section(sizes: Sequence[int], repeat: int) -> list[str]:
     return lines + [id_case(n, repeat) for n in sizes]
 
 
-class TimedExact(ExactJudge):
-    """The exact judge, timing its own batch_judge so the evaluator's share can be told apart."""
+class TimedJudge:
+    """Mixin timing the judge's own methods (``prepare`` and ``batch_judge``, which the evaluator calls with
+    :class:`~evret_core.contexts.ContextColumns`), so the evaluator's share can be told apart."""
 
     judge_seconds = 0.0
 
-    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool]:
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
         start = time.perf_counter()
-        out = super().batch_judge(contexts)
-        TimedExact.judge_seconds += time.perf_counter() - start
+        super().prepare(contexts)  # type: ignore[misc]
+        TimedJudge.judge_seconds += time.perf_counter() - start
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        start = time.perf_counter()
+        out: list[bool | None] = super().batch_judge(contexts)  # type: ignore[misc]
+        TimedJudge.judge_seconds += time.perf_counter() - start
         return out
+
+
+class TimedExact(TimedJudge, ExactJudge):
+    """The exact judge, timed."""
+
+
+class TimedContains(TimedJudge, ContainsJudge):
+    """The contains judge (the default judge), timed."""
 
 
 def text_section(n: int, repeat: int) -> list[str]:
@@ -140,20 +156,27 @@ def text_section(n: int, repeat: int) -> list[str]:
     dataset = EvaluationDataset(queries=[
         QueryExample(query_id=f"t{q}", query_text=f"question {q}", expected_answers=[docs[int(rng.integers(DEPTH))]])
         for q, docs in texts.items()])
-
-    def go() -> Any:
-        TimedExact.judge_seconds = 0.0
-        return Evaluator(run, METRICS, judge=TimedExact()).evaluate(dataset)
-
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        res = go()
-        best = min(best, time.perf_counter() - start - TimedExact.judge_seconds)
-    assert res.scores["recall@100"] == 1.0
-    per = best / (n * DEPTH) * 1e6
-    return ["| text-labelled queries x 100 | Evaluator's own time (s, judge excluded) | per retrieved result |",
-            "|---|---|---|", f"| {n:,} | {best:.3f} | {per:.2f} µs |"]
+    lines = ["| text-labelled queries x 100 | judge | Evaluator's own time (s, judge excluded) | per retrieved result "
+             "| with 1 resample (per result) | time inside the judge (s) |",
+             "|---|---|---|---|---|---|"]
+    for judge in (TimedExact, TimedContains):
+        own: dict[int, float] = {}
+        inside = 0.0
+        for resamples in (1000, 1):
+            best = float("inf")
+            for _ in range(repeat):
+                TimedJudge.judge_seconds = 0.0
+                start = time.perf_counter()
+                res = Evaluator(run, METRICS, judge=judge(), n_resamples=resamples).evaluate(dataset)
+                spent = time.perf_counter() - start - TimedJudge.judge_seconds
+                if spent < best:
+                    best = spent
+                    inside = TimedJudge.judge_seconds if resamples == 1000 else inside
+            own[resamples] = best
+            assert res.scores["recall@100"] == 1.0
+        per = {r: t / (n * DEPTH) * 1e6 for r, t in own.items()}
+        lines.append(f"| {n:,} | {judge.name} | {own[1000]:.3f} | {per[1000]:.2f} µs | {per[1]:.2f} µs | {inside:.2f} |")
+    return lines
 
 
 def _phase(fn: Callable[[], Any]) -> tuple[float, float, Any]:

@@ -42,18 +42,24 @@ def check_matching(matching: str) -> str:
     return matching
 
 
-def rank_priority_matching(matched: Sequence[Sequence[int]]) -> list[int]:
+def rank_priority_matching(matched: Sequence[Sequence[int]], hits: Sequence[int] | None = None) -> list[int]:
     """The answer each document holds (-1: none) in the rank-priority maximum matching.
 
     ``matched[r]`` lists the answers the document at rank ``r`` matches (answers tried in that order). Documents
     are added in rank order; each is matched through an augmenting path when one exists (Kuhn's algorithm), and
     a matched document stays matched, so the matched ranks are the lexicographically best set of a maximum
     matching (the greedy basis of the transversal matroid). A free answer is taken directly when there is one,
-    so a document only moves a higher-ranked one when it has to.
+    so a document only moves a higher-ranked one when it has to. ``hits``, when given, are the ranks whose
+    ``matched`` is not empty, ascending (the others hold nothing and are skipped).
     """
     holder: dict[int, int] = {}  # answer -> document holding it
     held = [-1] * len(matched)
-    n_answers = len(set().union(*matched)) if matched else 0
+    if hits is None:
+        hits = [r for r, m in enumerate(matched) if m]
+    if len(hits) == 1:  # one matching document: it takes its first answer
+        held[hits[0]] = matched[hits[0]][0]
+        return held
+    n_answers = len(set().union(*(matched[r] for r in hits)))
 
     def augment(start: int) -> None:
         # iterative depth-first search for an augmenting path (no recursion limit on queries with many answers)
@@ -79,9 +85,8 @@ def rank_priority_matching(matched: Sequence[Sequence[int]]) -> list[int]:
                 if path:
                     path.pop()
 
-    for doc, answers in enumerate(matched):
-        if not answers:
-            continue
+    for doc in hits:
+        answers = matched[doc]
         free = next((a for a in answers if a not in holder), None)
         if free is not None:
             holder[free] = doc
@@ -113,21 +118,37 @@ class Assignment:
     coverage: list[int] | None = None
 
 
-def assign_text(doc_ids: Sequence[str], matched: Sequence[Sequence[int]], n_answers: int, matching: str) -> Assignment:
-    """The ids and relevance of one text-labelled query from its judgments (see the module docs)."""
+def assign_text(
+    doc_ids: Sequence[str],
+    matched: Sequence[Sequence[int]],
+    n_answers: int,
+    matching: str,
+    hits: Sequence[int] | None = None,
+) -> Assignment:
+    """The ids and relevance of one text-labelled query from its judgments (see the module docs). ``hits``, when
+    the caller knows them, are the ranks (0-based, ascending) whose ``matched`` is not empty: only those are
+    visited, so a query's cost follows its matches rather than its depth."""
+    if hits is None:
+        hits = [r for r, m in enumerate(matched) if m]
     if matching == "first_match":
-        held = rank_priority_matching(matched) if any(matched) else [-1] * len(doc_ids)
-        assigned = [
-            answer_id(h) if h >= 0 else (answer_id(m[0]) if m else doc)
-            for doc, h, m in zip(doc_ids, held, matched, strict=True)
-        ]
+        assigned = list(doc_ids)
+        if hits:
+            held = rank_priority_matching(matched, hits)
+            for r in hits:
+                assigned[r] = answer_id(held[r] if held[r] >= 0 else matched[r][0])
         return Assignment(assigned, {answer_id(j): 1.0 for j in range(n_answers)})
     check_matching(matching)
-    relevance = {doc: 1.0 for doc, m in zip(doc_ids, matched, strict=True) if m}
+    relevance = {doc_ids[r]: 1.0 for r in hits}
     n_matching = len(relevance)
     for j in range(max(n_answers, n_matching) - n_matching):
         relevance[f"unretrieved:{j}"] = 1.0
-    return Assignment(list(doc_ids), relevance, answer_coverage(matched))
+    coverage = [0] * len(doc_ids)
+    seen: set[int] = set()
+    for r in hits:  # as answer_coverage(matched), visiting only the ranks that match something
+        before = len(seen)
+        seen.update(matched[r])
+        coverage[r] = len(seen) - before
+    return Assignment(list(doc_ids), relevance, coverage)
 
 
 def coverage_matrix(coverage: Sequence[Sequence[int] | None], width: int) -> np.ndarray:

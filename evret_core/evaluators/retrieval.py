@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
+from evret_core.contexts import AnswerKey
 from evret_core.errors import EvretError
+from evret_core.evaluators.plan import TextPlan, answer_keys, plan_text
 from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row
 from evret_core.executors import Executor, JudgeRun, resolve_executor
 from evret_core.metrics.base import Metric
@@ -35,29 +37,37 @@ from evret_core.results import SCHEMA_VERSION, EvaluationResults, add_statistics
 from evret_core.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
 
 __all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "Evaluator", "UnmeasuredJudgmentsError",
-           "answer_id", "judgment_context"]
+           "answer_id", "answer_keys", "judgment_context"]
 
 DEFAULT_DEPTH = 100
 MISSING_QUERIES = ("error", "zero")
 _CHUNK = 2048  # queries per metric batch: bounds the arrays of the metric step
-_NO_ANSWERS: tuple[int, ...] = ()
 _VERDICT_CODE = {True: 1, False: 0, None: -1}
-
-AnswerKey = tuple[str, str, tuple[str, ...]]
-
-
-def answer_keys(example: QueryExample) -> list[AnswerKey]:
-    """What identifies each expected answer of ``example`` to a judge, beside the retrieved text: the part of a
-    :class:`JudgmentContext` shared by every retrieved document (deduplication keys on it): the query, the
-    answer's canonical text and its other acceptable strings."""
-    return [(example.query_text, expected, example.aliases_of(i))
-            for i, expected in enumerate(example.expected_answers)]
 
 
 def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
-    """The one place judgment contexts are built (from an :func:`answer_keys` entry and a retrieved text)."""
+    """A judgment context from an :func:`answer_keys` entry and a retrieved text (the evaluator itself keeps
+    contexts as :class:`~evret_core.contexts.ContextColumns`, which build theirs the same way)."""
     query, expected, aliases = answer
     return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
+
+
+def _verdict_codes(verdicts: Sequence[bool | None]) -> np.ndarray:
+    """1 match / 0 no / -1 unmeasured per verdict, as int8."""
+    if None in verdicts:
+        return np.fromiter(map(_VERDICT_CODE.__getitem__, verdicts), dtype=np.int8, count=len(verdicts))
+    return np.fromiter(verdicts, dtype=bool, count=len(verdicts)).view(np.int8)
+
+
+def _str_ids(ids: Sequence[Any]) -> list[str]:
+    """``ids`` as a list of str (read, not copied, when it already is one)."""
+    if type(ids) is list:
+        try:
+            "".join(ids)  # raises unless every id is a str: a C-speed check, far cheaper than str() per id
+            return ids
+        except TypeError:
+            pass
+    return list(map(str, ids))
 
 
 class UnmeasuredJudgmentsError(EvretError):
@@ -147,6 +157,7 @@ class Evaluator:
         self.min_slice_size = int(min_slice_size)
         self.executor = resolve_executor(executor, executor_options)
         self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
+        self._unmeasured: dict[int, int] = {}  # query index -> its unmeasured judgments, in the last evaluation
 
     # -- pipeline ----------------------------------------------------------------------------------------------
     def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
@@ -204,38 +215,7 @@ class Evaluator:
         """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
         rows = retrieved if isinstance(retrieved, RetrievedRows) else RetrievedRows(
             [RankedColumns.from_results(r) for r in retrieved], self.k)
-        return self._plan(dataset.queries, rows)[0]
-
-    def _plan(
-        self, queries: Sequence[QueryExample], rows: RetrievedRows
-    ) -> tuple[list[JudgmentContext], dict[int, np.ndarray]]:
-        """The distinct contexts, and per text-labelled query the context index of each (document, answer)."""
-        slot_of: dict[tuple[AnswerKey, str], int] = {}
-        contexts: list[JudgmentContext] = []
-        slots: dict[int, np.ndarray] = {}
-        for i, example in enumerate(queries):
-            if example.is_id_labelled:
-                continue
-            ranked = rows.row(i)
-            texts = ranked.texts
-            if texts is None or any(t is None for t in texts):
-                rank = 1 if texts is None else next(r for r, t in enumerate(texts, 1) if t is None)
-                raise EvretError(
-                    f"query {example.query_id!r}: retrieved document {ranked.ids[rank - 1]!r} (rank {rank}) has no "
-                    f"text (metadata['text']); text-labelled queries need the retrieved texts to judge"
-                )
-            keys = answer_keys(example)
-            here: list[int] = []
-            for text in map(str, texts):
-                for answer in keys:
-                    key = (answer, text)
-                    slot = slot_of.get(key)
-                    if slot is None:
-                        slot = slot_of[key] = len(contexts)
-                        contexts.append(judgment_context(answer, text))
-                    here.append(slot)
-            slots[i] = np.asarray(here, dtype=np.int64).reshape(len(texts), len(keys))
-        return contexts, slots
+        return list(plan_text(dataset.queries, rows.row).contexts)
 
     def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
         """The judge's verdict on each context (None: could not be judged)."""
@@ -263,14 +243,15 @@ class Evaluator:
         self._missing = []
         queries = dataset.queries
         rows = self.retrieve_rows(dataset)
-        contexts, slots = self._plan(queries, rows)
+        plan = plan_text(queries, rows.row)
+        contexts = plan.contexts
         judged = self._judge(contexts)
         verdicts = judged.verdicts
-        codes = np.fromiter((_VERDICT_CODE[v] for v in verdicts), dtype=np.int8, count=len(verdicts))
-        text = {i: self._assign_text(queries[i], rows.row(i), codes[where]) for i, where in slots.items()}
+        codes = _verdict_codes(verdicts)
+        text = self._assign(queries, rows, plan, codes)
         scores = self._scores(queries, rows, text)
-        unmeasured_queries = [queries[i].query_id for i, judged in text.items() if judged.unmeasured]
-        unmeasured = sum(judged.unmeasured for judged in text.values())
+        unmeasured_queries = [queries[i].query_id for i in self._unmeasured]
+        unmeasured = sum(self._unmeasured.values())
         if unmeasured and self.fail_on_unmeasured:
             raise UnmeasuredJudgmentsError(
                 f"{unmeasured} judgment(s) could not be made, touching {len(unmeasured_queries)} queries: "
@@ -279,7 +260,7 @@ class Evaluator:
         stats: dict[str, Any] = {
             "num_queries": len(queries),
             "judgments": {
-                "contexts": int(sum(where.size for where in slots.values())),
+                "contexts": int(len(plan.context_of)),
                 "unique": len(contexts),
                 "unmeasured": int((codes < 0).sum()),
             },
@@ -315,7 +296,7 @@ class Evaluator:
             from evret_core.judges.base import resolve_judge
 
             self.judge = resolve_judge()
-        contexts = self._plan(dataset.queries, self.retrieve_rows(dataset))[0]
+        contexts = plan_text(dataset.queries, self.retrieve_rows(dataset).row).contexts
         plan = getattr(self.judge, "plan", None)
         if callable(plan):
             return dict(plan(contexts))
@@ -335,19 +316,21 @@ class Evaluator:
         }
 
     # -- assignment and metrics ----------------------------------------------------------------------------------
-    def _assign_text(self, example: QueryExample, ranked: RankedColumns, codes: np.ndarray) -> TextJudgments:
-        """One text-labelled query's verdicts (``codes``: documents x answers, 1 match / 0 no / -1 unmeasured)
-        as matched answers per rank, then ids through :func:`evret_core.assign.assign_text`."""
-        n_docs = len(ranked)
-        matched: list[Sequence[int]] = [_NO_ANSWERS] * n_docs
-        missing: list[Sequence[int]] = [_NO_ANSWERS] * n_docs
-        for target, code in ((matched, 1), (missing, -1)):
-            hits = codes == code
-            for r in np.flatnonzero(hits.any(axis=1)).tolist():
-                target[r] = np.flatnonzero(hits[r]).tolist()
-        ids = [str(d) for d in ranked.ids]
-        assignment = assign_text(ids, matched, len(example.expected_answers), self.matching)
-        return TextJudgments(matched, missing, assignment)  # type: ignore[arg-type]
+    def _assign(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows, plan: TextPlan, codes: np.ndarray
+    ) -> dict[int, TextJudgments]:
+        """Each text-labelled query's verdicts (``codes`` per context: 1 match / 0 no / -1 unmeasured) as matched
+        answers per rank, then ids through :func:`evret_core.assign.assign_text`."""
+        text: dict[int, TextJudgments] = {}
+        self._unmeasured = {}
+        for i, verdicts in zip(plan.queries, plan.verdicts_by_rank(codes), strict=True):
+            ids = _str_ids(rows.row(i).ids)
+            assignment = assign_text(ids, verdicts.matched, len(queries[i].expected_answers), self.matching,
+                                     verdicts.hits)
+            text[i] = TextJudgments(verdicts.matched, verdicts.missing, assignment)  # type: ignore[arg-type]
+            if verdicts.unmeasured:
+                self._unmeasured[i] = verdicts.unmeasured
+        return text
 
     def _scores(
         self, queries: Sequence[QueryExample], rows: RetrievedRows, text: dict[int, TextJudgments]

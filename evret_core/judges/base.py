@@ -31,6 +31,10 @@ class Judge(ABC):
       ``judge(c) == (score >= threshold)``; the default maps True/False/None to 1.0/0.0/None;
     - :meth:`reset_stats` / :meth:`stats` report cost (texts encoded, API calls, tokens) per evaluation;
     - :meth:`plan` estimates the work before any is done (``--dry-run``).
+
+    The evaluator passes ``prepare`` and ``batch_judge`` a :class:`~evret_core.contexts.ContextColumns`: a
+    ``Sequence[JudgmentContext]`` that builds each context when indexed, over the distinct answers and texts. A
+    judge whose work is per text reads those columns (``ContextColumns.of(contexts)``) and builds no context.
     """
 
     name: str = "judge"
@@ -42,7 +46,8 @@ class Judge(ABC):
         """True when the retrieved text matches the expected text or one of its aliases."""
 
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
-        """Judge every context, in order; the default judges them one by one."""
+        """Judge every context, in order; the default judges them one by one (``contexts`` may be
+        :class:`~evret_core.contexts.ContextColumns`, whose contexts are built as they are read)."""
         return [self.judge(context) for context in contexts]
 
     def batch_score(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:

@@ -3,6 +3,12 @@
 The lexical judges compare texts in the one normalisation of :mod:`evret_core.judges.normalize` (NFKC, case
 folding, punctuation removed at token boundaries, whitespace collapsed), and match when the expected text or any
 of its aliases (``context.expected_variants``) matches.
+
+Their ``batch_judge`` works on columns (:class:`~evret_core.contexts.ContextColumns`, what the evaluator passes;
+any other sequence of contexts is put in columns first): each distinct retrieved text and each distinct answer is
+normalised once, however many contexts share it, and no context object is built. ``judge(context)`` is the
+one-context rule the columns path must agree with. A subclass that overrides ``judge`` is judged by its own
+``judge``, context by context (the columns path would bypass it).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evret_core.contexts import AnswerKey, ContextColumns
 from evret_core.errors import EvretError
 from evret_core.judges.base import Judge
 from evret_core.judges.normalize import contains_tokens, normalize, normalize_tokens, normalized
@@ -52,6 +59,15 @@ class ExactJudge(Judge):
         retrieved = normalized(context.retrieved_text)
         return bool(retrieved) and any(normalized(v) == retrieved for v in context.expected_variants)
 
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Judge many contexts, normalising each distinct text and answer once (see the module docs)."""
+        if type(self).judge is not ExactJudge.judge:
+            return super().batch_judge(contexts)
+        columns = ContextColumns.of(contexts)
+        texts = columns.per_text(("normalize", False), normalize)
+        answers = columns.per_answer(("normalize-set", False), _normalized_set)
+        return [bool(texts[t]) and texts[t] in answers[a] for a, t in columns.pairs()]
+
 
 class ContainsJudge(Judge):
     """Match when the normalised tokens of the expected text (or of an alias) occur in the retrieved text as a
@@ -71,6 +87,22 @@ class ContainsJudge(Judge):
         retrieved = normalized(context.retrieved_text, self.remove_articles)
         return any(contains_tokens(retrieved, normalized(v, self.remove_articles))
                    for v in context.expected_variants)
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Judge many contexts, normalising each distinct text and answer once (see the module docs)."""
+        if type(self).judge is not ContainsJudge.judge:
+            return super().batch_judge(contexts)
+        articles = self.remove_articles
+        columns = ContextColumns.of(contexts)
+        # normalised tokens hold no spaces: padding both sides makes substring search a whole-token test
+        texts = columns.per_text(("padded", articles), lambda text: f" {normalize(text, articles)} ")
+        needles = columns.per_answer(("padded-needles", articles), lambda answer: tuple(
+            f" {needle} " for needle in dict.fromkeys(normalize(v, articles) for v in _variants(answer)) if needle))
+        out: list[bool | None] = []
+        for a, t in columns.pairs():
+            haystack = texts[t]
+            out.append(any(needle in haystack for needle in needles[a]))
+        return out
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "remove_articles": self.remove_articles}
@@ -97,6 +129,17 @@ class RegexJudge(Judge):
 
     def judge(self, context: JudgmentContext) -> bool:
         return any(self._pattern(v).search(context.retrieved_text) is not None for v in context.expected_variants)
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Judge many contexts without building them (patterns are compiled once, on first use, as in
+        :meth:`judge`)."""
+        if type(self).judge is not RegexJudge.judge:
+            return super().batch_judge(contexts)
+        columns = ContextColumns.of(contexts)
+        texts = columns.texts
+        variants = columns.per_answer("variants", _variants)
+        pattern = self._pattern
+        return [any(pattern(v).search(texts[t]) is not None for v in variants[a]) for a, t in columns.pairs()]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "ignore_case": self.ignore_case}
@@ -186,7 +229,8 @@ class TokenOverlapJudge(Judge):
         return [float(s) for s in self._scores(contexts)]
 
     def _scores(self, contexts: Sequence[JudgmentContext]) -> list[float]:
-        prepared: dict[str, tuple[str, frozenset[str]]] = {}
+        columns = ContextColumns.of(contexts)
+        prepared = columns.memo("normalize+tokenize")  # every distinct string (text, query, answer) once
 
         def get(text: str) -> tuple[str, frozenset[str]]:
             entry = prepared.get(text)
@@ -194,13 +238,15 @@ class TokenOverlapJudge(Judge):
                 entry = prepared[text] = (normalize(text), tokenize(text))
             return entry
 
+        texts = columns.per_text("normalize+tokenize", get)
+        answers = columns.per_answer("normalize+tokenize", lambda answer: (
+            get(answer[0])[1], [get(v) for v in _variants(answer)]))
         out: list[float] = []
-        for c in contexts:
-            nr, tr = get(c.retrieved_text)
-            tq = get(c.query)[1]
+        for a, t in columns.pairs():
+            nr, tr = texts[t]
+            tq, variants = answers[a]
             best = 0.0
-            for variant in c.expected_variants:
-                ne, te = get(variant)
+            for ne, te in variants:
                 best = max(best, self._score(ne, nr, te, tr, tq))
                 if best >= 1.0:
                     break
@@ -213,3 +259,12 @@ class TokenOverlapJudge(Judge):
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         """Judge many contexts, normalising and tokenising each distinct text once."""
         return [score >= self.overlap_ratio for score in self._scores(contexts)]
+
+
+def _variants(answer: AnswerKey) -> tuple[str, ...]:
+    """Every acceptable string of an answer of :class:`ContextColumns`: ``(expected_text, *aliases)``."""
+    return (answer[1], *answer[2])
+
+
+def _normalized_set(answer: AnswerKey) -> frozenset[str]:
+    return frozenset(normalize(v) for v in _variants(answer))
