@@ -188,7 +188,51 @@ def test_a_cancelled_acquire_gives_its_slot_back() -> None:
         if stats["granted"] == 2 and not stats["in_flight"]:
             break
         time.sleep(0.1)
-    assert stats == {"limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    assert {k: stats[k] for k in ("limit", "in_flight", "peak", "granted")} == {
+        "limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    ray.kill(actor)
+
+
+def test_leased_slots_keep_the_bound_with_few_actor_calls_and_cancelled_waiters_pass_theirs_on() -> None:
+    from evret_ray.limiter import LeasedLimiter, start_limiter
+
+    actor = start_limiter(5)
+    in_use, peak, requests = 0, 0, 400
+
+    async def one(limiter: LeasedLimiter) -> None:
+        nonlocal in_use, peak
+        await limiter.acquire()
+        in_use += 1
+        peak = max(peak, in_use)
+        await asyncio.sleep(0.002)
+        in_use -= 1
+        limiter.release()
+
+    async def go() -> None:
+        limiters = [LeasedLimiter(actor), LeasedLimiter(actor)]  # two workers sharing the actor
+        await asyncio.gather(*(one(limiters[i % 2]) for i in range(requests)))
+        # a waiter cancelled while the slots are all out hands on the slot it is granted later
+        first = limiters[0]
+        held = [asyncio.ensure_future(first.acquire()) for _ in range(5)]
+        await asyncio.gather(*held)
+        waiting = asyncio.ensure_future(first.acquire())
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        for _ in held:
+            first.release()
+
+    asyncio.run(go())
+    assert peak == 5
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        stats = ray.get(actor.stats.remote())
+        if not stats["in_flight"]:
+            break
+        time.sleep(0.1)
+    assert stats["in_flight"] == 0 and stats["peak"] == 5
+    assert stats["calls"] < requests / 4  # leased in bulk and handed on inside a worker, not 2 calls a request
     ray.kill(actor)
 
 
@@ -200,3 +244,34 @@ def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
     assert merge_stats({"cost": {"p": {"calls": 1, "model": "m"}}, "n": 2},
                        {"cost": {"p": {"calls": 2, "model": "m"}}, "n": 3}) == {
         "cost": {"p": {"calls": 3, "model": "m"}}, "n": 5}
+
+
+def test_workers_are_kept_across_runs_replaced_when_killed_and_rebuilt_when_the_judge_changes() -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:6])
+    run = run_of(dataset.queries)
+    executor = RayExecutor(workers=2, worker_cpus=0)
+
+    def evaluate(judge: Any) -> dict[str, dict[str, float]]:
+        return per_query(Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=10,
+                                   executor=executor).evaluate(dataset))
+
+    def judging_actors() -> list[str]:
+        return [a._actor_id.hex() for a in executor._pools["judge"][1]]
+
+    try:
+        overlap = create_judge("token-overlap", min_tokens=2)
+        expected = per_query(Evaluator(run, metrics=["recall@10"], judge=overlap).evaluate(dataset))
+        assert evaluate(overlap) == expected
+        first = judging_actors()
+        assert evaluate(create_judge("token-overlap", min_tokens=2)) == expected  # same recipe: same workers
+        assert judging_actors() == first
+        ray.kill(executor._pools["judge"][1][0])
+        assert evaluate(overlap) == expected  # the dead worker was replaced, the live one kept
+        now = judging_actors()
+        assert now[0] != first[0] and now[1] == first[1]
+        other = create_judge("token-overlap", min_tokens=1)
+        assert evaluate(other) == per_query(Evaluator(run, metrics=["recall@10"], judge=other).evaluate(dataset))
+        assert not set(judging_actors()) & set(now)  # another recipe: new workers, the old ones killed
+    finally:
+        executor.shutdown()
+    assert executor._pools == {}
