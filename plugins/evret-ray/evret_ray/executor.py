@@ -5,8 +5,8 @@
   registered name and options, or the digest of the pickled object. A part that changes gets new workers (the
   old ones are killed); a worker that died is replaced at the next stage; a failed stage kills them all;
   :meth:`RayExecutor.shutdown` kills them. An idle pool that holds CPUs or GPUs another stage needs is killed.
-- **Judging**: the distinct contexts are cut into batches (``judge_batch_size``, smaller when that gives each
-  worker fewer than two) and spread over ``workers`` actors, up to ``batches_per_worker`` batches out on each:
+- **Judging**: the distinct contexts are cut into batches (``judge_batch_size``, smaller when that gives a worker
+  fewer than eight) and spread over ``workers`` actors, up to ``batches_per_worker`` batches out on each:
   a worker starts its next batch as soon as one ends. Each actor builds the judge once from the name and options
   it was created with (:func:`evret_core.registry.recipe`: an embedding model is loaded on the worker, never
   pickled), or unpickles a judge object that was not made by name. An LLM judge's batches run concurrently on
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -296,8 +297,9 @@ class RayExecutor(Executor):
         with self._stage() as ray:
             spec, key = self._ship(judge, "judge")
             workers = self.worker_count()
-            # at least two batches per worker, so that no worker idles while another finishes a long one
-            size = max(1, min(batch_size, math.ceil(len(contexts) / (2 * workers))))
+            # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
+            # worker idles while another still starts or finishes a long batch
+            size = max(1, min(batch_size, math.ceil(len(contexts) / (8 * workers))))
             batches = [list(contexts[i : i + size]) for i in range(0, len(contexts), size)]
             limiter = self._limiter_actor()
             actor = ray.remote(JudgeWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
@@ -319,9 +321,15 @@ class RayExecutor(Executor):
         return JudgeRun(verdicts, stats)
 
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
+        batches = iter(batches)
+        first = next(batches, None)
+        second = next(batches, None)
+        if second is None:  # one chunk: nothing to spread, and a task worker would only add its start
+            return super().metrics(metrics, [] if first is None else [first])
         ray = self._ray()
         from evret_ray.workers import metrics_task
 
+        batches = itertools.chain([first, second], batches)
         self._make_room(None, 1.0, 0.0)  # a metric task takes one CPU
         shared = ray.put(list(metrics))
         parts: list[list[np.ndarray]] = [[] for _ in metrics]
