@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.executors import Executor, JudgeRun
+from evret_core.executors import Executor, GenerateRun, JudgeRun
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import JudgmentContext
 
@@ -320,6 +320,54 @@ class RayExecutor(Executor):
                 self.last_limiter_stats = ray.get(limiter.stats.remote())
         return JudgeRun(verdicts, stats)
 
+    def generate(self, runner: Any, requests: dict[Any, Any], progress: Callable[[int], None]) -> GenerateRun:
+        """Chunks of questions (every condition of a question in one chunk, so that a call two conditions share
+        is asked once, as locally) over ``workers`` actors that rebuild the parts from ``runner.recipes``."""
+        import cloudpickle
+
+        from evret_ray.workers import GenerateWorker
+
+        if not requests:
+            return GenerateRun({}, None)
+        with self._stage() as ray:
+            recipes: dict[str, Any] = {}
+            digests: list[str] = []
+            for role, recipe in runner.recipes.items():
+                if recipe[0] == "object" and recipe[1] is not None:  # a part not made by name: pickled
+                    recipes[role], digest = self._ship(recipe[1], role.replace("_", " "))
+                else:
+                    recipes[role], digest = recipe, hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
+                digests.append(digest)
+            key = hashlib.sha256(cloudpickle.dumps((digests, runner.pipelined, self.worker_setup,
+                                                    self.max_in_flight))).hexdigest()
+            by_question: dict[Any, dict[Any, Any]] = {}
+            for slot, request in requests.items():
+                by_question.setdefault(slot[1], {})[slot] = request
+            groups = list(by_question.values())
+            workers = self.worker_count()
+            per_chunk = max(1, math.ceil(len(groups) / (8 * workers)))
+            chunks = [{s: r for group in groups[i : i + per_chunk] for s, r in group.items()}
+                      for i in range(0, len(groups), per_chunk)]
+            limiter = self._limiter_actor()
+            actor = ray.remote(GenerateWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
+                                                       max_concurrency=self.batches_per_worker + 2)
+            actors = self._actors("generate", key,
+                                  lambda: actor.remote(recipes, runner.pipelined, limiter, self.worker_setup),
+                                  min(workers, len(chunks)))
+            ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
+            out: dict[Any, Any] = {}
+            for got in self._dispatch(actors, lambda a, chunk: a.generate.remote(chunk), chunks,
+                                      self.batches_per_worker):
+                out.update(got)
+                progress(len(out))
+            stats: dict[str, dict[str, Any]] = {}
+            for got_stats in ray.get([a.stats.remote() for a in actors]):
+                for role, part_stats in got_stats.items():
+                    stats[role] = merge_stats(stats[role], part_stats) if role in stats else part_stats
+            if limiter is not None:
+                self.last_limiter_stats = ray.get(limiter.stats.remote())
+        return GenerateRun({slot: out[slot] for slot in requests}, stats)
+
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
         batches = iter(batches)
         first = next(batches, None)
@@ -329,7 +377,7 @@ class RayExecutor(Executor):
         ray = self._ray()
         from evret_ray.workers import metrics_task
 
-        batches = itertools.chain([first, second], batches)
+        batches = itertools.chain([first, second], batches)  # type: ignore[list-item]
         self._make_room(None, 1.0, 0.0)  # a metric task takes one CPU
         shared = ray.put(list(metrics))
         parts: list[list[np.ndarray]] = [[] for _ in metrics]

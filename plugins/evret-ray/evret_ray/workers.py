@@ -119,9 +119,45 @@ class RetrieveWorker:
         return batch_retrieve(self.retriever, texts, k)
 
 
+class GenerateWorker:
+    """One generation worker, an async Ray actor: rebuilds the RAG harness's parts (generator, claim judge,
+    answer relevance) once from their recipes, then runs chunks of requests through a
+    :class:`~evret_core.rag.pipeline.Runner`, several at once on its one event loop (their LLM calls share the
+    worker's clients and, with a limiter, the cluster-wide bound)."""
+
+    def __init__(self, recipes: dict[str, Spec], pipelined: bool, limiter: Any = None,
+                 setup: Callable[[], None] | None = None) -> None:
+        from evret_core.rag.pipeline import Runner, build_parts
+
+        if setup is not None:
+            setup()
+        shipped = {role: (("object", build(spec), {}) if spec[0] == "pickled" else spec)
+                   for role, spec in recipes.items()}
+        parts = build_parts(shipped)
+        self.runner = Runner(parts["generator"], parts["claim_judge"], parts["relevance"], pipelined=pipelined)
+        install_limiter(limiter)
+
+    async def ready(self) -> bool:
+        return True
+
+    async def reset(self) -> None:
+        for part in self.runner.parts().values():
+            reset_stats = getattr(part, "reset_stats", None)
+            if callable(reset_stats):
+                reset_stats()
+
+    async def stats(self) -> dict[str, dict[str, Any]]:
+        """Each LLM part's stats since :meth:`reset`, by role."""
+        return {role: part.stats() for role, part in self.runner.parts().items()
+                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
+
+    async def generate(self, requests: dict[Any, Any]) -> dict[Any, Any]:
+        return await self.runner.arun(requests, close=False)
+
+
 @ray.remote
 def metrics_task(metrics: Sequence[Metric], batch: RankedBatch) -> list[np.ndarray]:
     return metric_values(metrics, batch)
 
 
-__all__ = ["JudgeWorker", "RetrieveWorker", "build", "install_limiter", "metrics_task"]
+__all__ = ["GenerateWorker", "JudgeWorker", "RetrieveWorker", "build", "install_limiter", "metrics_task"]
