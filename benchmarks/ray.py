@@ -169,6 +169,37 @@ def part_semantic(pairs: int) -> None:
     print("| executor | time | vs local | per-query scores equal |\n|---|---|---|---|")
     for label, took, same in rows:
         print(f"| {label} | {took:.2f} s | {rows[0][1] / took:.2f}x | {same} |")
+    start, threads = _semantic_worker_start()
+    print(f"one Ray worker (1 CPU) started and its model loaded, measured alone: {start:.2f} s; torch threads in a "
+          f"1-CPU worker: {threads} (Ray sets OMP_NUM_THREADS to the worker's CPUs); in this process: "
+          f"{_torch_threads()}")
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+@ray.remote(num_cpus=1)
+def _worker_torch_threads() -> int:
+    return _torch_threads()
+
+
+def _semantic_worker_start() -> tuple[float, int]:
+    """Seconds to start one 1-CPU judging worker that loads the semantic judge's model and judges one context."""
+    from evret_ray.workers import JudgeWorker
+
+    from evret_core.models import JudgmentContext
+
+    executor = RayExecutor(workers=1)
+    spec, _ = executor._ship(create_judge("semantic", cache=False), "judge")
+    start = time.perf_counter()
+    worker = ray.remote(JudgeWorker).options(num_cpus=1).remote(spec, None, None)
+    ray.get(worker.judge_batch.remote([JudgmentContext(query="q", expected_text="a", retrieved_text="a b")]))
+    took = time.perf_counter() - start
+    ray.kill(worker)
+    return took, ray.get(_worker_torch_threads.remote())
 
 
 def main() -> None:
