@@ -165,6 +165,8 @@ def part_semantic(pairs: int) -> None:
         results = Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=max(1, pairs // 8),
                             executor=executor, n_resamples=1).evaluate(dataset)
         took = time.perf_counter() - start
+        if isinstance(executor, RayExecutor):  # its kept workers hold their CPUs until then
+            executor.shutdown()
         scores = {q: r.scores for q, r in results.per_query.items()}
         baseline = scores if baseline is None else baseline
         rows.append((label, took, scores == baseline))
