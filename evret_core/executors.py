@@ -13,6 +13,12 @@ The three stages an executor runs:
   judge's own ``stats()`` for the run (cost, cache hits, parse fallbacks) when it keeps any;
 - :meth:`Executor.metrics`: each metric over :class:`~evret_core.metrics.base.RankedBatch` chunks of queries.
   Per-query values are independent, so concatenating the chunks' values is exact.
+
+The RAG harness (:class:`~evret_core.rag.RagEvaluator`) adds a fourth:
+
+- :meth:`Executor.generate`: generation, claim judging and answer relevance for every (condition, question)
+  request, through a :class:`~evret_core.rag.pipeline.Runner` (the local executor runs it here, pipelined as
+  always); the parts' own ``stats()`` come back when they ran elsewhere.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import JudgmentContext
 
-__all__ = ["Executor", "JudgeRun", "LocalExecutor", "batch_retrieve", "judge_chunk", "metric_values",
+__all__ = ["Executor", "GenerateRun", "JudgeRun", "LocalExecutor", "batch_retrieve", "judge_chunk", "metric_values",
            "resolve_executor"]
 
 Progress = Callable[[int], None]
@@ -42,6 +48,16 @@ class JudgeRun:
 
     verdicts: list[bool | None]
     stats: dict[str, Any] | None = None
+
+
+@dataclass
+class GenerateRun:
+    """What :meth:`Executor.generate` returns: the :class:`~evret_core.rag.pipeline.Outcome` of every request
+    (keyed and ordered as the requests), and, when the parts ran elsewhere, each LLM part's ``stats()`` for this
+    run by role (``generator``, ``claim_judge``, ``relevance``); None when the driver's own parts did the work."""
+
+    outcomes: dict[Any, Any]
+    stats: dict[str, dict[str, Any]] | None = None
 
 
 class Executor:
@@ -82,6 +98,13 @@ class Executor:
             for part, values in zip(parts, metric_values(metrics, batch), strict=True):
                 part.append(values)
         return {m.name: np.concatenate(p) if p else np.zeros(0) for m, p in zip(metrics, parts, strict=True)}
+
+    def generate(self, runner: Any, requests: dict[Any, Any], progress: Progress) -> GenerateRun:
+        """Every request's outcome: ``runner.run(requests)`` here (a :class:`~evret_core.rag.pipeline.Runner`
+        over ``{(condition, question index): GenerationRequest}``)."""
+        outcomes = runner.run(requests)
+        progress(len(outcomes))
+        return GenerateRun(outcomes)
 
     def config(self) -> dict[str, Any]:
         """What the results' manifest records about the executor (never a secret)."""

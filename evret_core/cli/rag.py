@@ -16,9 +16,9 @@ CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "dataset": str, "corpus": str, "output": str, "retriever": (str, dict), "generator": (str, dict),
     "claim_judge": (str, dict), "answer_judge": (str, dict), "relevance": (str, dict), "conditions": list, "k": int,
     "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int, "pipelined": bool,
-    "adversarial": list, "adversarial_base": str, "cases": str, "write_cases": str,
+    "adversarial": list, "adversarial_base": str, "cases": str, "write_cases": str, "executor": (str, dict),
 }
-NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance")
+NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "executor")
 PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 
@@ -41,6 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--relevance", help="answer relevance: lexical (offline, default), llm, or none")
     p.add_argument("--relevance-option", action="append", metavar="KEY=VALUE",
                    help="option of --relevance llm (repeatable), e.g. provider=openai")
+    p.add_argument("--executor", help="where retrieval, generation and the judges run: local (default) or a "
+                                      "plugin's executor, e.g. ray (evret-ray)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable), e.g. address=auto or max_in_flight=40 for ray")
     p.add_argument("--staged", action="store_true",
                    help="generate everything, then judge everything (default: judge each answer as it arrives)")
     p.add_argument("--answer-judge", help="an Evret judge that also decides answer correctness (optional)")
@@ -103,7 +107,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 s[key] = value
     for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "relevance",
-                "k", "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
+                "executor", "k", "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
         value = getattr(args, key, None)
         if value is not None:
             if key in NAMED_KEYS and s.get(key) not in (None, value):
@@ -119,6 +123,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
     s["generator_options"].update(parse_options(args.generator_option, "--generator-option"))
     s["claim_judge_options"].update(parse_options(args.claim_judge_option, "--claim-judge-option"))
     s["relevance_options"].update(parse_options(args.relevance_option, "--relevance-option"))
+    s["executor_options"].update(parse_options(args.executor_option, "--executor-option"))
     if args.staged:
         s["pipelined"] = False
     for required, flag in (("dataset", "--dataset"), ("generator", "--generator")):
@@ -195,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         conditions=conditions, k=s.get("k", 5), claim_judge=s.get("claim_judge", "token-overlap"),
         claim_judge_options=s["claim_judge_options"] or None, relevance=s.get("relevance", "lexical"),
         relevance_options=s["relevance_options"] or None, pipelined=s.get("pipelined", True),
-        answer_judge=answer_judge,
+        answer_judge=answer_judge, executor=s.get("executor"), executor_options=s["executor_options"] or None,
         correct_f1=s.get("correct_f1", 0.5), confidence_level=s.get("confidence_level", 0.95),
         n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0),
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -126,6 +127,18 @@ class JudgmentCache:
         return conn
 
     def _open_writable(self) -> sqlite3.Connection:
+        # Processes opening one file at the same moment (cluster workers starting together) can get "database is
+        # locked" from the WAL switch or the schema, which SQLite's busy handler does not wait out: try again.
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return self._open_writable_once()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05 + random.random() * 0.1)
+
+    def _open_writable_once(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout_s, isolation_level=None,
                                check_same_thread=False)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.errors import EvretError
+from evret_core.executors import GenerateRun
 from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok, squad_scores
@@ -23,7 +24,7 @@ from evret_core.rag.claims import LexicalClaimJudge, claim_scores
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.generators import GenerationRequest, resolve_generator
 from evret_core.rag.llm_judge import LLMClaimJudge
-from evret_core.rag.pipeline import Outcome, Runner, Slot
+from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.relevance import resolve_relevance
@@ -52,6 +53,9 @@ class RagEvaluator:
         ``relevance_options``), ``none``, or an object with ``score(question, answer)`` / ``ascore``.
     :param pipelined: judge each answer as soon as it arrives, every LLM call in one shared pool (default);
         False runs generation, judging and relevance one after the other (same results).
+    :param executor: where retrieval, its judging and metrics, and generation with its judges run: ``"local"``
+        (default), a plugin's (``"ray"`` with evret-ray: chunks of questions on workers that rebuild the parts),
+        or an :class:`~evret_core.executors.Executor`; ``executor_options`` for one given by name.
     """
 
     def __init__(
@@ -69,6 +73,8 @@ class RagEvaluator:
         relevance: Any = "lexical",
         relevance_options: dict[str, Any] | None = None,
         pipelined: bool = True,
+        executor: Any = None,
+        executor_options: dict[str, Any] | None = None,
         confidence_level: float = 0.95,
         n_resamples: int = 1000,
         seed: int = 0,
@@ -83,9 +89,15 @@ class RagEvaluator:
         self.retriever = retriever
         if retriever is None and any(c.needs_retrieval for c in self.conditions):
             raise EvretError("the retrieved condition needs a retriever (or use --conditions gold)")
+        from evret_core.executors import resolve_executor
+
+        self.executor = resolve_executor(executor, executor_options)
         self.generator = resolve_generator(generator, **(generator_options or {}))
         self.claim_judge = resolve_claim_judge(claim_judge, claim_judge_options)
         self.relevance = resolve_relevance(relevance, relevance_options)
+        self.recipes = {"generator": recipe_of("generator", generator, generator_options, self.generator),
+                        "claim_judge": recipe_of("claim_judge", claim_judge, claim_judge_options, self.claim_judge),
+                        "relevance": recipe_of("relevance", relevance, relevance_options, self.relevance)}
         self.pipelined = bool(pipelined)
         self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
         try:
@@ -113,7 +125,7 @@ class RagEvaluator:
         depth = max(10, self.k)
         evaluator = Evaluator(self.retriever, metrics=self.retrieval_metrics(), judge=self.retrieval_judge,
                               k=depth, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
-                              seed=self.seed, min_slice_size=1)
+                              seed=self.seed, min_slice_size=1, executor=self.executor)
         everyone = EvaluationDataset(queries=[QueryExample(query_id=q.question_id, query_text=q.question,
                                                            expected_answers=["-"]) for q in questions.questions])
         retrieved = evaluator.retrieve(everyone)
@@ -124,7 +136,8 @@ class RagEvaluator:
         if labelled:
             scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
                                 judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
-                                n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1)
+                                n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1,
+                                executor=self.executor)
             dataset = EvaluationDataset(queries=[_retrieval_example(q) for q, _ in labelled])
             scored = scoring.evaluate(dataset)
             section["per_question"] = {qid: qr.scores for qid, qr in scored.per_query.items()}
@@ -153,8 +166,18 @@ class RagEvaluator:
 
     def run_generation(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> dict[Slot, Outcome]:
         """Answers, claim verdicts and relevance for every case (:mod:`evret_core.rag.pipeline`)."""
-        runner = Runner(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined)
-        return runner.run(self.requests(questions, cases))
+        outcomes: dict[Slot, Outcome] = self._generate(questions, cases).outcomes
+        return outcomes
+
+    def _generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> GenerateRun:
+        runner = Runner(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined,
+                        recipes=self.recipes)
+        requests = self.requests(questions, cases)
+        run = self.executor.generate(runner, requests, lambda done: None)
+        if list(run.outcomes) != list(requests):
+            raise EvretError(f"executor {self.executor.name!r} returned outcomes for {len(run.outcomes)} of "
+                             f"{len(requests)} requests")
+        return run
 
     # -- the whole run -----------------------------------------------------------------------------------------
     def evaluate(self, questions: QuestionSet) -> RagResults:
@@ -169,7 +192,8 @@ class RagEvaluator:
             reset = getattr(part, "reset_stats", None)
             if callable(reset):
                 reset()
-        outcomes = self.run_generation(questions, cases)
+        generated = self._generate(questions, cases)
+        outcomes = generated.outcomes
         per_question: dict[str, QuestionOutcome] = {}
         for i, q in enumerate(questions.questions):
             outcome = QuestionOutcome(
@@ -195,6 +219,8 @@ class RagEvaluator:
         llm = {role: part.stats() for role, part in (("generator", self.generator), ("claim_judge", self.claim_judge),
                                                       ("relevance", self.relevance))
                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
+        if generated.stats is not None:  # the parts ran on the executor's workers: their counts, not ours
+            llm = {role: generated.stats.get(role, stats) for role, stats in llm.items()}
         if llm:
             results.stats["llm"] = llm
         return results
@@ -252,7 +278,7 @@ class RagEvaluator:
         return {"retriever": retriever, "generator": conf(self.generator), "claim_judge": conf(self.claim_judge),
                 "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance), "conditions": [c.config() for c in self.conditions],
                 "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
-                "n_resamples": self.n_resamples, "seed": self.seed}
+                "n_resamples": self.n_resamples, "seed": self.seed, "executor": self.executor.config()}
 
 
 def _retrieval_example(q: RagQuestion) -> QueryExample:

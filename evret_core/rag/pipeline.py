@@ -15,6 +15,7 @@ import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from evret_core.aio import run_sync
@@ -67,14 +68,34 @@ def _clients(parts: Sequence[Any]) -> list[LLMClient]:
     return out
 
 
-class Runner:
-    """Runs the generation side of a RAG evaluation (see the module) for ``requests`` keyed by slot."""
+Recipe = tuple[str, Any, dict[str, Any]]
+"""How a part was made: ``("name", name, options)`` (rebuilt with the harness's own resolver elsewhere) or
+``("object", obj, {})``."""
 
-    def __init__(self, generator: Any, claim_judge: Any, relevance: Any, pipelined: bool = True) -> None:
+
+class Runner:
+    """Runs the generation side of a RAG evaluation (see the module) for ``requests`` keyed by slot.
+
+    ``recipes`` (role -> :data:`Recipe`) says how each part was made, so that an executor can rebuild the same
+    parts on its workers (:func:`build_parts`)."""
+
+    def __init__(self, generator: Any, claim_judge: Any, relevance: Any, pipelined: bool = True,
+                 recipes: dict[str, Recipe] | None = None) -> None:
         self.generator = generator
         self.claim_judge = claim_judge
         self.relevance = relevance
         self.pipelined = pipelined
+        self.recipes = recipes or {role: ("object", part, {}) for role, part in self.parts().items()}
+
+    def parts(self) -> dict[str, Any]:
+        return {"generator": self.generator, "claim_judge": self.claim_judge, "relevance": self.relevance}
+
+    async def arun(self, requests: dict[Slot, GenerationRequest], close: bool = True) -> dict[Slot, Outcome]:
+        """:meth:`run` on the running event loop. ``close=False`` keeps the parts' connections open for the
+        loop's next runs (a worker running several chunks at once on one loop)."""
+        if self.pipelined and self.async_parts:
+            return await self._pipelined(requests, close=close)
+        return await asyncio.to_thread(self._staged, requests)
 
     @property
     def async_parts(self) -> list[Any]:
@@ -121,7 +142,7 @@ class Runner:
             out[slot].relevance = value
 
     # -- pipelined ---------------------------------------------------------------------------------------------
-    async def _pipelined(self, requests: dict[Slot, GenerationRequest]) -> dict[Slot, Outcome]:
+    async def _pipelined(self, requests: dict[Slot, GenerationRequest], close: bool = True) -> dict[Slot, Outcome]:
         parts = self.async_parts
         clients = _clients(parts)
         share_pool(clients)
@@ -161,7 +182,8 @@ class Runner:
         try:
             await gather_all([one(s) for s in requests])
         finally:
-            await _close(parts)
+            if close:
+                await _close(parts)
         ordered = {s: out[s] for s in requests}
         # the parts without async methods (a lexical judge, offline relevance) run as one batch at the end
         self._judge_rest(ordered, requests, judge=not callable(ajudge),
@@ -181,3 +203,39 @@ async def _close(parts: Sequence[Any]) -> None:
         close = getattr(part, "aclose", None)
         if callable(close):
             await close()
+
+
+def build_parts(recipes: dict[str, Recipe]) -> dict[str, Any]:
+    """The parts ``recipes`` describe, made as :class:`~evret_core.rag.RagEvaluator` makes them."""
+    from evret_core.rag.generators import resolve_generator
+    from evret_core.rag.harness import resolve_claim_judge
+    from evret_core.rag.relevance import resolve_relevance
+
+    out: dict[str, Any] = {}
+    for role, (how, what, options) in recipes.items():
+        if how == "object":
+            out[role] = what
+        elif role == "generator":
+            out[role] = resolve_generator(what, **options)
+        elif role == "claim_judge":
+            out[role] = resolve_claim_judge(what, options or None)
+        else:
+            out[role] = resolve_relevance(what, options or None)
+    return out
+
+
+def recipe_of(role: str, given: Any, options: dict[str, Any] | None, built: Any) -> Recipe:
+    """How the harness made ``built`` from ``given`` (a name, or an object used as is), with an LLM part's
+    answer cache pinned to the file the part here uses, so that every worker shares it."""
+    if not isinstance(given, (str, Path)) and given is not None:
+        return ("object", built, {})
+    name = str(given) if given is not None else None
+    if role == "generator" and name is not None and name.endswith(".jsonl"):
+        name = str(Path(name).resolve())
+    options = dict(options or {})
+    from evret_core.llm.cache import JudgmentCache
+
+    if callable(getattr(built, "clients", None)) and hasattr(built, "cache"):  # an LLM part
+        cache = built.cache
+        options["cache"] = str(Path(cache.path).resolve()) if isinstance(cache, JudgmentCache) else False
+    return ("name", name, options)

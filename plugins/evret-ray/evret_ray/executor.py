@@ -1,12 +1,21 @@
-"""``RayExecutor``: an evaluation's retrieval batches, judging and metric chunks as Ray tasks and actors.
+"""``RayExecutor``: an evaluation's retrieval batches, judging and metric chunks as Ray actors and tasks.
 
-- **Judging**: the distinct contexts are cut into batches (``judge_batch_size``) and spread over ``workers``
-  actors. Each actor builds the judge once from the name and options it was created with
-  (:func:`evret_core.registry.recipe`: an embedding model is loaded on the worker, never pickled), or receives a
-  judge object that was not made by name. The judge's answer cache (SQLite, WAL) is the same file on every worker
-  of one machine or a shared filesystem, so answers paid for by a killed run are reused by the next.
+- **Workers are kept.** The actors of a stage (judging, retrieval) are started once, all at once, and kept across
+  stages and across runs of the same executor, keyed by how the part is built: the judge's (or retriever's)
+  registered name and options, or the digest of the pickled object. A part that changes gets new workers (the
+  old ones are killed); a worker that died is replaced at the next stage; a failed stage kills them all;
+  :meth:`RayExecutor.shutdown` kills them. An idle pool that holds CPUs or GPUs another stage needs is killed.
+- **Judging**: the distinct contexts are cut into batches (``judge_batch_size``, smaller when that gives a worker
+  fewer than eight) and spread over ``workers`` actors, up to ``batches_per_worker`` batches out on each:
+  a worker starts its next batch as soon as one ends. Each actor builds the judge once from the name and options
+  it was created with (:func:`evret_core.registry.recipe`: an embedding model is loaded on the worker, never
+  pickled), or unpickles a judge object that was not made by name. An LLM judge's batches run concurrently on
+  the actor's event loop (one client, its connections kept); other judges run one batch at a time. The judge's
+  answer cache (SQLite, WAL) is the same file on every worker of one machine or a shared filesystem, so answers
+  paid for by a killed run are reused by the next.
 - **LLM calls** obey ``max_in_flight``: one cluster-wide bound on requests in flight, held by an
-  :class:`~evret_ray.limiter.InFlightActor` that every worker's LLM client acquires from.
+  :class:`~evret_ray.limiter.InFlightActor` that every worker's LLM client acquires from through a
+  :class:`~evret_ray.limiter.LeasedLimiter` (slots leased in bulk and handed on inside a worker).
 - **Metrics**: one task per chunk of queries, at most ``2 x workers`` chunks out at once (no worker, and not the
   driver's queue, holds every query's arrays); per-query values are concatenated in order: exact.
 - **Retrieval**: batches spread over ``workers`` actors; each rebuilds a retriever made by name (``bm25`` indexes
@@ -18,16 +27,19 @@ Results equal the ``local`` executor's: only where the work runs changes.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import itertools
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from ray.util import ActorPool
 
 from evret_core.errors import EvretError
-from evret_core.executors import Executor, JudgeRun
+from evret_core.executors import Executor, GenerateRun, JudgeRun
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import JudgmentContext
 
@@ -83,8 +95,11 @@ class RayExecutor(Executor):
         self.retrieve_on_cluster = bool(retrieve_on_cluster)
         self.worker_setup = worker_setup
         self.init_options = dict(init_options or {})
+        self.batches_per_worker = 4
         self.started_ray = False
         self.last_limiter_stats: dict[str, int] | None = None
+        self._pools: dict[str, tuple[str, list[Any]]] = {}
+        self._limiter: Any = None
 
     # -- cluster ---------------------------------------------------------------------------------------------
     def _ray(self) -> Any:
@@ -108,83 +123,262 @@ class RayExecutor(Executor):
         return max(1, int(cpus))
 
     def shutdown(self) -> None:
-        """Stop Ray if this executor started it (a cluster it joined keeps running)."""
+        """Kill this executor's workers and limiter, and stop Ray if this executor started it (a cluster it
+        joined keeps running)."""
+        import ray
+
+        if ray.is_initialized():
+            self._reset()
+        self._pools.clear()
+        self._limiter = None
         if self.started_ray:
             import ray
 
             ray.shutdown()
             self.started_ray = False
 
+    # -- actors, kept across stages and runs ------------------------------------------------------------------
+    def _actors(self, role: str, key: str, make: Callable[[], Any], n: int) -> list[Any]:
+        """``n`` live actors of ``role`` built for ``key``: the pool of an earlier stage or run when its key is
+        the same (an actor that died since is replaced), else a new pool (the old one killed). All new actors
+        start at once."""
+        ray = self._ray()
+        pool = self._pools.get(role)
+        if pool is not None and pool[0] != key:
+            self._kill(role)
+            pool = None
+        actors: list[Any] = [] if pool is None else pool[1]
+        if actors:
+            pings = [a.ready.remote() for a in actors]
+            for i, ping in enumerate(pings):
+                try:
+                    ray.get(ping, timeout=120)
+                except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+                    with contextlib.suppress(Exception):
+                        ray.kill(actors[i])
+                    actors[i] = make()
+        if n > len(actors):
+            self._make_room(role, (n - len(actors)) * self.worker_cpus, (n - len(actors)) * self.worker_gpus)
+            actors.extend(make() for _ in range(n - len(actors)))
+        self._pools[role] = (key, actors)
+        return actors[:n]
+
+    def _make_room(self, keep: str | None, cpus: float, gpus: float) -> None:
+        """Kill the idle pools of other stages when the cluster lacks the CPUs or GPUs a stage is about to ask
+        for (a pool holds what its actors reserved for as long as it lives)."""
+        ray = self._ray()
+        total = ray.cluster_resources()
+        for resource, need, option in (("CPU", cpus, "worker_cpus"), ("GPU", gpus, "worker_gpus")):
+            if need > total.get(resource, 0.0) + 1e-9:
+                raise EvretError(f"executor 'ray': the stage needs {need:g} {resource}s ({option} x workers) but "
+                                 f"the cluster has {total.get(resource, 0.0):g}; lower 'workers' or {option!r}")
+        free = ray.available_resources()
+        if free.get("CPU", 0.0) + 1e-9 >= cpus and free.get("GPU", 0.0) + 1e-9 >= gpus:
+            return
+        for role in list(self._pools):
+            if role != keep:
+                self._kill(role)
+
+    def _kill(self, role: str) -> None:
+        pool = self._pools.pop(role, None)
+        if pool is not None:
+            import ray
+
+            for actor in pool[1]:
+                with contextlib.suppress(Exception):
+                    ray.kill(actor)
+
+    def _reset(self) -> None:
+        """Kill every actor and the limiter (after a failed stage: nothing half-done is reused)."""
+        for role in list(self._pools):
+            self._kill(role)
+        if self._limiter is not None:
+            import ray
+
+            with contextlib.suppress(Exception):
+                ray.kill(self._limiter)
+            self._limiter = None
+
+    def _limiter_actor(self) -> Any:
+        if self.max_in_flight is None:
+            return None
+        if self._limiter is None:
+            from evret_ray.limiter import start_limiter
+
+            self._limiter = start_limiter(self.max_in_flight)
+        return self._limiter
+
+    def _ship(self, obj: Any, kind: str) -> tuple[tuple[str, Any, dict[str, Any]], str]:
+        """How workers get ``obj`` (see :func:`spec_of`) and the key its pool is kept under: a part made by name
+        by its recipe, any other object by the digest of its pickle (an object changed since is sent again)."""
+        import cloudpickle
+
+        ray = self._ray()
+        spec = spec_of(obj, kind)
+        if spec[0] != "object":
+            payload = cloudpickle.dumps((spec, self.worker_setup))
+            return spec, hashlib.sha256(payload).hexdigest()
+        try:
+            data = cloudpickle.dumps(obj)
+        except Exception as exc:  # what cannot be pickled says so in many ways
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise EvretError(f"executor 'ray': {kind} {type(obj).__name__} was not made by name and cannot be sent "
+                             f"to the workers ({first})" + (
+                                 "; pass executor option retrieve_on_cluster=false to retrieve in this process"
+                                 if kind == "retriever" else "")) from None
+        digest = hashlib.sha256(data + cloudpickle.dumps(self.worker_setup)).hexdigest()
+        return ("pickled", ray.put(data), {}), digest
+
+    def _dispatch(self, actors: Sequence[Any], submit: Callable[[Any, Any], Any], items: Sequence[Any],
+                  per_actor: int) -> Iterator[Any]:
+        """Results of ``submit(actor, item)`` for every item, in order, with up to ``per_actor`` items out on
+        each actor: a worker starts its next item as soon as one ends, never waiting for the others."""
+        ray = self._ray()
+        todo = iter(enumerate(items))
+        pending: dict[Any, tuple[int, Any]] = {}
+        results: dict[int, Any] = {}
+
+        def feed(actor: Any) -> None:
+            item = next(todo, None)
+            if item is not None:
+                pending[submit(actor, item[1])] = (item[0], actor)
+
+        for _ in range(per_actor):
+            for actor in actors:
+                feed(actor)
+        want = 0
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                index, actor = pending.pop(ref)
+                results[index] = ray.get(ref)
+                feed(actor)
+            while want in results:
+                yield results.pop(want)
+                want += 1
+
+    @contextmanager
+    def _stage(self) -> Iterator[Any]:
+        """A stage's errors read as they would locally; after a failure every actor is killed (and rebuilt by the
+        next stage), so that no half-done state is reused."""
+        ray = self._ray()
+        try:
+            with _errors_as_evret(ray):
+                yield ray
+        except BaseException:
+            self._reset()
+            raise
+
     # -- stages ----------------------------------------------------------------------------------------------
     def retrieve(self, retriever: Any, batches: Sequence[list[str]], k: int,
                  progress: Callable[[int], None]) -> list[list[Any]]:
         if not self.retrieve_on_cluster:
             return super().retrieve(retriever, batches, k, progress)
-        ray = self._ray()
         from evret_ray.workers import RetrieveWorker
 
-        spec = spec_of(retriever, "retriever")
-        if spec[0] == "object":
-            try:
-                spec = ("object", ray.put(retriever), {})
-            except Exception as exc:  # what cannot be pickled says so in many ways
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                raise EvretError(f"executor 'ray': retriever {type(retriever).__name__} was not made by name and "
-                                 f"cannot be sent to the workers ({first}); pass executor option "
-                                 f"retrieve_on_cluster=false to retrieve in this process") from None
-        n = min(self.worker_count(), len(batches))
-        actor = ray.remote(RetrieveWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus)
-        actors = [actor.remote(spec, self.worker_setup) for _ in range(n)]
-        out: list[list[Any]] = []
-        done = 0
-        with _errors_as_evret(ray):
-            try:
-                pool = ActorPool(actors)
-                for texts, got in zip(batches, pool.map(lambda a, t: a.retrieve_batch.remote(t, k), list(batches)),
-                                      strict=True):
-                    out.append(got)
-                    done += len(texts)
-                    progress(done)
-            finally:
-                for a in actors:
-                    ray.kill(a)
+        with self._stage() as ray:
+            spec, key = self._ship(retriever, "retriever")
+            actor = ray.remote(RetrieveWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus)
+            actors = self._actors("retrieve", key, lambda: actor.remote(spec, self.worker_setup),
+                                  min(self.worker_count(), len(batches)))
+            out: list[list[Any]] = []
+            done = 0
+            for texts, got in zip(batches, self._dispatch(actors, lambda a, t: a.retrieve_batch.remote(t, k),
+                                                          batches, 2), strict=True):
+                out.append(got)
+                done += len(texts)
+                progress(done)
         return out
 
     def judge(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int,
               progress: Callable[[int], None]) -> JudgeRun:
-        ray = self._ray()
-        from evret_ray.limiter import start_limiter
         from evret_ray.workers import JudgeWorker
 
-        spec = spec_of(judge, "judge")
-        batches = [list(contexts[i : i + batch_size]) for i in range(0, len(contexts), batch_size)]
-        n = min(self.worker_count(), len(batches))
-        limiter = start_limiter(self.max_in_flight) if self.max_in_flight is not None else None
-        actor = ray.remote(JudgeWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus)
-        actors = [actor.remote(spec, limiter, self.worker_setup) for _ in range(n)]
-        verdicts: list[bool | None] = []
-        stats: dict[str, Any] | None = None
-        with _errors_as_evret(ray):
-            try:
-                pool = ActorPool(actors)
-                for got, got_stats in pool.map(lambda a, batch: a.judge_batch.remote(batch), batches):
-                    verdicts.extend(got)
-                    if got_stats is not None:
-                        stats = got_stats if stats is None else merge_stats(stats, got_stats)
-                    progress(len(verdicts))
-                if limiter is not None:
-                    self.last_limiter_stats = ray.get(limiter.stats.remote())
-            finally:
-                for a in actors:
-                    ray.kill(a)
-                if limiter is not None:
-                    ray.kill(limiter)
+        with self._stage() as ray:
+            spec, key = self._ship(judge, "judge")
+            workers = self.worker_count()
+            # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
+            # worker idles while another still starts or finishes a long batch
+            size = max(1, min(batch_size, math.ceil(len(contexts) / (8 * workers))))
+            batches = [list(contexts[i : i + size]) for i in range(0, len(contexts), size)]
+            limiter = self._limiter_actor()
+            actor = ray.remote(JudgeWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
+                                                    max_concurrency=self.batches_per_worker + 2)
+            actors = self._actors("judge", f"{key}:{self.max_in_flight}",
+                                  lambda: actor.remote(spec, limiter, self.worker_setup), min(workers, len(batches)))
+            ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
+            verdicts: list[bool | None] = []
+            for got in self._dispatch(actors, lambda a, batch: a.judge_batch.remote(batch), batches,
+                                      self.batches_per_worker):
+                verdicts.extend(got)
+                progress(len(verdicts))
+            stats: dict[str, Any] | None = None
+            for got_stats in ray.get([a.stats.remote() for a in actors]):
+                if got_stats is not None:
+                    stats = got_stats if stats is None else merge_stats(stats, got_stats)
+            if limiter is not None:
+                self.last_limiter_stats = ray.get(limiter.stats.remote())
         return JudgeRun(verdicts, stats)
 
+    def generate(self, runner: Any, requests: dict[Any, Any], progress: Callable[[int], None]) -> GenerateRun:
+        """Chunks of questions (every condition of a question in one chunk, so that a call two conditions share
+        is asked once, as locally) over ``workers`` actors that rebuild the parts from ``runner.recipes``."""
+        import cloudpickle
+
+        from evret_ray.workers import GenerateWorker
+
+        if not requests:
+            return GenerateRun({}, None)
+        with self._stage() as ray:
+            recipes: dict[str, Any] = {}
+            digests: list[str] = []
+            for role, recipe in runner.recipes.items():
+                if recipe[0] == "object" and recipe[1] is not None:  # a part not made by name: pickled
+                    recipes[role], digest = self._ship(recipe[1], role.replace("_", " "))
+                else:
+                    recipes[role], digest = recipe, hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
+                digests.append(digest)
+            key = hashlib.sha256(cloudpickle.dumps((digests, runner.pipelined, self.worker_setup,
+                                                    self.max_in_flight))).hexdigest()
+            by_question: dict[Any, dict[Any, Any]] = {}
+            for slot, request in requests.items():
+                by_question.setdefault(slot[1], {})[slot] = request
+            groups = list(by_question.values())
+            workers = self.worker_count()
+            per_chunk = max(1, math.ceil(len(groups) / (8 * workers)))
+            chunks = [{s: r for group in groups[i : i + per_chunk] for s, r in group.items()}
+                      for i in range(0, len(groups), per_chunk)]
+            limiter = self._limiter_actor()
+            actor = ray.remote(GenerateWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
+                                                       max_concurrency=self.batches_per_worker + 2)
+            actors = self._actors("generate", key,
+                                  lambda: actor.remote(recipes, runner.pipelined, limiter, self.worker_setup),
+                                  min(workers, len(chunks)))
+            ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
+            out: dict[Any, Any] = {}
+            for got in self._dispatch(actors, lambda a, chunk: a.generate.remote(chunk), chunks,
+                                      self.batches_per_worker):
+                out.update(got)
+                progress(len(out))
+            stats: dict[str, dict[str, Any]] = {}
+            for got_stats in ray.get([a.stats.remote() for a in actors]):
+                for role, part_stats in got_stats.items():
+                    stats[role] = merge_stats(stats[role], part_stats) if role in stats else part_stats
+            if limiter is not None:
+                self.last_limiter_stats = ray.get(limiter.stats.remote())
+        return GenerateRun({slot: out[slot] for slot in requests}, stats)
+
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
+        batches = iter(batches)
+        first = next(batches, None)
+        second = next(batches, None)
+        if second is None:  # one chunk: nothing to spread, and a task worker would only add its start
+            return super().metrics(metrics, [] if first is None else [first])
         ray = self._ray()
         from evret_ray.workers import metrics_task
 
+        batches = itertools.chain([first, second], batches)  # type: ignore[list-item]
+        self._make_room(None, 1.0, 0.0)  # a metric task takes one CPU
         shared = ray.put(list(metrics))
         parts: list[list[np.ndarray]] = [[] for _ in metrics]
         for values in self._bounded(ray, (metrics_task.remote(shared, b) for b in batches)):

@@ -1,8 +1,9 @@
-"""What runs inside Ray workers: the judging actor (builds its judge once) and the retrieval and metric tasks."""
+"""What runs inside Ray workers: the judging, retrieval and generation actors (each builds its part once and
+keeps it for every batch and every run it serves) and the metric task."""
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -16,13 +17,18 @@ from evret_core.models import JudgmentContext
 
 Spec = tuple[str, Any, dict[str, Any]]
 """``("judge" | "retriever", name, options)``: build with the registry's ``create_<kind>(name, **options)``;
-``("object", obj, {})``: an object that was not made by name, sent as it is (pickled)."""
+``("pickled", ref, {})``: an object that was not made by name, pickled once into the object store (the actor
+unpickles it; a reference nested in the spec is not resolved by Ray, so the worker fetches it)."""
 
 
 def build(spec: Spec) -> Any:
     how, what, options = spec
-    if how == "object":  # sent as it is, or put in the object store once for every worker (nested: not resolved)
-        return ray.get(what) if isinstance(what, ray.ObjectRef) else what
+    if how == "pickled":
+        import cloudpickle
+
+        return cloudpickle.loads(ray.get(what) if isinstance(what, ray.ObjectRef) else what)
+    if how == "object":
+        return what
     from evret_core import registry
 
     try:
@@ -33,36 +39,69 @@ def build(spec: Spec) -> Any:
                          f"registers it on every node, or register it in the executor's worker_setup") from None
 
 
+def install_limiter(limiter: Any) -> None:
+    """Make the cluster-wide limiter bound every LLM client of this worker process, for the worker's life."""
+    if limiter is None:
+        return
+    from evret_core.llm import use_shared_limiter
+    from evret_ray.limiter import LeasedLimiter
+
+    scope = use_shared_limiter(LeasedLimiter(limiter))
+    scope.__enter__()  # never left: the worker serves this limiter until it is killed
+    _KEPT.append(scope)  # a collected scope would run its exit and uninstall the limiter
+
+
+_KEPT: list[Any] = []
+
+
 class JudgeWorker:
-    """One judging worker: builds the judge once, then judges the batches it is given. With a cluster-wide
-    limiter, the worker's LLM clients acquire from it around every request."""
+    """One judging worker, an async Ray actor: builds the judge once, then judges the batches it is given, several
+    at once. A judge with ``abatch_judge`` (the LLM judge) runs on the actor's one event loop, so its client and
+    connections live as long as the worker; any other judge runs one batch at a time in a thread. With a
+    cluster-wide limiter, the worker's LLM clients acquire from it around every request."""
 
     def __init__(self, spec: Spec, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
         if setup is not None:
             setup()
         self.judge = build(spec)
-        self.limiter = None
-        if limiter is not None:
-            from evret_ray.limiter import RayInFlightLimiter
+        install_limiter(limiter)
+        self._one_at_a_time: asyncio.Lock | None = None
 
-            self.limiter = RayInFlightLimiter(limiter)
+    async def ready(self) -> bool:
+        return True
 
-    def judge_batch(self, contexts: Sequence[JudgmentContext]) -> tuple[list[bool | None], dict[str, Any] | None]:
-        """Verdicts on ``contexts`` and the judge's stats for them alone."""
-        from evret_core.llm import use_shared_limiter
-
-        judge = self.judge
-        reset_stats = getattr(judge, "reset_stats", None)
+    async def reset(self) -> None:
+        """Start counting the judge's stats afresh (the start of a run)."""
+        reset_stats = getattr(self.judge, "reset_stats", None)
         if callable(reset_stats):
             reset_stats()
-        scope = use_shared_limiter(self.limiter) if self.limiter is not None else contextlib.nullcontext()
-        with scope:
+
+    async def stats(self) -> dict[str, Any] | None:
+        """The judge's stats since :meth:`reset`, or None when it keeps none."""
+        stats = getattr(self.judge, "stats", None)
+        return stats() if callable(stats) else None
+
+    async def judge_batch(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        judge = self.judge
+        abatch = getattr(judge, "abatch_judge", None)
+        if callable(abatch):
             prepare = getattr(judge, "prepare", None)
             if callable(prepare):
                 prepare(contexts)
-            verdicts = judge_chunk(judge, contexts)
-        stats = getattr(judge, "stats", None)
-        return verdicts, (stats() if callable(stats) else None)
+            got = list(await abatch(contexts))
+            if len(got) != len(contexts):
+                raise EvretError(f"judge {judge!r} returned {len(got)} answers for {len(contexts)} contexts")
+            return [None if a is None else bool(a) for a in got]
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        async with self._one_at_a_time:  # a sync judge is not asked to be thread-safe
+            return await asyncio.to_thread(self._sync_batch, contexts)
+
+    def _sync_batch(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        prepare = getattr(self.judge, "prepare", None)
+        if callable(prepare):  # e.g. encode every distinct text of the batch in one pass
+            prepare(contexts)
+        return judge_chunk(self.judge, contexts)
 
 
 class RetrieveWorker:
@@ -73,10 +112,52 @@ class RetrieveWorker:
             setup()
         self.retriever = build(spec)
 
+    def ready(self) -> bool:
+        return True
+
     def retrieve_batch(self, texts: list[str], k: int) -> list[Any]:
         return batch_retrieve(self.retriever, texts, k)
+
+
+class GenerateWorker:
+    """One generation worker, an async Ray actor: rebuilds the RAG harness's parts (generator, claim judge,
+    answer relevance) once from their recipes, then runs chunks of requests through a
+    :class:`~evret_core.rag.pipeline.Runner`, several at once on its one event loop (their LLM calls share the
+    worker's clients and, with a limiter, the cluster-wide bound)."""
+
+    def __init__(self, recipes: dict[str, Spec], pipelined: bool, limiter: Any = None,
+                 setup: Callable[[], None] | None = None) -> None:
+        from evret_core.rag.pipeline import Runner, build_parts
+
+        if setup is not None:
+            setup()
+        shipped = {role: (("object", build(spec), {}) if spec[0] == "pickled" else spec)
+                   for role, spec in recipes.items()}
+        parts = build_parts(shipped)
+        self.runner = Runner(parts["generator"], parts["claim_judge"], parts["relevance"], pipelined=pipelined)
+        install_limiter(limiter)
+
+    async def ready(self) -> bool:
+        return True
+
+    async def reset(self) -> None:
+        for part in self.runner.parts().values():
+            reset_stats = getattr(part, "reset_stats", None)
+            if callable(reset_stats):
+                reset_stats()
+
+    async def stats(self) -> dict[str, dict[str, Any]]:
+        """Each LLM part's stats since :meth:`reset`, by role."""
+        return {role: part.stats() for role, part in self.runner.parts().items()
+                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
+
+    async def generate(self, requests: dict[Any, Any]) -> dict[Any, Any]:
+        return await self.runner.arun(requests, close=False)
 
 
 @ray.remote
 def metrics_task(metrics: Sequence[Metric], batch: RankedBatch) -> list[np.ndarray]:
     return metric_values(metrics, batch)
+
+
+__all__ = ["GenerateWorker", "JudgeWorker", "RetrieveWorker", "build", "install_limiter", "metrics_task"]

@@ -188,7 +188,51 @@ def test_a_cancelled_acquire_gives_its_slot_back() -> None:
         if stats["granted"] == 2 and not stats["in_flight"]:
             break
         time.sleep(0.1)
-    assert stats == {"limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    assert {k: stats[k] for k in ("limit", "in_flight", "peak", "granted")} == {
+        "limit": 1, "in_flight": 0, "peak": 1, "granted": 2}
+    ray.kill(actor)
+
+
+def test_leased_slots_keep_the_bound_with_few_actor_calls_and_cancelled_waiters_pass_theirs_on() -> None:
+    from evret_ray.limiter import LeasedLimiter, start_limiter
+
+    actor = start_limiter(5)
+    in_use, peak, requests = 0, 0, 400
+
+    async def one(limiter: LeasedLimiter) -> None:
+        nonlocal in_use, peak
+        await limiter.acquire()
+        in_use += 1
+        peak = max(peak, in_use)
+        await asyncio.sleep(0.002)
+        in_use -= 1
+        limiter.release()
+
+    async def go() -> None:
+        limiters = [LeasedLimiter(actor), LeasedLimiter(actor)]  # two workers sharing the actor
+        await asyncio.gather(*(one(limiters[i % 2]) for i in range(requests)))
+        # a waiter cancelled while the slots are all out hands on the slot it is granted later
+        first = limiters[0]
+        held = [asyncio.ensure_future(first.acquire()) for _ in range(5)]
+        await asyncio.gather(*held)
+        waiting = asyncio.ensure_future(first.acquire())
+        await asyncio.sleep(0.2)
+        waiting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        for _ in held:
+            first.release()
+
+    asyncio.run(go())
+    assert peak == 5
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        stats = ray.get(actor.stats.remote())
+        if not stats["in_flight"]:
+            break
+        time.sleep(0.1)
+    assert stats["in_flight"] == 0 and stats["peak"] == 5
+    assert stats["calls"] < requests / 4  # leased in bulk and handed on inside a worker, not 2 calls a request
     ray.kill(actor)
 
 
@@ -200,3 +244,110 @@ def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
     assert merge_stats({"cost": {"p": {"calls": 1, "model": "m"}}, "n": 2},
                        {"cost": {"p": {"calls": 2, "model": "m"}}, "n": 3}) == {
         "cost": {"p": {"calls": 3, "model": "m"}}, "n": 5}
+
+
+def test_workers_are_kept_across_runs_replaced_when_killed_and_rebuilt_when_the_judge_changes() -> None:
+    dataset = EvaluationDataset(queries=TEXT_QUERIES[:6])
+    run = run_of(dataset.queries)
+    executor = RayExecutor(workers=2, worker_cpus=0)
+
+    def evaluate(judge: Any) -> dict[str, dict[str, float]]:
+        return per_query(Evaluator(run, metrics=["recall@10"], judge=judge, judge_batch_size=10,
+                                   executor=executor).evaluate(dataset))
+
+    def judging_actors() -> list[str]:
+        return [a._actor_id.hex() for a in executor._pools["judge"][1]]
+
+    try:
+        overlap = create_judge("token-overlap", min_tokens=2)
+        expected = per_query(Evaluator(run, metrics=["recall@10"], judge=overlap).evaluate(dataset))
+        assert evaluate(overlap) == expected
+        first = judging_actors()
+        assert evaluate(create_judge("token-overlap", min_tokens=2)) == expected  # same recipe: same workers
+        assert judging_actors() == first
+        ray.kill(executor._pools["judge"][1][0])
+        assert evaluate(overlap) == expected  # the dead worker was replaced, the live one kept
+        now = judging_actors()
+        assert now[0] != first[0] and now[1] == first[1]
+        other = create_judge("token-overlap", min_tokens=1)
+        assert evaluate(other) == per_query(Evaluator(run, metrics=["recall@10"], judge=other).evaluate(dataset))
+        assert not set(judging_actors()) & set(now)  # another recipe: new workers, the old ones killed
+    finally:
+        executor.shutdown()
+    assert executor._pools == {}
+
+
+def rag_questions(tmp_path: Path, n: int) -> Any:
+    from evret_core.rag import QuestionSet
+
+    with (tmp_path / "corpus.jsonl").open("w") as corpus, (tmp_path / "questions.jsonl").open("w") as qs:
+        for i in range(n):
+            corpus.write(json.dumps({"id": f"d{i}", "text": f"Box {i} is stored on shelf {i + 100}. It is blue."})
+                         + "\n")
+            qs.write(json.dumps({"id": f"q{i}", "question": f"Where is box {i} stored?",
+                                 "answers": [f"shelf {i + 100}"], "gold_doc_ids": [f"d{i}"]}) + "\n")
+    return QuestionSet.load(str(tmp_path / "questions.jsonl"), corpus=str(tmp_path / "corpus.jsonl"))
+
+
+def test_rag_generation_and_its_llm_judges_on_ray_equal_local_under_one_cluster_wide_limit(tmp_path: Path) -> None:
+    from evret_core.cli.rag import build_retriever
+    from evret_core.rag import RagEvaluator
+    from evret_core.testing.rag_stub import kind_of, rag_responder
+
+    questions = rag_questions(tmp_path, 24)
+
+    def evaluate(stub: StubLLMServer, executor: Any, cache: str, pipelined: bool = True) -> Any:
+        llm = {**stub_options(stub), "max_concurrency": 8, "cache": str(tmp_path / cache)}
+        return RagEvaluator(build_retriever("bm25", {}, questions), "llm", generator_options=llm, conditions=["gold", "retrieved"], k=2,
+                            claim_judge="llm", claim_judge_options=llm, relevance="llm", relevance_options=llm,
+                            pipelined=pipelined, executor=executor, n_resamples=20).evaluate(questions)
+
+    def comparable(results: Any) -> dict[str, Any]:
+        data = json.loads(results.to_json())
+        data["config"].pop("executor")
+        for role in ("generator", "claim_judge", "relevance"):
+            data["config"][role].pop("cache", None)  # each run has its own cache file
+        data["stats"].pop("elapsed_s")
+        for part in data["stats"]["llm"].values():
+            # a call asked again is a cache hit, or joins the same call still in flight (counted once), as timing
+            # has it; the calls sent and the tokens are compared
+            part.pop("structured_calls")
+            part.pop("cache_hits")
+        return data
+
+    with StubLLMServer(rag_responder(delay=0.02)) as stub:
+        register_stub_provider()
+        local = evaluate(stub, "local", "local.sqlite3")
+        sent_locally = len(stub.requests)
+        stub.reset()
+        executor = RayExecutor(workers=3, worker_cpus=0, max_in_flight=5, worker_setup=register_stub_provider)
+        try:
+            on_ray = evaluate(stub, executor, "ray.sqlite3")
+            assert comparable(on_ray) == comparable(local)  # answers, verdicts, scores and the calls counted
+            assert on_ray.config["executor"]["name"] == "ray"
+            assert len(stub.requests) == sent_locally  # nothing asked twice across workers
+            assert {kind_of(r) for r in stub.requests} == {"generate", "verify", "relevance"}
+            assert stub.max_in_flight == 5  # 3 workers x 8 allowed by their clients; 5 by the cluster
+            assert executor.last_limiter_stats is not None and executor.last_limiter_stats["peak"] <= 5
+            stub.reset()
+            again = evaluate(stub, executor, "ray.sqlite3", pipelined=False)  # staged, answers from the cache
+            assert not stub.requests
+
+            def scores(results: Any) -> dict[str, Any]:  # answers from the cache say so in their metadata
+                return {q: {c: o.scores for c, o in r.conditions.items()} for q, r in results.per_question.items()}
+
+            assert scores(again) == scores(local)
+        finally:
+            executor.shutdown()
+
+
+def test_evret_rag_cli_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rag_questions(tmp_path, 6)
+    base = ["rag", "--dataset", str(tmp_path / "questions.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
+            "--generator", "extractive", "--conditions", "gold", "--resamples", "10", "--output"]
+    assert main([*base, str(tmp_path / "local.json")]) == 0
+    assert main([*base, str(tmp_path / "ray.json"), "--executor", "ray", "--executor-option", "workers=2"]) == 0
+    local, on_ray = (json.loads((tmp_path / f"{n}.json").read_text(encoding="utf-8")) for n in ("local", "ray"))
+    assert on_ray["per_question"] == local["per_question"] and on_ray["conditions"] == local["conditions"]
+    assert on_ray["config"]["executor"]["name"] == "ray" and local["config"]["executor"] == {"name": "local"}
+    capsys.readouterr()
