@@ -73,3 +73,21 @@ def test_hash_is_chunk_independent_for_many_queries() -> None:
                for i in range(9000)]  # more than one 4,096-line chunk
     expected = hashlib.sha256("".join(reference(q) + "\n" for q in queries).encode("utf-8")).hexdigest()
     assert content_hash(queries) == expected
+
+
+def test_the_c_encoder_serves_on_cpython_and_a_failure_leaves_it_clean() -> None:
+    from evret_core import hashing
+
+    assert hashing._ENCODE is not None  # CPython has json's C encoder: the fast path is the one measured
+    q = QueryExample(query_id="q", query_text="t", relevant_doc_ids={"a": 1.0})
+    loop: list[Any] = []
+    loop.append(loop)
+    q.tags = {"k": loop}  # type: ignore[dict-item]  # a circular value, set after validation
+    with pytest.raises(ValueError, match="Circular reference"):  # json.dumps's own error
+        canonical_query_json(q)
+    q.tags = {"k": object()}  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        canonical_query_json(q)
+    fine = QueryExample(query_id="q2", query_text="t", relevant_doc_ids={"a": 1.0}, tags={"k": "v"})
+    assert canonical_query_json(fine) == reference(fine)  # no stale entry in the circular-reference table
+    assert not hashing._MARKERS
