@@ -5,8 +5,6 @@ scores on it as on the dict run."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +14,7 @@ from evret_core import EvaluationDataset, Evaluator, QueryExample, evaluate_run,
 from evret_core.errors import EvretError
 from evret_core.metrics import runcolumns
 from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
-
-_spec = importlib.util.spec_from_file_location("trec_eval_output", Path(__file__).with_name("trec_eval_output.py"))
-assert _spec and _spec.loader
-trec_eval_output = importlib.util.module_from_spec(_spec)
-sys.modules["trec_eval_output"] = trec_eval_output
-_spec.loader.exec_module(trec_eval_output)
-shared_dir = trec_eval_output.shared_dir
+from evret_core.testing.shared_data import shared_data
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "num_ret", "bpref"]
 RUNS = [("qrels.test", "results.test"), ("qrels.comment.test", "results.comment.test"),
@@ -52,7 +44,7 @@ def outcome(read: Any, path: Path) -> Any:
 
 @pytest.mark.parametrize(("qrels_name", "run_name"), RUNS)
 def test_trec_eval_runs_read_the_same(qrels_name: str, run_name: str, block: int) -> None:
-    data = shared_dir() / "datasets" / "trec_eval"
+    data = shared_data("datasets", "trec_eval", what="trec_eval's test suite")
     expected, got = read_run(data / run_name), read_run_columns(data / run_name)
     same_run(expected, got)
     qrels = read_qrels(data / qrels_name)
@@ -63,7 +55,7 @@ def test_trec_eval_runs_read_the_same(qrels_name: str, run_name: str, block: int
 
 @pytest.mark.parametrize(("qrels_name", "run_name"), RUNS)
 def test_the_evaluator_scores_a_columnar_run_as_the_dict_run(qrels_name: str, run_name: str) -> None:
-    data = shared_dir() / "datasets" / "trec_eval"
+    data = shared_data("datasets", "trec_eval", what="trec_eval's test suite")
     qrels = read_qrels(data / qrels_name)
     columns, dicts = read_run_columns(data / run_name), read_run(data / run_name)
     # the run's queries, one judged query it lacks (scored 0 with missing_queries="zero"), in an order of our own

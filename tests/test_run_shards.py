@@ -4,8 +4,6 @@ a query split across shards and bad lines are errors naming the file."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,13 +12,7 @@ import pytest
 from evret_core import evaluate_run, read_qrels, read_run
 from evret_core.errors import EvretError
 from evret_core.metrics.shards import evaluate_run_file, score_shard, shard_ranges
-
-_spec = importlib.util.spec_from_file_location("trec_eval_output", Path(__file__).with_name("trec_eval_output.py"))
-assert _spec and _spec.loader
-trec_eval_output = importlib.util.module_from_spec(_spec)
-sys.modules["trec_eval_output"] = trec_eval_output
-_spec.loader.exec_module(trec_eval_output)
-shared_dir = trec_eval_output.shared_dir
+from evret_core.testing.shared_data import shared_data
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "num_ret", "bpref"]
 
@@ -35,7 +27,7 @@ def assert_same(got: dict[str, float], expected: dict[str, float]) -> None:
                                                       ("qrels.comment.test", "results.comment.test")])
 @pytest.mark.parametrize("shards", [1, 2, 3, 8, 1000])
 def test_shards_score_as_the_whole_run(qrels_name: str, run_name: str, shards: int) -> None:
-    data = shared_dir() / "datasets" / "trec_eval"
+    data = shared_data("datasets", "trec_eval", what="trec_eval's test suite")
     expected = evaluate_run(read_qrels(data / qrels_name), read_run(data / run_name), METRICS, per_query=True)
     ranges = shard_ranges(data / run_name, shards)
     assert ranges[0][0] == 0 and ranges[-1][1] == (data / run_name).stat().st_size

@@ -27,8 +27,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from evret_core.errors import EvretError
-from evret_core.metrics.trec import duplicate_error, line_fields, run_fields
+from evret_core.metrics.trec import duplicate_error, line_fields, open_binary, run_fields
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 
@@ -288,12 +287,7 @@ def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) 
     error (naming the file and line); see the module for how.
     """
     path = Path(path)
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise EvretError(f"{path}: is a folder, not a file") from None
+    handle = open_binary(path)
     reader = _Reader(path, start, stop)
     with handle:
         for block, lines in blocks(handle, start, stop):

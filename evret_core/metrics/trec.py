@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Container, Iterator, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from evret_core.errors import EvretError
 from evret_core.outputs import write_output
@@ -27,14 +28,18 @@ class TrecRun(dict[str, dict[str, float]]):
     tag: str = ""
 
 
-def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+def open_binary(path: Path) -> BinaryIO:
+    """``path`` opened for reading bytes, or an EvretError that says it is missing or a folder."""
     try:
-        handle = path.open("rb")
+        return path.open("rb")
     except FileNotFoundError:
         raise EvretError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise EvretError(f"{path}: is a folder, not a file") from None
-    with handle:
+
+
+def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    with open_binary(path) as handle:
         # decoded line by line, so that a bad byte is reported with its line (a text stream decodes ahead)
         for lineno, raw in enumerate(handle, start=1):
             fields = line_fields(raw, lineno, path)
