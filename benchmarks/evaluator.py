@@ -62,16 +62,22 @@ def traced_peak(fn: Callable[[], Any]) -> float:
     return float(peak)
 
 
+def _reset_peak() -> int:
+    """Collect garbage, reset the process's peak resident memory (``VmHWM``), and return ``VmRSS`` (KiB)."""
+    gc.collect()
+    before = _kib("VmRSS")
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return before
+
+
 def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
     """Best wall time of ``repeat`` calls, the peak memory (bytes) the first call added, its result."""
     best, peak, result = float("inf"), 0.0, None
     for i in range(repeat):
-        gc.collect()
-        before = _kib("VmRSS")
-        try:
-            Path("/proc/self/clear_refs").write_text("5")
-        except OSError:
-            pass
+        before = _reset_peak()
         start = time.perf_counter()
         out = fn()
         best = min(best, time.perf_counter() - start)
@@ -181,11 +187,7 @@ def text_section(n: int, repeat: int) -> list[str]:
 
 def _phase(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     """Wall time of one call, and the process's peak resident memory (GiB) during it (high-water mark reset)."""
-    gc.collect()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
+    _reset_peak()
     start = time.perf_counter()
     out = fn()
     return time.perf_counter() - start, _kib("VmHWM") / 2**20, out

@@ -12,12 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, rank_dict
+from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row
 from evret_core.metrics.base import RankedBatch
 from evret_core.metrics.runcolumns import ColumnarRun
 from evret_core.models import QueryExample
 from evret_core.per_query import TextJudgments
-from evret_core.retrievers import RankedColumns
 
 __all__ = ["ColumnarRows"]
 
@@ -39,23 +38,17 @@ class _LazyRows(Sequence[Row]):
 
 class ColumnarRows(RetrievedRows):
     """Every dataset query's row, read from a :class:`ColumnarRun` when asked for (``positions[i]``: query
-    ``i``'s place in the run, -1 when the run lacks it)."""
+    ``i``'s place in the run, -1 when the run lacks it). ``len`` and ``row(i)`` are the base class's, over the
+    lazy rows."""
 
     def __init__(self, run: ColumnarRun, positions: np.ndarray, k: int) -> None:
         self.run = run
         self.positions = positions
         super().__init__(_LazyRows(self), k)  # type: ignore[arg-type]
 
-    def __len__(self) -> int:
-        return len(self.positions)
-
     def raw(self, i: int) -> Row:
         at = int(self.positions[i])
         return EMPTY if at < 0 else self.run.query(at)
-
-    def row(self, i: int) -> RankedColumns:
-        raw = self.raw(i)
-        return raw if isinstance(raw, RankedColumns) else rank_dict(raw, self.k)
 
     def batch(
         self,
