@@ -10,6 +10,11 @@ Inputs: keys whose ``__eq__``/``__hash__`` mutate the dicts while the queries ar
 ``__float__``, dict, str and float subclasses, bools, numpy scalars, huge ints, NaN and infinities, empty and
 ragged queries, duplicates, the same dict shared between queries and between run and qrels.
 
+``resample_sums`` (the bootstrap's sums, run without the GIL) gets wrong dtypes, byte orders, shapes and
+strides, read-only and too-small outputs, indexes out of range (negative, n, huge, in the last row only), and an
+index array another thread keeps writing bad values into while the kernel runs: each call raises TypeError or
+ValueError, or writes exactly what numpy's counts give.
+
 Run: ``python tests/fastrank_hostile.py [--rounds N] [--seed S]``; prints ``ok: ...`` and exits 0.
 """
 
@@ -301,6 +306,88 @@ def lookup_growth_case() -> Callable[[], tuple[Any, Any, Any]]:
     return build
 
 
+def resample_cases(reader: Any, rng: random.Random, rounds: int) -> int:
+    """``resample_sums`` on hostile arrays: a clear TypeError/ValueError, or the sums numpy's counts give."""
+    kernel = reader.resample_sums
+    calls = 0
+
+    def expect_error(errors: tuple[type[Exception], ...], *args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        try:
+            kernel(*args)
+        except errors as exc:
+            assert str(exc).startswith("resample_sums: "), exc
+            return
+        raise AssertionError(f"resample_sums accepted {[getattr(a, 'dtype', type(a)) for a in args]}")
+
+    x = np.random.default_rng(1).random((7, 3))
+    good = np.zeros((2, 7), dtype=np.int64)
+    out = np.zeros((2, 3))
+    bad_types = (TypeError,)
+    expect_error(bad_types, good.astype(np.int32), x, out)
+    expect_error(bad_types, good.astype(np.float64), x, out)
+    expect_error(bad_types, good.astype(">i8"), x, out)
+    expect_error(bad_types, good, x.astype(np.float32), out)
+    expect_error(bad_types, good, x.astype(">f8"), out)
+    expect_error(bad_types, good, x, out.astype(np.int64))
+    expect_error(bad_types, good.ravel(), x, out)
+    expect_error(bad_types, good, x.ravel(), out)
+    expect_error(bad_types, np.zeros((2, 14), dtype=np.int64)[:, ::2], x, out)  # strided
+    expect_error(bad_types, good, np.asfortranarray(np.random.default_rng(2).random((7, 3))), out)
+    frozen = out.copy()
+    frozen.flags.writeable = False
+    expect_error(bad_types, good, x, frozen)
+    expect_error(bad_types, b"\0" * 112, x, out)
+    expect_error(bad_types, "not an array", x, out)
+    expect_error((ValueError,), good, x, np.zeros((1, 3)))  # too few output rows
+    expect_error((ValueError,), good, x, np.zeros((2, 2)))
+    expect_error((ValueError,), good, np.zeros((6, 3)), out)
+    expect_error((ValueError,), np.zeros((2, 0), dtype=np.int64), np.zeros((0, 3)), out)
+    expect_error((ValueError,), good, np.zeros((7, 0)), np.zeros((2, 0)))
+    for bad in (-1, 7, 2**62, -(2**63)):
+        index = good.copy()
+        index[-1, -1] = bad
+        expect_error((ValueError,), index, x, out)
+    for _ in range(rounds):
+        n, m, rows = rng.randint(1, 40), rng.randint(1, 9), rng.randint(0, 6)
+        x = np.random.default_rng(rng.randrange(2**32)).random((n, m)) * 10 - 5
+        index = np.random.default_rng(rng.randrange(2**32)).integers(0, n, size=(rows, n))
+        out = np.full((rows, m), np.nan)
+        kernel(index, x, out)
+        calls += 1
+        counts = np.zeros((rows, n))
+        for r in range(rows):
+            counts[r] = np.bincount(index[r], minlength=n)
+        np.testing.assert_allclose(out, counts @ x, rtol=1e-12, atol=1e-12)
+    # a second thread writes bad indexes while the kernel runs without the GIL: an error or right-sized sums
+    import threading
+
+    n = 50_000
+    index = np.random.default_rng(3).integers(0, n, size=(40, n))
+    x = np.random.default_rng(4).random((n, 4))
+    stop = threading.Event()
+
+    def scribble() -> None:
+        spots = np.random.default_rng(5)
+        while not stop.is_set():
+            index.flat[spots.integers(0, index.size, 64)] = spots.choice([-1, n, 2**40], 64)
+
+    writer = threading.Thread(target=scribble)
+    writer.start()
+    try:
+        for _ in range(5):
+            calls += 1
+            try:
+                kernel(index, x, np.empty((40, 4)))
+            except ValueError as exc:
+                assert "outside [0, n)" in str(exc), exc
+    finally:
+        stop.set()
+        writer.join()
+    return calls
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=400)
@@ -310,10 +397,12 @@ def main() -> int:
     reader = load_reader()
     rng = random.Random(args.seed)
     calls, read = direct_cases(reader, rng, args.rounds)
+    resampled = resample_cases(reader, rng, args.rounds)
     both_paths(reader, lookup_growth_case())
     for i in range(args.rounds // 4):
         both_paths(reader, hostile_case(args.seed * 100_003 + i))
-    print(f"ok: {calls} direct calls ({read} read, the rest declined), {args.rounds // 4 + 1} engine cases")
+    print(f"ok: {calls} direct calls ({read} read, the rest declined), {args.rounds // 4 + 1} engine cases, "
+          f"{resampled} resample_sums calls")
     return 0
 
 

@@ -22,6 +22,13 @@
  * once into a small open-addressing table (the str's cached hash, then str equality), which rejects a document
  * listed twice (None: the pure path raises its error naming query and document) and gives each judged document's
  * 0-based position (-1 when not listed). Same buffers as rank_chunk.
+ *
+ * resample_sums(index, matrix, out) is the bootstrap's inner loop (evret_core.stats): for each row of drawn
+ * indexes it counts how often each of the n rows was drawn, then sums count x value per metric, in row order. It
+ * reads only native int64/float64 C-contiguous 2-D buffers (anything else is a TypeError), checks the shapes, and
+ * runs without the GIL while it holds the buffers (so they cannot be resized); each index is read once and checked
+ * against n before it is used, so another thread writing the arrays meanwhile gives wrong sums or a ValueError,
+ * never a write out of bounds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -376,6 +383,129 @@ done:
     return result;
 }
 
+/* -- resample_sums: the bootstrap's per-resample sums, without the GIL ------------------------------------------ */
+
+/* a C-contiguous 2-D buffer of 8-byte items whose format is one of `formats`; 0 with an exception set otherwise */
+static int
+matrix_view(PyObject *obj, Py_buffer *view, int writable, const char *formats, const char *what)
+{
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    int ok = PyObject_GetBuffer(obj, view, flags) == 0;
+    if (ok) {
+        const char *f = view->format ? view->format : "B";
+        ok = view->ndim == 2 && view->itemsize == 8 && strlen(f) == 1 && strchr(formats, f[0]) != NULL;
+        if (!ok) PyBuffer_Release(view);
+    }
+    if (!ok) { /* not a buffer, strided, read-only, another type or byte order: one message naming the argument */
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "resample_sums: %s must be a C-contiguous%s 2-D array of %s", what,
+                     writable ? ", writable" : "", formats[0] == 'd' ? "native float64" : "native int64");
+    }
+    return ok;
+}
+
+/* a[k] = sum over i of counts[i] * x[i * m + k] for k < width (1 to 4), added in row order; one loop per width so
+ * that the compiler keeps the sums in registers */
+#define DOT_LOOP(BODY)                                                                                              \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                                          \
+        const double c = (double)counts[i];                                                                         \
+        const double *row = x + i * m;                                                                              \
+        BODY                                                                                                        \
+    }
+static void
+dot_counts(const int32_t *counts, const double *x, Py_ssize_t n, Py_ssize_t m, Py_ssize_t width, double *a)
+{
+    double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+    switch (width) {
+    case 1: DOT_LOOP(a0 += c * row[0];) break;
+    case 2: DOT_LOOP(a0 += c * row[0]; a1 += c * row[1];) break;
+    case 3: DOT_LOOP(a0 += c * row[0]; a1 += c * row[1]; a2 += c * row[2];) break;
+    default: DOT_LOOP(a0 += c * row[0]; a1 += c * row[1]; a2 += c * row[2]; a3 += c * row[3];) break;
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+#undef DOT_LOOP
+
+static PyObject *
+resample_sums(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *index_obj, *matrix_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OOO", &index_obj, &matrix_obj, &out_obj)) return NULL;
+    Py_buffer index, matrix, out;
+    if (!matrix_view(index_obj, &index, 0, "lq", "index")) return NULL;
+    if (!matrix_view(matrix_obj, &matrix, 0, "d", "matrix")) {
+        PyBuffer_Release(&index);
+        return NULL;
+    }
+    if (!matrix_view(out_obj, &out, 1, "d", "out")) {
+        PyBuffer_Release(&index);
+        PyBuffer_Release(&matrix);
+        return NULL;
+    }
+    const Py_ssize_t rows = index.shape[0], n = index.shape[1], m = matrix.shape[1];
+    PyObject *result = NULL;
+    if (matrix.shape[0] != n || out.shape[0] != rows || out.shape[1] != m || n < 1 || m < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "resample_sums: shapes do not fit: index %zd x %zd, matrix %zd x %zd, out %zd x %zd",
+                     rows, n, matrix.shape[0], m, out.shape[0], out.shape[1]);
+        goto done;
+    }
+    if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "resample_sums: more than 2**31 - 1 rows");
+        goto done;
+    }
+    const int64_t *idx = (const int64_t *)index.buf;
+    const double *x = (const double *)matrix.buf;
+    double *sums = (double *)out.buf;
+    int bad = 0, no_memory = 0;
+    /* Each resample: count how often each row was drawn (each index is read once and checked against n before it
+     * is used: another thread may write the arrays while the GIL is released), then out[r, k] = sum over i of
+     * count[i] * matrix[i, k], added in row order i = 0, 1, ..., n - 1, four metrics at a time in registers. The
+     * counts (4 bytes a row: no count can pass n) stay in cache where a gather of the matrix's rows would not. */
+    Py_BEGIN_ALLOW_THREADS
+    int32_t *counts = PyMem_RawCalloc((size_t)n, sizeof(int32_t));
+    if (counts == NULL) no_memory = 1;
+    for (Py_ssize_t r = 0; r < rows && counts != NULL; r++) {
+        const int64_t *drawn = idx + r * n;
+        for (Py_ssize_t j = 0; j < n; j++) {
+            const int64_t v = drawn[j];
+            if (v < 0 || v >= n) {
+                bad = 1;
+                break;
+            }
+            counts[v]++;
+        }
+        if (bad) break;
+        for (Py_ssize_t k0 = 0; k0 < m; k0 += 4) {
+            const Py_ssize_t width = m - k0 < 4 ? m - k0 : 4;
+            double a[4] = {0.0, 0.0, 0.0, 0.0};
+            dot_counts(counts, x + k0, n, m, width, a);
+            memcpy(sums + r * m + k0, a, (size_t)width * sizeof(double));
+        }
+        memset(counts, 0, (size_t)n * sizeof(int32_t));
+    }
+    PyMem_RawFree(counts);
+    Py_END_ALLOW_THREADS
+    if (no_memory) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "resample_sums: an index is outside [0, n)");
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&index);
+    PyBuffer_Release(&matrix);
+    PyBuffer_Release(&out);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"rank_chunk", rank_chunk, METH_VARARGS,
      "rank_chunk(runs, judged, scan_limit=48) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or "
@@ -384,13 +514,18 @@ static PyMethodDef methods[] = {
     {"rank_lists_chunk", rank_lists_chunk, METH_VARARGS,
      "rank_lists_chunk(lists, judged) -> (num_ret, qrel_lengths, ranks, grades) as bytearrays, or None: "
      "use the pure path (anything but lists/tuples of str, dicts of str -> float/int, or a document listed twice)."},
+    {"resample_sums", resample_sums, METH_VARARGS,
+     "resample_sums(index, matrix, out) -> None: out[r, k] = sum over i of (times i is drawn in index[r]) * "
+     "matrix[i, k], added in row order, with the GIL released. index: int64 rows x n, matrix: float64 n x m, out: float64 rows x m, "
+     "all C-contiguous; an index outside [0, n) raises ValueError."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_fastrank",
-    .m_doc = "Compiled reader of run/qrels dicts for the metrics engine (optional).",
+    .m_doc = "Compiled reader of run/qrels dicts for the metrics engine, and the bootstrap's resample sums "
+             "(optional).",
     .m_size = -1,
     .m_methods = methods,
 };

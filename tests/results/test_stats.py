@@ -140,6 +140,23 @@ def test_bootstrap_intervals_share_resamples_and_chunk() -> None:
     assert chunked == pytest.approx(both["a"])
 
 
+def test_resampled_means_drawn_in_a_second_thread_are_the_one_stream() -> None:
+    """Many chunks go through the drawing thread; the means must be those of one generator's draws, in order."""
+    import evret_core.stats as stats
+
+    matrix = np.random.default_rng(5).random((37, 2))
+    saved = stats._CHUNK_CELLS
+    try:
+        stats._CHUNK_CELLS = 37 * 2 * 3  # 3 resamples a chunk: 34 chunks for 100 resamples
+        means = stats._resampled_means(matrix, 100, np.random.default_rng(9))
+    finally:
+        stats._CHUNK_CELLS = saved
+    index = np.random.default_rng(9).integers(0, 37, size=(100, 37))
+    np.testing.assert_allclose(means, matrix[index].mean(axis=1), rtol=1e-13)
+    once = stats._resampled_means(matrix, 100, np.random.default_rng(9))  # one chunk, no thread
+    np.testing.assert_allclose(means, once, rtol=1e-13)
+
+
 def test_bad_options_are_evret_errors() -> None:
     with pytest.raises(EvretError, match="confidence_level"):
         bootstrap_interval([1, 2], confidence_level=95)
@@ -197,3 +214,56 @@ def test_slices_flag_small_ones() -> None:
     assert out["kind"]["b"] == {"n": 1, "scores": {"m": 1.0}, "intervals": {"m": [1.0, 1.0]}, "small": True}
     assert out["lang"]["en"]["small"] is True
     assert math.isclose(sum(s["n"] for s in out["kind"].values()), 4)
+
+
+class _KernelSpy:
+    """The compiled ``resample_sums``, counting its calls."""
+
+    def __init__(self, real: object) -> None:
+        self.real, self.calls = real, 0
+
+    def __call__(self, *args: object) -> None:
+        self.calls += 1
+        self.real(*args)  # type: ignore[operator]
+
+
+def test_compiled_resample_sums_agree_with_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same draws, sums added in another order: the means agree to 1e-12 and so do the intervals."""
+    import os
+
+    import evret_core.stats as stats
+
+    real = stats._resample_kernel()
+    if real is None:
+        if os.environ.get("CI"):
+            pytest.fail("the compiled accelerator is not built (CI must test it)")
+        pytest.skip("the compiled accelerator evret_core.metrics._fastrank is not built (no C compiler at install)")
+    columns = {f"m{k}": np.random.default_rng(k).random(3001) ** (k + 1) for k in range(6)}  # 6 metrics: 4 + 2
+    monkeypatch.setattr(stats, "_CHUNK_CELLS", 3001 * 6 * 40)  # 40 resamples a chunk: the drawing thread runs
+    spy = _KernelSpy(real)
+    monkeypatch.setattr(stats, "_resample_kernel", lambda: spy)
+    matrix = np.column_stack(list(columns.values()))
+    compiled = stats._resampled_means(matrix, 300, np.random.default_rng(4))
+    compiled_intervals = stats.bootstrap_intervals(columns, n_resamples=300, seed=4)
+    assert spy.calls == 2 * 8
+    monkeypatch.setattr(stats, "_resample_kernel", lambda: None)
+    plain = stats._resampled_means(matrix, 300, np.random.default_rng(4))
+    np.testing.assert_allclose(compiled, plain, rtol=1e-12)
+    plain_intervals = stats.bootstrap_intervals(columns, n_resamples=300, seed=4)
+    for name in columns:
+        assert compiled_intervals[name] == pytest.approx(plain_intervals[name], rel=1e-12)
+
+
+def test_add_statistics_beside_the_hash_gives_the_same_intervals() -> None:
+    """With a dataset, the bootstrap runs in a thread beside the dataset's hash: same numbers as alone."""
+    from evret_core import EvaluationDataset, Evaluator, QueryExample
+
+    rng = np.random.default_rng(8)
+    qrels = {f"q{i}": {f"d{i}_{j}": 1.0 for j in range(int(rng.integers(1, 4)))} for i in range(400)}
+    run = {q: {f"d{q[1:]}_{j}": float(rng.random()) for j in range(6)} for q in qrels}
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=r)
+                                         for q, r in qrels.items()])
+    results = Evaluator(run, ["ndcg@5", "recall@5"], n_resamples=200, seed=3).evaluate(dataset)
+    _, columns, _ = results.score_columns()
+    assert results.intervals == bootstrap_intervals(columns, n_resamples=200, seed=3)
+    assert results.manifest is not None and results.manifest.dataset["hash"] == dataset.content_hash()
