@@ -23,6 +23,9 @@ __all__ = ["canonical_query_json", "content_hash"]
 
 _OPTIONS: dict[str, Any] = {"sort_keys": True, "ensure_ascii": False}
 _MARKERS: dict[int, Any] = {}  # the circular-reference check's table, emptied after a failed call
+# lines hashed per update: bounds memory for millions of queries, and each update of this many lines (over 2 KiB)
+# lets other threads run (hashlib releases the GIL), e.g. the bootstrap the evaluator runs beside the hash
+_LINES_PER_UPDATE = 1024
 
 
 def _c_encoder() -> Callable[[Any, int], Any] | None:
@@ -69,7 +72,7 @@ def content_hash(queries: Iterable[Any]) -> str:
     lines: list[str] = []
     for query in queries:
         lines.append(canonical_query_json(query))
-        if len(lines) >= 4096:  # bounded memory for millions of queries, few update calls
+        if len(lines) >= _LINES_PER_UPDATE:
             digest.update(("\n".join(lines) + "\n").encode("utf-8"))
             lines.clear()
     if lines:

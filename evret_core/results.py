@@ -300,15 +300,29 @@ def add_statistics(
     _, columns, tags = results.score_columns()
     results.config = redact(results.config)
     results.confidence_level = confidence_level
-    results.intervals = bootstrap_intervals(columns, confidence_level, n_resamples, seed)
-    sliced = slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size)
+    settings = {"confidence_level": confidence_level, "n_resamples": n_resamples, "interval": "percentile bootstrap",
+                "min_slice_size": min_slice_size}
+
+    def resample() -> tuple[dict[str, list[float]], dict[str, Any]]:
+        return (bootstrap_intervals(columns, confidence_level, n_resamples, seed),
+                slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size))
+
+    if dataset is None:
+        intervals, sliced = resample()
+        manifest = build_manifest(results, None, seed, settings)
+    else:
+        # the bootstrap is numpy and C work that runs without the GIL; the dataset's hash is Python work: on two
+        # cores they run side by side (the hash lets the bootstrap's threads in at each of its digest updates)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evret-statistics") as pool:
+            pending = pool.submit(resample)
+            manifest = build_manifest(results, dataset, seed, settings)
+            intervals, sliced = pending.result()
+    results.intervals = intervals
     results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
                       for tag, values in sliced.items()}
-    results.manifest = build_manifest(
-        results, dataset, seed,
-        {"confidence_level": confidence_level, "n_resamples": n_resamples, "interval": "percentile bootstrap",
-         "min_slice_size": min_slice_size},
-    )
+    results.manifest = manifest
     return results
 
 
