@@ -245,7 +245,7 @@ def trec_section(n: int, small: int, n_resamples: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--text-queries", type=int, default=2000)
+    parser.add_argument("--text-queries", type=int, default=2000, help="queries of the text-labelled case (0: skip)")
     parser.add_argument("--trec", type=int, default=0, help="queries of the TREC run file case (0: skip)")
     parser.add_argument("--trec-compare", type=int, default=100_000,
                         help="queries of the run file both readers evaluate, for the ratio (0: skip)")
@@ -256,8 +256,9 @@ def main() -> None:
     print(f"compiled reader: {'yes' if accelerator() is not None else 'no'}; metrics {', '.join(METRICS)}")
     if not args.trec_only:
         print("\n".join(id_section(args.queries, args.repeat)))
-        print()
-        print("\n".join(text_section(args.text_queries, args.repeat)))
+        if args.text_queries:
+            print()
+            print("\n".join(text_section(args.text_queries, args.repeat)))
     if args.trec or args.trec_compare and args.trec_only:
         print()
         print("\n".join(trec_section(args.trec, args.trec_compare, args.resamples)))

@@ -208,8 +208,10 @@ class Evaluator:
             from evret_core.evaluators.run_rows import ColumnarRows
 
             return ColumnarRows(run, positions, self.k)
-        return RetrievedRows([coerce_row(run[q.query_id], f"precomputed run, query {q.query_id!r}", self.k)
-                              if q.query_id in run else EMPTY for q in queries], self.k)
+        absent = object()  # a dict row is kept as it is, before any per-query message is built
+        return RetrievedRows([EMPTY if (raw := run.get(q.query_id, absent)) is absent else raw if type(raw) is dict
+                              else coerce_row(raw, f"precomputed run, query {q.query_id!r}", self.k)
+                              for q in queries], self.k)
 
     def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
         """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
