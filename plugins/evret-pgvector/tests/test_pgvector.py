@@ -68,11 +68,20 @@ def postgres() -> Iterator[str]:
             pytest.fail("no 'postgres' system user: PostgreSQL refuses to run as root; run .ci/test-setup.sh")
         os.chown(base, user.pw_uid, user.pw_gid)
         prefix = ["runuser", "-u", "postgres", "--"]
+        reach = subprocess.run([*prefix, "test", "-x", str(bin_dir / "initdb")], capture_output=True)
+        if reach.returncode != 0:
+            shutil.rmtree(base, ignore_errors=True)
+            closed = [str(p) for p in reversed(bin_dir.parents) if p.is_dir() and not p.stat().st_mode & 0o001]
+            pytest.fail(f"PostgreSQL runs as the postgres user, which cannot reach {bin_dir / 'initdb'}: "
+                        f"{', '.join(closed) or 'a folder above it'} is not searchable by others (a 0700 folder, "
+                        f"as mktemp -d makes); chmod o+x it, or clone the project elsewhere")
     data, log = base / "data", base / "server.log"
     port = _free_port()
     try:
-        subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                        "-E", "UTF8", "--no-instructions"], check=True, capture_output=True)
+        made = subprocess.run([*prefix, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+                               "-E", "UTF8", "--no-instructions"], capture_output=True, text=True)
+        if made.returncode != 0:
+            pytest.fail(f"initdb failed (exit {made.returncode}): {made.stderr or made.stdout}")
         started = subprocess.run(
             [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
              "-o", f"-p {port} -c listen_addresses=127.0.0.1 -k {base}", "start"],
