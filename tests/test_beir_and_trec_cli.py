@@ -90,6 +90,34 @@ def test_cli_trec_json_complete_and_level(capsys: pytest.CaptureFixture[str]) ->
     assert f"{out['per_query']['302']['precision@10']:.4f}" == expected["302"]["P_10"]
 
 
+@pytest.mark.parametrize("run_name", ["results.test", "results.trunc"])
+@pytest.mark.parametrize("extra", [[], ["--complete"], ["--relevance-level", "2"]])
+def test_cli_trec_in_shards_prints_the_same_table(run_name: str, extra: list[str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """--shards / --executor local: each shard reads its part of the file; the table is the in-process one."""
+    base = _trec_files()
+    lines = (base / run_name).read_text().splitlines(keepends=True)
+    run = tmp_path / run_name  # results.trunc interleaves its queries: sorted by query (stable), as shards need
+    run.write_text("".join(sorted(lines, key=lambda line: line.split()[0])))
+    argv = ["trec", str(base / "qrels.test"), str(run), "--per-query", *extra]
+    assert main(argv) == 0
+    whole = capsys.readouterr().out
+    for flags in (["--shards", "2"], ["--shards", "7"], ["--executor", "local"]):
+        assert main([*argv, *flags]) == 0
+        assert capsys.readouterr().out == whole, flags
+    if extra == ["--complete"] and run_name == "results.trunc":
+        rows = {(q, m.strip()): v for m, q, v in (line.split("\t") for line in whole.splitlines())}
+        assert rows[("all", "bpref")] == parse_output(base / "out.test.aqc")["all"]["bpref"]
+
+
+def test_cli_trec_bad_shards_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    base = _trec_files()
+    assert main(["trec", str(base / "qrels.test"), str(base / "results.test"), "--shards", "0"]) == 2
+    assert "--shards must be a positive integer, got 0" in capsys.readouterr().err
+    assert main(["trec", str(base / "qrels.test"), str(base / "results.test"), "--executor", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
 def test_cli_trec_metric_options_in_names(capsys: pytest.CaptureFixture[str]) -> None:
     base = _trec_files()
     argv = ["trec", str(base / "qrels.comment.test"), str(base / "results.comment.test"), "--json"]

@@ -113,3 +113,30 @@ def test_shard_qrels_read_as_read_qrels(text: str, block: int, tmp_path: Path,
             return str(exc)
 
     assert outcome(read_qrels_for) == outcome(read_qrels)
+
+
+@pytest.mark.parametrize("shards", [1, 2, 5])
+def test_complete_scores_the_judged_queries_missing_from_the_run(tmp_path: Path, shards: int) -> None:
+    """trec_eval -c in shards: the run's queries, then the judged ones no shard saw, as evaluate_run does."""
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q{q} Q0 d{d} {d} {30 - d} t\n" for q in (1, 3, 5, 7) for d in range(12)))
+    qrels = tmp_path / "qrels"
+    qrels.write_text("q9 0 d1 1\nq9 0 d2 0\nq1 0 d3 1\nq2 0 d4 2\nq2 0 d5 1\nq5 0 d0 1\nq8 0 d7 0\n")
+    metrics = ["num_ret", "num_rel", "num_rel_ret", "recall@10", "ndcg@10", "bpref"]
+    expected = evaluate_run(read_qrels(qrels), read_run(run), metrics, per_query=True, complete=True)
+    got = evaluate_run_file(qrels, run, metrics, shards=shards, complete=True)
+    assert got.qids == list(expected) == ["q1", "q5", "q9", "q2", "q8"]
+    for qid, values in expected.items():
+        assert_same(got.per_query(qid), values)
+    assert got.per_query("q2")["num_rel"] == 2.0 and got.per_query("q2")["num_ret"] == 0.0
+    plain = evaluate_run_file(qrels, run, metrics, shards=shards)
+    assert plain.qids == ["q1", "q5"]
+
+
+def test_complete_scores_a_run_that_shares_no_query(tmp_path: Path) -> None:
+    (tmp_path / "run").write_text("x Q0 d1 1 1.0 t\n")
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n")
+    with pytest.raises(EvretError, match="complete=True scores every judged query"):
+        evaluate_run_file(tmp_path / "qrels", tmp_path / "run", ["num_rel"])
+    got = evaluate_run_file(tmp_path / "qrels", tmp_path / "run", ["num_rel", "num_ret"], complete=True)
+    assert got.qids == ["q1"] and got.per_query("q1") == {"num_rel": 1.0, "num_ret": 0.0}

@@ -1,4 +1,9 @@
-"""``evret trec QRELS RUN``: score a TREC run file against a qrels file, printing a trec_eval-like table."""
+"""``evret trec QRELS RUN``: score a TREC run file against a qrels file, printing a trec_eval-like table.
+
+With ``--shards N`` or ``--executor NAME`` the run file is scored in shards (``evaluate_run_file``): each shard
+reads its own byte range, so no process holds the whole run, and an executor with ``map_shards`` (``ray``, from
+evret-ray) scores them in parallel. The output is the same table.
+"""
 
 from __future__ import annotations
 
@@ -29,6 +34,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="score every judged query; queries missing from the run score 0 (trec_eval -c)")
     p.add_argument("-l", "--relevance-level", type=float, metavar="N",
                    help="a document is relevant when its grade is >= N (trec_eval -l; default: grade > 0)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="score the run file in N shards, each reading only its part (default with --executor: one "
+                        "per 256 MiB); the run's lines of one query must be adjacent")
+    p.add_argument("--executor", help="where the shards run: local (default, one after another) or a plugin's "
+                                      "executor, e.g. ray (evret-ray)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable), e.g. address=auto for ray")
     p.set_defaults(func=run)
 
 
@@ -36,29 +48,67 @@ def _format(family: str, value: float) -> str:
     return f"{value:.0f}" if family in COUNT_FAMILIES else f"{value:.4f}"
 
 
-def run(args: argparse.Namespace) -> int:
-    from evret_core.limits import check_float
-    from evret_core.metrics.engine import evaluate_run, resolve_metrics
+def _first_tag(path: str) -> str:
+    """The run tag of the file's first run line ("" when there is none): what ``read_run_columns`` reports."""
+    with open(path, "rb") as handle:
+        for raw in handle:
+            fields = raw.decode("utf-8", "replace").split()
+            if len(fields) == 6 and not fields[0].startswith("#"):
+                return fields[5]
+    return ""
+
+
+def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, list[str], dict[str, Any]]:
+    """The run tag, the scored query ids and each metric's per-query values (in that order)."""
+    if args.shards is not None or args.executor is not None or args.executor_option:
+        from evret_core.cli.options import parse_options
+        from evret_core.errors import EvretError
+        from evret_core.executors import resolve_executor
+        from evret_core.metrics.shards import evaluate_run_file
+
+        if args.shards is not None and args.shards < 1:
+            raise EvretError(f"--shards must be a positive integer, got {args.shards}")
+        executor = resolve_executor(args.executor, parse_options(args.executor_option, "--executor-option"))
+        try:
+            scored = evaluate_run_file(args.qrels, args.run, metrics, shards=args.shards, executor=executor,
+                                       relevance_level=args.relevance_level, complete=args.complete)
+        finally:
+            shutdown = getattr(executor, "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+        return _first_tag(args.run), scored.qids, scored.values
+    from evret_core.metrics.engine import evaluate_run
     from evret_core.metrics.runcolumns import read_run_columns
     from evret_core.metrics.trec import read_qrels
 
-    if args.relevance_level is not None:
-        check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
-    metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
     qrels = read_qrels(args.qrels)
     trec_run = read_run_columns(args.run)  # columns: a query's dict is built only while its chunk is scored
     per_query: dict[str, dict[str, float]] = evaluate_run(
         qrels, trec_run, metrics, per_query=True,
         relevance_level=args.relevance_level, complete=args.complete,
     )
-    qids = sorted(per_query)
+    qids = list(per_query)
+    return trec_run.tag, qids, {m.name: [per_query[q][m.name] for q in qids] for m in metrics}
+
+
+def run(args: argparse.Namespace) -> int:
+    from evret_core.limits import check_float
+    from evret_core.metrics.engine import resolve_metrics
+
+    if args.relevance_level is not None:
+        check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
+    metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
+    tag, scored_qids, columns = _scores(args, metrics)
+    row = {q: i for i, q in enumerate(scored_qids)}
+    qids = sorted(scored_qids)
+    per_query = {q: {m.name: float(columns[m.name][row[q]]) for m in metrics} for q in qids}
     aggregate: dict[str, float] = {}
     for m in metrics:
         values = [per_query[q][m.name] for q in qids]
         total = float(sum(values))
         aggregate[m.name] = total if m.family in COUNT_FAMILIES else total / len(values)
     if args.json:
-        out: dict[str, Any] = {"run": trec_run.tag, "num_q": len(qids), "all": aggregate}
+        out: dict[str, Any] = {"run": tag, "num_q": len(qids), "all": aggregate}
         if args.per_query:
             out["per_query"] = {q: per_query[q] for q in qids}
         print(json.dumps(out, indent=2))
@@ -68,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if args.per_query:
         for q in qids:
             lines += [f"{m.name:<{width}}\t{q}\t{_format(m.family, per_query[q][m.name])}" for m in metrics]
-    lines.append(f"{'runid':<{width}}\tall\t{trec_run.tag}")
+    lines.append(f"{'runid':<{width}}\tall\t{tag}")
     lines.append(f"{'num_q':<{width}}\tall\t{len(qids)}")
     lines += [f"{m.name:<{width}}\tall\t{_format(m.family, aggregate[m.name])}" for m in metrics]
     print("\n".join(lines))

@@ -9,8 +9,11 @@ in this process, one after another, or on an executor that has ``map_shards`` (e
 Ray tasks), and joins the per-query columns: the driver never holds the run, only per-query results.
 
 The per-query values are those of ``evaluate_run(read_qrels(qrels), read_run(run), metrics, per_query=True)``,
-queries in the run's order (trec_eval's query set: the run's judged queries). A query whose lines are not adjacent
-can land in two shards: that is an error naming the query (sort the run by query: ``sort -s -k1,1``).
+queries in the run's order (trec_eval's query set: the run's judged queries). With ``complete=True`` (trec_eval
+-c) every judged query counts: after the shards, the driver reads from the qrels file the judgments of the
+queries no shard scored (only theirs) and scores them as absent from the run, after the run's queries in qrels
+order, as ``evaluate_run(..., complete=True)`` does. A query whose lines are not adjacent can land in two shards:
+that is an error naming the query (sort the run by query: ``sort -s -k1,1``).
 """
 
 from __future__ import annotations
@@ -192,9 +195,11 @@ def evaluate_run_file(
     shards: int | None = None,
     executor: Any = None,
     relevance_level: float | None = None,
+    complete: bool = False,
 ) -> RunFileScores:
     """Score a TREC run file against a qrels file shard by shard (see the module), in this process or on
-    ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``)."""
+    ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``); ``complete`` also scores the
+    judged queries missing from the run (trec_eval -c)."""
     from evret_core.metrics.engine import resolve_metrics
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
@@ -223,6 +228,32 @@ def evaluate_run_file(
             parts[name].append(shard.values[name])
         peaks.append(shard.peak_rss)
         pids.append(shard.pid)
+    if complete:
+        missing = _unscored_judgments(qrels_path, seen)
+        if missing:
+            from evret_core.metrics.engine import evaluate_run
+
+            scored = evaluate_run(missing, {}, resolved, per_query=True, relevance_level=relevance_level,
+                                  complete=True)
+            qids.extend(missing)
+            for name in names:
+                parts[name].append(np.fromiter((scored[q][name] for q in missing), np.float64, len(missing)))
     if not qids:
-        raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)")
+        raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)"
+                         + ("" if complete else "; complete=True scores every judged query, missing ones as 0"))
     return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids)
+
+
+class _Except:
+    """The queries not in ``scored``, as a container for :func:`read_qrels_for`."""
+
+    def __init__(self, scored: set[str]) -> None:
+        self.scored = scored
+
+    def __contains__(self, qid: object) -> bool:
+        return qid not in self.scored
+
+
+def _unscored_judgments(qrels_path: str | Path, scored: set[str]) -> dict[str, dict[str, float]]:
+    """The qrels file's judgments of the queries no shard scored, in file order."""
+    return read_qrels_for(qrels_path, _Except(scored))

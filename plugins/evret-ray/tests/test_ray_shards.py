@@ -65,3 +65,15 @@ def test_a_bad_line_read_on_a_worker_names_the_file_and_line(tmp_path: Path) -> 
     qrels.write_text("q1 0 d2 1\n")
     with pytest.raises(EvretError, match=r"run\.trec:21: score is NaN"):
         evaluate_run_file(qrels, run, ["ndcg@10"], shards=3, executor=RayExecutor(workers=2))
+
+
+def test_evret_trec_cli_scores_shards_on_ray(capsys: pytest.CaptureFixture[str]) -> None:
+    """``evret trec --executor ray --shards N`` prints the table the in-process command prints, complete included."""
+    from evret_core.cli import main
+
+    data = trec_eval_dir()
+    argv = ["trec", str(data / "qrels.comment.test"), str(data / "results.comment.test"), "--per-query", "-c"]
+    assert main(argv) == 0
+    whole = capsys.readouterr().out
+    assert main([*argv, "--executor", "ray", "--executor-option", "workers=2", "--shards", "4"]) == 0
+    assert capsys.readouterr().out == whole
