@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.contexts import ContextColumns
 from evret_core.errors import EvretError
 from evret_core.executors import Executor, GenerateRun, JudgeRun
 from evret_core.metrics.base import Metric, RankedBatch
@@ -300,7 +301,11 @@ class RayExecutor(Executor):
             # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
             # worker idles while another still starts or finishes a long batch
             size = max(1, min(batch_size, math.ceil(len(contexts) / (8 * workers))))
-            batches = [list(contexts[i : i + size]) for i in range(0, len(contexts), size)]
+            # columns travel as columns: a slice pickles as the answers and texts it uses plus two index arrays,
+            # and the judge on the worker reads them as it would locally (no JudgmentContext built for it)
+            columns = isinstance(contexts, ContextColumns)
+            batches = [contexts[i : i + size] if columns else list(contexts[i : i + size])
+                       for i in range(0, len(contexts), size)]
             limiter = self._limiter_actor()
             actor = ray.remote(JudgeWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
                                                     max_concurrency=self.batches_per_worker + 2)

@@ -351,3 +351,36 @@ def test_evret_rag_cli_runs_on_ray(tmp_path: Path, capsys: pytest.CaptureFixture
     assert on_ray["per_question"] == local["per_question"] and on_ray["conditions"] == local["conditions"]
     assert on_ray["config"]["executor"]["name"] == "ray" and local["config"]["executor"] == {"name": "local"}
     capsys.readouterr()
+
+
+class _SeesColumns:
+    """A judge whose verdict says whether its batch came as ContextColumns (and matched the answer verbatim)."""
+
+    name = "sees-columns"
+
+    def batch_judge(self, contexts: Any) -> list[bool]:
+        from evret_core.contexts import ContextColumns
+
+        columns = isinstance(contexts, ContextColumns)
+        return [columns and c.expected_text in c.retrieved_text for c in contexts]
+
+
+def test_context_columns_reach_the_judge_workers_as_columns() -> None:
+    """The Ray executor ships a ContextColumns batch as columns (compact pickles), a list as a list."""
+    import pickle
+
+    from evret_core.contexts import ContextColumns
+    from evret_core.models import JudgmentContext
+
+    plain = [JudgmentContext(query=f"q{i}", expected_text=f"a{i % 7}", retrieved_text=f"text a{i % 7} " * 40)
+             for i in range(400)]
+    columns = ContextColumns.of(plain)
+    executor = RayExecutor(workers=2)
+    try:
+        got = executor.judge(_SeesColumns(), columns, 50, lambda done: None)
+        assert got.verdicts == [True] * 400
+        assert executor.judge(_SeesColumns(), plain, 50, lambda done: None).verdicts == [False] * 400
+    finally:
+        executor.shutdown()
+    # what a batch costs to ship: the columns of 50 contexts against 50 context objects
+    assert len(pickle.dumps(columns[:50])) < len(pickle.dumps(plain[:50])) / 3
