@@ -32,6 +32,7 @@ import hashlib
 import itertools
 import math
 import os
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -45,6 +46,11 @@ from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import JudgmentContext
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home unless the user asked for it
+
+
+# the executors of this process that keep workers: a stage that cannot get its CPUs because another one holds them
+# is an error naming it, not a wait without end
+_KEEPING: weakref.WeakSet[RayExecutor] = weakref.WeakSet()
 
 
 class RayExecutor(Executor):
@@ -131,6 +137,7 @@ class RayExecutor(Executor):
         if ray.is_initialized():
             self._reset()
         self._pools.clear()
+        _KEEPING.discard(self)
         self._limiter = None
         if self.started_ray:
             import ray
@@ -162,7 +169,11 @@ class RayExecutor(Executor):
             self._make_room(role, (n - len(actors)) * self.worker_cpus, (n - len(actors)) * self.worker_gpus)
             actors.extend(make() for _ in range(n - len(actors)))
         self._pools[role] = (key, actors)
+        _KEEPING.add(self)
         return actors[:n]
+
+    def _kept(self) -> int:
+        return sum(len(actors) for _, actors in self._pools.values())
 
     def _make_room(self, keep: str | None, cpus: float, gpus: float) -> None:
         """Kill the idle pools of other stages when the cluster lacks the CPUs or GPUs a stage is about to ask
@@ -176,6 +187,16 @@ class RayExecutor(Executor):
         free = ray.available_resources()
         if free.get("CPU", 0.0) + 1e-9 >= cpus and free.get("GPU", 0.0) + 1e-9 >= gpus:
             return
+        others = [e for e in list(_KEEPING) if e is not self and e._kept()]
+        if others:  # what this executor's own idle pools would give back is not enough: another one holds it
+            own = sum(len(actors) for role, (_, actors) in self._pools.items() if role != keep)
+            for resource, need, per_worker in (("CPU", cpus, self.worker_cpus), ("GPU", gpus, self.worker_gpus)):
+                if free.get(resource, 0.0) + own * per_worker + 1e-9 < need:
+                    held = sum(e._kept() for e in others)
+                    raise EvretError(
+                        f"executor 'ray': the stage needs {need:g} {resource}s, but {held} worker(s) kept by "
+                        f"{len(others)} other RayExecutor object(s) in this process hold the cluster's "
+                        f"{resource}s; call shutdown() on the executor you are done with, or reuse one executor")
         for role in list(self._pools):
             if role != keep:
                 self._kill(role)

@@ -384,3 +384,25 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
         executor.shutdown()
     # what a batch costs to ship: the columns of 50 contexts against 50 context objects
     assert len(pickle.dumps(columns[:50])) < len(pickle.dumps(plain[:50])) / 3
+
+
+def test_a_second_executor_whose_cpus_another_one_keeps_is_told_so() -> None:
+    """Two RayExecutor objects in one process on a 2-CPU cluster: the second one's stage would wait forever for
+    CPUs the first one's kept workers hold; it is an error naming the way out, and works after shutdown()."""
+    from evret_core.models import JudgmentContext
+
+    contexts = [JudgmentContext(query="q", expected_text="a", retrieved_text=f"a {i}") for i in range(20)]
+    first, second = RayExecutor(workers=2), RayExecutor(workers=1)
+    try:
+        assert first.judge(create_judge("contains"), contexts, 5, lambda done: None).verdicts == [True] * 20
+        started = time.monotonic()
+        with pytest.raises(EvretError, match=r"2 worker\(s\) kept by 1 other RayExecutor.*call shutdown\(\)"):
+            second.judge(create_judge("exact"), contexts, 5, lambda done: None)
+        assert time.monotonic() - started < 60
+        first.shutdown()
+        assert second.judge(create_judge("exact"), contexts, 5, lambda done: None).verdicts == [False] * 20
+        # one executor reuses its own CPUs: a new judge replaces its kept workers without an error
+        assert second.judge(create_judge("contains"), contexts, 5, lambda done: None).verdicts == [True] * 20
+    finally:
+        first.shutdown()
+        second.shutdown()
