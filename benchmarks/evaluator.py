@@ -15,6 +15,8 @@
   resident memory (``VmHWM``, reset before each phase) per phase. At ``--trec-compare M`` queries (default
   100,000) both ``read_run`` (dicts) and ``read_run_columns`` read and evaluate the same file in the same process:
   their ratios, and the same scores (means and a sample of per-query values) asserted.
+- statistics: the manifest's dataset hash alone, ``add_statistics`` without the dataset (the bootstrap, 1,000
+  resamples) and with it (the two side by side, as the Evaluator runs them), on the id-labelled case's scores.
 
 Run: ``python benchmarks/evaluator.py [--queries 10000 100000] [--text-queries 2000] [--trec 0] [--trec-compare
 100000] [--trec-only] [--resamples 1000] [--repeat 3]``
@@ -39,6 +41,7 @@ from evret_core import ContainsJudge, EvaluationDataset, Evaluator, ExactJudge, 
 from evret_core.metrics.engine import accelerator, evaluate_run
 from evret_core.metrics.runcolumns import read_run_columns
 from evret_core.metrics.trec import read_qrels, read_run
+from evret_core.results import add_statistics
 from evret_core.retrievers import RankedColumns
 
 DEPTH = 100
@@ -124,6 +127,28 @@ def id_section(sizes: Sequence[int], repeat: int) -> list[str]:
              "with 1 resample (s) | peak memory added by the Evaluator | per retrieved result |",
              "|---|---|---|---|---|---|---|"]
     return lines + [id_case(n, repeat) for n in sizes]
+
+
+def statistics_case(n: int, repeat: int) -> str:
+    """The manifest's dataset hash and the bootstrap (1,000 resamples), each alone and as ``add_statistics`` runs
+    them (side by side), on the same per-query scores."""
+    run, qrels = synthetic(n)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=q, query_text=q, relevant_doc_ids=rel)
+                                         for q, rel in qrels.items()])
+    results = Evaluator(run, METRICS, n_resamples=1).evaluate(dataset)
+    t_hash, _, digest = measure(dataset.content_hash, repeat)
+    t_boot, _, _ = measure(lambda: add_statistics(results, None, n_resamples=1000), repeat)
+    t_both, _, _ = measure(lambda: add_statistics(results, dataset, n_resamples=1000), repeat)
+    assert results.manifest is not None and results.manifest.dataset["hash"] == digest
+    return (f"| {n:,} | {t_hash:.3f} | {t_boot:.3f} | {t_hash + t_boot:.3f} | {t_both:.3f} | "
+            f"{t_both / (t_hash + t_boot):.2f}x |")
+
+
+def statistics_section(sizes: Sequence[int], repeat: int) -> list[str]:
+    lines = ["| queries | dataset hash alone (s) | `add_statistics` without the dataset: bootstrap (s) | sum (s) | "
+             "`add_statistics` with the dataset: side by side (s) | side by side / sum |",
+             "|---|---|---|---|---|---|"]
+    return lines + [statistics_case(n, repeat) for n in sizes]
 
 
 class TimedJudge:
@@ -256,6 +281,8 @@ def main() -> None:
     print(f"compiled reader: {'yes' if accelerator() is not None else 'no'}; metrics {', '.join(METRICS)}")
     if not args.trec_only:
         print("\n".join(id_section(args.queries, args.repeat)))
+        print()
+        print("\n".join(statistics_section(args.queries, args.repeat)))
         if args.text_queries:
             print()
             print("\n".join(text_section(args.text_queries, args.repeat)))
