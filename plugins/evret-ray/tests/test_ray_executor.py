@@ -8,39 +8,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shutil
 import time
-from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
+import evret_ray
 import pytest
+import ray
+from evret_ray.executor import RayExecutor, merge_stats
 
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
-
-import evret_ray  # noqa: E402
-import ray  # noqa: E402
-from evret_ray.executor import RayExecutor, merge_stats  # noqa: E402
-
-from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
-from evret_core.cli import main  # noqa: E402
-from evret_core.errors import EvretError  # noqa: E402
-from evret_core.plugins import get_registry, register_plugin  # noqa: E402
-from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
-from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always  # noqa: E402
+from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge
+from evret_core.cli import main
+from evret_core.errors import EvretError
+from evret_core.plugins import get_registry, register_plugin
+from evret_core.testing.llm_provider import register_stub_provider, stub_options
+from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture(autouse=True)

@@ -5,40 +5,21 @@ queries' qrels; the per-query values equal the in-process sharded path exactly a
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from evret_ray.executor import RayExecutor
 
-os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
-os.environ["RAY_DISABLE_USAGE_STATS"] = "1"
+from evret_core import evaluate_run, read_qrels, read_run
+from evret_core.errors import EvretError
+from evret_core.metrics.shards import evaluate_run_file
+from evret_core.testing.shared_data import shared_data
 
-import ray  # noqa: E402
-from evret_ray.executor import RayExecutor  # noqa: E402
-
-from evret_core import evaluate_run, read_qrels, read_run  # noqa: E402
-from evret_core.errors import EvretError  # noqa: E402
-from evret_core.metrics.shards import evaluate_run_file  # noqa: E402
-
-SHARED = Path(__file__).resolve().parents[3] / ".." / "shared"
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "bpref"]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
-             runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
-    yield
-    ray.shutdown()
-
-
 def trec_eval_dir() -> Path:
-    data = (SHARED / "datasets" / "trec_eval").resolve()
-    if not data.exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"{data} is missing (needed for the trec_eval reference data)")
-        pytest.skip(f"{data} is absent")
-    return data
+    return shared_data("datasets", "trec_eval", what="trec_eval's test suite")
 
 
 def test_shards_on_ray_equal_the_local_path() -> None:
