@@ -48,18 +48,8 @@ def _format(family: str, value: float) -> str:
     return f"{value:.0f}" if family in COUNT_FAMILIES else f"{value:.4f}"
 
 
-def _first_tag(path: str) -> str:
-    """The run tag of the file's first run line ("" when there is none): what ``read_run_columns`` reports."""
-    with open(path, "rb") as handle:
-        for raw in handle:
-            fields = raw.decode("utf-8", "replace").split()
-            if len(fields) == 6 and not fields[0].startswith("#"):
-                return fields[5]
-    return ""
-
-
-def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, list[str], dict[str, Any]]:
-    """The run tag, the scored query ids and each metric's per-query values (in that order)."""
+def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str, dict[str, float]]]:
+    """The run tag and every scored query's values (``{qid: {metric: value}}``)."""
     if args.shards is not None or args.executor is not None or args.executor_option:
         from evret_core.cli.options import parse_options
         from evret_core.errors import EvretError
@@ -76,7 +66,7 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, list[str
             shutdown = getattr(executor, "shutdown", None)
             if callable(shutdown):
                 shutdown()
-        return _first_tag(args.run), scored.qids, scored.values
+        return scored.tag, {q: scored.per_query(q) for q in scored.qids}
     from evret_core.metrics.engine import evaluate_run
     from evret_core.metrics.runcolumns import read_run_columns
     from evret_core.metrics.trec import read_qrels
@@ -87,8 +77,7 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, list[str
         qrels, trec_run, metrics, per_query=True,
         relevance_level=args.relevance_level, complete=args.complete,
     )
-    qids = list(per_query)
-    return trec_run.tag, qids, {m.name: [per_query[q][m.name] for q in qids] for m in metrics}
+    return trec_run.tag, per_query
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,10 +87,8 @@ def run(args: argparse.Namespace) -> int:
     if args.relevance_level is not None:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
-    tag, scored_qids, columns = _scores(args, metrics)
-    row = {q: i for i, q in enumerate(scored_qids)}
-    qids = sorted(scored_qids)
-    per_query = {q: {m.name: float(columns[m.name][row[q]]) for m in metrics} for q in qids}
+    tag, per_query = _scores(args, metrics)
+    qids = sorted(per_query)
     aggregate: dict[str, float] = {}
     for m in metrics:
         values = [per_query[q][m.name] for q in qids]

@@ -121,13 +121,15 @@ def read_qrels_for(path: str | Path, queries: Container[str]) -> dict[str, dict[
 @dataclass
 class ShardScores:
     """One shard's result: its judged queries (in file order), each metric's values for them, the peak
-    resident memory (bytes) and the id of the process that scored it, and how many run lines it read."""
+    resident memory (bytes) and the id of the process that scored it, how many run lines it read, and the run tag
+    of its first line."""
 
     qids: list[str]
     values: dict[str, np.ndarray]
     peak_rss: int
     lines: int = 0
     pid: int = 0
+    tag: str = ""
 
 
 def score_shard(
@@ -163,17 +165,19 @@ def score_shard(
         columns = [np.zeros(0) for _ in resolved]
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     values = {m.name: c for m, c in zip(resolved, columns, strict=True)}
-    return ShardScores(qids, values, peak, len(run.scores), os.getpid())
+    return ShardScores(qids, values, peak, len(run.scores), os.getpid(), run.tag)
 
 
 @dataclass
 class RunFileScores:
-    """Per-query metric values of a whole run file: ``qids`` in the run's order, one array per metric."""
+    """Per-query metric values of a whole run file: ``qids`` in the run's order, one array per metric, and the
+    run tag of the file's first line (``read_run_columns``'s ``tag``)."""
 
     qids: list[str]
     values: dict[str, np.ndarray]
     shard_peak_rss: list[int] = field(default_factory=list)
     shard_pids: list[int] = field(default_factory=list)
+    tag: str = ""
 
     def means(self) -> dict[str, float]:
         """Each metric's mean over the queries (``evaluate_run``'s summary)."""
@@ -217,7 +221,9 @@ def evaluate_run_file(
     peaks: list[int] = []
     pids: list[int] = []
     seen: set[str] = set()
+    tag = ""
     for shard in results:
+        tag = tag or shard.tag  # shards come back in file order: the first line's tag
         clash = seen.intersection(shard.qids)
         if clash:
             raise EvretError(f"{run_path}: query {sorted(clash)[0]!r} has lines in two parts of the file; sort the run "
@@ -229,7 +235,7 @@ def evaluate_run_file(
         peaks.append(shard.peak_rss)
         pids.append(shard.pid)
     if complete:
-        missing = _unscored_judgments(qrels_path, seen)
+        missing = read_qrels_for(qrels_path, _Except(seen))  # only the queries no shard scored
         if missing:
             from evret_core.metrics.engine import evaluate_run
 
@@ -241,7 +247,7 @@ def evaluate_run_file(
     if not qids:
         raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)"
                          + ("" if complete else "; complete=True scores every judged query, missing ones as 0"))
-    return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids)
+    return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids, tag)
 
 
 class _Except:
@@ -252,8 +258,3 @@ class _Except:
 
     def __contains__(self, qid: object) -> bool:
         return qid not in self.scored
-
-
-def _unscored_judgments(qrels_path: str | Path, scored: set[str]) -> dict[str, dict[str, float]]:
-    """The qrels file's judgments of the queries no shard scored, in file order."""
-    return read_qrels_for(qrels_path, _Except(scored))
