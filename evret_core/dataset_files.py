@@ -19,7 +19,7 @@ from evret_core.errors import EvretError, describe_validation_error
 from evret_core.models import QueryExample, derive_query_id
 
 __all__ = ["SquadFile", "SquadQuestion", "beir_examples", "collect_examples", "csv_examples", "csv_list", "csv_tags",
-           "example_from_record", "parse_squad", "read_squad", "record_id", "squad_paragraph_id"]
+           "example_from_record", "parse_squad", "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
 
 
 _RECORD_KEYS = {"query_id", "query", "query_text", "expected_answers", "relevant_doc_ids", "tags"}
@@ -305,3 +305,29 @@ def _squad_answers(qa: Mapping[str, Any], field: str, where: str) -> list[list[A
         out.append([answer["text"], answer.get("answer_start")])
     return out
 
+
+def squad_examples(data: Any, path: str | Path) -> tuple[list[QueryExample], dict[str, dict[str, Any]], list[str]]:
+    """A SQuAD-format file as a retrieval dataset: the answerable questions as queries (their distinct gold texts
+    the aliases of one expected answer; tag ``article``), the paragraphs as the corpus, and notes on what was left
+    out: unanswerable questions have no expected answer to retrieve, so they are not scored."""
+    squad = parse_squad(data, path)
+    examples: list[QueryExample] = []
+    seen: dict[str, str] = {}
+    for q in squad.questions:
+        if q.impossible:
+            continue
+        if q.question_id in seen:
+            raise EvretError(f"{q.where}: duplicate question id {q.question_id!r} (first at {seen[q.question_id]})")
+        seen[q.question_id] = q.where.split(": ", 1)[-1]
+        try:
+            examples.append(QueryExample.model_validate({"query_id": q.question_id, "query_text": q.question,
+                                                         "expected_answers": [q.answers],
+                                                         "tags": {"article": q.title}}))
+        except ValidationError as exc:
+            raise EvretError(f"{q.where}: {describe_validation_error(exc)}") from None
+    skipped = sum(q.impossible for q in squad.questions)
+    notes = [f"{path}: {skipped} unanswerable question(s) (is_impossible) left out: they have no expected answer "
+             f"to retrieve"] if skipped else []
+    if not examples:
+        raise EvretError(f"{path}: the dataset has no queries (no answerable question)")
+    return examples, dict(squad.corpus), notes
