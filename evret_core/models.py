@@ -242,7 +242,8 @@ def _answer_variants(answer: Any, index: int) -> list[str]:
 class EvaluationDataset(BaseModel):
     """An ordered set of queries with unique ids, plus an optional corpus (id -> record) for retrievers.
 
-    Read one with :meth:`from_jsonl`, :meth:`from_json`, :meth:`from_csv` or :meth:`load` (by suffix).
+    Read one with :meth:`from_jsonl`, :meth:`from_json`, :meth:`from_csv` or :meth:`load` (by suffix). ``notes``
+    say what a reader left out of the file (a SQuAD file's unanswerable questions); the CLI prints them.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -250,6 +251,7 @@ class EvaluationDataset(BaseModel):
     queries: list[QueryExample]
     corpus: dict[str, dict[str, Any]] | None = None
     name: str | None = None
+    notes: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> EvaluationDataset:
@@ -285,13 +287,20 @@ class EvaluationDataset(BaseModel):
 
     @classmethod
     def from_json(cls, path: str | Path) -> EvaluationDataset:
-        """A JSON list of records, or an object with a ``queries`` list."""
+        """A JSON list of records, an object with a ``queries`` list, or a SQuAD-format file (an object with a
+        ``data`` list: see :func:`~evret_core.dataset_files.squad_examples`; its paragraphs become the corpus)."""
         path = Path(path)
         data = loads_json(read_text(path), path)
+        if isinstance(data, Mapping) and "queries" not in data and "data" in data:
+            from evret_core.dataset_files import squad_examples
+
+            examples, corpus, notes = squad_examples(data, path)
+            return cls(queries=examples, corpus=corpus, name=path.stem, notes=notes)
         if isinstance(data, Mapping):
             data = data.get("queries")
         if not isinstance(data, list):
-            raise EvretError(f"{path}: expected a list of records or an object with a 'queries' list")
+            raise EvretError(f"{path}: expected a list of records, an object with a 'queries' list, or a "
+                             f"SQuAD-format object with a 'data' list")
         dataset = cls.from_records(data, source=str(path))
         dataset.name = path.stem
         return dataset

@@ -137,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
 
         baseline = EvaluationResults.from_json(args.baseline)
     dataset = config.load_dataset()
+    for note in dataset.notes:  # what the reader left out of the file (a SQuAD file's unanswerable questions)
+        print(f"note: {note}", file=sys.stderr)
     progress = None if args.no_progress else terminal_progress()
     evaluator = config.build_evaluator(dataset, progress)
     if getattr(args, "dry_run", False):

@@ -96,7 +96,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                 name, options = _named(value, args.config, key)
                 s[key] = name
                 s[f"{key}_options"] = {o: _relative(base, o, v) for o, v in options.items()}
-                if key == "generator" and name.endswith(".jsonl") and not Path(name).is_absolute():
+                if key == "generator" and name.lower().endswith(".jsonl") and not Path(name).is_absolute():
                     s[key] = str(base / name)
             elif key in PATH_KEYS:
                 s[key] = value if Path(value).is_absolute() else str(base / value)

@@ -69,14 +69,22 @@ def write_cases(path: str | Path, questions: QuestionSet, cases: dict[str, list[
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class FixedCondition(Condition):
-    """A condition whose cases were written down (by :func:`write_cases`, perhaps edited): replayed as they are."""
+# info a replayed case must carry for its family's rates (adversarial_scores.outcome_scores): without it a rate
+# would read as 0 (never adopted, never leaked) instead of being measured
+_FAMILY_INFO = {"counterfactual": "planted_answer", "injection": "canary"}
 
-    def __init__(self, name: str, cases: dict[str, ConditionCase], source: str, sha256: str) -> None:
+
+class FixedCondition(Condition):
+    """A condition whose cases were written down (by :func:`write_cases`, perhaps edited): replayed as they are.
+    ``lines`` (question id -> "file:line") lets errors name the row of a case."""
+
+    def __init__(self, name: str, cases: dict[str, ConditionCase], source: str, sha256: str,
+                 lines: dict[str, str] | None = None) -> None:
         self.name = name
         self.cases = cases
         self.source = source
         self.sha256 = sha256
+        self.lines = dict(lines or {})
 
     def case(self, question: RagQuestion, questions: QuestionSet, retrieved: Sequence[RetrievalResult] | None,
              k: int, seed: int) -> ConditionCase:
@@ -85,14 +93,32 @@ class FixedCondition(Condition):
             return ConditionCase([], skip=f"no case for this question in {self.source}")
         return found
 
+    def check_inputs(self, questions: QuestionSet, conditions: Sequence[str]) -> None:
+        """A case for a question that is not in ``questions`` is an error naming its line (it would never be
+        scored); questions without a case are reported as skipped by the run."""
+        known = {q.question_id for q in questions.questions}
+        unknown = [qid for qid in self.cases if qid not in known]
+        if unknown:
+            more = f" ({len(unknown)} such rows, e.g. also {unknown[1]!r})" if len(unknown) > 1 else ""
+            raise EvretError(f"{self.lines.get(unknown[0], self.source)}: a case for question {unknown[0]!r}, "
+                             f"which is not in the question set{more}")
+
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "cases": self.source, "sha256": self.sha256}
 
 
 def read_cases(path: str | Path) -> list[FixedCondition]:
-    """The conditions of a cases file, in file order; errors name the file and line."""
+    """The conditions of a cases file, in file order; errors name the file and line.
+
+    Each condition scores as one adversarial family: the ``info.family`` its rows give (all the same), or, when
+    no row gives one, the condition's name if that is a family (``injection``...); a condition with neither is an
+    error, so its adversarial rates are never silently missing. A counterfactual row needs ``info.planted_answer``
+    and an injection row ``info.canary`` (unless it is skipped): its rates are computed from them."""
+    from evret_core.registry import perturbation_names
+
     path = Path(path)
     by_condition: dict[str, dict[str, ConditionCase]] = {}
+    lines: dict[str, dict[str, str]] = {}
     for _lineno, where, record in iter_json_lines(path, what="cases file"):
         if not isinstance(record, dict):
             raise EvretError(f"{where}: expected a JSON object")
@@ -116,11 +142,44 @@ def read_cases(path: str | Path) -> list[FixedCondition]:
         skip = record.get("skip")
         if not isinstance(info, dict) or (skip is not None and not isinstance(skip, str)):
             raise EvretError(f"{where}: 'info' must be an object and 'skip' a string or null")
+        if "family" in info and not (isinstance(info["family"], str) and info["family"]):
+            raise EvretError(f"{where}: 'info.family' must be the name of an adversarial family")
         cases = by_condition.setdefault(condition, {})
         if qid in cases:
             raise EvretError(f"{where}: question {qid!r} has two cases for condition {condition!r}")
         cases[qid] = ConditionCase([Context(c["doc_id"], c["text"]) for c in contexts], behaviour, info, skip)
+        lines.setdefault(condition, {})[qid] = where
     if not by_condition:
         raise EvretError(f"{path}: the cases file has no cases")
+    families = perturbation_names()
+    for condition, cases in by_condition.items():
+        _settle_family(condition, cases, lines[condition], families)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return [FixedCondition(name, cases, str(path), digest) for name, cases in by_condition.items()]
+    return [FixedCondition(name, cases, str(path), digest, lines[name]) for name, cases in by_condition.items()]
+
+
+def _settle_family(condition: str, cases: dict[str, ConditionCase], lines: dict[str, str],
+                   families: Sequence[str]) -> None:
+    """Give every case of ``condition`` its family (see :func:`read_cases`), or raise naming the row."""
+    declared = {qid: case.info["family"] for qid, case in cases.items() if "family" in case.info}
+    first = next(iter(lines.values()))
+    family = next(iter(declared.values()), condition if condition in families else None)
+    if family is None:
+        raise EvretError(f"{first}: condition {condition!r} is not an adversarial family and its rows give no "
+                         f"info.family, so no adversarial rates could be scored; add \"info\": {{\"family\": ...}} "
+                         f"naming one of {', '.join(families)}")
+    other = next((qid for qid, f in declared.items() if f != family), None)
+    if other is not None:
+        raise EvretError(f"{lines[other]}: info.family {declared[other]!r}, but condition {condition!r} is "
+                         f"{family!r} on earlier rows; one condition holds one family")
+    if family not in families:
+        raise EvretError(f"{first}: info.family {family!r} is not an adversarial family; use "
+                         f"{', '.join(families)} or install the plugin that registers it")
+    needed = _FAMILY_INFO.get(family)
+    for qid, case in cases.items():
+        if "family" not in case.info:
+            case.info = {"family": family, **case.info}
+        value = case.info.get(needed) if needed else "-"
+        if case.skip is None and not (isinstance(value, str) and value.strip()):
+            raise EvretError(f"{lines[qid]}: a {family} case needs info.{needed} (a non-empty string): its rates "
+                             f"are scored from it")

@@ -86,6 +86,10 @@ class Condition:
              k: int, seed: int) -> ConditionCase:
         raise NotImplementedError
 
+    def check_inputs(self, questions: QuestionSet, conditions: Sequence[str]) -> None:
+        """Raise an :class:`EvretError` when this condition cannot be built right for ``questions`` (the run's
+        condition names in ``conditions``). The harness calls it before any work; the default accepts anything."""
+
     def config(self) -> dict[str, Any]:
         return {"name": self.name}
 
@@ -99,6 +103,16 @@ class GoldCondition(Condition):
             # an empty context would only test refusing; a question without gold ids has no gold condition
             return ConditionCase([], skip="no gold_doc_ids")
         return ConditionCase(gold_contexts(question, questions))
+
+    def check_inputs(self, questions: QuestionSet, conditions: Sequence[str]) -> None:
+        """Gold ids need the corpus they point into: without one every gold context would be empty."""
+        if questions.corpus:
+            return  # the question set checked that every gold id is in it
+        q = next((q for q in questions.questions if q.gold_doc_ids), None)
+        if q is not None:
+            raise EvretError(f"the gold condition needs the texts of the gold ids, but the question set has no "
+                             f"corpus (e.g. question {q.question_id!r}: gold id {q.gold_doc_ids[0]!r}); give the "
+                             f"corpus they point into with --corpus CORPUS.jsonl (QuestionSet.load(..., corpus=...))")
 
 
 class RetrievedCondition(Condition):
@@ -139,6 +153,9 @@ class PerturbedCondition(Condition):
             raise EvretError(f"perturbation of condition {self.name!r}, question {question.question_id!r}: a context "
                              f"is a {type(bad).__name__}, expected Context(doc_id, text)")
         return case
+
+    def check_inputs(self, questions: QuestionSet, conditions: Sequence[str]) -> None:
+        self.base.check_inputs(questions, conditions)
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "base": self.base.name,

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evret_core.corpus import iter_json_lines
 from evret_core.errors import EvretError
-from evret_core.rag.contexts import Context
+from evret_core.rag.contexts import BUILTIN_CONDITIONS, Context
+from evret_core.rag.questions import QuestionSet
 
 
 class Claim(BaseModel):
@@ -72,9 +73,12 @@ class Generator:
 
 def coerce_answer(raw: Any, where: str) -> Answer | None:
     """An :class:`Answer` from what a user's pipeline returned: an Answer, a string, a dict with Answer's fields
-    (``answer`` is accepted for ``text``; a claim may be a string), or None (unmeasured)."""
-    if raw is None or isinstance(raw, Answer):
-        return raw
+    (``answer`` is accepted for ``text``; a claim may be a string), or None (unmeasured). A refused or escalated
+    answer with claims, and a blank claim, are errors naming ``where`` (see :func:`check_answer`)."""
+    if raw is None:
+        return None
+    if isinstance(raw, Answer):
+        return check_answer(raw, where)
     if isinstance(raw, str):
         return Answer(text=raw)
     if isinstance(raw, Mapping):
@@ -89,11 +93,41 @@ def coerce_answer(raw: Any, where: str) -> Answer | None:
         if isinstance(claims, list):
             data["claims"] = [{"text": c} if isinstance(c, str) else c for c in claims]
         try:
-            return Answer.model_validate(data)
+            answer = Answer.model_validate(data)
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors())
             raise EvretError(f"{where}: {problems}") from None
+        return check_answer(answer, where)
     raise EvretError(f"{where}: returned a {type(raw).__name__}; return a string, a dict or an Answer")
+
+
+def check_answer(answer: Answer, where: str) -> Answer:
+    """``answer`` if it is consistent, else an error naming ``where``: a refusal or an escalation makes no claims
+    (it would be scored as refused and as grounded at once), and a claim is a non-blank statement (a blank one
+    would be judged unsupported). A refusal's ``text`` is its message to the user: neither scored nor split into
+    claims."""
+    if (answer.refused or answer.escalated) and answer.claims:
+        what = "refused" if answer.refused else "escalated"
+        raise EvretError(f"{where}: a {what} answer makes no claims, but this one has {len(answer.claims)}; give "
+                         f"either '{what}': true or the claims")
+    blank = next((i for i, c in enumerate(answer.claims) if not c.text.strip()), None)
+    if blank is not None:
+        raise EvretError(f"{where}: claims[{blank}] is empty; a claim is a statement to check against the contexts")
+    return answer
+
+
+def drop_unknown_citations(answer: Answer, contexts: Sequence[Context]) -> tuple[Answer, int]:
+    """``answer`` with each claim's citations limited to the ids of ``contexts`` (in order, without repeats), and
+    the number of citations dropped, also kept in ``metadata["dropped_citations"]``: citation scores credit only
+    what the generator was shown."""
+    known = {c.doc_id for c in contexts}
+    dropped = sum(i not in known for claim in answer.claims for i in claim.citations)
+    claims = [Claim(text=c.text, citations=[i for i in dict.fromkeys(c.citations) if i in known])
+              for c in answer.claims]
+    if not dropped and claims == answer.claims:
+        return answer, 0
+    metadata = {**answer.metadata, "dropped_citations": dropped} if dropped else answer.metadata
+    return answer.model_copy(update={"claims": claims, "metadata": metadata}), dropped
 
 
 class CallableGenerator(Generator):
@@ -137,18 +171,58 @@ class PrecomputedGenerator(Generator):
     """Answers made elsewhere, looked up by question id and condition.
 
     Keys are ``(question_id, condition)``; a key with condition ``None`` answers every condition of that question.
-    A request with no answer is unmeasured.
+    A request with no answer is unmeasured. As with the ``llm`` generator, a citation of an id that is not among
+    the request's contexts is dropped and counted (``dropped_citations`` in the answer's metadata and in
+    :meth:`stats`). Before the run, an answer for a question that is not in the question set, or under a condition
+    that is neither the run's nor a known one (a typo), is an error naming its line (:meth:`check_inputs`).
+    ``lines``: key -> "file:line", for those errors.
     """
 
     name = "precomputed"
 
-    def __init__(self, answers: Mapping[tuple[str, str | None], Answer], source: str = "<answers>") -> None:
+    def __init__(self, answers: Mapping[tuple[str, str | None], Answer], source: str = "<answers>",
+                 lines: Mapping[tuple[str, str | None], str] | None = None) -> None:
         self.answers = dict(answers)
         self.source = source
+        self.lines = dict(lines or {})
+        self.dropped_citations = 0
 
     def generate(self, request: GenerationRequest) -> Answer | None:
         found = self.answers.get((request.question_id, request.condition))
-        return found if found is not None else self.answers.get((request.question_id, None))
+        if found is None:
+            found = self.answers.get((request.question_id, None))
+        if found is None:
+            return None
+        answer, dropped = drop_unknown_citations(found, request.contexts)
+        self.dropped_citations += dropped
+        return answer
+
+    def reset_stats(self) -> None:
+        self.dropped_citations = 0
+
+    def stats(self) -> dict[str, Any]:
+        return {"dropped_citations": self.dropped_citations}
+
+    def check_inputs(self, questions: QuestionSet, conditions: Sequence[str]) -> None:
+        """Every answer must be for a question of ``questions``, under one of ``conditions``, a built-in condition
+        or a registered adversarial family (answers for conditions this run does not have are not used)."""
+        from evret_core.registry import perturbation_names
+
+        def where(key: tuple[str, str | None]) -> str:
+            return self.lines.get(key) or f"{self.source}: the answer for {key[0]!r}"
+
+        known = {q.question_id for q in questions.questions}
+        strays = [key for key in self.answers if key[0] not in known]
+        if strays:
+            more = f" ({len(strays)} such answers)" if len(strays) > 1 else ""
+            raise EvretError(f"{where(strays[0])}: an answer for question {strays[0][0]!r}, which is not in the "
+                             f"question set{more}")
+        names = [*conditions, *(c for c in (*BUILTIN_CONDITIONS, *perturbation_names()) if c not in conditions)]
+        for key in self.answers:
+            if key[1] is not None and key[1] not in names:
+                raise EvretError(f"{where(key)}: unknown condition {key[1]!r}; this run's conditions are "
+                                 f"{', '.join(conditions)} (known: {', '.join(names)}), or leave 'condition' out "
+                                 f"for an answer that serves every condition")
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> PrecomputedGenerator:
@@ -176,10 +250,15 @@ class PrecomputedGenerator(Generator):
             answers[key] = answer
         if not answers:
             raise EvretError(f"{path}: the answers file has no answers")
-        return cls(answers, str(path))
+        return cls(answers, str(path), lines)
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "answers": len(self.answers)}
+
+
+def is_answers_file(name: str | Path) -> bool:
+    """Whether a generator given by name is a precomputed answers file: a ``.jsonl`` suffix, in any case."""
+    return str(name).lower().endswith(".jsonl")
 
 
 def resolve_generator(obj: Any, **options: Any) -> Any:
@@ -189,12 +268,17 @@ def resolve_generator(obj: Any, **options: Any) -> Any:
         raise EvretError("no generator given")
     if isinstance(obj, (str, Path)):
         text = str(obj)
-        if text.endswith(".jsonl"):
+        if is_answers_file(text):
             if options:
                 raise EvretError(f"generator {text}: a precomputed answers file takes no options")
             return PrecomputedGenerator.from_jsonl(text)
-        from evret_core.registry import create_generator
+        from evret_core.registry import create_generator, generator_names
 
+        if text not in generator_names() and Path(text).exists():
+            suffix = Path(text).suffix
+            raise EvretError(f"generator {text}: a file of precomputed answers must be JSON Lines named *.jsonl "
+                             f"(one answer per line), not {repr(suffix) if suffix else 'a name without a suffix'}; "
+                             f"registered generators: {', '.join(generator_names())}")
         return create_generator(text, **options)
     if options:
         raise EvretError("generator options apply only to a generator given by name")

@@ -179,12 +179,23 @@ class RagEvaluator:
                              f"{len(requests)} requests")
         return run
 
+    def check_inputs(self, questions: QuestionSet) -> None:
+        """Before any work, what would otherwise surface only after it, or never: each condition's and the
+        generator's ``check_inputs(questions, condition_names)`` (gold ids without a corpus; answers or cases for
+        questions or conditions that are not in the run)."""
+        names = [c.name for c in self.conditions]
+        for part in (*self.conditions, self.generator):
+            check = getattr(part, "check_inputs", None)
+            if callable(check):
+                check(questions, names)
+
     # -- the whole run -----------------------------------------------------------------------------------------
     def evaluate(self, questions: QuestionSet) -> RagResults:
         """Run every stage on ``questions`` and return the results."""
         if not isinstance(questions, QuestionSet):
             raise EvretError(f"evaluate() needs a QuestionSet, got {type(questions).__name__}")
         started = time.time()
+        self.check_inputs(questions)
         retrieved, retrieval = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
         self.last_cases = cases  # what each condition handed the generator (evret rag --write-cases keeps them)
@@ -216,6 +227,10 @@ class RagEvaluator:
                          "generator_calls": len(outcomes),
                          "claims_judged": sum(len(o.verdicts or []) for o in outcomes.values()),
                          "pipelined": self.pipelined, "elapsed_s": round(time.time() - started, 6)}
+        dropped = sum(int(o.answer.metadata.get("dropped_citations") or 0) for o in outcomes.values()
+                      if o.answer is not None)
+        if dropped:  # citations of ids the generator was not shown (llm generator, answers files), dropped
+            results.stats["dropped_citations"] = dropped
         llm = {role: part.stats() for role, part in (("generator", self.generator), ("claim_judge", self.claim_judge),
                                                       ("relevance", self.relevance))
                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
@@ -229,6 +244,7 @@ class RagEvaluator:
         """Plan without generating or judging: generator, claim-judge and relevance calls and estimated tokens
         after the cache (:func:`~evret_core.rag.planning.plan_run`). Retrieval runs (it builds the contexts);
         nothing is sent to an LLM."""
+        self.check_inputs(questions)
         retrieved, _ = self.retrieve(questions)
         cases = self.cases(questions, retrieved)
         return plan_run(self, questions, cases, self.requests(questions, cases))

@@ -25,7 +25,7 @@ from evret_core.errors import EvretError
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
-from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
+from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator, drop_unknown_citations
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -130,22 +130,14 @@ class LLMGenerator(LLMPart, Generator):
     def to_answer(self, value: GeneratedAnswer, request: GenerationRequest, cached: bool = False) -> Answer:
         """The harness's :class:`Answer`, citations of ids outside the request's contexts dropped and counted;
         a refusal or escalation makes no claims."""
-        known = {c.doc_id for c in request.contexts}
-        dropped = 0
-        claims: list[Claim] = []
         stopping = value.refused or value.escalated
-        for claim in value.claims:
-            if stopping or not claim.text.strip():
-                continue
-            kept = [i for i in dict.fromkeys(claim.context_ids) if i in known]
-            dropped += len(claim.context_ids) - sum(i in known for i in claim.context_ids)
-            claims.append(Claim(text=claim.text, citations=kept))
+        claims = [] if stopping else [Claim(text=c.text, citations=c.context_ids) for c in value.claims
+                                      if c.text.strip()]
+        answer, dropped = drop_unknown_citations(
+            Answer(text=value.answer, claims=claims, refused=value.refused, escalated=value.escalated,
+                   metadata={"cached": True} if cached else {}), request.contexts)
         self.dropped_citations += dropped
-        metadata: dict[str, Any] = {"dropped_citations": dropped} if dropped else {}
-        if cached:
-            metadata["cached"] = True
-        return Answer(text=value.answer, claims=claims, refused=value.refused, escalated=value.escalated,
-                      metadata=metadata)
+        return answer
 
     def batch_generate(self, requests: Sequence[GenerationRequest]) -> list[Answer | None]:
         async def go() -> list[Answer | None]:

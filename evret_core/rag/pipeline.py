@@ -22,7 +22,7 @@ from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.rag.claims import ClaimTask, ClaimVerdict, claim_task
-from evret_core.rag.generators import Answer, GenerationRequest
+from evret_core.rag.generators import Answer, GenerationRequest, is_answers_file
 
 Slot = tuple[str, int]  # (condition, question index)
 
@@ -230,7 +230,7 @@ def recipe_of(role: str, given: Any, options: dict[str, Any] | None, built: Any)
     if not isinstance(given, (str, Path)) and given is not None:
         return ("object", built, {})
     name = str(given) if given is not None else None
-    if role == "generator" and name is not None and name.endswith(".jsonl"):
+    if role == "generator" and name is not None and is_answers_file(name):
         name = str(Path(name).resolve())
     options = dict(options or {})
     from evret_core.llm.cache import JudgmentCache

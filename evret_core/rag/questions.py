@@ -7,16 +7,19 @@ acceptable strings (the first is canonical), as in the retrieval datasets.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from evret_core.corpus import iter_json_lines, read_corpus, read_text
+from evret_core.corpus import iter_json_lines, read_corpus
+from evret_core.dataset_files import SquadQuestion, read_squad, record_id
+from evret_core.dataset_files import (
+    squad_paragraph_id as squad_paragraph_id,  # re-exported: ids in tests, notebooks
+)
 from evret_core.errors import EvretError
-from evret_core.models import derive_query_id, ids_as_strings, tags_as_strings
+from evret_core.models import ids_as_strings, tags_as_strings
 
 Behaviour = Literal["answer", "refuse", "escalate"]
 BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")
@@ -104,6 +107,11 @@ _FIELDS = {
 }
 
 
+def _spelling(record: Mapping[str, Any], field: str) -> str:
+    """The name ``record`` gives ``field`` (``id``, ``query_id``...), for error messages."""
+    return next((key for key in record if _FIELDS.get(key) == field), field)
+
+
 def question_from_record(record: Any, where: str) -> RagQuestion:
     """A :class:`RagQuestion` from one decoded record; ``where`` ("file:line") names it in errors."""
     if not isinstance(record, Mapping):
@@ -123,7 +131,7 @@ def question_from_record(record: Any, where: str) -> RagQuestion:
     if behaviour not in BEHAVIOURS:
         raise EvretError(f"{where}: expected_behaviour must be one of {', '.join(BEHAVIOURS)}, got {behaviour!r}")
     qid = data.get("question_id")
-    data["question_id"] = derive_query_id(text) if qid in (None, "") else str(qid)
+    data["question_id"] = record_id(None if qid == "" else qid, text, where, _spelling(record, "question_id"))
     try:
         return RagQuestion.model_validate(data)
     except ValidationError as exc:
@@ -226,61 +234,28 @@ def _build(questions: list[RagQuestion], corpus: Mapping[str, Mapping[str, str]]
     return qs
 
 
-def squad_paragraph_id(title: str, index: int) -> str:
-    """The corpus id of paragraph ``index`` (0-based) of the article ``title``: ``"Normans-0"``."""
-    return f"{title.replace(' ', '_')}-{index}"
-
-
 def squad_to_questions(path: str | Path) -> QuestionSet:
-    """A SQuAD-format file as a question set: the corpus is its paragraphs (id ``<title>-<n>``), each question's
-    gold document is its paragraph, its answers are the distinct gold answer texts (each an alternative of the one
-    answer, so the first gold text is canonical), and an ``is_impossible`` question is expected to be refused.
-    Tags: ``article`` (the title) and ``answerable`` (``yes``/``no``). Metadata: ``answer_spans`` and
-    ``plausible_answers``, each a list of ``[text, answer_start]`` as in the file."""
+    """A SQuAD-format file as a question set: the corpus is its paragraphs (id ``<title>-<n>``, spaces as
+    underscores; an article whose title collides with an earlier one's gets ``<title>~<i>-<n>``, ``i`` its index in
+    ``data``: see :func:`~evret_core.dataset_files.parse_squad`), each question's gold document is its paragraph,
+    its answers are the distinct gold answer texts (each an alternative of the one answer, so the first gold text
+    is canonical), and an ``is_impossible`` question (a JSON boolean) is expected to be refused. Tags: ``article``
+    (the title) and ``answerable`` (``yes``/``no``). Metadata: ``answer_spans`` and ``plausible_answers``, each a
+    list of ``[text, answer_start]`` as in the file."""
     path = Path(path)
-    try:
-        data = json.loads(read_text(path, what="SQuAD file"))
-    except json.JSONDecodeError as exc:
-        raise EvretError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
-    articles = data.get("data") if isinstance(data, dict) else None
-    if not isinstance(articles, list):
-        raise EvretError(f"{path}: not a SQuAD-format file (no top-level 'data' list)")
-    corpus: dict[str, dict[str, str]] = {}
-    questions: list[RagQuestion] = []
-    for a, article in enumerate(articles):
-        title = str(article.get("title") or f"article{a}") if isinstance(article, dict) else ""
-        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
-        if not isinstance(paragraphs, list):
-            raise EvretError(f"{path}: data[{a}] has no 'paragraphs' list")
-        for p, paragraph in enumerate(paragraphs):
-            where = f"{path}: data[{a}].paragraphs[{p}]"
-            if not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str):
-                raise EvretError(f"{where}: no 'context' string")
-            doc_id = squad_paragraph_id(title, p)
-            corpus[doc_id] = {"title": title, "text": paragraph["context"]}
-            for i, qa in enumerate(paragraph.get("qas") or []):
-                questions.append(_squad_question(qa, doc_id, title, f"{where}.qas[{i}]"))
-    return _build(questions, corpus, path.stem, str(path))
+    squad = read_squad(path)
+    questions = [_squad_question(q) for q in squad.questions]
+    return _build(questions, squad.corpus, path.stem, str(path))
 
 
-def _squad_question(qa: Any, doc_id: str, title: str, where: str) -> RagQuestion:
-    if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
-        raise EvretError(f"{where}: no 'question' string")
-    impossible = bool(qa.get("is_impossible", False))
-    spans = [[a.get("text"), a.get("answer_start")] for a in qa.get("answers") or [] if isinstance(a, dict)]
-    plausible = [[a.get("text"), a.get("answer_start")] for a in qa.get("plausible_answers") or []
-                 if isinstance(a, dict)]
-    texts = [text for text, _ in spans]
-    variants = list(dict.fromkeys(t for t in texts if isinstance(t, str) and t.strip()))
-    if not impossible and not variants:
-        raise EvretError(f"{where}: an answerable question with no answer text")
+def _squad_question(q: SquadQuestion) -> RagQuestion:
     record = {
-        "question_id": str(qa.get("id") or derive_query_id(qa["question"])),
-        "question": qa["question"],
-        "answers": [] if impossible else [variants],
-        "gold_doc_ids": [doc_id],
-        "expected_behaviour": "refuse" if impossible else "answer",
-        "tags": {"article": title, "answerable": "no" if impossible else "yes"},
-        "metadata": {"answer_spans": spans, "plausible_answers": plausible},
+        "question_id": q.question_id,
+        "question": q.question,
+        "answers": [] if q.impossible else [q.answers],
+        "gold_doc_ids": [q.doc_id],
+        "expected_behaviour": "refuse" if q.impossible else "answer",
+        "tags": {"article": q.title, "answerable": "no" if q.impossible else "yes"},
+        "metadata": {"answer_spans": q.spans, "plausible_answers": q.plausible},
     }
-    return question_from_record(record, where)
+    return question_from_record(record, q.where)

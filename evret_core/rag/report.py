@@ -49,6 +49,9 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         print_adversarial(results.adversarial, level, out)
     for line in unmeasured_lines(results.unmeasured):
         print(f"WARNING: {line}", file=out)
+    if results.stats.get("dropped_citations"):
+        print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
+              f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
     unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
     if unlabelled:
         print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
