@@ -61,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--cases", metavar="CASES.jsonl", help="replay adversarial cases written by --write-cases")
     p.add_argument("--write-cases", metavar="CASES.jsonl",
                    help="write the adversarial cases of this run (to inspect, edit and replay with --cases)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="print every condition's intervals, every pairwise condition difference and the adversarial "
+                        "families' weakest slices (default with more than two conditions: a compact table)")
     add_gate_arguments(p, example="retrieved/correct=0.5")
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print the generator, claim-judge and relevance calls and estimated tokens "
@@ -218,7 +221,8 @@ def run(args: argparse.Namespace) -> int:
         results.config["adversarial_cases"] = {"path": s["write_cases"],
                                                "sha256": write_cases(s["write_cases"], questions, written)}
         print(f"adversarial cases written to {s['write_cases']}", file=sys.stderr)
-    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout)
+    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout,
+              all_pairs=args.all_pairs)
     if s.get("output"):
         results.to_json(s["output"])
         print(f"results written to {s['output']}", file=sys.stderr)

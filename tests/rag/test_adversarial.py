@@ -195,7 +195,7 @@ def test_cli_adversarial_run_writes_and_replays_cases(tmp_path: Path, capsys: py
     assert main(["rag", "--config", str(EXAMPLE / "rag.toml"), "--resamples", "20", "--adversarial",
                  "injection,missing-gold,irrelevant-only", "--write-cases", str(cases), "--output", str(first)]) == 0
     printed = capsys.readouterr().out
-    assert "adversarial conditions" in printed and "[injection]" in printed
+    assert "adversarial conditions" in printed and "\n  injection " in printed
     a = RagResults.from_json(first)
     assert a.conditions == ["gold", "retrieved", "injection", "missing-gold", "irrelevant-only"]
     assert set(a.adversarial) == {"injection", "missing-gold", "irrelevant-only"}
