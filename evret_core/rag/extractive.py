@@ -108,9 +108,10 @@ _NAME_CUES = ("who", "whom", "whose", "which", "where", "what city", "what count
 def answer_span(sentence: str, question: str) -> str:
     """A short span of ``sentence`` that answers ``question``: among the runs of the sentence's words that the
     question does not contain (stop words neither break nor end a run), the one with the best score, where a run
-    scores for holding a number (or a number word) when the question asks when / how many, for a capitalised word when it asks who /
-    where / which, for being close to the question's words in the sentence, and against its length. The whole
-    sentence when every word is in the question."""
+    scores for holding a number (or a number word) when the question asks when / how many, for a capitalised word
+    when it asks who / where / which, for being close to the question's words in the sentence, and against its
+    length. A run never cuts a bracket or quote pair (:func:`balance_span`). The whole sentence when every word is
+    in the question."""
     asked = {w.lower() for w in _WORD.findall(question)} | {_stem(w) for w in _WORD.findall(question)}
     words = list(_WORD.finditer(sentence))
     in_question = [w.group().lower() in asked or _stem(w.group()) in asked for w in words]
@@ -118,6 +119,7 @@ def answer_span(sentence: str, question: str) -> str:
     lowered = question.lower()
     wants_number = any(cue in lowered for cue in _NUMBER_CUES)
     wants_name = not wants_number and any(cue in lowered for cue in _NAME_CUES)
+    pairs = bracket_pairs(sentence)
     best: tuple[float, int, int] | None = None
     i = 0
     while i < len(words):
@@ -134,7 +136,10 @@ def answer_span(sentence: str, question: str) -> str:
             first += 1
         if end <= first:
             continue
-        run = [w.group() for w in words[first:end]]
+        left, right = balance_span(words[first].start(), words[end - 1].end(), pairs)
+        run = [w.group() for w in words if left <= w.start() and w.end() <= right]
+        if not run or not sentence[left:right].strip():
+            continue
         score = -0.08 * len(run)
         if wants_number and any(w.lower() in _NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in run):
             score += 2.0
@@ -143,8 +148,64 @@ def answer_span(sentence: str, question: str) -> str:
         if anchors:
             score -= 0.1 * min(min(abs(a - first), abs(a - (end - 1))) for a in anchors)
         if best is None or score > best[0]:
-            best = (score, first, end)
+            best = (score, left, right)
     if best is None:
         return sentence.strip()
-    _, first, end = best
-    return sentence[words[first].start(): words[end - 1].end()].strip()
+    _, left, right = best
+    return sentence[left:right].strip()
+
+
+_OPENERS = {"(": ")", "[": "]", "{": "}", "\u201c": "\u201d", "\u2018": "\u2019"}
+_CLOSERS = {close: open_ for open_, close in _OPENERS.items()}
+_REACH = 40  # how far (characters) a span may grow to take in the other half of a bracket pair
+
+
+def bracket_pairs(text: str) -> dict[int, int]:
+    """Position of each bracket or quote mark of ``text`` -> the position of its partner: ``()``, ``[]``, ``{}``,
+    curly quotes nested by a stack; straight double quotes paired in order (1st with 2nd, 3rd with 4th). A mark
+    without a partner is left out (it cannot be balanced, so it does not constrain spans). A curly right single
+    quote that no left one opened is an apostrophe and is left out too."""
+    pairs: dict[int, int] = {}
+    stack: list[tuple[str, int]] = []
+    quote: int | None = None
+    for pos, ch in enumerate(text):
+        if ch in _OPENERS:
+            stack.append((ch, pos))
+        elif ch in _CLOSERS:
+            for depth in range(len(stack) - 1, -1, -1):
+                if stack[depth][0] == _CLOSERS[ch]:
+                    pairs[stack[depth][1]], pairs[pos] = pos, stack[depth][1]
+                    del stack[depth:]
+                    break
+        elif ch == '"':
+            if quote is None:
+                quote = pos
+            else:
+                pairs[quote], pairs[pos] = pos, quote
+                quote = None
+    return pairs
+
+
+def balance_span(start: int, end: int, pairs: dict[int, int]) -> tuple[int, int]:
+    """``[start, end)`` adjusted so that no bracket or quote pair is cut: a mark inside whose partner lies outside
+    makes the span grow to the partner when it is within a short reach, else shrink to leave the mark out
+    ("T(n" -> "T(n)"; "n) that solves" -> "that solves" when the opening bracket is far). Repeated until stable."""
+    changed = True
+    while changed and start < end:
+        changed = False
+        for pos in range(start, end):
+            partner = pairs.get(pos)
+            if partner is None or start <= partner < end:
+                continue
+            if partner >= end:
+                if partner - end < _REACH:
+                    end = partner + 1
+                else:
+                    end = pos
+            elif start - partner <= _REACH:
+                start = partner
+            else:
+                start = pos + 1
+            changed = True
+            break
+    return start, end
