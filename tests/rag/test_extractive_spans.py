@@ -1,9 +1,13 @@
-"""The extractive generator's spans never cut a bracket or quote pair (issue 27: 'T(n', 'n) that solves')."""
+"""The extractive generator (issue 27): spans never cut a bracket or quote pair ('T(n', 'n) that solves'), and
+the paraphrase mode, an offline baseline whose groundedness and citation precision are not 1.0 by construction."""
 
 from __future__ import annotations
 
 from evret_core.rag import QuestionSet, RagEvaluator
-from evret_core.rag.extractive import answer_span, balance_span, bracket_pairs
+from evret_core.rag.contexts import Context
+from evret_core.rag.extractive import ExtractiveGenerator, answer_span, balance_span, bracket_pairs, restate
+from evret_core.rag.generators import GenerationRequest
+from evret_core.rag.report import notes
 
 from .conftest import squad_path
 
@@ -38,3 +42,34 @@ def test_no_span_cuts_a_pair_on_squad() -> None:
     assert len(spans) > 300
     for span in spans:
         assert span.count("(") == span.count(")") and span.count('"') % 2 == 0, span
+
+
+def test_restate_turns_the_question_into_a_statement() -> None:
+    assert restate("When were the Normans in Normandy?", "10th century") == "the Normans in Normandy: 10th century"
+    assert restate("In what country is Normandy located?", "France") == "country is Normandy located: France"
+
+
+def test_paraphrase_claims_restate_and_cite_the_runner_up() -> None:
+    contexts = (Context("a", "The Normans were in Normandy in the 10th century."),
+                Context("b", "Normandy is a region of France."))
+    answer = ExtractiveGenerator(answer="paraphrase").generate(
+        GenerationRequest("q1", "When were the Normans in Normandy?", contexts, "retrieved"))
+    assert answer is not None and answer.text == "10th century"
+    assert answer.claims[0].text == "the Normans in Normandy: 10th century"
+    assert answer.claims[0].citations == ["a", "b"]
+
+
+def test_paraphrase_scores_move_where_extractive_is_fixed_at_one() -> None:
+    from evret_core import create_retriever
+
+    questions = QuestionSet.from_squad(squad_path())
+    retriever = create_retriever("bm25", corpus=questions.corpus)
+    got = {}
+    for mode in ("span", "paraphrase"):
+        results = RagEvaluator(retriever, "extractive", generator_options={"answer": mode}, conditions=["retrieved"],
+                               n_resamples=10).evaluate(questions)
+        got[mode] = results.generation["retrieved"]
+        assert ("1.000 by construction" in "\n".join(notes(results))) is (mode == "span")
+    assert got["span"]["groundedness"] == got["span"]["citation_precision"] == 1.0
+    assert got["paraphrase"]["groundedness"] < 1.0 and got["paraphrase"]["citation_precision"] < 0.9  # type: ignore[operator]
+    assert got["paraphrase"]["has_ans_f1"] == got["span"]["has_ans_f1"]  # the same answer text
