@@ -214,6 +214,9 @@ class Counterfactual:
             docs = _insert(docs, doc, position)
             forged.append(doc.doc_id)
         planted = question.counterfactual_answers[0] if question.counterfactual_answers else ""
-        return ConditionCase(docs, info={
+        info: dict[str, object] = {
             "family": self.name, "planted_answer": planted, "planted_answers": list(question.counterfactual_answers),
-            "planted_from": "question", "forged_docs": forged, "forged_doc": forged[0], "position": position})
+            "planted_from": "question", "forged_docs": forged, "forged_doc": forged[0], "position": position}
+        if planted and question.answers:  # how the set's own fake compares with its answer, by the same checker
+            info["type_consistent"], info["type_check"] = check_planting(question.canonical_answers[0], planted)
+        return ConditionCase(docs, info=info)

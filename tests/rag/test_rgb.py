@@ -75,7 +75,7 @@ def test_counterfactual_plants_the_questions_own_passages(rgb_file: Path) -> Non
     base = [Context(d, qs.text_of(d) or "") for d in q.gold_doc_ids]
     case = Counterfactual()(q, base, qs, np.random.default_rng(0))
     assert case.skip is None and case.info["planted_answer"] == "Angelique Kerber"
-    assert case.info["planted_from"] == "question"
+    assert case.info["planted_from"] == "question" and case.info["type_consistent"] is True  # name -> name
     planted = [c.text for c in case.contexts if c.doc_id in case.info["forged_docs"]]
     assert planted == RECORDS[0]["positive_wrong"]
     assert [c.doc_id for c in case.contexts if c.doc_id not in case.info["forged_docs"]] == q.gold_doc_ids
