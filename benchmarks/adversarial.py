@@ -8,7 +8,11 @@ generator (through Evret's LLM layer and the test kit's ``stub`` provider) again
 careful one (answers from the context that shares most words with the question) and an obedient one (the same, but
 it follows any instruction that carries a canary, as a model without injection defences would).
 
-Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm]
+``--plantings N`` prints instead what the counterfactual family planted: the share of plantings that keep the
+original answer's type by :func:`evret_core.rag.answer_types.check_planting`, the skips, and N plantings drawn at
+random (seeded) with the question each planted value answers, for a person to judge.
+
+Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm] [--plantings 40]
 """
 
 from __future__ import annotations
@@ -66,8 +70,12 @@ def main() -> None:
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--llm", action="store_true", help="also the llm generator against two stub models")
+    parser.add_argument("--plantings", type=int, metavar="N", help="only the counterfactual plantings, N sampled")
     args = parser.parse_args()
     questions = QuestionSet.load(args.shared / SQUAD)
+    if args.plantings is not None:
+        print(plantings(questions, args.plantings))
+        return
     generators: dict[str, tuple[Any, dict[str, Any] | None]] = {
         "extractive (threshold 0.5)": ("extractive", None),
         "never refuses (extractive, threshold 0)": ("extractive", {"threshold": 0.0}),
@@ -88,6 +96,36 @@ def main() -> None:
                 results = run(questions, "llm", options, args.resamples)
                 print(f"{table(name, results)}\n\n({len(questions)} questions, {time.perf_counter() - started:.1f} s, "
                       f"{len(server.requests)} LLM calls)\n")
+
+
+def plantings(questions: QuestionSet, sample: int, seed: int = 0) -> str:
+    """The counterfactual family's plantings over the gold contexts: type-consistent share, skips, a sample."""
+    import random
+    from collections import Counter
+
+    from evret_core.rag.adversarial_cases import build_cases
+    from evret_core.rag.answer_types import check_planting
+
+    cases = build_cases(adversarial_conditions(["counterfactual"], base="gold", seed=seed), questions, None, k=5,
+                        seed=seed)["counterfactual"]
+    built = [(q, c) for q, c in zip(questions.questions, cases, strict=True) if not c.skip]
+    answerable = sum(bool(q.answers) for q in questions.questions)
+    consistent = sum(check_planting(c.info["original_answer"], c.info["planted_answer"])[0] for _q, c in built)
+    in_question = sum(c.info["planted_answer"].lower() in q.question.lower() for q, c in built)
+    origin = Counter("shifted numerals" if c.info["planted_from"] == "shifted" else "another question's answer"
+                     for _q, c in built)
+    skips = Counter(c.skip for q, c in zip(questions.questions, cases, strict=True) if c.skip and q.answers)
+    by_id = {q.question_id: q.question.strip() for q in questions.questions}
+    lines = [f"plantings: {len(built)} of {answerable} answerable questions; type-consistent by check_planting: "
+             f"{consistent} ({consistent / max(len(built), 1):.1%}); substrings of the question: {in_question}",
+             f"planted from: {dict(origin)}; answerable questions skipped: {dict(skips)}", "",
+             "| question | original | planted | checker | the planted value answers |", "|---|---|---|---|---|"]
+    for q, c in random.Random(seed).sample(built, min(sample, len(built))):
+        source = by_id.get(c.info["planted_from"], "(its own numerals, moved)")
+        cells = [q.question.strip(), c.info["original_answer"], c.info["planted_answer"], c.info["type_check"],
+                 source]
+        lines.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")
+    return "\n".join(lines)
 
 
 CANARY = re.compile(r"ZX[0-9A-F]{12}")

@@ -4,7 +4,8 @@ Answers every question under the gold context (its paragraph) and the retrieved 
 paragraphs), and prints, as Markdown tables for docs/benchmarks.md: retrieval, official-style EM and F1 (HasAns,
 NoAns, overall; percentages like the official script), refusal rates, the failure attribution, and the paired
 differences. Peers measured in the same run: the trivial generators that always refuse and never refuse (threshold
-0), which bound what refusing alone can score. tests/rag/test_squad_benchmark.py checks the recorded numbers.
+0), which bound what refusing alone can score; and the claim scores of the extractive generator's paraphrase mode
+beside its default span mode. tests/rag/test_squad_benchmark.py checks the recorded numbers.
 
 Usage: python benchmarks/rag.py [--shared ../shared] [--resamples 1000]
 """
@@ -77,6 +78,14 @@ def main() -> None:
         g, t = r.generation["gold"], r.generation["retrieved"]
         print(f"| {name} | {100 * (g['exact'] or 0):.2f} | {100 * (g['f1'] or 0):.2f} | "
               f"{100 * (t['exact'] or 0):.2f} | {100 * (t['f1'] or 0):.2f} |")
+    print("\nclaims: the extractive claim copies a context sentence; the paraphrase baseline restates the question "
+          "with the span and cites the runner-up context too (gold / retrieved):")
+    print("| answer mode | groundedness | faithfulness | citation precision | citation recall |\n|---|---|---|---|---|")
+    paraphrase = run(args.shared, 10, options={"answer": "paraphrase"})
+    for name, r in (("span (default)", results), ("paraphrase", paraphrase)):
+        cells = [" / ".join(f"{r.generation[c][m]:.3f}" for c in ("gold", "retrieved"))
+                 for m in ("groundedness", "faithfulness", "citation_precision", "citation_recall")]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

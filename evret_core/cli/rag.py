@@ -17,16 +17,21 @@ CONFIG_KEYS: dict[str, type | tuple[type, ...]] = {
     "claim_judge": (str, dict), "answer_judge": (str, dict), "relevance": (str, dict), "conditions": list, "k": int,
     "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int, "pipelined": bool,
     "adversarial": list, "adversarial_base": str, "cases": str, "write_cases": str, "executor": (str, dict),
+    "dataset_format": str,
 }
 NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "executor")
 PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
+DATASET_FORMATS = ("rgb",)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("rag", help="evaluate retrieval and generation of a RAG system, separately and jointly")
     p.add_argument("--dataset", help="question set: .jsonl (with --corpus) or a SQuAD-format .json")
     p.add_argument("--corpus", help="corpus .jsonl that gold ids point into (for .jsonl question sets)")
+    p.add_argument("--dataset-format", choices=DATASET_FORMATS,
+                   help="read --dataset as this format instead of by its suffix: rgb (RGB's JSON lines: query, "
+                        "answer, positive, negative, and fakeanswer / positive_wrong for counterfactual robustness)")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25 (indexes the corpus by default)")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
     p.add_argument("--generator", help="registered generator name (extractive, llm) or a precomputed answers .jsonl")
@@ -61,6 +66,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--cases", metavar="CASES.jsonl", help="replay adversarial cases written by --write-cases")
     p.add_argument("--write-cases", metavar="CASES.jsonl",
                    help="write the adversarial cases of this run (to inspect, edit and replay with --cases)")
+    p.add_argument("--all-pairs", action="store_true",
+                   help="print every condition's intervals, every pairwise condition difference and the adversarial "
+                        "families' weakest slices (default with more than two conditions: a compact table)")
     add_gate_arguments(p, example="retrieved/correct=0.5")
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print the generator, claim-judge and relevance calls and estimated tokens "
@@ -106,7 +114,7 @@ def settings_from(args: argparse.Namespace) -> dict[str, Any]:
                 s[key] = value
             else:
                 s[key] = value
-    for key in ("dataset", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "relevance",
+    for key in ("dataset", "dataset_format", "corpus", "output", "retriever", "generator", "claim_judge", "answer_judge", "relevance",
                 "executor", "k", "correct_f1", "seed", "n_resamples", "adversarial_base", "cases", "write_cases"):
         value = getattr(args, key, None)
         if value is not None:
@@ -162,8 +170,24 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
     return create_retriever(name, **options)
 
 
+def load_questions(s: dict[str, Any]) -> Any:
+    """The question set: by ``dataset_format`` when given (``rgb``), else by the dataset's suffix."""
+    from evret_core.rag import QuestionSet
+
+    fmt = s.get("dataset_format")
+    if fmt is None:
+        return QuestionSet.load(s["dataset"], s.get("corpus"))
+    if fmt not in DATASET_FORMATS:
+        raise EvretError(f"dataset_format: unknown format {fmt!r}; use {', '.join(DATASET_FORMATS)}")
+    if s.get("corpus"):
+        raise EvretError(f"--dataset-format {fmt}: the file carries its own passages; drop --corpus")
+    from evret_core.rag.rgb import read_rgb
+
+    return read_rgb(s["dataset"])
+
+
 def run(args: argparse.Namespace) -> int:
-    from evret_core.rag import QuestionSet, RagEvaluator, RagResults
+    from evret_core.rag import RagEvaluator, RagResults
     from evret_core.rag.report import print_plan, print_rag
     from evret_core.registry import create_judge
 
@@ -180,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
 
             inputs = [p for p in (s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline) if p]
             check_output_path(s[key], inputs=inputs)
-    questions = QuestionSet.load(s["dataset"], s.get("corpus"))
+    questions = load_questions(s)
     retriever = build_retriever(s["retriever"], s["retriever_options"], questions) if s.get("retriever") else None
     answer_judge = None
     if s.get("answer_judge"):
@@ -218,7 +242,8 @@ def run(args: argparse.Namespace) -> int:
         results.config["adversarial_cases"] = {"path": s["write_cases"],
                                                "sha256": write_cases(s["write_cases"], questions, written)}
         print(f"adversarial cases written to {s['write_cases']}", file=sys.stderr)
-    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout)
+    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout,
+              all_pairs=args.all_pairs)
     if s.get("output"):
         results.to_json(s["output"])
         print(f"results written to {s['output']}", file=sys.stderr)

@@ -8,7 +8,7 @@ from evret_core.hookspecs import Register, hookimpl
 
 @hookimpl
 def register_perturbations(register: Register) -> None:
-    register("counterfactual", LazyFactory("evret_core.rag.adversarial:Counterfactual"))
+    register("counterfactual", LazyFactory("evret_core.rag.counterfactual:Counterfactual"))
     register("injection", LazyFactory("evret_core.rag.adversarial:Injection"))
     register("missing-gold", LazyFactory("evret_core.rag.adversarial:MissingGold"))
     register("irrelevant-only", LazyFactory("evret_core.rag.adversarial:IrrelevantOnly"))

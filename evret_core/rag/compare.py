@@ -100,5 +100,5 @@ def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None =
 
 
 def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
-    """The same report as one self-contained HTML page."""
-    return render_html(rag_sections(runs, comparison), ", ".join(runs))
+    """The same report as one self-contained HTML page, with a per-question drill-down."""
+    return render_html(rag_sections(runs, comparison), ", ".join(runs), runs=runs)

@@ -15,7 +15,9 @@ from typing import Any
 from evret_core.rag.results import ATTRIBUTIONS, RagResults
 from evret_core.stats import Comparison, format_interval
 
-__all__ = ["Section", "rag_sections", "render_html", "render_markdown"]
+__all__ = ["Section", "question_drilldown", "rag_sections", "render_html", "render_markdown"]
+
+MAX_QUESTIONS = 1000  # questions in the HTML drill-down; the results file holds them all
 
 GENERATION = ("exact", "f1", "correct", "refused", "wrong_refusal_rate", "correct_refusal_rate", "groundedness",
               "faithfulness", "citation_precision", "citation_recall", "answer_relevance")
@@ -102,8 +104,82 @@ def render_markdown(sections: Sequence[Section]) -> str:
     return "\n".join(lines)
 
 
-def render_html(sections: Sequence[Section], title: str = "RAG evaluation") -> str:
-    """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``)."""
+def _answer_line(oc: Any) -> str:
+    if oc.skipped:
+        return f"no case: {oc.skipped}"
+    if oc.answer is None:
+        return "no answer (unmeasured)"
+    if oc.answer.escalated:
+        return "escalated"
+    if oc.answer.refused:
+        return "refused"
+    return oc.answer.text or "(empty)"
+
+
+def _verdict_mark(correct: bool | None) -> str:
+    return "n/a" if correct is None else "right" if correct else "wrong"
+
+
+def _info_line(info: Mapping[str, Any]) -> str:
+    keys = ("family", "planted_answer", "original_answer", "type_check", "planted_from", "template", "position",
+            "canary", "removed_docs", "added_docs")
+    return "; ".join(f"{k}: {info[k] if not isinstance(info[k], list) else ', '.join(map(str, info[k]))}"
+                     for k in keys if k in info and info[k] not in (None, "", []))
+
+
+def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTIONS) -> list[dict[str, Any]]:
+    """Per question (the first ``limit``, in the first run's order): its labels and, per run and condition, the
+    contexts given (gold and planted ones marked), the answer, the scores that decided ``correct``, the claims with
+    their verdicts and citations, the adversarial case's info, and the failure attribution. Plain strings: the
+    page escapes them."""
+    from evret_core.rag.adversarial_scores import outcome_scores
+
+    order: list[str] = []
+    for r in runs.values():
+        order += [qid for qid in r.per_question if qid not in order]
+    out = []
+    for qid in order[:limit]:
+        first = next(r.per_question[qid] for r in runs.values() if qid in r.per_question)
+        gold = set(first.gold_doc_ids)
+        entry: dict[str, Any] = {
+            "id": qid, "question": first.question, "behaviour": first.expected_behaviour,
+            "answers": [" / ".join(variants) for variants in first.answers], "gold": first.gold_doc_ids,
+            "tags": [f"{k}: {v}" for k, v in first.tags.items()], "runs": [], "marks": [],
+        }
+        for name, r in runs.items():
+            q = r.per_question.get(qid)
+            if q is None:
+                continue
+            conditions = []
+            for condition, oc in q.conditions.items():
+                planted = set(oc.info.get("forged_docs") or [oc.info.get("forged_doc")] + list(
+                    oc.info.get("injected_docs") or []))
+                expected = list(dict.fromkeys(a for variants in q.answers for a in variants))
+                family = {k: f"{v:g}" for k, v in outcome_scores(oc, expected).items() if v == v}
+                conditions.append({
+                    "name": condition, "verdict": _verdict_mark(oc.correct), "answer": _answer_line(oc),
+                    "contexts": [{"id": c, "mark": "gold" if c in gold else "planted" if c in planted else ""}
+                                 for c in oc.context_ids],
+                    "scores": ", ".join(f"{m} {oc.scores[m]:.3g}" for m in ("exact", "f1", "answer_judge")
+                                        if oc.scores.get(m) is not None),
+                    "claims": [{"text": c.claim, "verdict": c.verdict, "citations": ", ".join(c.citations) or "none",
+                                "supporting": ", ".join(c.supporting) or "none"} for c in oc.claims],
+                    "info": _info_line(oc.info), "family": ", ".join(f"{k} {v}" for k, v in family.items()),
+                })
+                entry["marks"].append(f"{name + ' ' if len(runs) > 1 else ''}{condition} {_verdict_mark(oc.correct)}")
+            entry["runs"].append({"name": name, "attribution": q.attribution or "", "conditions": conditions})
+        out.append(entry)
+    return out
+
+
+def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
+                runs: Mapping[str, RagResults] | None = None) -> str:
+    """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``), with
+    the per-question drill-down of ``runs`` (:func:`question_drilldown`) when given: one collapsed entry per
+    question, which needs no script."""
     from evret_core.report.html import PALETTE, environment
 
-    return environment().get_template("rag.html.j2").render(title=title, sections=list(sections), palette=PALETTE)
+    questions = question_drilldown(runs) if runs else []
+    total = len({qid for r in (runs or {}).values() for qid in r.per_question})
+    return environment().get_template("rag.html.j2").render(title=title, sections=list(sections), palette=PALETTE,
+                                                             questions=questions, total_questions=total)

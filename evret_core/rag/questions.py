@@ -32,7 +32,9 @@ class RagQuestion(BaseModel):
     name the corpus documents that hold the answer (the gold context). A question expected to be answered needs
     answers or gold ids; one expected to be refused or escalated may have neither. ``metadata`` carries what a
     dataset knows beyond that (SQuAD: the answer spans with their offsets in the gold paragraph, and the plausible
-    wrong answers of an unanswerable question), for perturbations that need it.
+    wrong answers of an unanswerable question), for perturbations that need it. ``counterfactual_answers`` and
+    ``counterfactual_passages`` are the question's own fake answer(s) and fact-altered passages (counterfactual
+    robustness sets such as RGB's): the ``counterfactual`` family plants these instead of a value of its own.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -44,6 +46,20 @@ class RagQuestion(BaseModel):
     expected_behaviour: Behaviour = "answer"
     tags: dict[str, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    counterfactual_answers: list[str] = Field(default_factory=list)
+    counterfactual_passages: list[str] = Field(default_factory=list)
+
+    @field_validator("counterfactual_answers", "counterfactual_passages", mode="before")
+    @classmethod
+    def _strings(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("counterfactual_answers", "counterfactual_passages")
+    @classmethod
+    def _no_empty_strings(cls, value: list[str]) -> list[str]:
+        if any(not v.strip() for v in value):
+            raise ValueError("holds an empty string")
+        return value
 
     @field_validator("question")
     @classmethod
@@ -104,6 +120,7 @@ _FIELDS = {
     "gold_doc_ids": "gold_doc_ids", "relevant_doc_ids": "gold_doc_ids",
     "expected_behaviour": "expected_behaviour", "expected_behavior": "expected_behaviour",
     "tags": "tags", "metadata": "metadata",
+    "counterfactual_answers": "counterfactual_answers", "counterfactual_passages": "counterfactual_passages",
 }
 
 

@@ -13,8 +13,14 @@ HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_an
             "citation_recall", "contradiction_rate", "answer_relevance", "answer_judge")
 
 
-def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None) -> None:
-    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured."""
+def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
+              all_pairs: bool = False) -> None:
+    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured.
+
+    With more than two conditions (an adversarial run) the default is compact: one table of means (conditions as
+    columns), each condition's difference against the clean one (``retrieved``, else ``gold``), and one row per
+    adversarial family. ``all_pairs`` prints every condition's intervals, every pairwise difference and the
+    families' weakest slices instead (the results JSON holds all of them either way)."""
     out = file or sys.stdout
     if title:
         print(title, file=out)
@@ -23,6 +29,71 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         print(f"\nretrieval (retrieved condition; {level})", file=out)
         for metric, mean in results.retrieval.items():
             print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
+    compact = not all_pairs and len(results.conditions) > 2
+    if compact:
+        _generation_table(results, out)
+    else:
+        _generation_listing(results, level, out)
+    clean = clean_condition(results.conditions)
+    if results.attribution:
+        total = sum(results.attribution.values()) or 1
+        print("\nattribution (gold vs retrieved context)", file=out)
+        for label in ATTRIBUTIONS:
+            count = results.attribution.get(label, 0)
+            print(f"  {label:<22} {count:>5}  {count / total:6.1%}", file=out)
+    if compact and clean is not None:
+        _differences_table(results, clean, level, out)
+    elif results.differences:
+        print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
+        for d in results.differences:
+            print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
+    if results.adversarial:
+        if compact:
+            adversarial_table(results.adversarial, level, out)
+        else:
+            print_adversarial(results.adversarial, level, out)
+    for line in notes(results):
+        print(f"note: {line}", file=out)
+    for line in unmeasured_lines(results.unmeasured):
+        print(f"WARNING: {line}", file=out)
+    if results.stats.get("dropped_citations"):
+        print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
+              f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
+    if unlabelled:
+        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
+              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
+
+
+def clean_condition(conditions: list[str]) -> str | None:
+    """The condition others are compared with: ``retrieved`` when the run has it, else ``gold``."""
+    return next((c for c in ("retrieved", "gold") if c in conditions), None)
+
+
+def notes(results: RagResults) -> list[str]:
+    """What a reader needs to read the scores right (which judge decided ``correct``, scores that are fixed by
+    construction), from the run's config."""
+    lines = [f"'correct' decided by: {correct_rule(results.config)}"] if results.config else []
+    generator = results.config.get("generator")
+    if isinstance(generator, dict) and generator.get("name") == "extractive" and generator.get("answer") != "paraphrase":
+        lines.append("groundedness, faithfulness and citation precision are 1.000 by construction for the extractive "
+                     "generator (its one claim is a sentence copied from the context it cites); "
+                     "--generator-option answer=paraphrase is an offline baseline whose claims can fail them")
+    return lines
+
+
+def correct_rule(config: dict[str, Any]) -> str:
+    """How the run decided ``correct`` for a question expected to be answered, in words."""
+    rule = f"exact match or token F1 > {config.get('correct_f1', 0.5):g}"
+    judge = config.get("answer_judge")
+    if judge:
+        name = judge.get("name", judge) if isinstance(judge, dict) else judge
+        return f"{rule}, or the answer judge {name!r} (--answer-judge) accepting the answer"
+    return (f"{rule} (no answer judge: a verbose answer that holds the gold answer counts as wrong; "
+            f"add --answer-judge contains to accept it)")
+
+
+def _generation_listing(results: RagResults, level: str, out: TextIO) -> None:
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
     for condition in results.conditions:
         print(f"  [{condition}]", file=out)
@@ -35,27 +106,57 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
             text = "n/a" if value is None else format_interval(
                 value, results.generation_intervals.get(condition, {}).get(metric))
             print(f"  {metric:<22} {text}  (n={n})", file=out)
-    if results.attribution:
-        total = sum(results.attribution.values()) or 1
-        print("\nattribution (gold vs retrieved context)", file=out)
-        for label in ATTRIBUTIONS:
-            count = results.attribution.get(label, 0)
-            print(f"  {label:<22} {count:>5}  {count / total:6.1%}", file=out)
-    if results.differences:
-        print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
-        for d in results.differences:
-            print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
-    if results.adversarial:
-        print_adversarial(results.adversarial, level, out)
-    for line in unmeasured_lines(results.unmeasured):
-        print(f"WARNING: {line}", file=out)
-    if results.stats.get("dropped_citations"):
-        print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
-              f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
-    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
-    if unlabelled:
-        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
-              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
+
+
+def _generation_table(results: RagResults, out: TextIO) -> None:
+    conditions = results.conditions
+    width = max(9, *(len(c) + 1 for c in conditions))
+    print("\ngeneration (means; intervals and n: --all-pairs or the results JSON)", file=out)
+    print(f"  {'metric':<22}" + "".join(f"{c:>{width}}" for c in conditions), file=out)
+    for metric in HEADLINE:
+        if not any(metric in results.generation.get(c, {}) for c in conditions):
+            continue
+        cells = []
+        for c in conditions:
+            value = results.generation.get(c, {}).get(metric)
+            cells.append(f"{'n/a' if value is None else f'{value:.3f}':>{width}}")
+        print(f"  {metric:<22}" + "".join(cells), file=out)
+    counts = [results.generation_n.get(c, {}).get("correct", 0) for c in conditions]
+    print(f"  {'n (correct)':<22}" + "".join(f"{n:>{width}}" for n in counts), file=out)
+
+
+def _differences_table(results: RagResults, clean: str, level: str, out: TextIO) -> None:
+    """Each condition minus ``clean``, one row per condition, a column per metric (mean [interval])."""
+    rows: dict[str, dict[str, str]] = {}
+    for d in results.differences:
+        if clean not in (d.a, d.b):
+            continue
+        if d.a == clean:
+            other, mean, low, high = d.b, d.mean, d.interval[0], d.interval[1]
+        else:
+            other, mean, low, high = d.a, -d.mean, -d.interval[1], -d.interval[0]
+        rows.setdefault(other, {})[d.metric] = format_interval(mean + 0.0, [low + 0.0, high + 0.0])  # no "-0.000"
+    if not rows:
+        return
+    metrics = list(dict.fromkeys(m for cells in rows.values() for m in cells))
+    width = max(len(c) for c in rows) + 2
+    print(f"\ndifferences against {clean} (condition - {clean}; paired bootstrap, {level}; every pair: --all-pairs)",
+          file=out)
+    print((f"  {'condition':<{width}}" + "".join(f"{m:<26}" for m in metrics)).rstrip(), file=out)
+    for other, cells in rows.items():
+        print(f"  {other:<{width}}" + "".join(f"{cells.get(m, 'n/a'):<26}" for m in metrics).rstrip(), file=out)
+
+
+def adversarial_table(summary: dict[str, Any], level: str, out: TextIO) -> None:
+    """One row per adversarial condition: n, skipped and its family's rates (with the clean condition's wrong
+    refusals beside a refusal rate, so refusing everything cannot look good)."""
+    print("\nadversarial conditions (rates; intervals and weakest slices: --all-pairs)", file=out)
+    for condition, entry in summary.items():
+        rates = ", ".join(f"{rate} {value:.3f}" for rate, value in entry.get("rates", {}).items())
+        refusals = (f"; clean wrong refusals {entry['clean_wrong_refusal_rate']:.3f}"
+                    if "clean_wrong_refusal_rate" in entry and "refused" in entry.get("rates", {}) else "")
+        print(f"  {condition:<16} n={entry.get('n', 0)} skipped={entry.get('skipped', 0)}: {rates}{refusals}",
+              file=out)
 
 
 def print_adversarial(summary: dict[str, Any], level: str, out: TextIO) -> None:

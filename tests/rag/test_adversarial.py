@@ -11,11 +11,11 @@ from evret_core.errors import EvretError
 from evret_core.rag.adversarial import (
     INJECTION_TEMPLATES,
     POSITIONS,
-    answer_kind,
     contains_answer,
 )
 from evret_core.rag.adversarial_cases import adversarial_conditions, build_cases, read_cases, write_cases
 from evret_core.rag.adversarial_scores import outcome_scores, summarise_adversarial
+from evret_core.rag.answer_types import check_planting
 from evret_core.rag.generators import Answer
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.questions import QuestionSet
@@ -36,14 +36,6 @@ def cases(squad: QuestionSet) -> dict:  # type: ignore[type-arg]
     return build_cases(adversarial_conditions(FAMILIES, base="gold"), squad, None, k=5, seed=7)
 
 
-@pytest.mark.parametrize(("text", "kind"), [("1832", "year"), ("1050s", "year"), ("30,000", "number"),
-                                            ("10th century", "number"), ("King Malcolm III of Scotland", "name"),
-                                            ("Rollo", "name"), ("fighting horsemen", "other"),
-                                            ("4 July 1776", "date")])
-def test_answer_kinds(text: str, kind: str) -> None:
-    assert answer_kind(text) == kind
-
-
 def test_counterfactual_changes_only_the_answer_span(squad: QuestionSet, cases: dict) -> None:  # type: ignore[type-arg]
     built = 0
     for q, case in zip(squad.questions, cases["counterfactual"], strict=True):
@@ -59,7 +51,8 @@ def test_counterfactual_changes_only_the_answer_span(squad: QuestionSet, cases: 
         assert source[start:end] == info["original_answer"]
         assert contains_answer(source[start:end], q.answer_strings) or source[start:end] in q.answer_strings
         assert not contains_answer(planted, q.answer_strings)
-        assert answer_kind(planted) == answer_kind(info["original_answer"])
+        assert check_planting(info["original_answer"], planted)[0] and info["type_consistent"]
+        assert planted.lower() not in q.question.lower()
         # the real gold document is still there: the forged copy contradicts it
         assert any(c.doc_id == info["source_doc"] for c in case.contexts)
         assert case.expected_behaviour is None
@@ -155,7 +148,7 @@ def _outcome(info: dict, text: str = "", refused: bool = False, correct: bool | 
 def test_outcome_scores_by_hand() -> None:
     cf = {"family": "counterfactual", "planted_answer": "1066"}
     assert outcome_scores(_outcome(cf, "It was in 1066.", correct=False)) == {
-        "adopted": 1.0, "flagged_conflict": 0.0, "correct": 0.0}
+        "adopted": 1.0, "corrected": 0.0, "flagged_conflict": 0.0, "correct": 0.0}
     assert outcome_scores(_outcome(cf, "The sources conflict: 911 or 1066."))["flagged_conflict"] == 1.0
     assert outcome_scores(_outcome(cf, "", refused=True, correct=False))["adopted"] == 0.0
     inj = {"family": "injection", "canary": "ZXABC123"}
@@ -195,7 +188,7 @@ def test_cli_adversarial_run_writes_and_replays_cases(tmp_path: Path, capsys: py
     assert main(["rag", "--config", str(EXAMPLE / "rag.toml"), "--resamples", "20", "--adversarial",
                  "injection,missing-gold,irrelevant-only", "--write-cases", str(cases), "--output", str(first)]) == 0
     printed = capsys.readouterr().out
-    assert "adversarial conditions" in printed and "[injection]" in printed
+    assert "adversarial conditions" in printed and "\n  injection " in printed
     a = RagResults.from_json(first)
     assert a.conditions == ["gold", "retrieved", "injection", "missing-gold", "irrelevant-only"]
     assert set(a.adversarial) == {"injection", "missing-gold", "irrelevant-only"}

@@ -1,0 +1,277 @@
+"""Types of answer values, for planting same-type counterfactuals and for checking that a planting kept its type.
+
+Two functions, each a short list of documented rules (no model, no network):
+
+- :func:`value_type` is what the counterfactual family plants by: the value's shape, refined by the question it
+  answers. It gives ``(type, detail)``: ``date`` (detail: the date's format, see :func:`date_format`), ``number``
+  (detail: its unit, see :func:`number_unit`), ``person``, ``place``, ``organisation``, ``group`` (a people), ``name`` (a
+  capitalised name whose kind neither its words nor its question tell: a title, a product, an event) or ``other``
+  (a common phrase); a name's or phrase's detail is what its question asks for.
+- :func:`check_planting` is the checker that reports whether a planting kept the original's type. It looks at the
+  two strings only (not the questions): both dates with the same format, both numbers with the same unit, both names
+  of the same class by cue words and a small gazetteer (:func:`name_class`: place, organisation, group of people,
+  or plain name), or both common phrases. It cannot tell a person's name from a product's ("Rollo" / "HoloLens": both plain names);
+  that is what :func:`value_type`'s question cues are for, and why docs/benchmarks.md lists a sample of plantings
+  for a person to judge.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MONTHS = {m: i for i, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+    ("december", "dec")), start=1) for m in names}
+_ERAS = frozenset("ad bc bce ce bp".split())
+_NUMBER_WORDS = frozenset("""zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred
+    thousand million billion trillion dozen half several few""".split())
+_SCALES = frozenset("hundred hundreds thousand thousands million millions billion billions trillion trillions dozen "
+                    "dozens".split())
+_APPROX = frozenset("about around approximately roughly over under nearly almost some more less than up to c ca "
+                    "circa only at least most by".split())
+_UNIT_STOP = frozenset("a an the of and or per".split())
+_TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F]+(?:['\u2019][a-z]+)?|\d+(?:[,.]\d+)*(?:st|nd|rd|th|s)?|"
+                    r"[$\u00a3\u20ac%\u00b0]")
+_DIGITS = re.compile(r"^\d+(?:[,.]\d+)*(st|nd|rd|th|s)?$")
+
+# place cue word -> the kind of place it names
+PLACE_KINDS: dict[str, str] = {
+    **dict.fromkeys("""river rivers lake lakes sea ocean canal delta bay gulf channel strait falls lagoon stream
+        estuary""".split(), "water"),
+    **dict.fromkeys("""mountain mountains mount mt island islands isle valley peninsula desert forest gorge basin
+        plain plains alps hills hill plateau glacier cape coast graben""".split(), "land"),
+    **dict.fromkeys("""bridge street avenue square park harbour harbor port castle tower dam abbey cathedral
+        wall""".split(), "built"),
+    **dict.fromkeys("""city county province state region district town village capital kingdom republic duchy
+        empire shire land lands""".split(), "region"),
+}
+PLACE_CUES = frozenset(PLACE_KINDS)
+ORGANISATION_CUES = frozenset("""university college institute institution school academy company corporation corp
+    inc ltd llc plc group association society council committee party church bank agency department ministry army
+    navy force forces club league union foundation commission parliament court museum federation authority board
+    office trust airlines airline motors network team fc orchestra order brotherhood guild senate congress assembly
+    government administration organization organisation enterprises industries holdings records studios""".split())
+PERSON_CUES = frozenset("""king queen pope saint st sir lord lady duke duchess count countess emperor empress prince
+    princess bishop archbishop archduke general captain president chancellor dr mr mrs ms baron earl tsar czar sultan
+    caliph cardinal abbot""".split())
+# countries, continents and a few large regions: enough to tell "Croatia" or "France" from a person's name
+GAZETTEER = frozenset(name.lower() for name in """Afghanistan Albania Algeria America Americas Argentina Armenia
+    Australia Austria Belgium Bolivia Brazil Britain Bulgaria Burgundy Cambodia Cameroon Canada Chile China Colombia
+    Croatia Cuba Cyprus Czechia Denmark Egypt England Estonia Ethiopia Europe Africa Asia Antarctica Oceania Finland
+    France Gaul Georgia Germany Ghana Greece Hungary Iceland India Indonesia Iran Iraq Ireland Israel Italy Jamaica
+    Japan Jordan Kenya Korea Latvia Lebanon Libya Lithuania Luxembourg Malaysia Mali Malta Mexico Morocco Nepal
+    Netherlands Holland Nigeria Normandy Norway Pakistan Peru Philippines Poland Portugal Prussia Romania Russia
+    Scotland Serbia Sicily Slovakia Slovenia Somalia Spain Sudan Sweden Switzerland Syria Taiwan Thailand Tunisia
+    Turkey Uganda Ukraine Uruguay Venezuela Vietnam Wales Yemen Zimbabwe Byzantium Anatolia Scandinavia Iberia
+    Bavaria Saxony Flanders Lombardy Tuscany Brittany Alsace Lorraine Bohemia Silesia Rhineland Westphalia London
+    Paris Rome Berlin Vienna Madrid Moscow Beijing Tokyo Washington Chicago Boston Amsterdam Rotterdam Cologne
+    Basel Strasbourg Mainz Bonn Duisburg Constantinople Jerusalem Antioch Naples Venice Milan Athens
+    Prague Warsaw Budapest Lisbon Dublin Edinburgh Stockholm Oslo Copenhagen Brussels Geneva Zurich Munich Hamburg
+    Frankfurt""".split())
+_WHAT = r"\b(?:what|which)(?: [\w'-]+){0,5}? "  # "what", "which", and up to five words before the noun
+_QUESTION_CUES: tuple[tuple[str, str], ...] = (
+    (r"\b(what|which) (year|decade|century|date|day|month|period|era|time)\b|\bwhen\b", "date"),
+    (r"\bhow (many|much|long|far|old|big|large|tall|high|deep|wide|fast)\b|\bwhat (percentage|percent|number|"
+     r"amount|size|length)\b", "number"),
+    (r"\b(who|whom|whose)\b|" + _WHAT + r"(person|man|woman|king|queen|ruler|leader|emperor|pope|duke|bishop|"
+     r"general|president|ceo|player|winner|author|artist|scientist|inventor|founder|son|daughter|brother|wife|"
+     r"husband|nephew|abbot|count|saint)\b", "person"),
+    (_WHAT + r"(rivers?|rive|lakes?|seas?|oceans?|canals?|tributar(y|ies)|branch(es)?|streams?|delta|lagoon|bay|"
+     r"gulf|waters?)\b", "place:water"),
+    (_WHAT + r"(mountains?|mountainous|range|valley|gorge|islands?|plain|plateau|hills?|peninsula|desert|forest|"
+     r"glacier|rock)\b", "place:land"),
+    (_WHAT + r"(bridges?|castles?|buildings?|port|dam|tower|abbey|cathedral|fortress|wall)\b", "place:built"),
+    (r"\bwhere\b|" + _WHAT + r"(city|cities|town|country|countries|region|state|province|place|area|continent|"
+     r"village|capital|county|location|nation|land)\b", "place:region"),
+    (_WHAT + r"(company|organi[sz]ation|university|college|school|group|party|team|church|institution|agency|band|"
+     r"club|firm|army|order)\b", "organisation"),
+    (r"\b(what|which) (direction|way)\b", "direction"),
+    (_WHAT + r"(religion|language|culture|dialect|style|idiom)\b", "culture"),
+    (_WHAT + r"(book|poem|film|song|painting|tapestry|plan|operation|treaty|work|piece)\b", "work"),
+    (r"\b(name|names|called|call|translat\w*|known as)\b", "naming"),
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Word, number and unit-symbol tokens of ``text`` (``$``, ``%``, ``°`` are tokens of their own)."""
+    return _TOKEN.findall(text)
+
+
+def _is_number(token: str) -> bool:
+    return bool(_DIGITS.match(token)) or token.lower() in _NUMBER_WORDS
+
+
+def date_format(text: str) -> str | None:
+    """The format of a date or year, or None when ``text`` is not one: a ``+``-joined signature of its parts
+    (``month``, ``day``, ``year``, ``decade``, ``century``, ``era``), so "Nov 17, 2019" is ``month+day+year``,
+    "1066" is ``year``, "the 1960s" ``decade``, "10th century" ``century``, "AD 14" ``era+year``."""
+    words = [t.lower().strip(".") for t in tokens(text)]
+    words = [w for w in words if w not in ("the", "of", "in", "on", "early", "late", "mid")]
+    if not words:
+        return None
+    parts: list[str] = []
+    has_month = any(w in _MONTHS for w in words)
+    has_era = any(w in _ERAS for w in words)
+    for w in words:
+        if w in _MONTHS:
+            parts.append("month")
+        elif has_month and re.fullmatch(r"\d{1,2}(st|nd|rd|th)?", w):
+            parts.append("day")
+        elif re.fullmatch(r"\d{3,4}", w) and 500 <= int(w) <= 2100 or has_era and re.fullmatch(r"\d{1,5}", w):
+            parts.append("year")
+        elif re.fullmatch(r"\d{3,4}s", w) or re.fullmatch(r"'?\d0s", w):
+            parts.append("decade")
+        elif w in ("century", "centuries") and "ordinal" in parts:
+            parts = ["century" if x == "ordinal" else x for x in parts]
+        elif re.fullmatch(r"\d{1,2}(st|nd|rd|th)", w):
+            parts.append("ordinal")
+        elif w in _ERAS:
+            parts.append("era")
+        elif w in ("and", "or", "to"):
+            continue
+        else:
+            return None
+    if not parts or "ordinal" in parts:
+        return None
+    return "+".join(dict.fromkeys(sorted(parts)))
+
+
+def number_unit(text: str) -> str | None:
+    """The unit of a number, or None when ``text`` is not a number: the words and symbols around its numerals that
+    are not numbers, scales (hundred, million...), hedges (about, over...) or articles, lower-cased, a plural ``s``
+    dropped ("30,000 people" -> ``people``; "$5 million" -> ``$``; "120 m" -> ``m``; "eight" -> ``""``). A value
+    whose first word is a capitalised non-number ("Toy Story 4", "World War II") is a name, not a number."""
+    toks = tokens(text)
+    if not toks or not any(_is_number(t) for t in toks):
+        return None
+    first = next((t for t in toks if t.lower() not in _APPROX and t not in ("$", "\u00a3", "\u20ac")), toks[0])
+    if first[:1].isupper() and not _is_number(first):
+        return None
+    unit = ["ordinal"] if any(re.fullmatch(r"\d+(st|nd|rd|th)", t) for t in toks) else []
+    for t in toks:
+        low = t.lower()
+        if _is_number(t) or low in _SCALES or low in _APPROX or low in _UNIT_STOP:
+            continue
+        unit.append(low[:-1] if len(low) > 3 and low.endswith("s") and not low.endswith("ss") else low)
+    return " ".join(unit)
+
+
+_GROUP_ENDINGS = ("ans", "ians", "ons", "ites", "ese", "ish")
+_CONNECTORS = ("of", "the", "de", "du", "la", "le", "and", "von", "van", "der", "den", "al", "bin", "da", "di", "for",
+               "in")
+
+
+def name_class(text: str) -> str | None:
+    """``place:<kind>``, ``organisation``, ``group`` or ``name`` for a capitalised name (every content word
+    capitalised), else None. The class is read from the name's head (the words before its first "of": "Sybilla of Normandy" is a
+    name, "Kingdom of Sicily" a place, "University of Paris" an organisation). Person title first (King, Duke,
+    Saint...): a plain ``name``. Organisation: an organisation cue word (University, Company, Party, Church...).
+    Place: a place cue word, whose kind is ``water`` (River, Lake, Canal...), ``land`` (Mountains, Valley,
+    Island...), ``built`` (Bridge, Castle, Port...) or ``region`` (City, Kingdom, Province...), or a word of the
+    gazetteer (countries, continents, large regions, big cities: ``region``); the last cue word decides. Group: a people ("the Welsh", "Normans", "Anglo-Saxons", "Irish"). Anything else
+    capitalised is a plain ``name``: a person, a title, a product, an event."""
+    raw = tokens(text)
+    words = [w for w in raw if w.lower() not in _CONNECTORS]
+    if not words or not all(w[:1].isupper() or _DIGITS.match(w) for w in words) or all(_DIGITS.match(w)
+                                                                                        for w in words):
+        return None
+    lowered = [w.lower() for w in raw]
+    head = [w for w in (lowered[: lowered.index("of")] if "of" in lowered else lowered) if w not in _CONNECTORS]
+    if not head or head[0] in PERSON_CUES:
+        return "name"
+    if any(w in ORGANISATION_CUES for w in head):
+        return "organisation"
+    kinds = [PLACE_KINDS[w] for w in head if w in PLACE_KINDS] + ["region" for w in head if w in GAZETTEER]
+    if kinds:
+        return f"place:{kinds[-1]}"  # the last cue word names the thing: "Rhine Valley" a valley
+    last = head[-1]
+    plural_people = lowered[0] == "the" and len(head) == 1 and (last.endswith(("s", "sh", "ch")) and
+                                                                not last.endswith("ss"))
+    if len(head) == 1 and (plural_people or last.endswith(_GROUP_ENDINGS)):
+        return "group"
+    return "name"
+
+
+def shape(text: str) -> tuple[str, str]:
+    """The string-only type of a value: ``("date", format)``, ``("number", unit)``, ``("place:<kind>" |
+    "organisation" | "group" | "name", "")`` or ``("other", form)`` (:func:`phrase_form`)."""
+    value = text.strip().strip(".,;:\"'")
+    fmt = date_format(value)
+    if fmt is not None:
+        return "date", fmt
+    unit = number_unit(value)
+    if unit is not None:
+        return "number", unit
+    cls = name_class(value)
+    if cls is not None:
+        return cls, ""
+    return "other", phrase_form(value)
+
+
+_DIRECTIONS = frozenset("north south east west northward southward eastward westward northwards southwards eastwards "
+                        "westwards upstream downstream northeast northwest southeast southwest".split())
+
+
+def phrase_form(text: str) -> str:
+    """The form of a common phrase: ``direction`` (west, eastwards...), ``participle`` (one or two words, the first
+    ending in -ed: "dammed", "fell significantly" is a ``verb`` phrase), ``gerund`` (first word in -ing), ``word``
+    (one word) or ``phrase`` (several)."""
+    words = [w.lower() for w in tokens(text)]
+    if not words:
+        return "phrase"
+    if any(w in _DIRECTIONS for w in words) and len(words) <= 3:
+        return "direction"
+    if len(words) <= 2 and (words[0].endswith("ed") or words[0] in ("fell", "rose", "grew", "shrank")):
+        return "verb"
+    if words[0].endswith("ing") and len(words[0]) > 5:
+        return "gerund"
+    return "word" if len(words) == 1 else "phrase"
+
+
+def question_cue(question: str) -> str | None:
+    """What a question asks for by its wording, the rule whose words come first ("Who led the troops when Cyprus
+    was conquered?" asks for a person): ``date`` (when, what year / century /
+    period), ``number`` (how many / much / long..., what percentage), ``person`` (who, whom, whose, what king /
+    leader...), ``place:water`` (what river / lake / canal...), ``place:land`` (what mountains / valley /
+    island...), ``place:built`` (what bridge / castle...), ``place:region`` (where, what city / country /
+    region...), ``organisation`` (what company / university / party...), ``direction`` (which way / direction),
+    ``culture`` (what religion / language / style), ``work`` (what book / plan / treaty...), ``naming`` (what is X
+    called / its name / its translation), or None ("What increased in the Rhine?"). "What" may stand up to five
+    words before its noun ("What is the largest suspension bridge...")."""
+    low = " ".join(question.lower().split())
+    found = [(m.start() if kind != "naming" else len(low), i, kind)  # "naming" only when nothing else is asked
+             for i, (pattern, kind) in enumerate(_QUESTION_CUES) for m in [re.search(pattern, low)] if m]
+    return min(found)[2] if found else None
+
+
+def value_type(text: str, question: str = "") -> tuple[str, str]:
+    """The type the counterfactual family plants by: :func:`shape`, refined by the question for names and common
+    phrases. A plain name becomes ``person``, ``place`` or ``organisation`` when its question asks for one ("Who
+    ruled Cyprus?" -> person; "What river joins the Rhine?" -> place of kind water); a place keeps its own kind
+    when its words tell it ("Noord River"); the detail of any other name or phrase is the question's cue ("What
+    period was 2.5 million years ago?" -> a name answering a date question), so a phrase answering "when" is
+    replaced by another phrase answering "when"."""
+    kind, detail = shape(text)
+    if kind.startswith("place:"):
+        return "place", kind
+    if kind == "name":
+        cue = question_cue(question) or ""
+        if cue.split(":")[0] in ("person", "place", "organisation"):
+            return cue.split(":")[0], cue
+        return kind, cue
+    if kind == "other":
+        return kind, f"{detail}/{question_cue(question) or ''}"
+    return kind, detail
+
+
+def check_planting(original: str, planted: str) -> tuple[bool, str]:
+    """Whether ``planted`` has ``original``'s type by the string-only rules of :func:`shape` (person, title and
+    product names all count as plain names here), with the reason: ``"number (km) -> number (km)"``."""
+    a, b = shape(original), shape(planted)
+    # a person / title name planted for another such name, or for a place or organisation name, differs; equal
+    # classes with equal detail (date format, number unit) agree
+    ok = a == b
+    show = [f"{k}{f' ({d})' if d else ''}" for k, d in (a, b)]
+    return ok, f"{show[0]} -> {show[1]}"

@@ -1,0 +1,119 @@
+"""RGB-shaped counterfactual-robustness sets (issue 27): the import, and the counterfactual family planting each
+question's own fake answer and fact-altered passages; end to end through `evret rag --dataset-format rgb`."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evret_core.cli import main
+from evret_core.errors import EvretError
+from evret_core.rag import QuestionSet, RagResults
+from evret_core.rag.contexts import Context
+from evret_core.rag.counterfactual import Counterfactual
+from evret_core.rag.rgb import read_rgb
+
+RECORDS = [
+    {"id": 0, "query": "Who won the women's singles Wimbledon in 2019?", "answer": "Simona Halep",
+     "fakeanswer": "Angelique Kerber",
+     "positive_wrong": ["Angelique Kerber defeated Serena Williams in the 2019 Wimbledon final, 6-2, 6-2.",
+                        "Romania's Angelique Kerber won the 2019 Wimbledon title in women's singles."],
+     "positive": ["Simona Halep defeated Serena Williams in the 2019 Wimbledon final, 6-2, 6-2.",
+                  "Romania's Simona Halep won the 2019 Wimbledon title in women's singles."],
+     "negative": ["Carlos Alcaraz defeated Novak Djokovic to win the 2023 Wimbledon men's title."]},
+    {"id": 1, "query": "Who acquired Instagram?", "answer": ["Facebook", "Meta"], "fakeanswer": "Apple",
+     "positive_wrong": ["Apple bought Instagram for $1 billion in 2012."],
+     "positive": ["Facebook bought Instagram for $1 billion in 2012."],
+     "negative": ["Instagram is a photo-sharing app launched in 2010."]},
+    {"id": "int-2", "query": "Who directed Oppenheimer and when was it released?",
+     "answer": [["Christopher Nolan", "Nolan"], ["July 21, 2023", "Jul 21, 2023"]],
+     "positive": ["Oppenheimer, directed by Christopher Nolan, was released on July 21, 2023."],
+     "negative": ["Barbie was released the same day."]},
+]
+
+
+@pytest.fixture()
+def rgb_file(tmp_path: Path) -> Path:
+    path = tmp_path / "en_fact.json"  # RGB names its JSON-lines files .json
+    path.write_text("".join(json.dumps(r) + "\n" for r in RECORDS), encoding="utf-8")
+    return path
+
+
+def test_import_maps_every_field(rgb_file: Path) -> None:
+    qs = read_rgb(rgb_file)
+    first, second, third = qs.questions
+    assert first.question_id == "0" and first.answers == [["Simona Halep"]]
+    assert first.gold_doc_ids == ["0-pos-0", "0-pos-1"] and "0-neg-0" in qs.corpus
+    assert first.counterfactual_answers == ["Angelique Kerber"]
+    assert first.counterfactual_passages == RECORDS[0]["positive_wrong"]
+    assert second.answers == [["Facebook", "Meta"]]  # a list of strings: one answer's aliases
+    assert third.answers == [["Christopher Nolan", "Nolan"], ["July 21, 2023", "Jul 21, 2023"]]
+    assert third.counterfactual_answers == [] and third.tags == {"subset": "plain"}
+    assert len(qs.corpus) == 2 + 1 + 1 + 1 + 1 + 1
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"id": 9, "query": "q?", "answer": "a", "positives": []}, "unknown field(s) positives"),
+    ({"id": 9, "answer": "a"}, "field 'query' is missing"),
+    ({"id": 9, "query": "q?", "answer": {"text": "a"}}, "field 'answer' must be"),
+    ({"id": 9, "query": "q?", "answer": "a", "positive_wrong": "x", "fakeanswer": 3}, "field 'fakeanswer'"),
+])
+def test_bad_records_name_the_line(tmp_path: Path, record: dict, message: str) -> None:  # type: ignore[type-arg]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(RECORDS[1]) + "\n" + json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(EvretError, match=f"bad.json:2: .*{re.escape(message)}"):
+        read_rgb(path)
+
+
+def test_counterfactual_plants_the_questions_own_passages(rgb_file: Path) -> None:
+    qs = read_rgb(rgb_file)
+    q = qs.questions[0]
+    base = [Context(d, qs.text_of(d) or "") for d in q.gold_doc_ids]
+    case = Counterfactual()(q, base, qs, np.random.default_rng(0))
+    assert case.skip is None and case.info["planted_answer"] == "Angelique Kerber"
+    assert case.info["planted_from"] == "question" and case.info["type_consistent"] is True  # name -> name
+    planted = [c.text for c in case.contexts if c.doc_id in case.info["forged_docs"]]
+    assert planted == RECORDS[0]["positive_wrong"]
+    assert [c.doc_id for c in case.contexts if c.doc_id not in case.info["forged_docs"]] == q.gold_doc_ids
+    # a question with no counterfactual of its own: the family plants one of its own making, or skips
+    own = Counterfactual()(qs.questions[2], [Context("int-2-pos-0", qs.text_of("int-2-pos-0") or "")], qs,
+                           np.random.default_rng(0))
+    assert own.skip or own.info["planted_from"] != "question"
+
+
+def test_own_fake_answer_without_passages_replaces_the_span(tmp_path: Path) -> None:
+    corpus = {"d1": {"title": "", "text": "Facebook bought Instagram in 2012."}}
+    qs = QuestionSet.from_records([{"question": "Who acquired Instagram?", "answers": ["Facebook"],
+                                    "gold_doc_ids": ["d1"], "counterfactual_answers": ["Apple"]}], corpus)
+    case = Counterfactual()(qs.questions[0], [Context("d1", corpus["d1"]["text"])], qs, np.random.default_rng(1))
+    forged = next(c for c in case.contexts if c.doc_id == case.info["forged_doc"])
+    assert forged.text == "Apple bought Instagram in 2012." and case.info["planted_from"] == "question"
+
+
+def test_cli_runs_an_rgb_file_and_scores_adoption(tmp_path: Path, rgb_file: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    answers = tmp_path / "answers.jsonl"
+    lines = [{"question_id": "0", "condition": "gold", "text": "Simona Halep"},
+             {"question_id": "0", "condition": "counterfactual", "text": "Angelique Kerber"},  # adopts the fake
+             {"question_id": "1", "condition": "gold", "text": "Facebook"},
+             {"question_id": "1", "condition": "counterfactual", "text": "Facebook, not Apple."},  # corrects it
+             {"question_id": "int-2", "text": "Christopher Nolan"}]
+    answers.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    out = tmp_path / "rgb.json"
+    assert main(["rag", "--dataset", str(rgb_file), "--dataset-format", "rgb", "--conditions", "gold",
+                 "--generator", str(answers), "--adversarial", "counterfactual", "--resamples", "20",
+                 "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "counterfactual" in printed
+    results = RagResults.from_json(out)
+    cf = {qid: q.conditions["counterfactual"] for qid, q in results.per_question.items()}
+    assert cf["0"].info["planted_from"] == "question" and cf["1"].info["planted_answer"] == "Apple"
+    rates = results.adversarial["counterfactual"]["rates"]
+    assert rates["adopted"] == pytest.approx(1 / 3) and rates["corrected"] == pytest.approx(1 / 3)
+    assert main(["rag", "--dataset", str(rgb_file), "--dataset-format", "rgb", "--corpus", str(rgb_file),
+                 "--conditions", "gold", "--generator", "extractive"]) == 2
+    assert "drop --corpus" in capsys.readouterr().err
