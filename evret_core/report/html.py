@@ -6,6 +6,10 @@ what the templates show (numbers, chart geometry); it writes no markup. Sections
 with intervals), ``curves`` (metric@k for k = 1..K per run), ``slices`` (per-tag bars with intervals),
 ``comparison`` (paired tests), ``queries`` (per-query drill-down: one JSON block, see
 :mod:`evret_core.report.drilldown`, drawn by the page's script) and ``manifest``.
+
+The page stays within ``PAGE_BUDGET`` (5 MB) whatever the data: the rest of the page is rendered first, each run's
+manifest cut to ``MANIFEST_CHARS``, and the drill-down gets what is left (see the drill-down's degradation steps).
+What was cut is said on the page and added to ``ReportData.warnings`` (``evret report`` prints them on stderr).
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ import jinja2
 from markupsafe import Markup
 
 from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
-from evret_core.report.drilldown import DATA_BUDGET, drilldown_data, script_json
+from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, truncation_notes
 from evret_core.stats import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
+MANIFEST_CHARS = 100_000  # per run; a results file can carry any config
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
 
 
@@ -140,10 +145,25 @@ def _title(data: ReportData) -> str:
     return f"{dataset}: {', '.join(data.names)} ({first.num_queries} queries)"
 
 
-def render_html(data: ReportData, data_budget: int = DATA_BUDGET) -> str:
-    """The whole report as one HTML document; it loads nothing from anywhere (a CSP forbids it)."""
+def _manifest_json(value: dict[str, Any]) -> tuple[str, bool]:
+    text = json.dumps(value, indent=2, default=str)
+    if len(text) <= MANIFEST_CHARS:
+        return text, False
+    return text[:MANIFEST_CHARS] + f"\n... ({len(text) - MANIFEST_CHARS:,} more characters in the results file)", True
+
+
+def render_html(data: ReportData, data_budget: int | None = None) -> str:
+    """The whole report as one HTML document within ``PAGE_BUDGET`` bytes when the page without its drill-down
+    fits (``data_budget`` overrides the drill-down's share); it loads nothing from anywhere (a CSP forbids it).
+    What had to be cut is listed on the page and appended to ``data.warnings``."""
     level = next((r.confidence_level for r in data.runs.values() if r.confidence_level), None)
-    drill = drilldown_data(data, budget=data_budget)
+    manifests, cut_manifests = [], []
+    for name, r in data.runs.items():
+        text, cut = _manifest_json(r.manifest.model_dump() if r.manifest else {"config": r.config})
+        manifests.append({"run": name, "json": text})
+        if cut:
+            cut_manifests.append(name)
+    notes = [f"the manifest of run {name!r} is cut to {MANIFEST_CHARS:,} characters" for name in cut_manifests]
     context = {
         "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE,
         "several": len(data.runs) > 1, "metrics": data.metrics,
@@ -153,9 +173,17 @@ def render_html(data: ReportData, data_budget: int = DATA_BUDGET) -> str:
                                                 for r in data.runs.values()]} for m in data.metrics],
         "ppi_rows": [{"metric": m, "cells": cells} for m, cells in ppi_rows(data)], "ppi_note": PPI_NOTE,
         "curves": _curves(data), "slices": _slices(data), "comparison": _comparison(data),
-        "query_metric": drill["metric"], "num_queries": len(drill["queries"]), "text_cap": drill["cap"],
-        "drilldown": Markup(script_json(drill)),
-        "manifests": [{"run": name, "json": json.dumps(r.manifest.model_dump() if r.manifest else {"config": r.config},
-                                                       indent=2, default=str)} for name, r in data.runs.items()],
+        "query_metric": data.metrics[0] if data.metrics else None, "num_queries": 0, "total_queries": 0,
+        "text_cap": None, "notes": notes, "drilldown": Markup(""), "manifests": manifests,
     }
-    return environment().get_template("report.html.j2").render(context)
+    template = environment().get_template("report.html.j2")
+    if data_budget is None:  # what the page without its drill-down leaves, less room for the notes
+        data_budget = PAGE_BUDGET - len(template.render(context).encode("utf-8")) - 4096
+    drill = drilldown_data(data, budget=data_budget)
+    notes += truncation_notes(drill)
+    context.update(query_metric=drill["metric"], num_queries=len(drill["queries"]), total_queries=drill["total"],
+                   text_cap=drill["cap"], drilldown=Markup(script_json(drill)))
+    for note in notes:
+        if note not in data.warnings:
+            data.warnings.append(f"HTML report: {note}")
+    return template.render(context)
