@@ -279,12 +279,12 @@ class LLMClient:
         with self._lock:
             self.gave_up["oversized"] += 1
             first = self.gave_up["oversized"] == 1
-        message = (f"{self.provider.name}: an answer of {n:,} characters, far more than a call with {asked} can "
-                   f"produce (at most {answer_limit(max_tokens):,} accepted): not used, not cached")
+        detail = (f"an answer of {n:,} characters, far more than a call with {asked} can produce (at most "
+                  f"{answer_limit(max_tokens):,} accepted): not used, not cached")
         if first:
-            notify(f"{self._who()}: {message}; the call is unmeasured (later ones are counted, not shown)")
+            notify(f"{self._who()}: {detail}; the call is unmeasured (later ones are counted, not shown)")
         response.text = ""  # the client keeps none of it
-        return LLMCallError(message, retryable=False, kind="oversized")
+        return LLMCallError(f"{self.provider.name}: {detail}", retryable=False, kind="oversized")
 
     async def attempt(
         self,
