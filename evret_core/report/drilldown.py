@@ -61,7 +61,7 @@ def text_cap(texts: list[str], budget: int) -> int | None:
     """The longest cut (in characters) that keeps the distinct ``texts`` within ``budget`` UTF-8 bytes; ``None``
     when they fit whole, 0 when not even one character each fits."""
     sizes = [(len(t), _utf8_len(t)) for t in texts]
-    if sum(b for _, b in sizes) <= budget:
+    if not sizes or sum(b for _, b in sizes) <= budget:
         return None
 
     def cost(cap: int) -> int:

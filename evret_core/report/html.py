@@ -28,6 +28,11 @@ from evret_core.stats import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
 MANIFEST_CHARS = 100_000  # per run; a results file can carry any config
+# Slices: a tag per query (an id as a tag) would draw a bar per query per metric per run.
+MAX_SLICE_TAGS = 20
+MAX_SLICE_BLOCKS = 60  # (tag, metric) blocks
+MAX_SLICE_VALUES = 50  # the largest values of a tag (by queries), fewer when many blocks and runs share the page
+MAX_SLICE_BARS = 6000
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
 
 
@@ -99,18 +104,34 @@ def _bar(run: str, color: int, value: float, ci: list[float] | None, n: int, sma
     return bar
 
 
-def _slices(data: ReportData) -> list[dict[str, Any]]:
-    """One block per (tag, metric): a group per tag value with one bar per run."""
+def _slices(data: ReportData, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """One block per (tag, metric): a group per tag value with one bar per run. Bounded (``MAX_SLICE_*``): what is
+    left out is said in ``notes``."""
     runs = list(data.runs.values())
     tags: list[str] = []
     for r in runs:
         tags += [t for t in r.slices if t not in tags]
+    notes = [] if notes is None else notes
+    if len(tags) > MAX_SLICE_TAGS:
+        notes.append(f"the slices show the first {MAX_SLICE_TAGS} of {len(tags)} tags")
+        tags = tags[:MAX_SLICE_TAGS]
+    pairs = [(t, m) for t in tags for m in data.metrics]
+    if len(pairs) > MAX_SLICE_BLOCKS:
+        notes.append(f"the slices show the first {MAX_SLICE_BLOCKS} of {len(pairs)} tag and metric pairs")
+        pairs = pairs[:MAX_SLICE_BLOCKS]
+    per_tag = max(3, min(MAX_SLICE_VALUES, MAX_SLICE_BARS // max(1, len(pairs) * len(runs))))
     blocks = []
-    for tag in tags:
+    for tag in dict.fromkeys(t for t, _ in pairs):
         values: list[str] = []
         for r in runs:
             values += [v for v in r.slices.get(tag, {}) if v not in values]
-        for metric in data.metrics:
+        if len(values) > per_tag:
+            size = {v: max((r.slices.get(tag, {})[v].n for r in runs if v in r.slices.get(tag, {})), default=0)
+                    for v in values}
+            kept = set(sorted(values, key=lambda v: -size[v])[:per_tag])
+            notes.append(f"the slices of tag {tag!r} show its {per_tag} largest of {len(values)} values")
+            values = [v for v in values if v in kept]
+        for metric in [m for t, m in pairs if t == tag]:
             found = [(value, [(i, sl) for i, r in enumerate(runs)
                               if (sl := r.slices.get(tag, {}).get(value)) is not None and metric in sl.scores])
                      for value in values]
@@ -164,6 +185,7 @@ def render_html(data: ReportData, data_budget: int | None = None) -> str:
         if cut:
             cut_manifests.append(name)
     notes = [f"the manifest of run {name!r} is cut to {MANIFEST_CHARS:,} characters" for name in cut_manifests]
+    slices = _slices(data, notes)
     context = {
         "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE,
         "several": len(data.runs) > 1, "metrics": data.metrics,
@@ -172,7 +194,7 @@ def render_html(data: ReportData, data_budget: int | None = None) -> str:
         "metric_rows": [{"metric": m, "cells": [format_interval(r.scores[m], r.intervals.get(m))
                                                 for r in data.runs.values()]} for m in data.metrics],
         "ppi_rows": [{"metric": m, "cells": cells} for m, cells in ppi_rows(data)], "ppi_note": PPI_NOTE,
-        "curves": _curves(data), "slices": _slices(data), "comparison": _comparison(data),
+        "curves": _curves(data), "slices": slices, "comparison": _comparison(data),
         "query_metric": data.metrics[0] if data.metrics else None, "num_queries": 0, "total_queries": 0,
         "text_cap": None, "notes": notes, "drilldown": Markup(""), "manifests": manifests,
     }
