@@ -48,9 +48,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     data = report_data(*args.results, test=args.test, alpha=args.alpha, max_k=args.max_k)
     text = make_report(data, format=args.format)
-    if data.comparison is not None:
-        for warning in data.comparison.warnings:
-            print(f"WARNING: {warning}", file=sys.stderr)
+    for warning in [*(data.comparison.warnings if data.comparison is not None else []), *data.warnings]:
+        print(f"WARNING: {warning}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)

@@ -277,7 +277,7 @@ class Evaluator:
             judged.stats = judge_stats()
         if judged.stats is not None:
             stats["judge"] = judged.stats
-            for key in ("cost", "parsing"):  # LLM judges: calls, cache hits and tokens per provider; parse fallbacks
+            for key in ("cost", "parsing", "injection"):  # LLM judges: cost per provider, parse fallbacks, injections
                 if isinstance(stats["judge"], dict) and key in stats["judge"]:
                     stats[key] = stats["judge"][key]
         results = EvaluationResults.model_construct(

@@ -20,6 +20,11 @@ text, each fenced, and any of them counts as the answer.
 correct, true...) means a match; an answer with neither is *unparseable* and counts as no match. Both fallbacks
 are counted in :meth:`LLMJudge.stats` (``parsing``) and in the evaluation results, never silently.
 
+**Injections.** Every distinct retrieved text is scanned for the usual prompt-injection patterns
+(:mod:`evret_core.llm.injection`) before it is judged; texts that match are counted in :meth:`LLMJudge.stats`
+(``injection``) and the manifest (``config()["injection_scan"]``) and reported in one WARNING line on stderr. The
+verdicts stay the model's.
+
 **Failures.** A judgment whose call still fails after ``retries`` retries is ``None``: unmeasured, reported by
 the evaluator. Authentication and not-found errors (401, 403, 404) stop the run with an :class:`EvretError`,
 since every other call would fail the same way.
@@ -35,8 +40,9 @@ from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.judges.base import Judge
 from evret_core.llm.cache import judgment_key, resolve_cache
-from evret_core.llm.client import LLMClient, gather_all
+from evret_core.llm.client import LLMClient, gather_all, notify
 from evret_core.llm.fencing import fence, new_nonce
+from evret_core.llm.injection import InjectionScan
 from evret_core.llm.providers import ChatMessage, LLMProvider, LLMResponse
 from evret_core.llm.settings import LLMSettings
 from evret_core.models import JudgmentContext
@@ -122,6 +128,7 @@ class LLMJudge(Judge):
         self._client: LLMClient | None = None
         self._active = 0
         self.cache = resolve_cache(self.settings.cache)
+        self.injections = InjectionScan()
         self.reset_stats()
 
     # -- the settings, as attributes ---------------------------------------------------------------------
@@ -197,6 +204,8 @@ class LLMJudge(Judge):
             "prompt_template": None if self.prompt_template == DEFAULT_PROMPT_TEMPLATE else self.prompt_template,
             "system_prompt": None if self.system_prompt == DEFAULT_SYSTEM_PROMPT else self.system_prompt,
             "cache": None if self.cache is None else str(self.cache.path),
+            # which detector scanned the judged texts, and how many of this run's texts it flagged
+            "injection_scan": {"detector": self.injections.stats()["detector"], "flagged": self.injections.flagged},
         }
 
     # -- prompts -------------------------------------------------------------------------------------------
@@ -232,6 +241,7 @@ class LLMJudge(Judge):
         self._cache_hits = 0
         self._unmeasured = 0
         self._errors: dict[str, int] = {}
+        self.injections.reset()
         self._usage_base = self._client.usage.to_dict() if self._client is not None else None
 
     def stats(self) -> dict[str, Any]:
@@ -248,12 +258,29 @@ class LLMJudge(Judge):
             "parsing": {**self._parsing, "fallbacks": self._parsing["keyword"] + self._parsing["unparseable"]},
             "unmeasured": self._unmeasured,
             "errors": dict(self._errors),
+            "injection": self.injections.stats(),
         }
 
     def _verdict(self, answer: str) -> bool:
         verdict, how = parse_answer(answer)
         self._parsing[how] += 1
         return verdict
+
+    # -- injections ----------------------------------------------------------------------------------------
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        """Scan every retrieved text of the evaluation for prompt injections at once (one WARNING for the run)."""
+        self._scan(contexts)
+
+    def _scan(self, contexts: Sequence[JudgmentContext]) -> None:
+        from evret_core.contexts import ContextColumns
+
+        if isinstance(contexts, ContextColumns):  # a chunk holds every text of the run: read only its own
+            texts = [contexts.texts[int(i)] for i in dict.fromkeys(contexts.text_index.tolist())]
+        else:
+            texts = [c.retrieved_text for c in contexts]
+        new = self.injections.add(texts)
+        if new:
+            notify(self.injections.warning(f"{self.name} judge", new))
 
     # -- judging -------------------------------------------------------------------------------------------
     def judge(self, context: JudgmentContext) -> bool:
@@ -288,6 +315,7 @@ class LLMJudge(Judge):
 
     async def _abatch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         _ = self.provider  # fixes self.model before any cache key is made
+        self._scan(contexts)  # texts prepare() saw are not scanned (nor reported) again
         keys = [self.cache_key(c) for c in contexts]
         cached = self.cache.get_many(keys) if self.cache is not None else {}
         answers: dict[str, str | None] = {k: row["answer"] for k, row in cached.items()}

@@ -7,12 +7,14 @@
   concurrency, requests- and tokens-per-minute budgets, a shared :class:`InFlightLimiter`), and :func:`gather_all` / :func:`run_all`;
 - :mod:`~evret_core.llm.cache`: the persistent answer cache and its one key scheme;
 - :mod:`~evret_core.llm.fencing`: untrusted text fenced as data;
+- :mod:`~evret_core.llm.injection`: prompt-injection patterns found in judged texts (reported, never acted on);
 - :mod:`~evret_core.llm.structured`: :func:`structured_call`, JSON answers validated against a pydantic schema.
 """
 
 from evret_core.llm.cache import JudgmentCache, cache_key, judgment_key, resolve_cache
 from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, gather_all, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce, strip_lookalikes
+from evret_core.llm.injection import InjectionScan, find_injections
 from evret_core.llm.limits import (
     AdaptiveConcurrency,
     InFlightLimiter,
@@ -45,10 +47,10 @@ from evret_core.llm.structured import (
 
 __all__ = [
     "FATAL_STATUSES", "RETRYABLE_STATUSES", "AdaptiveConcurrency", "AnswerError", "ChatMessage", "InFlightLimiter",
-    "JudgmentCache",
+    "InjectionScan", "JudgmentCache",
     "LLMCallError", "LLMClient", "LLMProvider", "LLMResponse", "LLMSettings", "LLMUsage", "RateLimiter",
     "SDKProvider", "Structured", "cache_key", "estimate_tokens", "fence", "fence_notice", "format_field",
-    "gather_all", "is_retryable_status", "judgment_key", "new_nonce", "parse_json_object", "parse_model",
+    "find_injections", "gather_all", "is_retryable_status", "judgment_key", "new_nonce", "parse_json_object", "parse_model",
     "parse_retry_after", "redact", "resolve_cache", "run_all", "shared_limiter", "status_error", "strip_lookalikes",
     "structured_call", "structured_key", "use_shared_limiter",
 ]

@@ -5,7 +5,9 @@ inserted and committed as soon as the answer arrives, so a run that is killed ke
 rerun asks only for the rest. The file uses WAL journaling and a busy timeout, so several processes can read and
 write it at once without corrupting it. A file that cannot be written (read-only file or folder) is still read:
 hits are served, new answers are not stored, and :attr:`JudgmentCache.read_only` says so. A file whose
-``judgments`` table has other columns is an :class:`~evret_core.errors.EvretError` naming the file.
+``judgments`` table has other columns is an :class:`~evret_core.errors.EvretError` naming the file. An answer
+longer than :data:`MAX_STORED_CHARS` is never stored (:attr:`JudgmentCache.oversized` counts them): the client
+refuses such answers before, this bounds every other writer.
 
 Location: the ``cache=`` option of a judge (a file path, or a folder), else ``$EVRET_CACHE_DIR/judgments.sqlite3``,
 else ``judgments.sqlite3`` in the user cache folder (``platformdirs.user_cache_dir("evret")``).
@@ -29,6 +31,7 @@ from evret_core.errors import EvretError
 
 CACHE_FILE = "judgments.sqlite3"
 SCHEMA_VERSION = 1
+MAX_STORED_CHARS = 1_000_000  # the client's own bound (client.answer_limit) is far lower for judgments
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS judgments (
     key TEXT PRIMARY KEY,
@@ -100,6 +103,7 @@ class JudgmentCache:
         self._lock = threading.Lock()
         self.read_only = False  # True once the file turned out not to be writable: answers are not stored
         self.unstored = 0  # answers not stored because the file is read-only
+        self.oversized = 0  # answers not stored because they are longer than MAX_STORED_CHARS
 
     def __repr__(self) -> str:
         return f"JudgmentCache({str(self.path)!r})"
@@ -210,7 +214,12 @@ class JudgmentCache:
     def put(self, key: str, answer: str, *, judge: str, provider: str | None = None, model: str | None = None,
             input_tokens: int = 0, output_tokens: int = 0) -> None:
         """Store one answer and commit it at once (a killed run keeps it); counted in :attr:`unstored` instead
-        when the file is read-only."""
+        when the file is read-only, and in :attr:`oversized` (never stored) when longer than
+        :data:`MAX_STORED_CHARS`."""
+        if len(answer) > MAX_STORED_CHARS:
+            with self._lock:
+                self.oversized += 1
+            return
         with self._lock:
             conn = self._connect()
             if self.read_only:

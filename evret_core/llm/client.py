@@ -5,15 +5,22 @@ success), and within a shared :class:`~evret_core.llm.limits.InFlightLimiter` wh
 cluster-wide bound); optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
 attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
 connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
-(Retry-After) pauses every caller of the client, not just the one that got it. Authentication, permission and
-unknown-model errors (:data:`~evret_core.llm.providers.FATAL_STATUSES`) stop the run with an
-:class:`~evret_core.errors.EvretError`: every other call would fail the same way.
+(Retry-After) pauses every caller of the client, not just the one that got it.
+
+Two bounds protect a run from a broken or hostile server. A Retry-After longer than the ``max_retry_after``
+setting (60 s by default) is not obeyed: that call is given up at once (unmeasured), and the first such call of a
+client prints one WARNING line on stderr; an obeyed wait of ``long_wait_s`` (10 s) or more is announced the same
+way. An answer far longer than ``max_tokens`` could produce (:func:`answer_limit`) is not used: the call is
+unmeasured and the text is never cached. Authentication, permission and unknown-model errors
+(:data:`~evret_core.llm.providers.FATAL_STATUSES`) stop the run with an :class:`~evret_core.errors.EvretError`:
+every other call would fail the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Sequence
@@ -28,6 +35,35 @@ from evret_core.llm.providers import FATAL_STATUSES, ChatMessage, LLMCallError, 
 from evret_core.llm.settings import LLMSettings
 
 T = TypeVar("T")
+
+# An answer longer than this many characters per token of ``max_tokens`` (tokens average ~4 characters; the longest
+# are runs of spaces or symbols) cannot be what the model was asked for: it is not used, nor cached.
+MAX_CHARS_PER_TOKEN = 64
+MIN_ANSWER_LIMIT = 4096
+MAX_ANSWER_CHARS = 1_000_000  # the bound when a call sets no max_tokens
+
+
+def answer_limit(max_tokens: int | None) -> int:
+    """The most characters an answer to a call with ``max_tokens`` may have before it is refused as oversized."""
+    if max_tokens is None:
+        return MAX_ANSWER_CHARS
+    return max(MIN_ANSWER_LIMIT, MAX_CHARS_PER_TOKEN * int(max_tokens))
+
+
+def notify(message: str) -> None:
+    """One WARNING line on stderr, at once (a run that waits or gives up says so while it happens)."""
+    try:
+        print(f"WARNING: {message}", file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # a closed stderr must not fail the call
+        pass
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.3g} s"
+    if seconds < 2 * 86400:
+        return f"{seconds:,.0f} s ({seconds / 3600:.1f} h)"
+    return f"{seconds:.3g} s ({seconds / 86400:,.0f} days)"
 
 
 @dataclass
@@ -71,8 +107,10 @@ class LLMClient:
     :param label: who calls, for error messages and cache rows (``llm``, ``llm-score``, ``direct``...).
     :param shared: an :class:`~evret_core.llm.limits.InFlightLimiter` bounding calls in flight together with other
         clients; default the process-wide one installed with :func:`~evret_core.llm.limits.use_shared_limiter`.
+    :param max_retry_after: overrides the settings' ``max_retry_after`` (seconds).
 
-    :attr:`usage` counts calls, tokens and failures. Usable from several event loops in turn (``run_sync``
+    :attr:`usage` counts calls, tokens and failures; :attr:`gave_up` the calls given up on a Retry-After above
+    the cap (``retry_after``) and on oversized answers (``oversized``). Usable from several event loops in turn (``run_sync``
     starts a fresh loop per batch).
     """
 
@@ -85,7 +123,7 @@ class LLMClient:
         label: str | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 30.0,
-        max_retry_after: float = 300.0,
+        max_retry_after: float | None = None,
         shared: InFlightLimiter | None = None,
         **options: Any,
     ) -> None:
@@ -101,14 +139,19 @@ class LLMClient:
         self.temperature = settings.temperature
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
-        self.max_retry_after = float(max_retry_after)
+        self.max_retry_after = float(settings.max_retry_after if max_retry_after is None else max_retry_after)
         self.limiter = RateLimiter(settings.rpm) if settings.rpm else None
         self.token_limiter = RateLimiter(settings.tpm) if settings.tpm else None
         self.concurrency = AdaptiveConcurrency(settings.max_concurrency, settings.adaptive_concurrency)
         self.shared_limiter = shared
         self.usage = LLMUsage()
         self._resume_at = 0.0
+        self._announced_until = 0.0
+        self.gave_up = {"retry_after": 0, "oversized": 0}
         self._lock = threading.Lock()
+
+    #: an obeyed Retry-After wait of this many seconds or more is announced on stderr
+    long_wait_s = 10.0
 
     def backoff(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``attempt`` (1-based): full jitter over an exponential window,
@@ -171,25 +214,77 @@ class LLMClient:
                 self.concurrency.release(epoch, rate_limited=error is not None and error.status == 429,
                                          succeeded=ok)
             if ok:
-                self.usage.succeeded += 1
                 self.usage.add(response)
                 if self.token_limiter is not None:
                     used = int(response.input_tokens or 0) + int(response.output_tokens or 0)
                     if used:
                         self.token_limiter.charge(used - estimate)
+                if len(response.text) > answer_limit(max_tokens):
+                    self.usage.failed += 1
+                    raise self._oversized(response, max_tokens)
+                self.usage.succeeded += 1
                 return response
             assert error is not None
             attempt += 1
             if not error.retryable or attempt > self.max_retries:
                 self.usage.failed += 1
                 raise error
+            if error.retry_after is not None and error.retry_after > self.max_retry_after:
+                self.usage.failed += 1
+                raise self._refuse_wait(error)
             self.usage.retries += 1
             delay = self.backoff(attempt, error.retry_after)
+            if error.retry_after is not None and delay >= self.long_wait_s:
+                self._announce_wait(error, delay)
             if error.status == 429 and error.retry_after is not None:
                 # The server said how long this key is rate limited: hold every caller, not only this one.
                 with self._lock:
                     self._resume_at = max(self._resume_at, time.monotonic() + delay)
             await asyncio.sleep(delay)
+
+    def _who(self) -> str:
+        return f"{self.label} ({self.provider.name})" if self.label != self.provider.name else self.label
+
+    def _refuse_wait(self, error: LLMCallError) -> LLMCallError:
+        """The error of a call whose server asked for a wait above ``max_retry_after``; the first one of this
+        client is announced on stderr."""
+        assert error.retry_after is not None
+        with self._lock:
+            self.gave_up["retry_after"] += 1
+            first = self.gave_up["retry_after"] == 1
+        what = f"{error.label} with Retry-After {_duration(error.retry_after)}"
+        if first:
+            notify(f"{self._who()}: {what}, above the cap max_retry_after={self.max_retry_after:g} s: the call "
+                   f"is given up as unmeasured, not retried; raise the LLM option max_retry_after to wait longer "
+                   f"(later calls given up this way are counted, not shown)")
+        return LLMCallError(f"{error}; {what} is above max_retry_after={self.max_retry_after:g} s: given up",
+                            retryable=False, status=error.status, retry_after=error.retry_after, kind=error.kind)
+
+    def _announce_wait(self, error: LLMCallError, delay: float) -> None:
+        """One line on stderr per long pause (concurrent 429s that extend it by a jitter are not repeated)."""
+        now = time.monotonic()
+        with self._lock:
+            if now + delay <= self._announced_until + self.long_wait_s / 2:
+                return
+            self._announced_until = now + delay
+        assert error.retry_after is not None
+        notify(f"{self._who()}: {error.label} with Retry-After {_duration(error.retry_after)}: waiting "
+               f"{_duration(delay)} before retrying (such waits are capped by the LLM option "
+               f"max_retry_after={self.max_retry_after:g} s)")
+
+    def _oversized(self, response: LLMResponse, max_tokens: int | None) -> LLMCallError:
+        """The error of an answer far longer than ``max_tokens`` allows: not used, not cached, announced once."""
+        n = len(response.text)
+        asked = f"max_tokens={max_tokens}" if max_tokens is not None else "no max_tokens"
+        with self._lock:
+            self.gave_up["oversized"] += 1
+            first = self.gave_up["oversized"] == 1
+        detail = (f"an answer of {n:,} characters, far more than a call with {asked} can produce (at most "
+                  f"{answer_limit(max_tokens):,} accepted): not used, not cached")
+        if first:
+            notify(f"{self._who()}: {detail}; the call is unmeasured (later ones are counted, not shown)")
+        response.text = ""  # the client keeps none of it
+        return LLMCallError(f"{self.provider.name}: {detail}", retryable=False, kind="oversized")
 
     async def attempt(
         self,

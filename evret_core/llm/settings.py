@@ -38,6 +38,9 @@ class LLMSettings(BaseModel):
     :param max_concurrency: most calls in flight at once.
     :param adaptive_concurrency: halve the calls in flight on a 429, then grow back to ``max_concurrency``
         (off by default: with 429s that do not depend on load it costs throughput; see docs/llm-judging.md).
+    :param max_retry_after: the longest a server's Retry-After (or ``retry-after-ms``) is obeyed, in seconds
+        (default 60). A call whose server asks for a longer wait is given up at once, unmeasured, with one line
+        on stderr, rather than stalling the run (a hostile or broken server can ask for years).
     :param rpm: optional limit on request starts per minute.
     :param tpm: optional limit on tokens (sent and received) per minute.
     :param cache: None or True (the default file), False (off), or a path to the SQLite file or its folder.
@@ -55,6 +58,7 @@ class LLMSettings(BaseModel):
     retries: int = Field(default=3, validation_alias=AliasChoices("retries", "max_retries"))
     max_concurrency: int = 16
     adaptive_concurrency: bool = False
+    max_retry_after: float = 60.0
     rpm: float | None = Field(default=None, validation_alias=AliasChoices("rpm", "requests_per_minute"))
     tpm: float | None = Field(default=None, validation_alias=AliasChoices("tpm", "tokens_per_minute"))
     cache: Any = None
@@ -78,6 +82,13 @@ class LLMSettings(BaseModel):
     def _timeout(cls, value: float) -> float:
         if not math.isfinite(value) or not 0.0 < value <= MAX_TIMEOUT_S:
             raise ValueError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {value}")
+        return value
+
+    @field_validator("max_retry_after")
+    @classmethod
+    def _max_retry_after(cls, value: float) -> float:
+        if not math.isfinite(value) or not 0.0 <= value <= MAX_TIMEOUT_S:
+            raise ValueError(f"must be a number of seconds from 0 to {MAX_TIMEOUT_S:g}, got {value}")
         return value
 
     @field_validator("retries")

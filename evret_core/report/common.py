@@ -27,6 +27,7 @@ class ReportData:
     comparison: Comparison | None = None
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what a renderer had to leave out (evret report prints them)
 
     @property
     def names(self) -> list[str]:

@@ -6,6 +6,10 @@ what the templates show (numbers, chart geometry); it writes no markup. Sections
 with intervals), ``curves`` (metric@k for k = 1..K per run), ``slices`` (per-tag bars with intervals),
 ``comparison`` (paired tests), ``queries`` (per-query drill-down: one JSON block, see
 :mod:`evret_core.report.drilldown`, drawn by the page's script) and ``manifest``.
+
+The page stays within ``PAGE_BUDGET`` (5 MB) whatever the data: the rest of the page is rendered first, each run's
+manifest cut to ``MANIFEST_CHARS``, and the drill-down gets what is left (see the drill-down's degradation steps).
+What was cut is said on the page and added to ``ReportData.warnings`` (``evret report`` prints them on stderr).
 """
 
 from __future__ import annotations
@@ -19,10 +23,16 @@ import jinja2
 from markupsafe import Markup
 
 from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
-from evret_core.report.drilldown import DATA_BUDGET, drilldown_data, script_json
+from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, truncation_notes
 from evret_core.stats import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
+MANIFEST_CHARS = 100_000  # per run; a results file can carry any config
+# Slices: a tag per query (an id as a tag) would draw a bar per query per metric per run.
+MAX_SLICE_TAGS = 20
+MAX_SLICE_BLOCKS = 60  # (tag, metric) blocks
+MAX_SLICE_VALUES = 50  # the largest values of a tag (by queries), fewer when many blocks and runs share the page
+MAX_SLICE_BARS = 6000
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
 
 
@@ -94,18 +104,34 @@ def _bar(run: str, color: int, value: float, ci: list[float] | None, n: int, sma
     return bar
 
 
-def _slices(data: ReportData) -> list[dict[str, Any]]:
-    """One block per (tag, metric): a group per tag value with one bar per run."""
+def _slices(data: ReportData, notes: list[str] | None = None) -> list[dict[str, Any]]:
+    """One block per (tag, metric): a group per tag value with one bar per run. Bounded (``MAX_SLICE_*``): what is
+    left out is said in ``notes``."""
     runs = list(data.runs.values())
     tags: list[str] = []
     for r in runs:
         tags += [t for t in r.slices if t not in tags]
+    notes = [] if notes is None else notes
+    if len(tags) > MAX_SLICE_TAGS:
+        notes.append(f"the slices show the first {MAX_SLICE_TAGS} of {len(tags)} tags")
+        tags = tags[:MAX_SLICE_TAGS]
+    pairs = [(t, m) for t in tags for m in data.metrics]
+    if len(pairs) > MAX_SLICE_BLOCKS:
+        notes.append(f"the slices show the first {MAX_SLICE_BLOCKS} of {len(pairs)} tag and metric pairs")
+        pairs = pairs[:MAX_SLICE_BLOCKS]
+    per_tag = max(3, min(MAX_SLICE_VALUES, MAX_SLICE_BARS // max(1, len(pairs) * len(runs))))
     blocks = []
-    for tag in tags:
+    for tag in dict.fromkeys(t for t, _ in pairs):
         values: list[str] = []
         for r in runs:
             values += [v for v in r.slices.get(tag, {}) if v not in values]
-        for metric in data.metrics:
+        if len(values) > per_tag:
+            size = {v: max((r.slices.get(tag, {})[v].n for r in runs if v in r.slices.get(tag, {})), default=0)
+                    for v in values}
+            kept = set(sorted(values, key=lambda v: -size[v])[:per_tag])
+            notes.append(f"the slices of tag {tag!r} show its {per_tag} largest of {len(values)} values")
+            values = [v for v in values if v in kept]
+        for metric in [m for t, m in pairs if t == tag]:
             found = [(value, [(i, sl) for i, r in enumerate(runs)
                               if (sl := r.slices.get(tag, {}).get(value)) is not None and metric in sl.scores])
                      for value in values]
@@ -140,10 +166,26 @@ def _title(data: ReportData) -> str:
     return f"{dataset}: {', '.join(data.names)} ({first.num_queries} queries)"
 
 
-def render_html(data: ReportData, data_budget: int = DATA_BUDGET) -> str:
-    """The whole report as one HTML document; it loads nothing from anywhere (a CSP forbids it)."""
+def _manifest_json(value: dict[str, Any]) -> tuple[str, bool]:
+    text = json.dumps(value, indent=2, default=str)
+    if len(text) <= MANIFEST_CHARS:
+        return text, False
+    return text[:MANIFEST_CHARS] + f"\n... ({len(text) - MANIFEST_CHARS:,} more characters in the results file)", True
+
+
+def render_html(data: ReportData, data_budget: int | None = None) -> str:
+    """The whole report as one HTML document within ``PAGE_BUDGET`` bytes when the page without its drill-down
+    fits (``data_budget`` overrides the drill-down's share); it loads nothing from anywhere (a CSP forbids it).
+    What had to be cut is listed on the page and appended to ``data.warnings``."""
     level = next((r.confidence_level for r in data.runs.values() if r.confidence_level), None)
-    drill = drilldown_data(data, budget=data_budget)
+    manifests, cut_manifests = [], []
+    for name, r in data.runs.items():
+        text, cut = _manifest_json(r.manifest.model_dump() if r.manifest else {"config": r.config})
+        manifests.append({"run": name, "json": text})
+        if cut:
+            cut_manifests.append(name)
+    notes = [f"the manifest of run {name!r} is cut to {MANIFEST_CHARS:,} characters" for name in cut_manifests]
+    slices = _slices(data, notes)
     context = {
         "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE,
         "several": len(data.runs) > 1, "metrics": data.metrics,
@@ -152,10 +194,18 @@ def render_html(data: ReportData, data_budget: int = DATA_BUDGET) -> str:
         "metric_rows": [{"metric": m, "cells": [format_interval(r.scores[m], r.intervals.get(m))
                                                 for r in data.runs.values()]} for m in data.metrics],
         "ppi_rows": [{"metric": m, "cells": cells} for m, cells in ppi_rows(data)], "ppi_note": PPI_NOTE,
-        "curves": _curves(data), "slices": _slices(data), "comparison": _comparison(data),
-        "query_metric": drill["metric"], "num_queries": len(drill["queries"]), "text_cap": drill["cap"],
-        "drilldown": Markup(script_json(drill)),
-        "manifests": [{"run": name, "json": json.dumps(r.manifest.model_dump() if r.manifest else {"config": r.config},
-                                                       indent=2, default=str)} for name, r in data.runs.items()],
+        "curves": _curves(data), "slices": slices, "comparison": _comparison(data),
+        "query_metric": data.metrics[0] if data.metrics else None, "num_queries": 0, "total_queries": 0,
+        "text_cap": None, "notes": notes, "drilldown": Markup(""), "manifests": manifests,
     }
-    return environment().get_template("report.html.j2").render(context)
+    template = environment().get_template("report.html.j2")
+    if data_budget is None:  # what the page without its drill-down leaves, less room for the notes
+        data_budget = PAGE_BUDGET - len(template.render(context).encode("utf-8")) - 4096
+    drill = drilldown_data(data, budget=data_budget)
+    notes += truncation_notes(drill)
+    context.update(query_metric=drill["metric"], num_queries=len(drill["queries"]), total_queries=drill["total"],
+                   text_cap=drill["cap"], drilldown=Markup(script_json(drill)))
+    for note in notes:
+        if note not in data.warnings:
+            data.warnings.append(f"HTML report: {note}")
+    return template.render(context)

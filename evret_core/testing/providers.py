@@ -119,3 +119,42 @@ class ProviderConformance:
             results = evaluator.evaluate([{"input": "q", "output": "a"}])
         assert results.scores == [1.0] and results.details[0]["reasoning"] == "grounded"
         assert '"score"' in server.requests[0].system
+
+    @pytest.mark.parametrize("headers", [{"Retry-After": "99999999"},
+                                         {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"},
+                                         {"retry-after-ms": "1e15"}], ids=["seconds", "http-date", "ms"])
+    def test_absurd_retry_after_is_not_obeyed_and_says_so(self, headers: dict[str, str],
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+        """A 429 asking for a wait above ``max_retry_after`` gives the call up at once: unmeasured, one request,
+        one WARNING line naming the option (the red-team run waited 905 s)."""
+        with StubLLMServer(lambda r: StubReply(status=429, headers=headers)) as server:
+            judge = self.judge_for(server, max_retries=3, max_retry_after=0.5)
+            started = time.monotonic()
+            assert judge.batch_judge([ctx(0), ctx(1)]) == [None, None]
+        assert time.monotonic() - started < 5 and len(server.requests) == 2
+        assert judge.stats()["errors"] == {"HTTP 429": 2} and judge.client.gave_up["retry_after"] == 2
+        warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("WARNING")]
+        assert len(warnings) == 1, warnings
+        assert "HTTP 429" in warnings[0] and "max_retry_after=0.5 s" in warnings[0] and "given up" in warnings[0]
+
+    def test_a_long_retry_after_within_the_cap_is_waited_and_announced(self,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+        with StubLLMServer(FailFirst(always("YES"), status=429, retry_after=0.4)) as server:
+            judge = self.judge_for(server, max_retries=1, max_retry_after=2)
+            judge.client.long_wait_s = 0.3
+            assert judge.batch_judge([ctx(0)]) == [True]
+        assert len(server.requests) == 2 and server.requests[1].received_at - server.requests[0].received_at >= 0.4
+        err = capsys.readouterr().err
+        assert "Retry-After 0.4 s: waiting" in err and "max_retry_after=2 s" in err
+
+    def test_an_answer_far_beyond_max_tokens_is_unmeasured_and_never_cached(
+            self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """The red-team's 40 MB answer to max_tokens=16 became a 42 MB cache row; 4 MB here."""
+        cache = tmp_path / "huge.sqlite3"
+        with StubLLMServer(always("YES " + "A" * 4_000_000)) as server:
+            judge = self.judge_for(server, cache=str(cache))
+            assert judge.batch_judge([ctx(0)]) == [None]
+        assert judge.stats()["errors"] == {"oversized": 1} and judge.stats()["unmeasured"] == 1
+        assert judge.cache is not None and judge.cache.stats()["entries"] == 0
+        assert sum(f.stat().st_size for f in tmp_path.glob("huge.sqlite3*")) < 200_000
+        assert "4,000,004 characters" in capsys.readouterr().err
