@@ -112,7 +112,8 @@ def test_save_threshold_keeps_comments_and_other_settings(tmp_path: Path) -> Non
 def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(results_file.read_text())
     keep = sorted(data["per_query"])[:4]
-    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep})
+    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep},
+                 scores={"hit_rate@1": 1.0}, metrics=["hit_rate@1"], intervals={}, slices={})
     truth_file = tmp_path / "truth.json"
     truth_file.write_text(json.dumps(truth))
     out = tmp_path / "corrected.json"
