@@ -53,6 +53,23 @@ class FailingJudge(Judge):
         raise UpstreamError("401 from upstream for key " + os.environ.get("EVRET_TEST_API_KEY", ""))
 
 
+class ExitingJudge(Judge):
+    name = "exiting"
+
+    def __init__(self, how: str = "exit"):
+        self.how = how
+
+    def batch_judge(self, contexts):
+        import sys
+
+        if self.how == "interrupt":
+            raise KeyboardInterrupt
+        sys.exit(5 if self.how == "exit" else "a message with key " + os.environ.get("EVRET_TEST_API_KEY", ""))
+
+    def judge(self, context):
+        return self.batch_judge([context])[0]
+
+
 def failing_factory(**options):
     raise KeyError(f"cannot build with {options}")
 
@@ -64,6 +81,8 @@ class OneDoc(Retriever):
         self.fail = fail
 
     def retrieve(self, query, k):
+        if self.fail == "exit":
+            raise SystemExit(7)
         if self.fail:
             raise ConnectionError("index down; token " + os.environ.get("EVRET_TEST_API_KEY", ""))
         return [RetrievalResult(doc_id="d1", score=1.0, metadata={"text": "honey never spoils"})]
@@ -73,6 +92,7 @@ class OneDoc(Retriever):
 def register_judges(register):
     register("failing", FailingJudge)
     register("failing-factory", failing_factory)
+    register("exiting", ExitingJudge)
 
 
 @hookimpl
@@ -185,6 +205,37 @@ def test_debug_shows_the_traceback_with_secrets_masked(
     assert code == 2 and "Traceback (most recent call last)" in err and shown in err, err
     assert SECRET not in err and OPTION_SECRET not in err
     assert err.strip().splitlines()[-1].startswith("evret: error: plugin 'evret-failing'")
+
+
+# -- issue 24 (red-team R17c): sys.exit() in a plugin's code while evret runs is that plugin's failure -------------
+@pytest.mark.parametrize(("options", "shown"), [
+    (("--retriever", "one-doc", "--judge", "exiting"), "SystemExit (the plugin called sys.exit(5))"),
+    (("--retriever", "one-doc", "--judge", "exiting", "--judge-option", "how=message"), "SystemExit"),
+    (("--retriever", "one-doc", "--retriever-option", "fail=exit", "--judge", "exact"),
+     "SystemExit (the plugin called sys.exit(7))"),
+])
+def test_a_plugin_calling_sys_exit_while_running_is_one_line_and_exit_2(
+    failing_site: Path, tmp_path: Path, options: tuple[str, ...], shown: str
+) -> None:
+    code, err = _evaluate(failing_site, tmp_path, *options)
+    assert code == 2 and err.strip().splitlines() == [
+        f"evret: error: plugin 'evret-failing' (distribution evret-failing 0.1.0) failed: {shown} "
+        "(run with --debug for the traceback)"], err
+    assert SECRET not in err
+
+
+def test_a_plugins_keyboard_interrupt_still_interrupts(failing_site: Path, tmp_path: Path) -> None:
+    code, err = _evaluate(failing_site, tmp_path, "--retriever", "one-doc", "--judge", "exiting",
+                          "--judge-option", "how=interrupt")
+    assert code == 130 and err.strip() == "evret: interrupted"
+
+
+def test_the_cores_own_sys_exit_goes_through() -> None:
+    from evret_core.cli import main
+
+    with pytest.raises(SystemExit) as raised:
+        main(["evaluate", "--no-such-option"])  # argparse's own exit, not a plugin's
+    assert raised.value.code == 2
 
 
 def test_the_cores_own_bugs_keep_their_traceback() -> None:

@@ -52,7 +52,10 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
         return None
     dist = info.distribution or info.name
     where = f"plugin {info.name!r} (distribution {dist}{' ' + info.version if info.version else ''})"
-    line = f"evret: error: {where} failed: {type(exc).__name__}"
+    kind = type(exc).__name__
+    if isinstance(exc, SystemExit) and (exc.code is None or type(exc.code) is int):  # a status, never a message
+        kind += f" (the plugin called sys.exit({exc.code!r}))"
+    line = f"evret: error: {where} failed: {kind}"
     if not debug:
         return f"{line} (run with --debug for the traceback)"
     text = "".join(traceback.format_exception(exc))
