@@ -164,3 +164,42 @@ def test_ranks_on_some_documents_of_a_query_only_name_the_query_and_lines(tmp_pa
         {"query_id": "q1", "results": [{"doc_id": "b"}, {"doc_id": "a", "rank": 1}]}])
     with pytest.raises(EvretError, match=r"p.jsonl:1: document 'b' of query 'q1' has no 'rank', but 'a'"):
         read_retrieved_jsonl(per_query)
+
+
+# -- issue 24 (newcomer problem 1): --missing-queries zero on text-labelled data --------------------------------
+def _partial_text_run(tmp_path: Path) -> Path:
+    """Four of the 22 text-labelled queries, with the texts a judge needs."""
+    lines = _dump_run(tmp_path, per_query=True).read_text().splitlines()[:4]
+    path = tmp_path / "partial.jsonl"
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_missing_queries_zero_on_text_labelled_data_scores_them_0_from_python(tmp_path: Path) -> None:
+    dataset = EvaluationDataset.from_jsonl(DATASET)
+    run = read_retrieved(_partial_text_run(tmp_path))
+    results = Evaluator(run, metrics=METRICS, judge="token-overlap", missing_queries="zero").evaluate(dataset)
+    missing = [q.query_id for q in dataset if q.query_id not in run]
+    assert len(missing) == 18 and results.stats["missing_queries"]["queries"] == missing
+    scores = results.per_query_scores()
+    assert all(scores[q] == dict.fromkeys(METRICS, 0.0) for q in missing)
+    assert results.per_query[missing[0]].judgments == []
+    present = Evaluator(run, metrics=METRICS, judge="token-overlap").evaluate(
+        EvaluationDataset(queries=[q for q in dataset if q.query_id in run]))
+    # the 4 scored queries score as alone; the mean is over all 22 with the missing ones at 0
+    assert {q: scores[q] for q in run} == present.per_query_scores()
+    assert results.scores["recall@5"] == pytest.approx(sum(s["recall@5"] for s in scores.values()) / 22)
+
+
+def test_missing_queries_zero_on_text_labelled_data_from_the_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "o.json"
+    proc = subprocess.run([sys.executable, "-W", "error", "-m", "evret_core.cli", "evaluate", "--dataset",
+                           str(DATASET), "--run", str(_partial_text_run(tmp_path)), "--metric", "recall@5",
+                           "--judge", "token-overlap", "--missing-queries", "zero", "--no-progress", "--output",
+                           str(out)], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "WARNING: 18 queries missing from the run, scored 0: q05" in proc.stderr
+    assert json.loads(out.read_text())["stats"]["missing_queries"]["count"] == 18
