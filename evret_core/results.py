@@ -295,6 +295,8 @@ def check_results(results: EvaluationResults, source: str) -> None:
     intervals = [(f"intervals.{m}", m, v) for m, v in results.intervals.items()]
     for tag, groups in results.slices.items():
         for group, sliced in groups.items():
+            for metric, value in sliced.scores.items():
+                check_value(value, metric, f"slices.{tag}.{group}.scores")
             intervals += [(f"slices.{tag}.{group}.intervals.{m}", m, v) for m, v in sliced.intervals.items()]
     for where, metric, interval in intervals:
         if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:

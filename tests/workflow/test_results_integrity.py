@@ -103,6 +103,16 @@ def test_a_bad_interval_is_refused(good_results: EvaluationResults, tmp_path: Pa
         EvaluationResults.from_json(path)
 
 
+def test_a_slice_score_out_of_range_is_refused(good_results: EvaluationResults, tmp_path: Path) -> None:
+    def edit(data: dict[str, Any]) -> None:
+        tag = next(iter(data["slices"]))
+        value = next(iter(data["slices"][tag]))
+        data["slices"][tag][value]["scores"]["mrr@10"] = 7.0
+
+    with pytest.raises(EvretError, match=r"edited.json: slices\.\w+\.\w+\.scores: mrr@10 is 7.0, outside \[0, 1\]"):
+        EvaluationResults.from_json(_write(tmp_path, good_results, edit))
+
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-W", "error", "-m", "evret_core.cli", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300)
