@@ -14,6 +14,9 @@ The three stages an executor runs:
 - :meth:`Executor.metrics`: each metric over :class:`~evret_core.metrics.base.RankedBatch` chunks of queries.
   Per-query values are independent, so concatenating the chunks' values is exact.
 
+The in-process stages call plugin code under :func:`~evret_core.plugins.plugin_exits_as_errors`: a plugin's
+``sys.exit()`` there is a ``PluginError`` naming it, never the end of the process.
+
 The RAG harness (:class:`~evret_core.rag.RagEvaluator`) adds a fourth:
 
 - :meth:`Executor.generate`: generation, claim judging and answer relevance for every (condition, question)
@@ -33,6 +36,7 @@ import numpy as np
 from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.models import JudgmentContext
+from evret_core.plugins import plugin_exits_as_errors
 
 __all__ = ["Executor", "GenerateRun", "JudgeRun", "LocalExecutor", "batch_retrieve", "judge_chunk", "metric_values",
            "resolve_executor"]
@@ -70,39 +74,43 @@ class Executor:
         """Each batch's raw result lists (one per query text), in order."""
         out: list[list[Any]] = []
         done = 0
-        for texts in batches:
-            out.append(batch_retrieve(retriever, texts, k))
-            done += len(texts)
-            progress(done)
+        with plugin_exits_as_errors():
+            for texts in batches:
+                out.append(batch_retrieve(retriever, texts, k))
+                done += len(texts)
+                progress(done)
         return out
 
     def judge(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int, progress: Progress) -> JudgeRun:
         """The judge's verdict on every context, in order, judged ``batch_size`` contexts at a time."""
-        reset_stats = getattr(judge, "reset_stats", None)
-        if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
-            reset_stats()
-        prepare = getattr(judge, "prepare", None)
-        if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
-            prepare(contexts)
-        verdicts: list[bool | None] = []
-        for start in range(0, len(contexts), batch_size):
-            verdicts.extend(judge_chunk(judge, contexts[start : start + batch_size]))
-            progress(len(verdicts))
-        stats = getattr(judge, "stats", None)
-        return JudgeRun(verdicts, stats() if callable(stats) else None)
+        with plugin_exits_as_errors():
+            reset_stats = getattr(judge, "reset_stats", None)
+            if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
+                reset_stats()
+            prepare = getattr(judge, "prepare", None)
+            if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
+                prepare(contexts)
+            verdicts: list[bool | None] = []
+            for start in range(0, len(contexts), batch_size):
+                verdicts.extend(judge_chunk(judge, contexts[start : start + batch_size]))
+                progress(len(verdicts))
+            stats = getattr(judge, "stats", None)
+            return JudgeRun(verdicts, stats() if callable(stats) else None)
 
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
         """Each metric's per-query values over all ``batches``, concatenated in order."""
         parts: list[list[np.ndarray]] = [[] for _ in metrics]
-        for batch in batches:
-            for part, values in zip(parts, metric_values(metrics, batch), strict=True):
-                part.append(values)
+        with plugin_exits_as_errors():
+            for batch in batches:
+                for part, values in zip(parts, metric_values(metrics, batch), strict=True):
+                    part.append(values)
         return {m.name: np.concatenate(p) if p else np.zeros(0) for m, p in zip(metrics, parts, strict=True)}
 
     def generate(self, runner: Any, requests: dict[Any, Any], progress: Progress) -> GenerateRun:
         """Every request's outcome: ``runner.run(requests)`` here (a :class:`~evret_core.rag.pipeline.Runner`
         over ``{(condition, question index): GenerationRequest}``)."""
-        outcomes = runner.run(requests)
+        with plugin_exits_as_errors():
+            outcomes = runner.run(requests)
         progress(len(outcomes))
         return GenerateRun(outcomes)
 

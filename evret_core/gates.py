@@ -99,6 +99,8 @@ def check_fail_under(run: ScoredRun, floors: Mapping[str, float], worst: int = 5
     failures = []
     for metric, floor in floors.items():
         value = run.scores[metric]
+        if not math.isfinite(value):
+            raise EvretError(f"the run's {metric} is {value!r}; a floor needs a finite score")
         if not value >= floor:  # NaN fails too
             failures.append(GateFailure(
                 metric, f"{value:.4f}{_interval_text(run, metric)} is under the floor {floor:g}",
@@ -150,8 +152,17 @@ def check_regression(
             continue
         a = np.array([before[q][metric] for q in qids], dtype=np.float64)
         b = np.array([current[q][metric] for q in qids], dtype=np.float64)
+        for label, values in (("the baseline", a), ("the run", b)):
+            bad = np.flatnonzero(~np.isfinite(values))
+            if len(bad):  # NaN compares false with everything: a gate over it would pass whatever happened
+                raise EvretError(f"{label}: query {qids[bad[0]]!r} has {metric} = {float(values[bad[0]])!r} "
+                                 f"({len(bad)} such value(s)); a gate needs finite scores")
         diff = b - a
-        tested.append((metric, qids, diff, paired_p_value(a, b, test, n_resamples, seed)))
+        p_value = paired_p_value(a, b, test, n_resamples, seed)
+        if not math.isfinite(p_value):
+            raise EvretError(f"{metric}: the {test} test gave p = {p_value!r}; a gate never passes on an "
+                             f"undefined p-value")
+        tested.append((metric, qids, diff, p_value))
     untestable = [m for m in (metrics or []) if m not in {t[0] for t in tested}]
     if untestable:
         raise EvretError(f"{', '.join(untestable)}: fewer than 2 queries have a value in both runs, so no paired "

@@ -9,6 +9,10 @@ Environment:
 Each plugin's ``register_*`` hooks are called through pluggy (so ``specname``, ``tryfirst``/``trylast`` and
 hookwrappers apply), one plugin at a time through a subset hook caller: a plugin whose hook raises, even
 ``SystemExit``, is recorded and reported and the others still load. Only ``KeyboardInterrupt`` goes through.
+
+At run time, :func:`plugin_exits_as_errors` wraps the calls into plugin-made objects (their factories in the
+registry, and the executor's stages: retrieving, judging, metrics, generation): a plugin's ``sys.exit()`` there is
+a :class:`PluginError` naming the plugin instead of the end of the process.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ import importlib.metadata as md
 import os
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -51,6 +56,34 @@ def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
         return f"SystemExit: the plugin called sys.exit({exc.code!r})"
     return f"{type(exc).__name__}: {exc}"
+
+
+def exit_as_error(exc: SystemExit) -> PluginError | None:
+    """The error to raise instead of ``exc`` when a third-party plugin's code called ``sys.exit()`` while evret ran
+    it (its judge judging, its retriever retrieving, its factory building), or None when evret's own code or the
+    user's raised it (which then goes through). The status is shown when it is a number, never a message (it may
+    hold anything, a key included)."""
+    info = get_registry().plugin_of(exc.__traceback__)
+    if info is None:
+        return None
+    status = f"sys.exit({exc.code!r})" if exc.code is None or type(exc.code) is int else "sys.exit(...)"
+    dist = info.distribution or info.name
+    return PluginError(f"plugin {info.name!r} (distribution {dist}{' ' + info.version if info.version else ''}) "
+                       f"called {status} while evret ran it; a plugin must raise an exception instead")
+
+
+@contextmanager
+def plugin_exits_as_errors() -> Iterator[None]:
+    """Run calls into plugin code: a plugin's ``sys.exit()`` becomes the :class:`PluginError` of
+    :func:`exit_as_error`, so it can never end the program (or a user's script) silently with its status.
+    ``KeyboardInterrupt`` and everyone else's ``SystemExit`` go through unchanged."""
+    try:
+        yield
+    except SystemExit as exc:
+        error = exit_as_error(exc)
+        if error is None:
+            raise
+        raise error from exc
 
 
 @dataclass

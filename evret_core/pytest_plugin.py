@@ -73,18 +73,49 @@ def assert_no_regression(results: Any, baseline: Any, metrics: Sequence[str] | N
                                        for f in failures))
 
 
-def _key(value: Any) -> Any:
-    """A hashable stand-in for an argument: data sets by content, objects by identity, the rest by value."""
+def _key(value: Any, held: list[Any]) -> Any:
+    """A hashable stand-in for an argument: data sets by content, objects by identity, the rest by value.
+
+    An object keyed by ``id()`` is appended to ``held``, which the cache keeps with the results: while it is held
+    its id cannot be given to another object, so a new retriever never gets a freed one's results."""
     content_hash = getattr(value, "content_hash", None)
     if callable(content_hash):
         return ("dataset", content_hash())
     if isinstance(value, (str, int, float, bool, type(None), Path)):
         return value
     if isinstance(value, (list, tuple)):
-        return tuple(_key(v) for v in value)
+        return tuple(_key(v, held) for v in value)
     if isinstance(value, dict):
-        return tuple(sorted((str(k), _key(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), _key(v, held)) for k, v in value.items()))
+    held.append(value)
     return ("object", id(value))
+
+
+class SessionEvaluations:
+    """``evret_evaluate``'s cache: one evaluation per distinct arguments for the session.
+
+    Each entry keeps the objects its key names by identity (the retriever, a judge object), so an ``id()`` in a
+    key always belongs to the object it was made from (red-team P05: keyed on bare ``id()``, a retriever
+    allocated at a freed one's address got the freed one's results)."""
+
+    def __init__(self) -> None:
+        self.done: dict[Any, tuple[Any, list[Any]]] = {}
+
+    def __call__(self, dataset: Any, retriever: Any, metrics: Sequence[str], judge: Any = None,
+                 **options: Any) -> Any:
+        from evret_core.evaluators.retrieval import Evaluator
+        from evret_core.models import EvaluationDataset
+
+        if isinstance(dataset, (str, Path)):
+            dataset = EvaluationDataset.load(dataset)
+        held: list[Any] = []
+        key = (_key(dataset, held), _key(retriever, held), _key(list(metrics), held), _key(judge, held),
+               _key(options, held))
+        entry = self.done.get(key)
+        if entry is None:
+            results = Evaluator(retriever, metrics=list(metrics), judge=judge, **options).evaluate(dataset)
+            entry = self.done[key] = (results, held)
+        return entry[0]
 
 
 @pytest.fixture(scope="session")
@@ -106,17 +137,4 @@ def evret_cache_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
 def evret_evaluate(evret_cache_dir: Path) -> Callable[..., Any]:
     """``evret_evaluate(dataset, retriever, metrics=[...], judge=None, **evaluator_options)`` -> results, run once
     per session for equal arguments (a dataset path or object, the same retriever object, the same options)."""
-    from evret_core.evaluators.retrieval import Evaluator
-    from evret_core.models import EvaluationDataset
-
-    done: dict[Any, Any] = {}
-
-    def evaluate(dataset: Any, retriever: Any, metrics: Sequence[str], judge: Any = None, **options: Any) -> Any:
-        if isinstance(dataset, (str, Path)):
-            dataset = EvaluationDataset.load(dataset)
-        key = (_key(dataset), _key(retriever), _key(list(metrics)), _key(judge), _key(options))
-        if key not in done:
-            done[key] = Evaluator(retriever, metrics=list(metrics), judge=judge, **options).evaluate(dataset)
-        return done[key]
-
-    return evaluate
+    return SessionEvaluations()

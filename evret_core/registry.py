@@ -12,7 +12,7 @@ from typing import Any
 
 from evret_core.errors import EvretError
 from evret_core.limits import MAX_DEPTH
-from evret_core.plugins import get_registry
+from evret_core.plugins import get_registry, plugin_exits_as_errors
 
 _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?:\((?P<options>[^()]*)\))?$")
 
@@ -27,7 +27,8 @@ def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
         raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
     except ValueError:  # builtins without a signature
         pass
-    built = factory(**options)
+    with plugin_exits_as_errors():
+        built = factory(**options)
     try:
         built.__evret_recipe__ = (kind, name, dict(options))
     except (AttributeError, TypeError, ValueError):  # slots, frozen or builtin objects: not rebuildable by name

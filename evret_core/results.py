@@ -8,6 +8,7 @@ files still load (those fields are empty).
 from __future__ import annotations
 
 import json
+import math
 import platform
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from evret_core.per_query import Judgment, QueryResult, QueryTable
 from evret_core.redact import redact
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
-           "atomic_write_text", "build_manifest"]
+           "atomic_write_text", "build_manifest", "check_results", "metric_value_range"]
 
 if TYPE_CHECKING:
     from evret_core.models import EvaluationDataset
@@ -159,9 +160,11 @@ class EvaluationResults(BaseModel):
             raise EvretError(f"{source}: results schema_version {version!r} is newer than this Evret reads "
                              f"({SCHEMA_VERSION}); upgrade evret-core")
         try:
-            return cls.model_validate(data)
+            results = cls.model_validate(data)
         except ValidationError as exc:  # one line naming the file and the field
             raise EvretError(f"{source}: not an Evret results file ({describe_validation_error(exc)})") from None
+        check_results(results, source)
+        return results
 
     def to_pandas(self, level: str = "query") -> Any:
         """A pandas DataFrame with one row per query (``level="query"``: metrics, tags) or per judged document
@@ -227,6 +230,80 @@ class EvaluationResults(BaseModel):
                 continue
             curves[family] = values
         return curves
+
+
+def metric_value_range(name: str) -> tuple[float, float] | None:
+    """The [low, high] that every per-query value of metric ``name`` lies in (``recall@5``: [0, 1]), or None when
+    the metric does not say or cannot be created here (a plugin's metric that is not installed)."""
+    from evret_core.registry import create_metric
+
+    try:
+        bounds = getattr(create_metric(name), "value_range", None)
+    except EvretError:
+        return None
+    return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
+
+
+# a stored mean may differ from the mean recomputed here by summation order only
+_MEAN_TOLERANCE = 1e-9
+# a value just outside its range by rounding is still in it
+_RANGE_TOLERANCE = 1e-9
+
+
+def check_results(results: EvaluationResults, source: str) -> None:
+    """Refuse results whose numbers cannot be what Evret wrote: a per-query score that is NaN, infinite or outside
+    its metric's range, a ``per_query`` key holding another query's record, a mean that is not the mean of its
+    per-query values, an interval that is not ``[low, high]`` with finite ``low <= high``. Errors name ``source``,
+    the query and the metric, so a hand-edited or damaged file never reaches a report or a gate."""
+    ranges: dict[str, tuple[float, float] | None] = {}
+
+    def bounds(metric: str) -> tuple[float, float] | None:
+        if metric not in ranges:
+            ranges[metric] = metric_value_range(metric)
+        return ranges[metric]
+
+    def check_value(value: float, metric: str, where: str) -> None:
+        if not math.isfinite(value):
+            raise EvretError(f"{source}: {where}: {metric} is {value!r}, not a finite number; the file was "
+                             f"edited or damaged (re-run the evaluation)")
+        limits = bounds(metric)
+        if limits is not None and not limits[0] - _RANGE_TOLERANCE <= value <= limits[1] + _RANGE_TOLERANCE:
+            raise EvretError(f"{source}: {where}: {metric} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], "
+                             f"the range of {metric}; the file was edited or damaged (re-run the evaluation)")
+
+    columns: dict[str, list[float]] = {}
+    for qid, qr in results.per_query.items():
+        if qr.query_id != qid:
+            raise EvretError(f"{source}: per_query key {qid!r} holds the record of query {qr.query_id!r}; the "
+                             f"file was edited or damaged")
+        for metric, value in qr.scores.items():
+            check_value(value, metric, f"query {qid!r}")
+            columns.setdefault(metric, []).append(value)
+    n = len(results.per_query)
+    for metric, stored in results.scores.items():
+        check_value(stored, metric, "scores")
+        values = columns.get(metric)
+        if not values:
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            present = float(np.mean(values))
+            filled = float(np.sum(values)) / n if n else present  # a query without the metric counted as 0
+        if not any(math.isfinite(m) and abs(stored - m) <= _MEAN_TOLERANCE * max(1.0, abs(m))
+                   for m in (present, filled)):
+            raise EvretError(f"{source}: scores.{metric} is {stored!r} but the mean of its {len(values)} per-query "
+                             f"values is {present!r}; the file was edited or damaged (re-run the evaluation)")
+    intervals = [(f"intervals.{m}", m, v) for m, v in results.intervals.items()]
+    for tag, groups in results.slices.items():
+        for group, sliced in groups.items():
+            for metric, value in sliced.scores.items():
+                check_value(value, metric, f"slices.{tag}.{group}.scores")
+            intervals += [(f"slices.{tag}.{group}.intervals.{m}", m, v) for m, v in sliced.intervals.items()]
+    for where, metric, interval in intervals:
+        if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:
+            raise EvretError(f"{source}: {where} is {interval!r}; an interval is [low, high] with finite "
+                             f"low <= high (the file was edited or damaged)")
+        for x in interval:
+            check_value(x, metric, where)
 
 
 def _model_identifiers(config: Any, prefix: str) -> dict[str, Any]:

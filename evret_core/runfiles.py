@@ -6,8 +6,8 @@ Two formats, both read into a precomputed run that the Evaluator takes as its re
   ``{"query_id": "q1", "doc_id": "d7", "score": 12.5, "text": "...", "rank": 1}``, or one object per query,
   ``{"query_id": "q1", "results": [{"doc_id": ..., "score": ..., "text": ...}, ...]}``. ``doc_id`` is required;
   ``score``, ``text``, ``rank`` and ``metadata`` are optional. A query's documents are ranked by ``rank`` when every
-  one has it, otherwise in file order (the order your system returned them). A document listed twice for a query,
-  a non-finite score or a bad rank is an error naming the file and line.
+  one has it, otherwise in file order (the order your system returned them); ranks on some of a query's documents
+  only, a document listed twice for a query, a non-finite score or a bad rank is an error naming the file and line.
 - **TREC run files** (6 columns, as trec_eval reads them): ranked by score with trec_eval's tie-break; with a
   corpus (``--corpus corpus.jsonl``) each document gets its text and title (as the bm25 retriever gives them),
   which text-labelled queries need.
@@ -114,6 +114,13 @@ def read_retrieved_jsonl(path: str | Path) -> dict[str, list[dict[str, Any]]]:
             if len(set(ranks)) != len(ranks):
                 raise EvretError(f"{path}: query {qid!r} gives the same rank to two documents")
             results.sort(key=lambda r: r["rank"])
+        elif any(rank is not None for rank in ranks):
+            # ranking by file order would ignore the ranks given; ranking by them would guess where the rest go
+            ranked = next(r for r in results if r.get("rank") is not None)
+            unranked = next(r for r in results if r.get("rank") is None)
+            raise EvretError(f"{seen[(qid, unranked['doc_id'])]}: document {unranked['doc_id']!r} of query {qid!r} "
+                             f"has no 'rank', but {ranked['doc_id']!r} ({seen[(qid, ranked['doc_id'])]}) has one; "
+                             f"give every document of a query a rank, or none (then file order ranks them)")
         for r in results:
             r.pop("rank", None)
     return run

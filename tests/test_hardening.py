@@ -288,7 +288,8 @@ def test_a_closed_pipe_exits_quietly(tmp_path: Path, command: list[str]) -> None
     for name, shift in (("a", 0.0), ("b", 0.1)):
         per_query = {f"q{i}": {"query_id": f"q{i}", "query_text": "t", "retrieved_ids": [],
                                "scores": {"mrr": (i % 3) / 3 + shift}} for i in range(50)}
-        (tmp_path / f"{name}.json").write_text(json.dumps({"scores": {"mrr": 0.5}, "metrics": ["mrr"],
+        mean = sum(q["scores"]["mrr"] for q in per_query.values()) / len(per_query)
+        (tmp_path / f"{name}.json").write_text(json.dumps({"scores": {"mrr": mean}, "metrics": ["mrr"],
                                                            "per_query": per_query}))
     (tmp_path / "qrels").write_text("".join(f"q{i} 0 d{i} 1\n" for i in range(50)))
     (tmp_path / "run").write_text("".join(f"q{i} Q0 d{i} 1 1.0 r\n" for i in range(50)))

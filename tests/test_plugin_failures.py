@@ -4,6 +4,7 @@ registered twice, and the pluggy features (specname, tryfirst/trylast) that call
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,27 @@ class FailingJudge(Judge):
         raise UpstreamError("401 from upstream for key " + os.environ.get("EVRET_TEST_API_KEY", ""))
 
 
+class ExitingJudge(Judge):
+    name = "exiting"
+
+    def __init__(self, how: str = "exit"):
+        self.how = how
+
+    def batch_judge(self, contexts):
+        import sys
+
+        if self.how == "interrupt":
+            raise KeyboardInterrupt
+        sys.exit(5 if self.how == "exit" else "a message with key " + os.environ.get("EVRET_TEST_API_KEY", ""))
+
+    def judge(self, context):
+        return self.batch_judge([context])[0]
+
+
+def exiting_factory(**options):
+    raise SystemExit(9)
+
+
 def failing_factory(**options):
     raise KeyError(f"cannot build with {options}")
 
@@ -64,6 +86,8 @@ class OneDoc(Retriever):
         self.fail = fail
 
     def retrieve(self, query, k):
+        if self.fail == "exit":
+            raise SystemExit(7)
         if self.fail:
             raise ConnectionError("index down; token " + os.environ.get("EVRET_TEST_API_KEY", ""))
         return [RetrievalResult(doc_id="d1", score=1.0, metadata={"text": "honey never spoils"})]
@@ -73,6 +97,8 @@ class OneDoc(Retriever):
 def register_judges(register):
     register("failing", FailingJudge)
     register("failing-factory", failing_factory)
+    register("exiting", ExitingJudge)
+    register("exiting-factory", exiting_factory)
 
 
 @hookimpl
@@ -185,6 +211,50 @@ def test_debug_shows_the_traceback_with_secrets_masked(
     assert code == 2 and "Traceback (most recent call last)" in err and shown in err, err
     assert SECRET not in err and OPTION_SECRET not in err
     assert err.strip().splitlines()[-1].startswith("evret: error: plugin 'evret-failing'")
+
+
+# -- issue 24 (red-team R17c): sys.exit() in a plugin's code while evret runs is that plugin's failure -------------
+@pytest.mark.parametrize(("options", "shown"), [
+    (("--retriever", "one-doc", "--judge", "exiting"), "sys.exit(5)"),
+    (("--retriever", "one-doc", "--judge", "exiting", "--judge-option", "how=message"), "sys.exit(...)"),
+    (("--retriever", "one-doc", "--retriever-option", "fail=exit", "--judge", "exact"), "sys.exit(7)"),
+    (("--retriever", "one-doc", "--judge", "exiting-factory"), "sys.exit(9)"),
+])
+def test_a_plugin_calling_sys_exit_while_running_is_one_line_and_exit_2(
+    failing_site: Path, tmp_path: Path, options: tuple[str, ...], shown: str
+) -> None:
+    code, err = _evaluate(failing_site, tmp_path, *options)
+    assert code == 2 and err.strip().splitlines() == [
+        f"evret: error: plugin 'evret-failing' (distribution evret-failing 0.1.0) called {shown} while evret ran "
+        "it; a plugin must raise an exception instead"], err
+    assert SECRET not in err
+
+
+def test_a_plugin_calling_sys_exit_from_python_is_a_plugin_error(failing_site: Path) -> None:
+    from evret_core import EvaluationDataset, Evaluator, QueryExample, create_retriever
+
+    dataset = EvaluationDataset(queries=[QueryExample(query_id="q1", query_text="honey",
+                                                      expected_answers=["honey never spoils"])])
+    with pytest.raises(PluginError, match=r"plugin 'evret-failing' .* called sys.exit\(5\) while evret ran it"):
+        Evaluator(create_retriever("one-doc"), metrics=["hit_rate@1"], judge=create_judge("exiting")).evaluate(dataset)
+    with pytest.raises(PluginError, match=r"called sys.exit\(9\)"):
+        create_judge("exiting-factory")
+    with pytest.raises(SystemExit):  # the user's own sys.exit() is theirs: it goes through
+        Evaluator(lambda query, k: sys.exit(3), metrics=["hit_rate@1"], judge="exact").evaluate(dataset)
+
+
+def test_a_plugins_keyboard_interrupt_still_interrupts(failing_site: Path, tmp_path: Path) -> None:
+    code, err = _evaluate(failing_site, tmp_path, "--retriever", "one-doc", "--judge", "exiting",
+                          "--judge-option", "how=interrupt")
+    assert code == 130 and err.strip() == "evret: interrupted"
+
+
+def test_the_cores_own_sys_exit_goes_through() -> None:
+    from evret_core.cli import main
+
+    with pytest.raises(SystemExit) as raised:
+        main(["evaluate", "--no-such-option"])  # argparse's own exit, not a plugin's
+    assert raised.value.code == 2
 
 
 def test_the_cores_own_bugs_keep_their_traceback() -> None:

@@ -115,7 +115,33 @@ def read_labels(path: str | Path, corpus: Mapping[str, Any] | None = None) -> li
     out = [label_from_record(record, where, corpus) for _, where, record in iter_json_lines(path, "labels file")]
     if not out:
         raise EvretError(f"{path}: no labelled judgments in the file")
+    check_repeats(out)
     return out
+
+
+def check_repeats(labels: Iterable[LabelledJudgment]) -> None:
+    """Refuse a judgment (same query id, expected strings and retrieved text) labelled more than once: labelled
+    both ways, the truth is contradictory; labelled the same way twice, it would weigh twice in every agreement
+    number (a file concatenated with itself). Rows not yet labelled (null) are not counted."""
+    first: dict[tuple[str, tuple[str, ...], str], LabelledJudgment] = {}
+    repeats: list[tuple[LabelledJudgment, LabelledJudgment]] = []
+    for item in labels:
+        if item.label is None:
+            continue
+        key = (item.query_id, item.expected, item.retrieved_text)
+        seen = first.setdefault(key, item)
+        if seen is item:
+            continue
+        if seen.label != item.label:
+            raise EvretError(f"{item.where}: labels the judgment of {seen.where} (query {item.query_id!r}, the same "
+                             f"expected answer and retrieved text) {str(item.label).lower()}, where "
+                             f"{seen.where} says {str(seen.label).lower()}; keep the right one")
+        repeats.append((seen, item))
+    if repeats:
+        seen, item = repeats[0]
+        raise EvretError(f"{item.where}: repeats the labelled judgment of {seen.where} ({len(repeats)} repeated "
+                         f"row(s) in all); a judgment labelled twice counts twice in every agreement number, so "
+                         f"remove the repeats")
 
 
 def derive_labels(

@@ -14,6 +14,11 @@ which covers both errors: query sampling (the first term) and the judge's error 
 second); the covariance term is there because the labelled queries are among the N judged ones. A good judge
 makes ``y - f`` small and the interval nearly as narrow as with every query labelled; a bad one widens it
 rather than shifting it.
+
+For a bounded metric (every built-in measure lies in [0, 1]) the estimate and the interval are clipped to the
+metric's range: the mean lies in it, so clipping never moves the estimate away from it nor lets the interval miss
+it, and a reader never sees ``[0.893, 1.016]`` for a recall. The normal-theory values are kept beside them
+(``unclipped_estimate``, ``unclipped_interval``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ class PPIEstimate:
     n: int
     n_labelled: int
     confidence_level: float
+    # the metric's [low, high] the estimate and interval were clipped to (None: unbounded or unknown), and the
+    # normal-theory values before clipping
+    value_range: list[float] | None = None
+    unclipped_estimate: float | None = None
+    unclipped_interval: list[float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +71,7 @@ def ppi_mean(
     labelled_judged: Sequence[float] | np.ndarray,
     confidence_level: float = 0.95,
     labelled_among_judged: bool = True,
+    value_range: tuple[float, float] | None = None,
 ) -> PPIEstimate:
     """The prediction-powered estimate of a mean and its interval.
 
@@ -69,6 +80,7 @@ def ppi_mean(
     :param labelled_judged: the judge's value for the same n labelled queries, in the same order
     :param labelled_among_judged: the labelled queries are a random subset of the N judged ones (the usual case);
         False when they are a separate sample (the covariance term is then 0)
+    :param value_range: the metric's ``(low, high)``: the estimate and interval are clipped to it (see the module)
     """
     level = check_confidence_level(confidence_level)
     f = _finite(judged, "the judged values")
@@ -90,8 +102,20 @@ def ppi_mean(
         variance += 2.0 * float(np.cov(fl, residual, ddof=1)[0, 1]) / big_n
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     half = z * math.sqrt(max(variance, 0.0))
-    return PPIEstimate(estimate=estimate, interval=[estimate - half, estimate + half], judged=judged_mean,
-                       rectifier=rectifier, n=big_n, n_labelled=n, confidence_level=level)
+    interval = [estimate - half, estimate + half]
+    if value_range is None:
+        return PPIEstimate(estimate=estimate, interval=interval, judged=judged_mean, rectifier=rectifier, n=big_n,
+                           n_labelled=n, confidence_level=level)
+    low, high = float(value_range[0]), float(value_range[1])
+    if not (math.isfinite(low) and math.isfinite(high) and low <= high):
+        raise EvretError(f"prediction-powered inference: value_range must be finite (low, high), got {value_range!r}")
+
+    def clip(x: float) -> float:
+        return min(max(x, low), high)
+
+    return PPIEstimate(estimate=clip(estimate), interval=[clip(interval[0]), clip(interval[1])], judged=judged_mean,
+                       rectifier=rectifier, n=big_n, n_labelled=n, confidence_level=level,
+                       value_range=[low, high], unclipped_estimate=estimate, unclipped_interval=interval)
 
 
 def ppi_for_results(
@@ -105,7 +129,10 @@ def ppi_for_results(
     value (e.g. the per-query scores of the same run evaluated with ids or human labels on those queries).
 
     Labelled query ids that are not in ``results`` are an error: the subset must come from the judged queries.
+    A metric with a known range (:attr:`Metric.value_range`) gets its estimate and interval clipped to it.
     """
+    from evret_core.results import metric_value_range
+
     level = confidence_level if confidence_level is not None else (results.confidence_level or 0.95)
     names = list(metrics) if metrics is not None else list(results.metrics)
     unknown = [qid for qid in truth if qid not in results.per_query]
@@ -119,7 +146,8 @@ def ppi_for_results(
                  for qid, values in truth.items() if metric in values and metric in results.per_query[qid].scores]
         if len(pairs) < 2:
             continue
-        out[metric] = ppi_mean(judged, [p[0] for p in pairs], [p[1] for p in pairs], level)
+        out[metric] = ppi_mean(judged, [p[0] for p in pairs], [p[1] for p in pairs], level,
+                               value_range=metric_value_range(metric))
     if not out:
         raise EvretError("prediction-powered inference: no metric has true values for at least 2 labelled queries")
     return out

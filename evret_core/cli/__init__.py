@@ -65,9 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("evret: interrupted", file=sys.stderr)
         return 130
-    except Exception as exc:
-        # a plugin's judge, factory or retriever raised: one line naming it, never its message (it may hold a
-        # key); --debug adds the traceback with the known secrets masked. The core's own bugs keep their traceback.
+    except (Exception, SystemExit) as exc:
+        # a plugin's judge, factory or retriever raised (or called sys.exit() while running): one line naming it,
+        # never its message (it may hold a key); --debug adds the traceback with the known secrets masked. The
+        # core's own bugs keep their traceback, and the core's own SystemExit goes through.
         from evret_core.cli._failures import plugin_failure
 
         report = plugin_failure(exc, argv, debug)

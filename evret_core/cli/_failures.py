@@ -53,6 +53,11 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
     dist = info.distribution or info.name
     where = f"plugin {info.name!r} (distribution {dist}{' ' + info.version if info.version else ''})"
     line = f"evret: error: {where} failed: {type(exc).__name__}"
+    if isinstance(exc, SystemExit):  # called outside the guarded stages: the same line as inside them
+        from evret_core.plugins import exit_as_error
+
+        line = f"evret: error: {exit_as_error(exc)}"
+        return line if not debug else redact("".join(traceback.format_exception(exc)), known_secrets(argv)) + line
     if not debug:
         return f"{line} (run with --debug for the traceback)"
     text = "".join(traceback.format_exception(exc))

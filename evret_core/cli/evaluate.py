@@ -160,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         shown = ", ".join(missing["queries"][:5]) + (" ..." if missing["count"] > 5 else "")
         print(f"WARNING: {missing['count']} queries missing from the run, scored 0: {shown}", file=sys.stderr)
+    extra = results.stats.get("extra_run_queries")
+    if extra:
+        shown = ", ".join(extra["queries"][:5]) + (" ..." if extra["count"] > 5 else "")
+        print(f"WARNING: {extra['count']} queries of the run are not in the dataset, ignored: {shown}", file=sys.stderr)
     if config.output and config.output != "-":
         print(f"results written to {config.output}", file=sys.stderr)
     return run_gates(args, floors, results, lambda _path: baseline)

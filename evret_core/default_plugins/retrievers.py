@@ -36,8 +36,34 @@ def precomputed_run(path: str | None = None, corpus: str | None = None, **option
         data = loads_json(read_text(file, "run file"), str(file))
         if not isinstance(data, dict):
             raise EvretError(f"{file}: a JSON run is an object {{query_id: {{doc_id: score}}}}")
+        check_json_run(data, str(file))
         return PrecomputedRetriever(data)
     return PrecomputedRetriever(read_retrieved(file, corpus))
+
+
+def check_json_run(data: dict[str, Any], source: str) -> None:
+    """Each query of a ``.json`` run maps to ``{doc_id: score}`` or to a list of distinct doc ids (or result
+    objects): a bare string would be read as one-character ids, a repeated id counted twice."""
+    from evret_core.errors import EvretError
+
+    for qid, value in data.items():
+        if isinstance(value, dict):
+            continue
+        if not isinstance(value, list):
+            got = f"the string {value!r}" if isinstance(value, str) else repr(value)
+            raise EvretError(f"{source}: query {qid!r} maps to {got[:60]}; a JSON run maps each query to "
+                             f"{{doc_id: score}} or to a list of doc ids [\"d1\", \"d2\"]")
+        ids = [item if isinstance(item, str) else item.get("doc_id") if isinstance(item, dict) else None
+               for item in value]
+        if any(d is None for d in ids):
+            raise EvretError(f"{source}: query {qid!r}: every entry of its list must be a doc id string or an "
+                             f"object with 'doc_id'")
+        if len(set(ids)) != len(ids):
+            seen: set[Any] = set()
+            for doc in ids:
+                if doc in seen:
+                    raise EvretError(f"{source}: query {qid!r} lists document {doc!r} twice")
+                seen.add(doc)
 
 
 @hookimpl

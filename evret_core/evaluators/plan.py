@@ -106,10 +106,12 @@ def plan_text(queries: Sequence[QueryExample], row: Callable[[int], RankedColumn
         if example.is_id_labelled:
             continue
         ranked = row(i)
-        if ranked.texts is None:
+        if ranked.texts is None and len(ranked.ids):
             _no_text(example, ranked, 1)
         planned.append(i)
-        rows.append(ranked.texts.tolist() if isinstance(ranked.texts, np.ndarray) else ranked.texts)  # type: ignore[arg-type]
+        # nothing retrieved (a query missing from a run, scored 0 with missing_queries="zero"): no texts to judge
+        texts = [] if ranked.texts is None else ranked.texts
+        rows.append(texts.tolist() if isinstance(texts, np.ndarray) else texts)
         keys = answer_keys(example)
         n_answers.append(len(keys))
         query_answers.extend(answer_ids.setdefault(key, len(answer_ids)) for key in keys)

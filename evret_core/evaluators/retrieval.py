@@ -28,7 +28,7 @@ from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matc
 from evret_core.contexts import AnswerKey
 from evret_core.errors import EvretError
 from evret_core.evaluators.plan import TextPlan, answer_keys, plan_text
-from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row
+from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.executors import Executor, JudgeRun, resolve_executor
 from evret_core.metrics.base import Metric
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
@@ -157,6 +157,7 @@ class Evaluator:
         self.min_slice_size = int(min_slice_size)
         self.executor = resolve_executor(executor, executor_options)
         self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
+        self._extra: list[str] = []  # the precomputed run's queries that the dataset lacks (ignored)
         self._unmeasured: dict[int, int] = {}  # query index -> its unmeasured judgments, in the last evaluation
 
     # -- pipeline ----------------------------------------------------------------------------------------------
@@ -204,6 +205,7 @@ class Evaluator:
                 f"missing_queries='zero' (CLI: --missing-queries zero)"
             )
         self._missing = missing
+        self._extra = extra_run_queries(run, queries)
         if isinstance(run, ColumnarRun) and positions is not None:
             from evret_core.evaluators.run_rows import ColumnarRows
 
@@ -242,7 +244,7 @@ class Evaluator:
         if not isinstance(dataset, EvaluationDataset):
             raise EvretError(f"evaluate() needs an EvaluationDataset, got {type(dataset).__name__}")
         started = time.time()
-        self._missing = []
+        self._missing, self._extra = [], []
         queries = dataset.queries
         rows = self.retrieve_rows(dataset)
         plan = plan_text(queries, rows.row)
@@ -271,6 +273,8 @@ class Evaluator:
         }
         if self._missing:
             stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
+        if self._extra:  # a run's queries that the dataset lacks are ignored, and said so
+            stats["extra_run_queries"] = {"count": len(self._extra), "queries": self._extra[:20], "ignored": True}
         stats["elapsed_s"] = round(time.time() - started, 6)
         judge_stats = getattr(self.judge, "stats", None)
         if judged.stats is None and callable(judge_stats):  # nothing judged this run: the judge's own counters

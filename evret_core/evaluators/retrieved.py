@@ -45,12 +45,27 @@ def coerce_row(raw: Any, where: str, k: int) -> Row:
         return raw
     if raw is None:
         raise EvretError(f"{where} returned None instead of a list of results")
+    if isinstance(raw, (str, bytes)):  # iterating it would give one-character document ids
+        raise EvretError(f"{where}: got the string {_short(raw)} instead of a list of results (document ids, "
+                         f"result objects or dicts, or a {{doc_id: score}} mapping)")
     items = list(raw) if not isinstance(raw, list | tuple | np.ndarray) else raw
     if len(items) and all(type(item) is str for item in items):
         ids = list(items[:k])
         return RankedColumns(ids, np.arange(len(ids), 0, -1, dtype=np.float64), None)
     columns = _plain_records(list(items[:k]))
     return columns if columns is not None else RankedColumns.from_results(coerce_results(items, where)[:k])
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def extra_run_queries(run: Mapping[str, Any], queries: Sequence[QueryExample]) -> list[str]:
+    """The query ids of a precomputed ``run`` that the dataset does not have, in run order: they are ignored (a run
+    often covers more queries than the dataset scores, e.g. every split), and the evaluator reports them."""
+    wanted = {q.query_id for q in queries}
+    return [qid for qid in run if qid not in wanted]
 
 
 _PLAIN_KEYS = ({"doc_id", "score", "text"}, {"doc_id", "score"}, {"doc_id", "text"}, {"doc_id"})

@@ -327,6 +327,9 @@ class Metric:
     #: the trec_eval measure this equals (``{k}`` is replaced by the cutoff), or None when trec_eval has none
     trec_name: str | None = None
     trec_name_k: str | None = None
+    #: the [low, high] every per-query value lies in (None: unknown, e.g. a plugin's metric that does not say);
+    #: results files read back are checked against it, and prediction-powered intervals are clipped to it
+    value_range: tuple[float, float] | None = None
 
     def __init__(self, k: int | None = None) -> None:
         if k is not None:

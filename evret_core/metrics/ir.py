@@ -9,6 +9,10 @@ import numpy as np
 from evret_core.errors import EvretError
 from evret_core.metrics.base import Metric, RankedBatch, cut, safe_divide
 
+UNIT = (0.0, 1.0)
+# a count is an exact integer in a float64
+COUNT_RANGE = (0.0, float(2**53))
+
 
 def _discounts(depth: int) -> np.ndarray:
     return 1.0 / np.log2(np.arange(2, depth + 2, dtype=np.float64))
@@ -25,6 +29,7 @@ class Precision(Metric):
     """
 
     family = "precision"
+    value_range = UNIT
     trec_name = "set_P"
     trec_name_k = "P_{k}"
 
@@ -42,6 +47,7 @@ class Recall(Metric):
     """
 
     family = "recall"
+    value_range = UNIT
     trec_name = "set_recall"
     trec_name_k = "recall_{k}"
 
@@ -53,6 +59,7 @@ class F1(Metric):
     """f1@k: harmonic mean of precision@k and recall@k; without a cutoff, of set_P and set_recall (trec_eval set_F)."""
 
     family = "f1"
+    value_range = UNIT
     trec_name = "set_F"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
@@ -65,6 +72,7 @@ class HitRate(Metric):
     """hit_rate@k (trec_eval success_k): 1 when any relevant document is in the top k."""
 
     family = "hit_rate"
+    value_range = UNIT
     trec_name_k = "success_{k}"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
@@ -75,6 +83,7 @@ class MRR(Metric):
     """mrr@k: reciprocal rank of the first relevant document, 0 when it is below k (``mrr``: trec_eval recip_rank)."""
 
     family = "mrr"
+    value_range = UNIT
     trec_name = "recip_rank"
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
@@ -92,6 +101,7 @@ class NDCG(Metric):
     """
 
     family = "ndcg"
+    value_range = UNIT
     trec_name: str | None = "ndcg"
     trec_name_k: str | None = "ndcg_cut_{k}"
 
@@ -124,6 +134,7 @@ class AveragePrecision(Metric):
     """ap@k (trec_eval map_cut_k; ``ap``: map): sum of precision at each relevant rank <= k, over all relevant docs."""
 
     family = "ap"
+    value_range = UNIT
     trec_name = "map"
     trec_name_k = "map_cut_{k}"
 
@@ -141,6 +152,7 @@ class RPrecision(Metric):
     """r_precision (trec_eval Rprec): precision at rank R, R being the number of relevant documents."""
 
     family = "r_precision"
+    value_range = UNIT
     allows_k = False
     trec_name = "Rprec"
 
@@ -160,6 +172,7 @@ class Bpref(Metric):
     """
 
     family = "bpref"
+    value_range = UNIT
     allows_k = False
     trec_name = "bpref"
 
@@ -181,6 +194,7 @@ class ERR(Metric):
     """
 
     family = "err"
+    value_range = UNIT
 
     def __init__(self, k: int | None = None, max_grade: float | None = None) -> None:
         super().__init__(k)
@@ -215,6 +229,7 @@ class RBP(Metric):
     """
 
     family = "rbp"
+    value_range = UNIT
     allows_k = False
     trec_name: str | None = "rbp"
     default_p = 0.9
@@ -263,6 +278,7 @@ class RBPResidual(RBP):
 
 class _Count(Metric):
     allows_k = False
+    value_range = COUNT_RANGE
 
     def compute(self, batch: RankedBatch) -> np.ndarray:
         return np.asarray(getattr(batch, self.family), dtype=np.float64)

@@ -16,7 +16,7 @@ escalation or an empty answer, which address nothing and are scored by the behav
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, field_validator
@@ -60,6 +60,20 @@ def lexical_relevance(question: str, answer: str) -> float:
     else:
         typed = True
     return 0.5 * topical + 0.5 * float(typed)
+
+
+def unmeasured_relevance(outcomes: Iterable[Any], condition: str) -> list[str]:
+    """The question ids under ``condition`` whose answer addresses something (see :func:`answer_text`) but got no
+    relevance grade: the scorer failed on them (e.g. every retry of an LLM call). A refusal, an escalation or an
+    empty answer has no grade by design and is not counted."""
+    out = []
+    for q in outcomes:
+        oc = q.conditions.get(condition)
+        if oc is None or oc.answer is None or "answer_relevance" not in oc.scores:
+            continue
+        if oc.scores["answer_relevance"] is None and answer_text(oc.answer) is not None:
+            out.append(q.question_id)
+    return out
 
 
 class LexicalRelevance:

@@ -188,6 +188,9 @@ def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
     for condition, ids in (unmeasured.get("skipped") or {}).items():
         lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}; the reason is in "
                      f"its per-question 'skipped'); not generated, left out of the means")
+    for condition, ids in (unmeasured.get("relevance") or {}).items():
+        lines.append(f"{len(ids)} answer relevance grade(s) unmeasured under {condition} (e.g. {ids[0]}; the scorer "
+                     f"failed, see stats.llm.relevance); left out of answer_relevance")
     for condition, n in (unmeasured.get("claims") or {}).items():
         lines.append(f"{n} claim judgment(s) unmeasured under {condition}")
     if unmeasured.get("correctness_unlabelled"):

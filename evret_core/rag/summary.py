@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.rag.relevance import unmeasured_relevance
 from evret_core.rag.results import ATTRIBUTIONS, Difference, QuestionOutcome, RagResults
 
 GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
@@ -56,7 +57,9 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
             values = _values(outcomes, condition, metric, keep)
             counts[name] = len(values)
             if not values:
-                if metric in ("answer_judge", "answer_relevance"):
+                # an optional part that is off has no row; one that is on but measured nothing shows n/a (n=0)
+                if metric in ("answer_judge", "answer_relevance") and not any(
+                        metric in q.conditions[condition].scores for q in outcomes if condition in q.conditions):
                     continue
                 means[name] = None
                 continue
@@ -143,8 +146,10 @@ def _unmeasured(outcomes: list[QuestionOutcome], conditions: list[str], retrieva
     claims = {c: sum(cl.verdict == "unmeasured" for q in outcomes for cl in q.conditions[c].claims)
               for c in conditions}
     no_label = [q.question_id for q in outcomes if q.expected_behaviour == "answer" and not q.answers]
+    relevance = {c: unmeasured_relevance(outcomes, c) for c in conditions}
     return {
         "answers": {c: ids for c, ids in missing_answers.items() if ids},
+        "relevance": {c: ids for c, ids in relevance.items() if ids},
         "skipped": {c: ids for c, ids in skipped.items() if ids},
         "claims": {c: n for c, n in claims.items() if n},
         "correctness_unlabelled": no_label,

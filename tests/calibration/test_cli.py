@@ -112,7 +112,8 @@ def test_save_threshold_keeps_comments_and_other_settings(tmp_path: Path) -> Non
 def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(results_file.read_text())
     keep = sorted(data["per_query"])[:4]
-    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep})
+    truth = dict(data, per_query={q: dict(data["per_query"][q], scores={"hit_rate@1": 1.0}) for q in keep},
+                 scores={"hit_rate@1": 1.0}, metrics=["hit_rate@1"], intervals={}, slices={})
     truth_file = tmp_path / "truth.json"
     truth_file.write_text(json.dumps(truth))
     out = tmp_path / "corrected.json"
@@ -154,3 +155,43 @@ def test_reports_show_the_prediction_powered_interval(results_file: Path, tmp_pa
     assert "Intervals that include judge error" in html.read_text() and shown in html.read_text()
     print_scores(results)
     assert shown in capsys.readouterr().out
+
+
+# -- issue 24 (red-team C01, C01b): a judgment labelled twice is refused, naming both lines ------------------------
+def _labels_file(tmp_path: Path, rows: list[dict[str, object]]) -> Path:
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+_ROWS: list[dict[str, object]] = [
+    {"query_id": f"q{i}", "query": f"question {i}", "expected": f"answer {i}",
+     "retrieved_text": f"a passage that {'holds' if i % 2 else 'lacks'} answer {i}", "label": bool(i % 2)}
+    for i in range(8)
+]
+
+
+def test_a_judgment_labelled_true_and_false_names_both_lines(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = _labels_file(tmp_path, [*_ROWS, dict(_ROWS[3], label=False)])
+    assert main(["calibrate", "--labels", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"evret: error: {path}:9: labels the judgment of {path}:4 (query 'q3', the same expected answer "
+                   f"and retrieved text) false, where {path}:4 says true; keep the right one"]
+
+
+def test_every_row_twice_is_refused_with_the_count_and_the_first_repeat(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    path = _labels_file(tmp_path, _ROWS + _ROWS)
+    assert main(["calibrate", "--labels", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:9: repeats the labelled judgment of {path}:1 (8 repeated row(s) in all)" in err
+
+
+def test_rows_not_yet_labelled_and_distinct_judgments_are_fine(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    # the same passage for another expected answer, or a repeated row still null, is not a repeat
+    rows = [*_ROWS, dict(_ROWS[0], expected="another answer"), dict(_ROWS[1], label=None),
+            dict(_ROWS[1], label=None)]
+    assert main(["calibrate", "--labels", str(_labels_file(tmp_path, rows)), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["labels"]["labelled"] == 9

@@ -82,3 +82,28 @@ def test_results_get_a_field_beside_the_plain_estimate() -> None:
     assert again.prediction_powered == judged.prediction_powered
     with pytest.raises(EvretError, match="'zz' is not in the results"):
         add_prediction_powered(judged, {"zz": {"hit_rate@1": 1.0}, "q0": {"hit_rate@1": 1.0}})
+
+
+# -- issue 24 (newcomer problem 15): a bounded metric's estimate and interval stay inside its range ---------------
+def test_a_bounded_metrics_interval_is_clipped_and_the_normal_values_kept() -> None:
+    # nearly every query a hit, the judge right on all but one labelled query: the normal interval crosses 1
+    judged = _results({f"q{i}": 1.0 if i % 11 else 0.0 for i in range(22)})
+    truth = {"q0": {"hit_rate@1": 1.0}, "q1": {"hit_rate@1": 1.0}, "q2": {"hit_rate@1": 1.0},
+             "q3": {"hit_rate@1": 1.0}}
+    add_prediction_powered(judged, truth)
+    entry = judged.prediction_powered["hit_rate@1"]
+    assert entry["unclipped_interval"][1] > 1.0  # what the normal interval alone says
+    assert entry["interval"] == [entry["unclipped_interval"][0], 1.0]
+    assert entry["estimate"] == min(entry["unclipped_estimate"], 1.0) and entry["value_range"] == [0.0, 1.0]
+    assert entry["estimate"] == pytest.approx(min(entry["judged"] + entry["rectifier"], 1.0))
+
+
+def test_clipping_is_to_the_given_range_and_absent_without_one() -> None:
+    y = np.linspace(0, 1, 101)
+    low = ppi_mean(y * 0.02, y[:10] * 0.0, y[:10] * 0.02 + 0.01, value_range=(0.0, 1.0))
+    assert low.unclipped_estimate is not None and low.unclipped_estimate < 0.0
+    assert low.estimate == 0.0 and low.interval[0] == 0.0 and low.interval[1] >= 0.0
+    plain = ppi_mean(y * 0.02, y[:10] * 0.0, y[:10] * 0.02 + 0.01)
+    assert plain.estimate < 0.0 and plain.value_range is None and plain.unclipped_interval is None
+    with pytest.raises(EvretError, match="value_range must be finite"):
+        ppi_mean(y, y[:10], y[:10], value_range=(1.0, 0.0))

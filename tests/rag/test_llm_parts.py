@@ -340,3 +340,32 @@ def test_hostile_options_fail_before_any_call(stub: StubLLMServer, options: dict
         with pytest.raises(EvretError, match=message):
             LLMClaimJudge(**opts(stub), **options)
     assert stub.requests == []
+
+
+# -- issue 24 (red-team RL-rel-garbage): relevance failing on every call is said, and its row stays ---------------
+def test_relevance_failing_on_every_call_is_a_warning_and_an_unmeasured_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fine = rag_responder()
+
+    def garbage_for_relevance(request: StubRequest) -> StubReply:
+        return StubReply(text="no JSON here at all") if kind_of(request) == "relevance" else fine(request)
+
+    questions, _ = small_set()
+    (tmp_path / "q.jsonl").write_text("\n".join(q.model_dump_json() for q in questions.questions) + "\n")
+    (tmp_path / "corpus.jsonl").write_text("\n".join(json.dumps({"id": k, **v}) for k, v in
+                                                     questions.corpus.items()) + "\n")
+    with StubLLMServer(garbage_for_relevance) as server:
+        relevance = [f"--relevance-option={k}={v}" for k, v in opts(server, repairs=0).items()]
+        assert main(["rag", "--dataset", str(tmp_path / "q.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
+                     "--generator", "extractive", "--conditions", "gold", "--relevance", "llm", *relevance,
+                     "--output", str(tmp_path / "out.json")]) == 0
+    out = capsys.readouterr().out
+    # q1 and q2 are answered (q3 is refused, which has no grade by design): both grades failed
+    assert ("WARNING: 2 answer relevance grade(s) unmeasured under gold (e.g. q1; the scorer failed, see "
+            "stats.llm.relevance); left out of answer_relevance") in out
+    row = next(line for line in out.splitlines() if line.strip().startswith("answer_relevance"))
+    assert row.split() == ["answer_relevance", "n/a", "(n=0)"]
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["unmeasured"]["relevance"] == {"gold": ["q1", "q2"]}
+    assert data["generation"]["gold"]["answer_relevance"] is None

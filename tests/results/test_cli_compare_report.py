@@ -63,6 +63,9 @@ def test_compare_mismatched_queries_fails_clearly_or_intersects(run_files, tmp_p
     dropped = list(data["per_query"])[:5]
     for q in dropped:
         del data["per_query"][q]
+    for metric in data["scores"]:  # as a run over fewer queries writes them (a stale mean is refused on reading)
+        values = [q["scores"][metric] for q in data["per_query"].values()]
+        data["scores"][metric] = sum(values) / len(values)
     fewer = tmp_path / "fewer.json"
     fewer.write_text(json.dumps(data))
     failed = evret("compare", str(run_files["titles"]), str(fewer))

@@ -107,3 +107,34 @@ def test_a_regression_shows_both_scores_and_the_drops(user_run: subprocess.Compl
 def test_the_plugin_is_declared_as_a_pytest11_entry_point() -> None:
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert '[project.entry-points.pytest11]\nevret = "evret_core.pytest_plugin"' in pyproject
+
+
+# -- issue 24 (red-team P05): the session cache never hands a new retriever a freed one's results -----------------
+class _Ranker:
+    """Ranks the relevant document first (``perfect``) or not at all."""
+
+    def __init__(self, perfect: bool) -> None:
+        self.perfect = perfect
+
+    def __call__(self, query: str, k: int) -> list[dict[str, str]]:
+        return [{"doc_id": d} for d in (["a", "b"] if self.perfect else ["b", "c"])]
+
+
+def test_a_new_retriever_at_a_freed_ones_address_is_evaluated_afresh() -> None:
+    from evret_core import EvaluationDataset, QueryExample
+    from evret_core.pytest_plugin import SessionEvaluations
+
+    evaluate = SessionEvaluations()
+    dataset = EvaluationDataset(queries=[QueryExample(query_id="q1", query_text="x", relevant_doc_ids=["a"])])
+    bad = _Ranker(perfect=False)
+    freed = id(bad)
+    assert evaluate(dataset, bad, ["recall@1"]).scores["recall@1"] == 0.0
+    del bad  # freed here, unless the cache holds it
+    # CPython gives a freed address to a later object of the same size: land a new retriever on it, as the report
+    # forced it (kept candidates never give their address back). Keyed on a bare id(), it got the bad one's 0.0
+    made = [_Ranker(perfect=True) for _ in range(1)]
+    while id(made[-1]) != freed and len(made) < 100_000:
+        made.append(_Ranker(perfect=True))
+    perfect = made[-1]
+    assert evaluate(dataset, perfect, ["recall@1"]).scores["recall@1"] == 1.0
+    assert evaluate(dataset, perfect, ["recall@1"]) is evaluate(dataset, perfect, ["recall@1"])  # still cached
