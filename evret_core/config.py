@@ -220,10 +220,9 @@ class EvaluateConfig(BaseModel):
 
     def check_output(self, inputs: list[str] | None = None) -> None:
         """Fail now, before any work, when ``output`` cannot be written (see :mod:`evret_core.outputs`)."""
-        from evret_core.outputs import check_output_path
+        from evret_core.outputs import check_outputs
 
-        if self.output:
-            check_output_path(self.output, inputs=[*self.input_files(), *(inputs or [])])
+        check_outputs({"--output": self.output or None}, inputs=[*self.input_files(), *(inputs or [])])
 
     def load_dataset(self) -> EvaluationDataset:
         from evret_core.models import EvaluationDataset

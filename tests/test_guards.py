@@ -5,6 +5,9 @@ errors instead of tracebacks. Case ids (SEC3, C09, A14, F23...) are those of the
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -99,3 +102,178 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
     assert redact_text(text, found) == "failed: *** at http://x:***@h/?token=*** and ***"
     # the providers' helper is the same rule: a known key and URL credentials
     assert provider_redact("HTTP 401 for sk-abcdef at http://a:b@h/v1", "sk-abcdef") == "HTTP 401 for *** at http://a:***@h/v1"
+
+
+# -- 2. one output guard for every command that writes -----------------------------------------------------------
+OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold"}
+"""The destinations of options that write a file; every command that has one is in GUARDED below."""
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    """Copies of input files a command might destroy: each test checks its copy is intact afterwards."""
+    made = {
+        "dataset": (REPO / "examples" / "dataset.jsonl").read_text(encoding="utf-8"),
+        "corpus": (REPO / "examples" / "corpus.jsonl").read_text(encoding="utf-8"),
+        "answers": "".join(json.dumps({"question_id": f"r{i:02d}", "text": "5 pm"}) + "\n" for i in range(1, 14)),
+        "labels": json.dumps({"query_id": "q", "query": "When?", "expected": "9 am",
+                              "retrieved_text": "It opens at 9 am.", "label": True}) + "\n",
+        "records": json.dumps({"input": "2+2?", "output": "4", "target": "4"}) + "\n",
+        "config": '[judge]\nname = "token-overlap"\n',
+    }
+    out = {}
+    for name, text in made.items():
+        path = tmp_path / f"{name}.{'toml' if name == 'config' else 'jsonl'}"
+        path.write_text(text, encoding="utf-8")
+        out[name] = path
+    results = tmp_path / "results.json"
+    assert main(["evaluate", "--dataset", str(out["dataset"]), "--retriever", "bm25", "--retriever-option",
+                 f"corpus={out['corpus']}", "--metric", "recall@3", "--resamples", "10", "--no-progress",
+                 "--output", str(results)]) == 0
+    out["results"] = results
+    return out
+
+
+RAG = ["rag", "--dataset", QUESTIONS, "--corpus", CORPUS, "--conditions", "gold", "--resamples", "10"]
+GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
+    # (command, option) -> [(argv, the input it must not destroy)]: output == one of the command's inputs
+    ("evaluate", "output"): [(["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option",
+                               "corpus={corpus}", "--metric", "recall@3", "--output", "{corpus}"], "corpus")],
+    ("rag", "output"): [([*RAG, "--generator", "{answers}", "--output", "{answers}"], "answers")],  # A14
+    ("rag", "write_cases"): [
+        ([*RAG, "--generator", "{answers}", "--adversarial", "missing-gold", "--write-cases", "{answers}"],
+         "answers"),  # A15
+        ([*RAG, "--generator", "extractive", "--adversarial", "missing-gold", "--write-cases", "{results}",
+          "--output", "{results}"], "results"),  # A16: the two outputs of one run
+    ],
+    ("calibrate", "output"): [
+        (["calibrate", "--labels", "{labels}", "-o", "{labels}"], "labels"),  # C09
+        (["calibrate", "--plan", "5", "--results", "{results}", "-o", "{results}"], "results"),  # C10
+        (["calibrate", "--results", "{results}", "--ppi-truth", "{config}", "-o", "{config}"], "config"),  # C10b
+    ],
+    ("calibrate", "save_threshold"): [
+        (["calibrate", "--labels", "{labels}", "--save-threshold", "{config}", "-o", "{config}"], "config"),
+        (["calibrate", "--labels", "{labels}", "--save-threshold", "{labels}"], "labels"),
+    ],
+    ("generate", "output"): [(["generate", "--corpus", "{corpus}", "-n", "2", "--output", "{corpus}"], "corpus")],
+    ("report", "output"): [(["report", "{results}", "--output", "{results}"], "results")],
+    ("score", "output"): [(["score", "{records}", "--evaluator", "exact", "--output", "{records}"],
+                           "records")],
+}
+
+
+def test_every_command_that_writes_is_in_the_guard_table() -> None:
+    """A new command (or option) that writes a file fails here until its output is checked like the others."""
+    from evret_core.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    writing = {(name, action.dest) for name, sub in commands.items() for action in sub._actions
+               if action.dest in OUTPUT_OPTIONS}
+    assert writing == set(GUARDED)
+
+
+@pytest.mark.parametrize(("argv", "victim"), [case for cases in GUARDED.values() for case in cases],
+                         ids=[f"{c}-{o}-{i}" for (c, o), cases in GUARDED.items() for i in range(len(cases))])
+def test_no_command_writes_over_its_own_input(files: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                              argv: list[str], victim: str) -> None:
+    before = files[victim].read_bytes()
+    capsys.readouterr()
+    assert main([a.format(**files) for a in argv]) == 2
+    line = _one_error(capsys)
+    assert "is also an input of this run" in line or "writes to the same file" in line, line
+    assert files[victim].read_bytes() == before
+
+
+def test_calibrate_refuses_an_unwritable_output_before_any_llm_call(  # C11b
+        stub: StubLLMServer, files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["calibrate", "--labels", str(files["labels"]), "--judge", "llm", "-o", str(tmp_path / "no" / "x.json")]
+    argv += [x for option in _secret_options(stub) for x in ("--judge-option", option)]
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "--output" in _one_error(capsys) and stub.requests == []
+
+
+def test_rag_writes_its_files_before_printing(tmp_path: Path) -> None:  # F23: `evret rag --output x.json | true`
+    output = tmp_path / "x.json"
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-m", "evret_core.cli", *GOLD_RUN, "--output", str(output)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything is printed
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err
+    assert json.loads(output.read_text(encoding="utf-8"))["schema"] == "evret-rag"
+
+
+def test_rag_output_dash_keeps_the_table_off_standard_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*GOLD_RUN, "--output", "-"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["schema"] == "evret-rag" and "questions.jsonl: 13 questions" in captured.err
+
+
+# -- 3. bad input found before the work, not after it ------------------------------------------------------------
+def test_write_cases_without_adversarial_conditions_fails_before_any_llm_call(  # F22, F22b
+        stub: StubLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*RAG, "--generator", "llm", "--write-cases", str(tmp_path / "c.jsonl"),
+            "--output", str(tmp_path / "r.json")]
+    argv += [x for option in _secret_options(stub) for x in ("--generator-option", option)]
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "--write-cases: the run has no adversarial conditions" in _one_error(capsys)
+    assert stub.requests == [] and not (tmp_path / "c.jsonl").exists()
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    ([*GOLD_RUN, "--fail-under", "gold/corect=0.5"],  # F18
+     r"--fail-under names gold/corect, which this run does not compute \(did you mean gold/correct\?\)"),
+    ([*GOLD_RUN, "--fail-under", "retrieval/recall@5=0.5"], "--fail-under names retrieval/recall@5"),  # no retriever
+    ([*GOLD_RUN, "--adversarial", "missing-gold", "--gate-metric", "injection/correct", "--baseline", "{base}"],
+     "--gate-metric names injection/correct"),
+    (["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option", "corpus={corpus}",
+      "--metric", "recall@3", "--gate-metric", "bogus@5", "--baseline", "{base}"],  # F16
+     r"--gate-metric names bogus@5, which this run does not compute \(it computes recall@3\); add --metric"),
+])
+def test_gates_naming_a_score_the_run_cannot_compute_fail_before_work(
+        files: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        argv: list[str], message: str) -> None:
+    import re
+
+    from evret_core.rag import QuestionSet
+
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(QuestionSet, "load", no_work)
+    monkeypatch.setattr("evret_core.config.EvaluateConfig.load_dataset", no_work)
+    capsys.readouterr()
+    assert main([a.format(base=files["results"], **files) for a in argv]) == 2
+    assert re.search(message, _one_error(capsys))
+
+
+def test_a_gate_on_a_score_the_run_computes_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*GOLD_RUN, "--adversarial", "missing-gold", "--fail-under", "missing-gold/correct=0",
+                 "--fail-under", "gold/has_ans_f1=0"]) == 0
+    assert "gates passed" in capsys.readouterr().err
+
+
+# -- 4. a negative seed is a one-line error, not a numpy traceback -----------------------------------------------
+@pytest.mark.parametrize("argv", [
+    [*GOLD_RUN, "--seed", "-1"],  # C08g
+    ["calibrate", "--labels", "{labels}", "--seed", "-5"],  # C08c
+    ["calibrate", "--plan", "5", "--results", "{results}", "-o", "-", "--seed", "-1"],  # C08e
+])
+def test_negative_seed_is_refused_like_evaluate_does(files: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                     argv: list[str]) -> None:
+    capsys.readouterr()
+    assert main([a.format(**files) for a in argv]) == 2
+    assert _one_error(capsys).startswith("evret: error: --seed must be an integer from 0 to 9223372036854775807, got -")
+
+
+def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    toml = tmp_path / "rag.toml"
+    toml.write_text(f'dataset = "{QUESTIONS}"\ncorpus = "{CORPUS}"\ngenerator = "extractive"\n'
+                    'conditions = ["gold"]\nseed = -1\n', encoding="utf-8")
+    assert main(["rag", "--config", str(toml)]) == 2
+    assert "rag.toml: option 'seed': must be an integer from 0 to" in _one_error(capsys)

@@ -37,14 +37,13 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.generate import TestsetGenerator, stratified_sample
     from evret_core.generate.sampling import parse_mix
     from evret_core.limits import MAX_SEED, check_float, check_int
-    from evret_core.outputs import check_output_path
+    from evret_core.outputs import check_outputs
 
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n, "-n", 1, 100_000)
     check_float(args.dedupe_threshold, "--dedupe-threshold", 0.0, 1.0)
-    if args.output:
-        check_output_path(args.output, inputs=[args.corpus])
-    elif not args.dry_run:
+    check_outputs({"--output": args.output}, inputs=[args.corpus])
+    if not args.output and not args.dry_run:
         raise EvretError("missing --output (where the question set goes), or use --dry-run")
     corpus = {doc_id: record for _where, doc_id, record in iter_corpus(args.corpus)}
     if not corpus:
