@@ -277,3 +277,34 @@ def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pyte
                     'conditions = ["gold"]\nseed = -1\n', encoding="utf-8")
     assert main(["rag", "--config", str(toml)]) == 2
     assert "rag.toml: option 'seed': must be an integer from 0 to" in _one_error(capsys)
+
+
+# -- 5. what a newcomer met --------------------------------------------------------------------------------------
+def test_install_hint_names_the_plugins_folder_of_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evret_core.errors import UnknownNameError
+    from evret_core.plugins import KNOWN_DISTRIBUTIONS
+    from evret_core.registry import create_judge
+
+    monkeypatch.setitem(KNOWN_DISTRIBUTIONS, ("judge", "elsewhere"), "evret-ray")  # a folder under plugins/
+    with pytest.raises(UnknownNameError) as err:
+        create_judge("elsewhere")
+    folder = REPO / "plugins" / "evret-ray"
+    assert str(err.value).endswith(f"Install it with: pip install {folder} (its folder in this checkout), "
+                                   "or pip install evret-ray")
+
+
+def _cli(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]), **env}
+    return subprocess.run([sys.executable, "-m", "evret_core.cli", *args], capture_output=True, text=True,
+                          env=environ, timeout=120)
+
+
+def test_generate_without_a_key_is_one_line_and_no_warning(tmp_path: Path) -> None:  # newcomer problem 8
+    pytest.importorskip("evret_openai", reason="the default provider is evret-openai's")
+    done = _cli(["generate", "--corpus", str(REPO / "examples" / "corpus.jsonl"), "-n", "5",
+                 "--output", str(tmp_path / "gen.jsonl")], OPENAI_API_KEY="", EVRET_CACHE_DIR=str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "evret: error: openai provider: no API key; pass api_key=... or set OPENAI_API_KEY"], done.stderr
+    assert not (tmp_path / "gen.jsonl").exists()
+    assert "default openai" in " ".join(_cli(["generate", "--help"]).stdout.split())

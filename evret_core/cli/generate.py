@@ -12,8 +12,9 @@ from evret_core.cli.options import parse_options
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("generate", help="generate a question set (with answers and aliases) from a corpus")
     p.add_argument("--corpus", required=True, help="corpus .jsonl (or a BEIR folder's corpus.jsonl)")
-    p.add_argument("--provider", help="LLM provider (openai, anthropic, google, ...)")
-    p.add_argument("--model", help="the provider's model")
+    p.add_argument("--provider", help="LLM provider (openai, anthropic, google, ...; a plugin's); default openai "
+                                      "(evret-openai, key from OPENAI_API_KEY)")
+    p.add_argument("--model", help="the provider's model (default: the provider's own default)")
     p.add_argument("--llm-option", action="append", metavar="KEY=VALUE",
                    help="LLM setting (base_url, temperature, max_concurrency, rpm, cache...); repeatable")
     p.add_argument("-n", type=int, default=50, help="questions to plan (default 50)")
