@@ -308,3 +308,23 @@ def test_generate_without_a_key_is_one_line_and_no_warning(tmp_path: Path) -> No
         "evret: error: openai provider: no API key; pass api_key=... or set OPENAI_API_KEY"], done.stderr
     assert not (tmp_path / "gen.jsonl").exists()
     assert "default openai" in " ".join(_cli(["generate", "--help"]).stdout.split())
+
+
+def test_rag_without_a_corpus_points_to_the_corpus_option(capsys: pytest.CaptureFixture[str]) -> None:  # problem 11
+    pytest.importorskip("evret_bm25")
+    assert main(["rag", "--dataset", QUESTIONS, "--retriever", "bm25", "--generator", "extractive"]) == 2
+    assert _one_error(capsys).startswith("evret: error: --retriever bm25 has no corpus to index: give --corpus "
+                                         "CORPUS.jsonl")
+
+
+@pytest.mark.parametrize("ray_says", [  # the two wordings of ray._private.services (Ray 2.x)
+    "Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag or "
+    "`RAY_ADDRESS` environment variable.",
+    "Found multiple active Ray instances: {'a', 'b'}. Please specify the one to connect to by setting the "
+    "`--address` flag or `RAY_ADDRESS` environment variable.",
+])
+def test_rays_address_advice_names_evrets_option(ray_says: str) -> None:  # newcomer problem 18
+    executor = pytest.importorskip("evret_ray.executor")
+    told = executor.in_evret_terms(ray_says)
+    assert "--executor-option address=" in told and "`--address` flag" not in told
+    assert told.startswith(ray_says.split(" Please")[0])

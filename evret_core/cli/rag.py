@@ -161,7 +161,14 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
             options = {**options, "corpus": questions.corpus}
         elif "dataset" in params:
             options = {**options, "dataset": EvaluationDataset(queries=[], corpus=questions.corpus)}
-    return create_retriever(name, **options)
+    try:
+        return create_retriever(name, **options)
+    except EvretError as exc:
+        # a .jsonl question set without --corpus: the retriever's own message names its option, not --corpus
+        if "corpus" in options or questions.corpus or "corpus" not in str(exc):
+            raise
+        raise EvretError(f"--retriever {name} has no corpus to index: give --corpus CORPUS.jsonl, the corpus the "
+                         f"question set's gold ids point into ({exc})") from None
 
 
 def check_rag_outputs(s: dict[str, Any], args: argparse.Namespace) -> None:
