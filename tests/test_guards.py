@@ -4,6 +4,7 @@ errors instead of tracebacks. Case ids (SEC3, C09, A14, F23...) are those of the
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -166,11 +167,17 @@ def test_every_command_that_writes_is_in_the_guard_table() -> None:
     """A new command (or option) that writes a file fails here until its output is checked like the others."""
     from evret_core.cli import build_parser
 
-    parser = build_parser()
-    commands = next(a for a in parser._actions if a.dest == "command").choices
-    writing = {(name, action.dest) for name, sub in commands.items() for action in sub._actions
-               if action.dest in OUTPUT_OPTIONS}
-    assert writing == set(GUARDED)
+    def writing(parser: argparse.ArgumentParser, command: str) -> set[tuple[str, str]]:
+        found = set()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):  # commands, and subcommands such as `cache clear`
+                for name, sub in action.choices.items():
+                    found |= writing(sub, f"{command} {name}".strip())
+            elif action.dest in OUTPUT_OPTIONS or (action.option_strings and "-o" in action.option_strings):
+                found.add((command, action.dest))
+        return found
+
+    assert writing(build_parser(), "") == set(GUARDED)
 
 
 @pytest.mark.parametrize(("argv", "victim"), [case for cases in GUARDED.values() for case in cases],
