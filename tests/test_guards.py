@@ -236,6 +236,9 @@ def test_write_cases_without_adversarial_conditions_fails_before_any_llm_call(  
     ([*GOLD_RUN, "--fail-under", "gold/corect=0.5"],  # F18
      r"--fail-under names gold/corect, which this run does not compute \(did you mean gold/correct\?\)"),
     ([*GOLD_RUN, "--fail-under", "retrieval/recall@5=0.5"], "--fail-under names retrieval/recall@5"),  # no retriever
+    ([*GOLD_RUN, "--fail-under", "gold/answer_judge=0.5"], "--fail-under names gold/answer_judge"),  # no --answer-judge
+    ([*GOLD_RUN, "--relevance", "none", "--fail-under", "gold/answer_relevance=0.5"],
+     "--fail-under names gold/answer_relevance"),
     ([*GOLD_RUN, "--adversarial", "missing-gold", "--gate-metric", "injection/correct", "--baseline", "{base}"],
      "--gate-metric names injection/correct"),
     (["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option", "corpus={corpus}",
@@ -261,7 +264,7 @@ def test_gates_naming_a_score_the_run_cannot_compute_fail_before_work(
 
 def test_a_gate_on_a_score_the_run_computes_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*GOLD_RUN, "--adversarial", "missing-gold", "--fail-under", "missing-gold/correct=0",
-                 "--fail-under", "gold/has_ans_f1=0"]) == 0
+                 "--fail-under", "gold/has_ans_f1=0", "--fail-under", "gold/answer_relevance=0"]) == 0
     assert "gates passed" in capsys.readouterr().err
 
 

@@ -22,7 +22,6 @@ NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevanc
 PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 BUILTIN_CONDITIONS = ("gold", "retrieved")
-STDOUT = "-"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -193,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     if s.get("write_cases") and all(getattr(c, "name", c) in BUILTIN_CONDITIONS for c in conditions):
         raise EvretError("--write-cases: the run has no adversarial conditions to write (add --adversarial "
                          "FAMILIES, or --cases CASES.jsonl)")
-    floors = check_gate_arguments(args, score_names(conditions, s.get("k", 5)), "--conditions or --adversarial")
+    floors = check_gate_arguments(args, score_names(conditions, s), "--conditions or --adversarial")
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
         from evret_core.gates import rag_scores
@@ -217,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(evaluator.dry_run(questions), file=sys.stdout)
         return 0
+    from evret_core.outputs import STDOUT
+
     results = evaluator.evaluate(questions)
     # written first, printed after: a closed pipe on standard output must not lose the files
     if s.get("write_cases"):
@@ -265,9 +266,11 @@ def check_numbers(args: argparse.Namespace, s: dict[str, Any]) -> None:
             check_int(s[key], source, low, high)
 
 
-def score_names(conditions: list[Any], k: int) -> list[str]:
-    """The gateable scores a run over ``conditions`` can have (``retrieval/recall@5``, ``gold/correct``...)."""
+def score_names(conditions: list[Any], s: dict[str, Any]) -> list[str]:
+    """The gateable scores a run over ``conditions`` with settings ``s`` can have (``retrieval/recall@5``,
+    ``gold/correct``...)."""
     from evret_core.rag.contexts import resolve_conditions
     from evret_core.rag.harness import score_names as names
 
-    return names(resolve_conditions(conditions), k)
+    return names(resolve_conditions(conditions), s.get("k", 5), answer_judge=bool(s.get("answer_judge")),
+                 relevance=s.get("relevance", "lexical") not in (None, "none"))

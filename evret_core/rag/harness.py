@@ -288,12 +288,17 @@ def retrieval_metric_names(k: int) -> list[str]:
             *([f"recall@{k}"] if k not in RETRIEVAL_CUTOFFS else [])]
 
 
-def score_names(conditions: Sequence[Condition], k: int) -> list[str]:
+def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = True,
+                relevance: bool = True) -> list[str]:
     """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.gates.rag_scores`):
-    ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric. Known
-    from the settings alone, so a misspelt ``--fail-under`` fails before any work."""
+    ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
+    (``answer_judge`` and ``answer_relevance`` only when the run has those parts). Known from the settings alone, so
+    a misspelt ``--fail-under`` fails before any work."""
     names = [f"retrieval/{m}" for m in retrieval_metric_names(k)] if any(c.needs_retrieval for c in conditions) else []
-    return names + [f"{c.name}/{m}" for c in conditions for m in (*GENERATION_METRICS, *DERIVED_METRICS)]
+    off = {"answer_judge"} if not answer_judge else set()
+    off |= {"answer_relevance"} if not relevance else set()
+    metrics = [m for m in (*GENERATION_METRICS, *DERIVED_METRICS) if m not in off]
+    return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
 
 
 def _retrieval_example(q: RagQuestion) -> QueryExample:
