@@ -338,3 +338,22 @@ def test_rays_address_advice_names_evrets_option(ray_says: str) -> None:  # newc
     told = executor.in_evret_terms(ray_says)
     assert "--executor-option address=" in told and "`--address` flag" not in told
     assert told.startswith(ray_says.split(" Please")[0])
+
+
+def test_the_harness_refuses_a_negative_seed_up_front() -> None:
+    from evret_core.errors import EvretError
+    from evret_core.rag import RagEvaluator
+
+    with pytest.raises(EvretError, match="seed must be an integer from 0 to 9223372036854775807, got -1"):
+        RagEvaluator(generator="extractive", conditions=["gold"], seed=-1)
+
+
+def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
+    from evret_core.errors import EvretError
+    from evret_core.outputs import check_outputs
+
+    (tmp_path / "out.json").write_text("{}")
+    (tmp_path / "link.json").symlink_to(tmp_path / "out.json")
+    with pytest.raises(EvretError, match="--write-cases .*link.json: --output writes to the same file"):
+        check_outputs({"--output": tmp_path / "out.json", "--write-cases": tmp_path / "link.json"})
+    check_outputs({"--output": tmp_path / "out.json", "--write-cases": None}, inputs=[None, tmp_path / "in.jsonl"])
