@@ -95,8 +95,9 @@ def check_output_path(path: str | Path, inputs: Sequence[str | Path] = (), optio
 
 
 def files_named(values: Iterable[Any]) -> list[str]:
-    """The existing files among ``values`` and inside them (option mappings, lists, folders): the input files a
-    command's options name, such as ``--retriever-option corpus=docs.jsonl`` or a precomputed answers file."""
+    """The existing files among ``values`` and inside option mappings and lists: the input files a command's options
+    name, such as ``--retriever-option corpus=docs.jsonl`` or a precomputed answers file. Folders are not walked
+    (an index folder may be large); a command whose input is a folder lists its files itself."""
     found: list[str] = []
     for value in values:
         if isinstance(value, Mapping):
@@ -104,11 +105,11 @@ def files_named(values: Iterable[Any]) -> list[str]:
         elif isinstance(value, (list, tuple)):
             found += files_named(value)
         elif isinstance(value, (str, Path)) and str(value) and str(value) != STDOUT:
-            path = Path(value)
-            if path.is_file():
-                found.append(str(path))
-            elif path.is_dir():  # a BEIR folder: its corpus, queries and qrels
-                found += [str(p) for p in sorted(path.rglob("*")) if p.is_file()]
+            try:
+                if Path(value).is_file():
+                    found.append(str(value))
+            except (OSError, ValueError):  # a prompt, not a path: too long a name, a NUL character
+                continue
     return found
 
 

@@ -357,3 +357,13 @@ def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
     with pytest.raises(EvretError, match="--write-cases .*link.json: --output writes to the same file"):
         check_outputs({"--output": tmp_path / "out.json", "--write-cases": tmp_path / "link.json"})
     check_outputs({"--output": tmp_path / "out.json", "--write-cases": None}, inputs=[None, tmp_path / "in.jsonl"])
+
+
+def test_option_values_that_are_no_paths_do_not_trip_the_guard(tmp_path: Path) -> None:
+    from evret_core.outputs import check_outputs, files_named
+
+    (tmp_path / "corpus.jsonl").write_text("{}\n")
+    options = {"prompt_template": "x" * 5000, "stop": "a\x00b", "corpus": str(tmp_path / "corpus.jsonl"),
+               "nested": [{"path": str(tmp_path / "corpus.jsonl")}], "k": 5}
+    assert files_named([options]) == [str(tmp_path / "corpus.jsonl")] * 2
+    check_outputs({"--output": tmp_path / "out.json"}, options=[options])
