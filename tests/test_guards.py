@@ -367,3 +367,10 @@ def test_option_values_that_are_no_paths_do_not_trip_the_guard(tmp_path: Path) -
                "nested": [{"path": str(tmp_path / "corpus.jsonl")}], "k": 5}
     assert files_named([options]) == [str(tmp_path / "corpus.jsonl")] * 2
     check_outputs({"--output": tmp_path / "out.json"}, options=[options])
+
+
+def test_evaluate_takes_an_option_value_that_is_no_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    long_value = "a" * 5000  # once a traceback: File name too long, from looking for it as an input file
+    assert main(["evaluate", "--config", str(REPO / "examples" / "eval.toml"), "--judge", "token-overlap",
+                 "--judge-option", f"colour={long_value}", "--output", str(tmp_path / "r.json")]) == 2
+    assert "option 'colour'" in _one_error(capsys)
