@@ -209,21 +209,18 @@ class EvaluateConfig(BaseModel):
     # -- building --------------------------------------------------------------------------------------------
     def input_files(self) -> list[str]:
         """The files this run reads (dataset, and component options naming existing files): never an output."""
+        from evret_core.outputs import files_named
+
         files = [self.dataset]
         if Path(self.dataset).is_dir():  # a BEIR folder: its corpus, queries and qrels
             files += [str(p) for p in sorted(Path(self.dataset).rglob("*")) if p.is_file()]
-        for spec in (self.retriever, self.judge):
-            for value in (spec.options.values() if spec else ()):
-                if isinstance(value, str) and value and Path(value).is_file():
-                    files.append(value)
-        return files
+        return files + files_named(spec.options for spec in (self.retriever, self.judge) if spec)
 
     def check_output(self, inputs: list[str] | None = None) -> None:
         """Fail now, before any work, when ``output`` cannot be written (see :mod:`evret_core.outputs`)."""
-        from evret_core.outputs import check_output_path
+        from evret_core.outputs import check_outputs
 
-        if self.output:
-            check_output_path(self.output, inputs=[*self.input_files(), *(inputs or [])])
+        check_outputs({"--output": self.output or None}, inputs=[*self.input_files(), *(inputs or [])])
 
     def load_dataset(self) -> EvaluationDataset:
         from evret_core.models import EvaluationDataset

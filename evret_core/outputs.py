@@ -10,6 +10,9 @@ The rules every ``--output`` follows:
 - A FIFO or a device (``/dev/null``, ``/dev/stdout``, a terminal) is written through, never replaced.
 - A folder, a socket, a missing folder, an unwritable folder, a read-only file, or one of the run's own input
   files is refused by :func:`check_output_path` before any work is done.
+
+Every command that writes calls :func:`check_outputs` once, before any work, with all its outputs and all its
+inputs: each output is checked as above, against every input and against the command's other outputs.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from evret_core.errors import EvretError
 
-__all__ = ["STDOUT", "check_output_path", "write_output"]
+__all__ = ["STDOUT", "check_output_path", "check_outputs", "files_named", "write_output"]
 
 STDOUT = "-"
 """The output name meaning standard output."""
@@ -88,6 +92,48 @@ def check_output_path(path: str | Path, inputs: Sequence[str | Path] = (), optio
         raise _fail(option, path, f"cannot write in folder {folder} ({exc.strerror})") from None
     os.close(fd)
     os.unlink(probe)
+
+
+def files_named(values: Iterable[Any]) -> list[str]:
+    """The existing files among ``values`` and inside option mappings and lists: the input files a command's options
+    name, such as ``--retriever-option corpus=docs.jsonl`` or a precomputed answers file. Folders are not walked
+    (an index folder may be large); a command whose input is a folder lists its files itself."""
+    found: list[str] = []
+    for value in values:
+        if isinstance(value, Mapping):
+            found += files_named(value.values())
+        elif isinstance(value, (list, tuple)):
+            found += files_named(value)
+        elif isinstance(value, (str, Path)) and str(value) and str(value) != STDOUT:
+            try:
+                if Path(value).is_file():
+                    found.append(str(value))
+            except (OSError, ValueError):  # a prompt, not a path: too long a name, a NUL character
+                continue
+    return found
+
+
+def check_outputs(outputs: Mapping[str, str | Path | None], inputs: Iterable[str | Path | None] = (),
+                  options: Iterable[Any] = ()) -> None:
+    """The output guard of every command that writes: call it once, before any work, with every output (option
+    name -> path, None when not given), the input files (paths, given or not yet existing) and the options that
+    may name more input files (:func:`files_named`). Each output is checked by :func:`check_output_path` against
+    all the inputs; two outputs naming the same file (or both ``-``) are refused too, since the second write
+    would destroy the first."""
+    given = {option: path for option, path in outputs.items() if path is not None}
+    sources = [str(p) for p in inputs if p is not None and str(p)] + files_named(options)
+    seen: dict[str, str] = {}
+    for option, path in given.items():
+        check_output_path(path, inputs=sources, option=option)
+        if str(path) == STDOUT:
+            key = STDOUT
+        else:
+            target = _target(Path(path))
+            key = str(os.path.realpath(target)) if target.exists() else os.path.abspath(target)
+        if key in seen:
+            where = "standard output" if key == STDOUT else "the same file"
+            raise _fail(option, path, f"{seen[key]} writes to {where}; give each output its own file")
+        seen[key] = option
 
 
 def _umask() -> int:

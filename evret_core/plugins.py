@@ -308,7 +308,7 @@ class PluginRegistry:
                 elif broken is not None and broken.skipped:
                     message += f". Plugin {dist!r} is installed but {broken.skipped}"
                 else:
-                    message += f". Install it with: pip install {dist}"
+                    message += f". {install_hint(dist)}"
             if kind == "evaluator" and name in self._tables["retrieval_evaluator"]:
                 message += (f". {name!r} is a retrieval evaluator (it scores a retriever on a dataset): use "
                             f"create_retrieval_evaluator({name!r}) or 'evret evaluate'")
@@ -381,6 +381,17 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("llm_provider", "google"): "evret-google-genai",
     ("executor", "ray"): "evret-ray",
 }
+
+
+def install_hint(dist: str) -> str:
+    """How to install the plugin distribution ``dist``: from its folder when this evret-core runs from a checkout
+    (plugins may not be on the package index in use), else by name, with the checkout form too."""
+    from pathlib import Path
+
+    local = Path(__file__).resolve().parents[1] / "plugins" / dist
+    if (local / "pyproject.toml").is_file():
+        return f"Install it with: pip install {local} (its folder in this checkout), or pip install {dist}"
+    return f"Install it with: pip install {dist} (or, in a checkout of Evret: pip install plugins/{dist})"
 
 
 def _dist_version(dist: str) -> str | None:

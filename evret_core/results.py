@@ -23,7 +23,7 @@ from evret_core.corpus import loads_json, read_text
 from evret_core.errors import EvretError, describe_validation_error
 from evret_core.outputs import write_output
 from evret_core.per_query import Judgment, QueryResult, QueryTable
-from evret_core.redact import redact
+from evret_core.redact import redact, redact_sections
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
            "atomic_write_text", "build_manifest", "check_results", "metric_value_range"]
@@ -111,7 +111,8 @@ class EvaluationResults(BaseModel):
 
     def iter_json(self, indent: int | None = 2) -> Iterator[str]:
         """The results JSON in chunks (one per query for ``per_query``), ending with a newline."""
-        head = json.loads(self.model_dump_json(exclude={"per_query"}))
+        # keys and URL credentials never reach a results file, whoever built the results
+        head = redact_sections(json.loads(self.model_dump_json(exclude={"per_query"})))
         pad = "" if indent is None else " " * indent
         nl = "" if indent is None else "\n"
         sep = ": " if indent is not None else ":"

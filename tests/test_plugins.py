@@ -222,7 +222,8 @@ def test_unknown_name_lists_known_names_and_the_distribution_to_install(monkeypa
         create_judge("fancy")
     message = str(err.value)
     assert message.startswith("unknown judge 'fancy'; known judges: cascade, contains, exact, ")
-    assert "token-overlap" in message and message.endswith("Install it with: pip install evret-fancy")
+    assert "token-overlap" in message and message.endswith(
+        "Install it with: pip install evret-fancy (or, in a checkout of Evret: pip install plugins/evret-fancy)")
     with pytest.raises(UnknownNameError, match="unknown judge 'nope'; known judges: cascade, contains, exact") as err2:
         create_judge("nope")
     assert "pip install" not in str(err2.value)

@@ -13,6 +13,7 @@ from evret_core.calibration.labels import LabelledJudgment, labelled_only
 from evret_core.calibration.scores import judge_name, judge_scores, judge_threshold, threshold_option
 from evret_core.errors import EvretError
 from evret_core.models import JudgmentContext
+from evret_core.redact import redact
 
 
 @dataclass
@@ -39,7 +40,7 @@ class JudgeCalibration:
     def to_dict(self) -> dict[str, Any]:
         return {
             "judge": self.judge,
-            "config": self.config,
+            "config": redact(self.config),  # an LLM judge's base_url may carry credentials
             "agreement": self.agreement.to_dict(),
             "baselines": {k: v.to_dict() for k, v in self.baselines.items()},
             "beats_baselines": self.beats_baselines,

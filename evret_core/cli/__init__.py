@@ -58,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvretError as exc:
         if debug:
             raise
-        from evret_core.redact import redact_text
+        from evret_core.redact import known_secrets, redact_text
 
-        print(f"evret: error: {redact_text(str(exc))}", file=sys.stderr)
+        print(f"evret: error: {redact_text(str(exc), known_secrets(argv))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("evret: interrupted", file=sys.stderr)

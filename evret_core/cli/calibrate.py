@@ -93,7 +93,23 @@ def _load_results(path: str) -> Any:
     return EvaluationResults.from_json(Path(path))
 
 
+def check_before_work(args: argparse.Namespace) -> None:
+    """Numbers in their bounds, and the output guard: -o and --save-threshold against each other and every input
+    (labels, corpus, results, qrels, PPI truth, the config --save-threshold edits), before any judge is called."""
+    from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
+    from evret_core.outputs import check_outputs
+
+    check_int(args.seed, "--seed", 0, MAX_SEED)
+    check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
+    check_float(args.confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
+    inputs = [args.labels, args.corpus, args.results, args.qrels, args.ppi_truth]
+    check_outputs({"--output": args.output}, inputs=[*inputs, args.save_threshold])
+    if args.save_threshold:  # read and rewritten in place: only the other inputs may not be it
+        check_outputs({"--save-threshold": args.save_threshold}, inputs=inputs)
+
+
 def run(args: argparse.Namespace) -> int:
+    check_before_work(args)
     if args.plan is not None:
         return _plan(args)
     if args.ppi_truth:
@@ -120,10 +136,12 @@ def run(args: argparse.Namespace) -> int:
     document = calibration_json(results, labels)
     if args.save_threshold:
         document["saved"] = _save(args.save_threshold, results)
-    if args.output:
-        from evret_core.results import atomic_write_text
+    if args.output:  # written first, printed after: a closed pipe on standard output must not lose the file
+        from evret_core.outputs import write_output
 
-        atomic_write_text(Path(args.output), json.dumps(document, indent=2) + "\n")
+        write_output(args.output, json.dumps(document, indent=2) + "\n", option="--output")
+        if args.output == "-":
+            return 0  # the JSON is standard output
     if args.json:
         print(json.dumps(document, indent=2))
     else:
@@ -177,8 +195,10 @@ def _ppi(args: argparse.Namespace) -> int:
     results = _load_results(args.results)
     truth = _load_results(args.ppi_truth)
     add_prediction_powered(results, truth, args.confidence_level)
-    if args.output:
+    if args.output:  # written first, printed after
         results.to_json(Path(args.output))
+        if args.output == "-":
+            return 0
     if args.json:
         print(json.dumps(results.prediction_powered, indent=2))
         return 0

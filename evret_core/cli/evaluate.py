@@ -127,10 +127,7 @@ def run(args: argparse.Namespace) -> int:
     config = _settings(args)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
     config.check_output(inputs=inputs)  # before any work, not after the spend
-    floors = check_gate_arguments(args)
-    unknown = [m for m in floors if m not in config.metrics]
-    if unknown:
-        raise EvretError(f"--fail-under names {', '.join(unknown)}, which this run does not compute; add --metric")
+    floors = check_gate_arguments(args, config.metrics)
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
         from evret_core.results import EvaluationResults

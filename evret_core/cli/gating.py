@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from typing import Any
+
+from evret_core.errors import EvretError
 
 GATE_FAILED = 1
 """The exit status of a failed gate (bad input stays 2)."""
@@ -25,15 +28,34 @@ def add_gate_arguments(p: argparse.ArgumentParser, example: str = "recall@5=0.8"
                    help="paired test of the baseline gate (default randomization)")
 
 
-def check_gate_arguments(args: argparse.Namespace) -> dict[str, float]:
-    """Validate the gate options before any work; returns the parsed floors."""
+def check_gate_arguments(args: argparse.Namespace, known: Sequence[str] | None = None,
+                         add: str = "--metric") -> dict[str, float]:
+    """Validate the gate options before any work; returns the parsed floors. ``known`` is every score the run
+    will compute (known from its settings): a --fail-under or --gate-metric naming another fails now, naming
+    ``add`` (the option that adds scores), instead of after the whole run."""
     from evret_core.gates import parse_fail_under
     from evret_core.limits import check_float
 
     floors = parse_fail_under(args.fail_under or [])
     check_float(args.gate_alpha, "--gate-alpha", 0.0, 1.0, open_interval=True)
     check_float(args.min_effect, "--min-effect", 0.0, 1e9)
+    if known is not None:
+        for flag, names in (("--fail-under", list(floors)), ("--gate-metric", args.gate_metric or [])):
+            unknown = [m for m in names if m not in known]
+            if unknown:
+                raise EvretError(f"{flag} names {', '.join(unknown)}, which this run does not compute"
+                                 f"{_hint(unknown[0], known)}; add {add}")
     return floors
+
+
+def _hint(name: str, known: Sequence[str]) -> str:
+    """The likeliest meant name, else the names the run computes when they are few."""
+    import difflib
+
+    match = difflib.get_close_matches(name, list(known), n=1)
+    if match:
+        return f" (did you mean {match[0]}?)"
+    return f" (it computes {', '.join(known)})" if len(known) <= 12 else ""
 
 
 def run_gates(args: argparse.Namespace, floors: dict[str, float], run: Any, load_baseline: Any) -> int:

@@ -12,8 +12,9 @@ from evret_core.cli.options import parse_options
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("generate", help="generate a question set (with answers and aliases) from a corpus")
     p.add_argument("--corpus", required=True, help="corpus .jsonl (or a BEIR folder's corpus.jsonl)")
-    p.add_argument("--provider", help="LLM provider (openai, anthropic, google, ...)")
-    p.add_argument("--model", help="the provider's model")
+    p.add_argument("--provider", help="LLM provider (openai, anthropic, google, ...; a plugin's); default openai "
+                                      "(evret-openai, key from OPENAI_API_KEY)")
+    p.add_argument("--model", help="the provider's model (default: the provider's own default)")
     p.add_argument("--llm-option", action="append", metavar="KEY=VALUE",
                    help="LLM setting (base_url, temperature, max_concurrency, rpm, cache...); repeatable")
     p.add_argument("-n", type=int, default=50, help="questions to plan (default 50)")
@@ -37,14 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.generate import TestsetGenerator, stratified_sample
     from evret_core.generate.sampling import parse_mix
     from evret_core.limits import MAX_SEED, check_float, check_int
-    from evret_core.outputs import check_output_path
+    from evret_core.outputs import check_outputs
 
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n, "-n", 1, 100_000)
     check_float(args.dedupe_threshold, "--dedupe-threshold", 0.0, 1.0)
-    if args.output:
-        check_output_path(args.output, inputs=[args.corpus])
-    elif not args.dry_run:
+    check_outputs({"--output": args.output}, inputs=[args.corpus])
+    if not args.output and not args.dry_run:
         raise EvretError("missing --output (where the question set goes), or use --dry-run")
     corpus = {doc_id: record for _where, doc_id, record in iter_corpus(args.corpus)}
     if not corpus:

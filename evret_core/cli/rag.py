@@ -23,6 +23,7 @@ NAMED_KEYS = ("retriever", "generator", "claim_judge", "answer_judge", "relevanc
 PATH_KEYS = ("dataset", "corpus", "output", "cases", "write_cases")
 PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
 DATASET_FORMATS = ("rgb",)
+BUILTIN_CONDITIONS = ("gold", "retrieved")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -167,7 +168,24 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
             options = {**options, "corpus": questions.corpus}
         elif "dataset" in params:
             options = {**options, "dataset": EvaluationDataset(queries=[], corpus=questions.corpus)}
-    return create_retriever(name, **options)
+    try:
+        return create_retriever(name, **options)
+    except EvretError as exc:
+        # a .jsonl question set without --corpus: the retriever's own message names its option, not --corpus
+        if "corpus" in options or questions.corpus or "corpus" not in str(exc):
+            raise
+        raise EvretError(f"--retriever {name} has no corpus to index: give --corpus CORPUS.jsonl, the corpus the "
+                         f"question set's gold ids point into ({exc})") from None
+
+
+def check_rag_outputs(s: dict[str, Any], args: argparse.Namespace) -> None:
+    """The output guard, before any work: --output and --write-cases against each other and every input (the
+    question set, corpus, cases, config, baseline, a precomputed answers file, files named by options)."""
+    from evret_core.outputs import check_outputs
+
+    check_outputs({"--output": s.get("output"), "--write-cases": s.get("write_cases")},
+                  inputs=[s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline],
+                  options=[s.get(key) for key in NAMED_KEYS] + [s[f"{key}_options"] for key in NAMED_KEYS])
 
 
 def load_questions(s: dict[str, Any]) -> Any:
@@ -191,34 +209,25 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.rag.report import print_plan, print_rag
     from evret_core.registry import create_judge
 
+    # everything a user can get wrong is checked here, before the question set is read or any part is built
     s = settings_from(args)
-    floors = check_gate_arguments(args)
+    check_numbers(args, s)
+    conditions = rag_conditions(s)
+    if s.get("write_cases") and all(getattr(c, "name", c) in BUILTIN_CONDITIONS for c in conditions):
+        raise EvretError("--write-cases: the run has no adversarial conditions to write (add --adversarial "
+                         "FAMILIES, or --cases CASES.jsonl)")
+    floors = check_gate_arguments(args, score_names(conditions, s), "--conditions or --adversarial")
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
         from evret_core.gates import rag_scores
 
         baseline = rag_scores(RagResults.from_json(args.baseline))
-    for key in ("output", "write_cases"):  # checked before any work: never a run lost to a bad path
-        if s.get(key):
-            from evret_core.outputs import check_output_path
-
-            inputs = [p for p in (s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline) if p]
-            check_output_path(s[key], inputs=inputs)
+    check_rag_outputs(s, args)
     questions = load_questions(s)
     retriever = build_retriever(s["retriever"], s["retriever_options"], questions) if s.get("retriever") else None
     answer_judge = None
     if s.get("answer_judge"):
         answer_judge = create_judge(s["answer_judge"], **s["answer_judge_options"])
-    conditions: list[Any] = list(s["conditions"])
-    if s.get("adversarial"):
-        from evret_core.rag.adversarial_cases import adversarial_conditions
-
-        base = s.get("adversarial_base") or ("retrieved" if retriever is not None else "gold")
-        conditions += adversarial_conditions(s["adversarial"], base=base, seed=s.get("seed", 0))
-    if s.get("cases"):
-        from evret_core.rag.adversarial_cases import read_cases
-
-        conditions += read_cases(s["cases"])
     evaluator = RagEvaluator(
         retriever=retriever, generator=s["generator"], generator_options=s["generator_options"] or None,
         conditions=conditions, k=s.get("k", 5), claim_judge=s.get("claim_judge", "token-overlap"),
@@ -231,22 +240,62 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(evaluator.dry_run(questions), file=sys.stdout)
         return 0
+    from evret_core.outputs import STDOUT
+
     results = evaluator.evaluate(questions)
+    # written first, printed after: a closed pipe on standard output must not lose the files
     if s.get("write_cases"):
         from evret_core.rag.adversarial_cases import write_cases
 
-        builtin = ("gold", "retrieved")
-        written = {name: column for name, column in evaluator.last_cases.items() if name not in builtin}
-        if not written:
-            raise EvretError("--write-cases: the run has no adversarial conditions (add --adversarial)")
+        written = {name: column for name, column in evaluator.last_cases.items() if name not in BUILTIN_CONDITIONS}
         results.config["adversarial_cases"] = {"path": s["write_cases"],
                                                "sha256": write_cases(s["write_cases"], questions, written)}
-        print(f"adversarial cases written to {s['write_cases']}", file=sys.stderr)
-    print_rag(results, title=f"{questions.name or 'questions'}: {len(questions)} questions", file=sys.stdout,
-              all_pairs=args.all_pairs)
     if s.get("output"):
         results.to_json(s["output"])
-        print(f"results written to {s['output']}", file=sys.stderr)
+    table = sys.stderr if STDOUT in (s.get("output"), s.get("write_cases")) else sys.stdout
+    print_rag(results, title=f"{Path(s['dataset']).name}: {len(questions)} questions", file=table,
+              all_pairs=args.all_pairs)
+    for key, what in (("write_cases", "adversarial cases"), ("output", "results")):
+        if s.get(key) and s[key] != STDOUT:
+            print(f"{what} written to {s[key]}", file=sys.stderr)
     from evret_core.gates import rag_scores
 
     return run_gates(args, floors, rag_scores(results), lambda _path: baseline)
+
+
+def rag_conditions(s: dict[str, Any]) -> list[Any]:
+    """The run's conditions: the named ones, one per adversarial family, and those of a --cases file (read now:
+    a bad cases file fails before any work)."""
+    conditions: list[Any] = list(s["conditions"])
+    if s.get("adversarial"):
+        from evret_core.rag.adversarial_cases import adversarial_conditions
+
+        base = s.get("adversarial_base") or ("retrieved" if s.get("retriever") else "gold")
+        conditions += adversarial_conditions(s["adversarial"], base=base, seed=s.get("seed", 0))
+    if s.get("cases"):
+        from evret_core.rag.adversarial_cases import read_cases
+
+        conditions += read_cases(s["cases"])
+    return conditions
+
+
+def check_numbers(args: argparse.Namespace, s: dict[str, Any]) -> None:
+    """Seed, depth and resamples in their bounds (:mod:`evret_core.limits`), before any work; errors name the flag,
+    or the config file and its option."""
+    from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, check_int
+
+    for key, flag, low, high in (("seed", "--seed", 0, MAX_SEED), ("k", "-k", 1, MAX_DEPTH),
+                                 ("n_resamples", "--resamples", 1, MAX_RESAMPLES)):
+        if key in s:
+            source = flag if getattr(args, key, None) is not None else f"{args.config}: option {key!r}:"
+            check_int(s[key], source, low, high)
+
+
+def score_names(conditions: list[Any], s: dict[str, Any]) -> list[str]:
+    """The gateable scores a run over ``conditions`` with settings ``s`` can have (``retrieval/recall@5``,
+    ``gold/correct``...)."""
+    from evret_core.rag.contexts import resolve_conditions
+    from evret_core.rag.harness import score_names as names
+
+    return names(resolve_conditions(conditions), s.get("k", 5), answer_judge=bool(s.get("answer_judge")),
+                 relevance=s.get("relevance", "lexical") not in (None, "none"))

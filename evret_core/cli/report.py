@@ -25,14 +25,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.outputs import check_output_path, write_output
+    from evret_core.outputs import check_outputs, write_output
     from evret_core.report.api import make_report, report_data
 
     if args.max_k is not None:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
-    if args.output:
-        check_output_path(args.output, inputs=args.results)
+    check_outputs({"--output": args.output}, inputs=args.results)
     from evret_core.cli.compare import _rag_inputs
 
     if _rag_inputs(args.results):

@@ -53,12 +53,11 @@ def result_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.outputs import check_output_path, write_output
+    from evret_core.outputs import check_outputs, write_output
     from evret_core.registry import create_evaluator
 
     options = parse_options(args.option, "--option")
-    if args.output:
-        check_output_path(args.output, inputs=[args.records])
+    check_outputs({"--output": args.output}, inputs=[args.records], options=[options])
     evaluator = create_evaluator(args.evaluator, **options)
     if not hasattr(evaluator, "evaluate"):
         raise EvretError(f"--evaluator {args.evaluator!r} does not score records; use 'evret evaluate' for retrieval")

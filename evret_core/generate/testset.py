@@ -156,7 +156,8 @@ class TestsetGenerator:
         """Plan ``n`` questions (or take ``samples``), generate, filter and return them."""
         samples = list(samples) if samples is not None else stratified_sample(self.corpus, n, seed, mix, stratify_by)
         nonce = new_nonce()
-        outcomes = run_all([self._generate(s, nonce) for s in samples], close=self.client.provider)
+        provider = self.client.provider  # built (a missing key fails) before any coroutine exists to leak
+        outcomes = run_all([self._generate(s, nonce) for s in samples], close=provider)
         records, unmeasured = [], []
         for sample, outcome in zip(samples, outcomes, strict=True):
             qid = "gen-" + hashlib.sha256(json.dumps([sample.qtype, sample.doc_ids, seed]).encode()).hexdigest()[:12]

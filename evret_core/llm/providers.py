@@ -137,11 +137,11 @@ def parse_retry_after(headers: Any) -> float | None:
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """``text`` with every given secret replaced by ``***`` (error messages must never carry API keys)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
+    """``text`` with every given secret and the credentials of its URLs replaced by ``***`` (error messages must
+    never carry API keys): :func:`evret_core.redact.redact_text`, the one redaction rule."""
+    from evret_core.redact import redact_text
+
+    return redact_text(text, secrets)
 
 
 def status_error(

@@ -158,8 +158,7 @@ class LLMSettings(BaseModel):
             dist = KNOWN_DISTRIBUTIONS.get(("llm_provider", name))
             if dist is None:
                 raise
-            raise UnknownNameError(f"LLM provider {name!r} needs the {dist} plugin: pip install {dist} ({exc})"
-                                   ) from None
+            raise UnknownNameError(f"LLM provider {name!r} needs the {dist} plugin ({exc})") from None
 
     def default_model(self) -> str | None:
         """The model calls will use, known without building the provider (no key needed), so that cache keys

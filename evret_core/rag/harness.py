@@ -29,7 +29,7 @@ from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.relevance import resolve_relevance
 from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
-from evret_core.rag.summary import summarise
+from evret_core.rag.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
 
@@ -109,12 +109,13 @@ class RagEvaluator:
         self.retrieval_judge = retrieval_judge
         self.confidence_level = check_confidence_level(confidence_level)
         self.n_resamples = check_resamples(n_resamples)
-        self.seed = int(seed)
+        from evret_core.limits import MAX_SEED, check_int
+
+        self.seed = check_int(seed, "seed", 0, MAX_SEED)  # numpy refuses a negative seed only after the work
 
     # -- stages ------------------------------------------------------------------------------------------------
     def retrieval_metrics(self) -> list[str]:
-        return [*(f"recall@{c}" for c in RETRIEVAL_CUTOFFS), "mrr@10", "ndcg@10", f"precision@{self.k}",
-                *([f"recall@{self.k}"] if self.k not in RETRIEVAL_CUTOFFS else [])]
+        return retrieval_metric_names(self.k)
 
     def retrieve(self, questions: QuestionSet) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
         """The retrieved lists (None when no condition needs them) and the retrieval section."""
@@ -295,6 +296,25 @@ class RagEvaluator:
                 "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance), "conditions": [c.config() for c in self.conditions],
                 "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
                 "n_resamples": self.n_resamples, "seed": self.seed, "executor": self.executor.config()}
+
+
+def retrieval_metric_names(k: int) -> list[str]:
+    """The retrieval metrics of a run whose generator sees ``k`` retrieved contexts."""
+    return [*(f"recall@{c}" for c in RETRIEVAL_CUTOFFS), "mrr@10", "ndcg@10", f"precision@{k}",
+            *([f"recall@{k}"] if k not in RETRIEVAL_CUTOFFS else [])]
+
+
+def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = True,
+                relevance: bool = True) -> list[str]:
+    """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.gates.rag_scores`):
+    ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
+    (``answer_judge`` and ``answer_relevance`` only when the run has those parts). Known from the settings alone, so
+    a misspelt ``--fail-under`` fails before any work."""
+    names = [f"retrieval/{m}" for m in retrieval_metric_names(k)] if any(c.needs_retrieval for c in conditions) else []
+    off = {"answer_judge"} if not answer_judge else set()
+    off |= {"answer_relevance"} if not relevance else set()
+    metrics = [m for m in (*GENERATION_METRICS, *DERIVED_METRICS) if m not in off]
+    return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
 
 
 def _retrieval_example(q: RagQuestion) -> QueryExample:

@@ -105,8 +105,12 @@ class RagResults(BaseModel):
     model_config = {"populate_by_name": True}
 
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
-        """The results as JSON (``schema`` first); with ``path``, also written there atomically."""
-        text = self.model_dump_json(indent=indent, by_alias=True)
+        """The results as JSON (``schema`` first); with ``path``, also written there atomically. Keys and URL
+        credentials in ``config`` and ``stats`` are redacted (:func:`evret_core.redact.redact_sections`)."""
+        from evret_core.redact import redact_sections
+
+        written = self.model_copy(update=redact_sections({"config": self.config, "stats": self.stats}))
+        text = written.model_dump_json(indent=indent, by_alias=True)
         if path is not None:
             from evret_core.results import atomic_write_text
 

@@ -26,6 +26,8 @@ _SUBSETS: dict[str, tuple[Callable[[QuestionOutcome, str], bool], str]] = {
     "correct_refusal_rate": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "refused"),
 }
 
+DERIVED_METRICS = tuple(_SUBSETS)
+
 
 def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
             keep: Callable[[QuestionOutcome, str], bool] | None = None) -> list[float]:

@@ -32,6 +32,7 @@ import hashlib
 import itertools
 import math
 import os
+import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -51,6 +52,18 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home unless
 # the executors of this process that keep workers: a stage that cannot get its CPUs because another one holds them
 # is an error naming it, not a wait without end
 _KEEPING: weakref.WeakSet[RayExecutor] = weakref.WeakSet()
+
+
+_RAY_ADDRESS_ADVICE = re.compile(r"Please specify the one to connect to by setting (the )?`--address`\s+flag or "
+                                 r"`RAY_ADDRESS` environment variable\.?")
+
+
+def in_evret_terms(message: str) -> str:
+    """A ``ray.init`` error with Ray's advice (its own ``--address`` flag) put as Evret's option."""
+    return _RAY_ADDRESS_ADVICE.sub(
+        "Name the cluster with --executor-option address=HOST:PORT (or address=ray://HOST:10001; the RAY_ADDRESS "
+        "environment variable works too), start one with `ray start --head`, or leave address unset to start Ray "
+        "in this process.", message)
 
 
 class RayExecutor(Executor):
@@ -118,7 +131,7 @@ class RayExecutor(Executor):
                 ray.init(address=self.address, **options)
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 raise EvretError(f"executor 'ray': could not start or join Ray at "
-                                 f"{self.address or 'a new local cluster'}: {exc}") from None
+                                 f"{self.address or 'a new local cluster'}: {in_evret_terms(str(exc))}") from None
             self.started_ray = True
         return ray
 
