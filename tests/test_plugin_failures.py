@@ -181,20 +181,21 @@ def _evaluate(site: Path, tmp_path: Path, *options: str, debug: bool = False) ->
     return proc.returncode, proc.stderr
 
 
-@pytest.mark.parametrize(("options", "kind"), [
-    (("--retriever", "one-doc", "--judge", "failing"), "UpstreamError"),
-    (("--retriever", "one-doc", "--retriever-option", "fail=true", "--judge", "exact"), "ConnectionError"),
+@pytest.mark.parametrize(("options", "kind", "shown"), [
+    (("--retriever", "one-doc", "--judge", "failing"), "UpstreamError", "401 from upstream for key ***"),
+    (("--retriever", "one-doc", "--retriever-option", "fail=true", "--judge", "exact"), "ConnectionError",
+     "index down; token ***"),
     (("--retriever", "one-doc", "--judge", "failing-factory", "--judge-option", f"api_key={OPTION_SECRET}"),
-     "KeyError"),
+     "KeyError", "\"cannot build with {'api_key': '***'}\""),
 ])
-def test_run_time_failure_is_one_line_naming_the_plugin(
-    failing_site: Path, tmp_path: Path, options: tuple[str, ...], kind: str
+def test_run_time_failure_is_one_line_naming_the_plugin_and_its_masked_message(
+    failing_site: Path, tmp_path: Path, options: tuple[str, ...], kind: str, shown: str
 ) -> None:
     code, err = _evaluate(failing_site, tmp_path, *options)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
-    assert lines[0] == (f"evret: error: plugin 'evret-failing' (distribution evret-failing 0.1.0) failed: {kind} "
-                        "(run with --debug for the traceback)")
+    assert lines[0] == (f"evret: error: plugin 'evret-failing' (distribution evret-failing 0.1.0) failed: {kind}: "
+                        f"{shown} (run with --debug for the traceback)")
     assert SECRET not in err and OPTION_SECRET not in err and "Traceback" not in err
 
 

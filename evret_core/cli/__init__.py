@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except (Exception, SystemExit) as exc:
         # a plugin's judge, factory or retriever raised (or called sys.exit() while running): one line naming it,
-        # never its message (it may hold a key); --debug adds the traceback with the known secrets masked. The
+        # with its message's secrets masked; --debug adds the traceback with the known secrets masked. The
         # core's own bugs keep their traceback, and the core's own SystemExit goes through.
         from evret_core.cli._failures import plugin_failure
 

@@ -15,8 +15,9 @@ __all__ = ["known_secrets", "plugin_failure"]
 def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str | None:
     """The lines to print on stderr for ``exc`` when a third-party plugin's code raised it, else None.
 
-    The one line names the plugin, its distribution and the exception type, never the message (a plugin's message
-    may hold anything, an API key included); ``debug`` puts the redacted traceback before it.
+    The one line names the plugin, its distribution, the exception type and the first line of its message with every
+    secret the process knows of masked (a plugin's message may hold an API key); ``debug`` puts the redacted
+    traceback before it.
     """
     from evret_core.plugins import get_registry
 
@@ -30,8 +31,20 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
         from evret_core.plugins import exit_as_error
 
         line = f"evret: error: {exit_as_error(exc)}"
-        return line if not debug else redact("".join(traceback.format_exception(exc)), known_secrets(argv)) + line
+        return line if not debug else redact_text("".join(traceback.format_exception(exc)), known_secrets(argv)) + line
+    message = _first_line(redact_text(str(exc), known_secrets(argv)))
+    if message:
+        line = f"{line}: {message}"
     if not debug:
         return f"{line} (run with --debug for the traceback)"
     text = "".join(traceback.format_exception(exc))
     return redact_text(text, known_secrets(argv)) + line
+
+
+MESSAGE_LIMIT = 300
+
+
+def _first_line(message: str) -> str:
+    """A message's first non-empty line, cut to :data:`MESSAGE_LIMIT` characters: one line on the terminal."""
+    first = next((line.strip() for line in message.splitlines() if line.strip()), "")
+    return first if len(first) <= MESSAGE_LIMIT else first[:MESSAGE_LIMIT - 3] + "..."
