@@ -25,7 +25,6 @@ Run: ``python benchmarks/judges.py [--cases paragraphs,sentences,scifact] [--jud
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import string
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge, create_retriever
+from evret_core.dataset_files import read_squad
 from evret_core.judges import DEFAULT_JUDGE
 from evret_core.judges.text import tokenize
 from evret_core.registry import judge_names
@@ -87,27 +87,30 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def squad_case(unit: str, shared: Path = SHARED, k: int = 10) -> Case:
-    """Case 1 (``unit="paragraphs"``) or 2 (``unit="sentences"``) on the SQuAD 2.0 subset."""
-    data = json.loads((shared / "squad2" / "dev-v2.0-subset.json").read_text(encoding="utf-8"))
+    """Case 1 (``unit="paragraphs"``) or 2 (``unit="sentences"``) on the SQuAD 2.0 subset, read by Evret's one
+    checked SQuAD reader (paragraph ids as ``evret rag`` gives them); passages are indexed without their title."""
+    squad = read_squad(shared / "squad2" / "dev-v2.0-subset.json")
     corpus: dict[str, dict[str, Any]] = {}
+    passages: dict[str, tuple[list[str], list[tuple[int, int]]]] = {}  # paragraph id -> passage ids, their spans
+    for pid, paragraph in squad.corpus.items():
+        context = paragraph["text"]
+        spans = _sentence_spans(context) if unit == "sentences" else [(0, len(context))]
+        ids = [pid if unit == "paragraphs" else f"{pid}s{s}" for s in range(len(spans))]
+        for doc_id, (s, e) in zip(ids, spans, strict=True):
+            corpus[doc_id] = {"title": "", "text": context[s:e].strip()}
+        passages[pid] = (ids, spans)
     queries: list[QueryExample] = []
     gold: dict[str, set[str]] = {}
-    for a, article in enumerate(data["data"]):
-        for p, paragraph in enumerate(article["paragraphs"]):
-            context, pid = paragraph["context"], f"a{a}p{p}"
-            spans = _sentence_spans(context) if unit == "sentences" else [(0, len(context))]
-            ids = [pid if unit == "paragraphs" else f"{pid}s{s}" for s in range(len(spans))]
-            for doc_id, (s, e) in zip(ids, spans, strict=True):
-                corpus[doc_id] = {"title": "", "text": context[s:e].strip()}
-            for qa in paragraph["qas"]:
-                if qa.get("is_impossible") or not qa["answers"]:
-                    continue
-                texts = list(dict.fromkeys(x["text"].strip() for x in qa["answers"] if x["text"].strip()))
-                offset = qa["answers"][0]["answer_start"]
-                where = next(i for i, (s, e) in enumerate(spans) if s <= offset < e or i == len(spans) - 1)
-                queries.append(QueryExample.model_validate(  # one answer; its distinct gold texts are aliases
-                    {"query_id": qa["id"], "query_text": qa["question"], "expected_answers": [texts]}))
-                gold[qa["id"]] = {ids[where]}
+    for q in squad.questions:
+        if q.impossible:
+            continue
+        ids, spans = passages[q.doc_id]
+        offset = q.spans[0][1]
+        where = next(i for i, (s, e) in enumerate(spans) if s <= offset < e or i == len(spans) - 1)
+        queries.append(QueryExample.model_validate(  # one answer; its distinct gold texts are aliases
+            {"query_id": q.question_id, "query_text": q.question,
+             "expected_answers": [list(dict.fromkeys(text.strip() for text in q.answers))]}))
+        gold[q.question_id] = {ids[where]}
     dataset = EvaluationDataset(queries=queries, name=f"squad2-{unit}")
     retriever = create_retriever("bm25", corpus=corpus)
     retrieved = Evaluator(retriever, metrics=[f"hit_rate@{k}"], k=k).retrieve(dataset)

@@ -130,8 +130,49 @@ class _AsyncOnlyRetriever(Retriever):
         return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
 
     def config(self) -> dict[str, Any]:
-        inner_config = getattr(self.inner, "config", None)
-        return inner_config() if callable(inner_config) else {"name": type(self.inner).__name__}
+        return _inner_config(self.inner)
+
+
+class _SyncOnlyRetriever(Retriever):
+    """Wraps a foreign object that has ``retrieve(query, k)`` or ``batch_retrieve(queries, k)`` but not both (and
+    is no :class:`Retriever`): the missing one is built from the other, and every result is checked."""
+
+    name = "object"
+
+    def __init__(self, inner: Any) -> None:
+        method = "retrieve" if hasattr(inner, "retrieve") else "batch_retrieve"
+        try:
+            inspect.signature(getattr(inner, method)).bind("query", 10)
+        except TypeError:
+            raise EvretError(f"cannot use {type(inner).__name__} as a retriever: its {method} does not take "
+                             f"({'query' if method == 'retrieve' else 'queries'}, k)") from None
+        except ValueError:  # no signature to read (a builtin): the call will tell
+            pass
+        self.inner = inner
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        if not hasattr(self.inner, "retrieve"):
+            return self.batch_retrieve([query], k)[0]
+        result = self.inner.retrieve(query, k)
+        if inspect.isawaitable(result):
+            from evret_core.aio import run_sync
+
+            result = run_sync(_await(result))
+        return coerce_results(result, f"{type(self.inner).__name__}.retrieve")
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        if not hasattr(self.inner, "batch_retrieve"):
+            return [self.retrieve(query, k) for query in queries]
+        where = f"{type(self.inner).__name__}.batch_retrieve"
+        return [coerce_results(results, where) for results in call_batch_retrieve(self.inner, queries, k)]
+
+    def config(self) -> dict[str, Any]:
+        return _inner_config(self.inner)
+
+
+def _inner_config(inner: Any) -> dict[str, Any]:
+    inner_config = getattr(inner, "config", None)
+    return inner_config() if callable(inner_config) else {"name": type(inner).__name__}
 
 
 def call_batch_retrieve(retriever: Any, queries: Sequence[str], k: int) -> list[Any]:
@@ -230,8 +271,10 @@ def coerce_results(raw: Any, where: str) -> list[RetrievalResult]:
 def resolve_retriever(obj: Any) -> Retriever | Any:
     """Turn what a user passed as ``retriever`` into something with ``batch_retrieve``.
 
-    Accepts an Evret retriever (anything with ``retrieve``/``batch_retrieve``), a precomputed run (a mapping of
-    query id to results), a plain callable ``(query, k)``, or any object a plugin's ``adapt_retriever`` knows.
+    Accepts an Evret retriever (anything with both ``retrieve`` and ``batch_retrieve``), an object with only one of
+    them or only the async ``aretrieve``/``abatch_retrieve`` (the others are built from it), a precomputed run (a
+    mapping of query id to results), a plain callable ``(query, k)``, or any object a plugin's ``adapt_retriever``
+    knows (asked before an object with only one method is wrapped).
     """
     if obj is None:
         raise EvretError("no retriever given")
@@ -246,10 +289,13 @@ def resolve_retriever(obj: Any) -> Retriever | Any:
     adapted = get_registry().adapt(obj)
     if adapted is not None:
         return adapted
+    if hasattr(obj, "retrieve") or hasattr(obj, "batch_retrieve"):
+        return _SyncOnlyRetriever(obj)
     if callable(obj):
         return CallableRetriever(obj)
     raise EvretError(
-        f"cannot use {type(obj).__name__} as a retriever: give an object with retrieve(query, k), a function "
+        f"cannot use {type(obj).__name__} as a retriever: give an object with retrieve(query, k) (or "
+        f"batch_retrieve(queries, k), or their async forms), a function "
         f"(query, k) -> results, a precomputed run {{query_id: results}}, or install the plugin that adapts it "
         f"(e.g. evret-langchain for LangChain retrievers)"
     )

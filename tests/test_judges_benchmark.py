@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from evret_core import create_judge
+from evret_core.rag.questions import squad_to_questions
 from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +50,20 @@ def test_the_cases_are_the_documented_ones(case: Any, bench: ModuleType) -> None
     retrieved_gold = [(qid, d) for qid, ids in case.gold.items() for d in ids if d in {r.doc_id for r in case.run[qid]}]
     outside = [(qid, d) for qid, d in retrieved_gold if d not in case.truths["containment"][qid]]
     assert len(outside) <= 0.01 * len(retrieved_gold), outside
+
+
+def test_the_cases_read_squad_as_evret_rag_does(case: Any) -> None:
+    """The benchmark reads the file with Evret's one SQuAD reader: the same answerable questions, in order, with
+    the same aliases, and each gold passage is (a sentence of) the question's gold paragraph in ``evret rag``."""
+    rag = squad_to_questions(shared_data("datasets", "squad2", "dev-v2.0-subset.json", what="the SQuAD 2.0 subset"))
+    answerable = [q for q in rag.questions if q.expected_behaviour == "answer"]
+    assert [q.query_id for q in case.dataset] == [q.question_id for q in answerable]
+    for example, question in zip(case.dataset, answerable, strict=True):
+        assert example.answer_aliases == question.answers
+        (passage,) = case.gold[question.question_id]
+        (paragraph,) = question.gold_doc_ids
+        assert passage == paragraph if "paragraphs" in case.name else passage.startswith(f"{paragraph}s")
+        assert case.corpus[passage]["text"] in rag.text_of(paragraph)
 
 
 @pytest.mark.parametrize("spec", ["contains", "token-overlap", "contains(remove_articles=true)"])

@@ -88,6 +88,19 @@ class GeneratedSet:
                 "usage": self.usage}
 
 
+def _nothing_generated(calls: int, unmeasured: Sequence[Mapping[str, str]], report: FilterReport) -> str:
+    """The one-line error of a run that kept no question because generation calls failed."""
+    from evret_core.redact import redact_text
+
+    failed = [u for u in unmeasured if not u["reason"].startswith("closed-book check:")]
+    reasons = dict.fromkeys(" ".join(u["reason"].split())[:160] for u in failed)  # one line, each reason once
+    first = " | ".join(redact_text(r) for r in list(reasons)[:3])
+    dropped = sum(report.counts()["dropped"].values())
+    return (f"no question generated: {len(failed)} of {calls} generation call(s) failed (first reasons: {first})"
+            f"{f' and the filters dropped the other {dropped}' if dropped else ''}; check the LLM's "
+            "provider, model and base_url (nothing was written)")
+
+
 class TestsetGenerator:
     """Generates a test set from ``corpus`` (doc id -> ``{"title", "text", ...}``) with an LLM.
 
@@ -153,7 +166,10 @@ class TestsetGenerator:
 
     def generate(self, n: int, seed: int = 0, mix: Any = None, stratify_by: str | None = None,
                  samples: Sequence[Sample] | None = None) -> GeneratedSet:
-        """Plan ``n`` questions (or take ``samples``), generate, filter and return them."""
+        """Plan ``n`` questions (or take ``samples``), generate, filter and return them.
+
+        Raises :class:`EvretError` (how many calls failed, the first reasons) when no question is kept and
+        generation calls failed: an empty set that only says the endpoint is broken is not a result."""
         samples = list(samples) if samples is not None else stratified_sample(self.corpus, n, seed, mix, stratify_by)
         nonce = new_nonce()
         provider = self.client.provider  # built (a missing key fails) before any coroutine exists to leak
@@ -176,6 +192,8 @@ class TestsetGenerator:
         kept = apply_filters(records, sources, self.judge, self.dedupe_threshold, report)
         if self.closed_book:
             kept = self._drop_closed_book(kept, report, unmeasured)
+        if not kept and len(records) < len(samples):
+            raise EvretError(_nothing_generated(len(samples), unmeasured, report))
         return GeneratedSet(kept, report, unmeasured, self.client.usage.to_dict())
 
     def _drop_closed_book(self, kept: list[dict[str, Any]], report: FilterReport,

@@ -188,8 +188,15 @@ class QuestionSet(BaseModel):
         return f"{title}\n{record['text']}" if title else record["text"]
 
     def check_gold_ids(self) -> list[str]:
-        """Gold ids that the corpus does not hold, as ``"question: id"``; empty when every gold id resolves."""
+        """Gold ids that the corpus does not hold, as ``"question: id"``: empty means every gold id resolves.
+
+        Without a corpus nothing can be resolved: a set with gold ids raises :class:`EvretError` (load it with
+        its corpus), rather than answer that they resolve; a set without gold ids returns ``[]``."""
         if not self.corpus:
+            with_ids = [q.question_id for q in self.questions if q.gold_doc_ids]
+            if with_ids:
+                raise EvretError(f"{len(with_ids)} question(s) have gold ids (e.g. {with_ids[0]!r}) but the question "
+                                 "set has no corpus to check them against; load it with its corpus")
             return []
         return [f"{q.question_id}: {d}" for q in self.questions for d in q.gold_doc_ids if d not in self.corpus]
 
@@ -245,7 +252,7 @@ def _build(questions: list[RagQuestion], corpus: Mapping[str, Mapping[str, str]]
         qs = QuestionSet(questions=questions, corpus=docs, name=name)
     except ValidationError as exc:
         raise EvretError(f"{source}: {exc.errors()[0]['msg']}") from None
-    missing = qs.check_gold_ids()
+    missing = qs.check_gold_ids() if docs else []  # a set read without its corpus is checked where one is needed
     if missing:
         raise EvretError(f"{source}: {len(missing)} gold id(s) are not in the corpus, e.g. {missing[0]}")
     return qs

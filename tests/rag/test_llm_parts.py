@@ -193,11 +193,11 @@ def test_verification_naming_an_unknown_context_is_sent_back() -> None:
 # -- relevance -----------------------------------------------------------------------------------------------------
 
 def test_lexical_relevance() -> None:
-    # content words long, film, lent; a "how long" question wants a number
-    assert lexical_relevance("How long are films lent for?", "Films are lent for one week.") == pytest.approx(5 / 6)
-    assert lexical_relevance("How long are films lent for?", "Films are lent for a while.") == pytest.approx(1 / 3)
-    assert lexical_relevance("How long are films lent for?", "The cafe opens at 9.") == pytest.approx(0.5)
-    assert lexical_relevance("Who founded the library?", "the library was founded long ago") == pytest.approx(0.5)
+    # a "how long" question wants a number, a "who" question a name; the answer need not repeat the question
+    assert lexical_relevance("How long are films lent for?", "Films are lent for one week.") == 1.0
+    assert lexical_relevance("How long are films lent for?", "one week") == 1.0
+    assert lexical_relevance("How long are films lent for?", "Films are lent for a while.") == 0.0
+    assert lexical_relevance("Who founded the library?", "the library was founded long ago") == 0.0
     assert lexical_relevance("Who founded the library?", "Clara Vos founded the library.") == 1.0
     assert LexicalRelevance().score("Who?", Answer(refused=True)) is None
 
