@@ -19,8 +19,14 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if title:
         print(title, file=out)
     level = f"{results.confidence_level:.0%} CI"
+    # only questions to refuse or escalate may lack gold ids and answers (a question set refuses any other): they
+    # have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
     if results.retrieval:
-        print(f"\nretrieval (retrieved condition; {level})", file=out)
+        scored = len(results.per_question) - len(unlabelled)
+        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse or escalate "
+                f"have no gold" if unlabelled else "")
+        print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
         for metric, mean in results.retrieval.items():
             print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
@@ -49,10 +55,6 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         print_adversarial(results.adversarial, level, out)
     for line in unmeasured_lines(results.unmeasured):
         print(f"WARNING: {line}", file=out)
-    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
-    if unlabelled:
-        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
-              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
 
 
 def print_adversarial(summary: dict[str, Any], level: str, out: TextIO) -> None:
