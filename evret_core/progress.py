@@ -116,7 +116,8 @@ class terminal_progress:  # noqa: N801 - used like a function
         out = ["\r"]
         if self._lines > 1:
             out.append(f"\x1b[{self._lines - 1}A")  # back to the block's first line
-        texts = [self.line(name, s.done, s.total, (s.finished or now) - s.started, width)
+        # cut to the terminal's width: a wrapped line would break the cursor-up count of the next redraw
+        texts = [self.line(name, s.done, s.total, (s.finished or now) - s.started, width)[: max(1, width - 1)]
                  for name, s in self._block.items()]
         # \x1b[K clears what a longer previous line left behind
         out.append("\n".join(text + "\x1b[K" for text in texts))

@@ -166,3 +166,14 @@ def test_evret_rag_draws_every_stage_on_a_pseudo_terminal_and_nothing_through_a_
         assert re.search(stage + r" +\[-+\] 0/\d+ +0% --/s", written)
     piped = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_lines_never_wrap_on_a_narrow_terminal(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evret_core.progress.shutil.get_terminal_size", lambda fallback: os.terminal_size((30, 24)))
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    progress("generate", 0, 1000)
+    progress("claims", 0, 1000)
+    progress("generate", 500, 1000)
+    shown = screen(out.getvalue())
+    assert len(shown) == 2 and all(len(line) < 30 for line in shown)
