@@ -5,12 +5,31 @@
 set -euo pipefail
 say() { echo "test-setup: $*"; }
 
-# headless Chromium renders the HTML report in tests/results/test_html_report.py
+# headless Chromium renders the HTML report in tests/results/test_html_report.py. It is installed without
+# recommended packages and never by upgrading a package already installed: apt-get simulates the install first
+# (apt-get -s), and when that would upgrade or remove anything the script installs nothing and says what it would
+# have changed (CI=true, a throwaway runner, installs anyway and lists the upgrades).
+install_chromium() {
+    apt-get update -qq
+    local plan new changed
+    plan=$(apt-get -s install --no-install-recommends chromium)
+    new=$(awk '$1 == "Inst" && $3 !~ /^\[/ {printf " %s", $2}' <<<"$plan")
+    changed=$(awk '($1 == "Inst" && $3 ~ /^\[/) {printf " %s %s", $2, $3} $1 == "Remv" {printf " %s (removed)", $2}' \
+              <<<"$plan")
+    if [ -n "$changed" ] && [ -z "${CI:-}" ]; then
+        say "not installing chromium: apt-get would also upgrade or remove installed packages:$changed"
+        say "the browser test will skip; install chromium yourself (apt-get install --no-install-recommends chromium)"
+        return 0
+    fi
+    [ -n "$changed" ] && say "CI: upgrading or removing, as chromium needs:$changed"
+    say "installing with apt-get install --no-install-recommends chromium, new packages:$new"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium
+}
+
 if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then
     say "chromium is installed"
 elif [ "$(id -u)" = 0 ]; then
-    say "installing chromium with apt-get (system package, for the HTML report's browser test)"
-    apt-get update && apt-get install -y chromium
+    install_chromium
 else
     say "chromium is missing and this is not root: the browser test will skip (apt-get install chromium as root)"
 fi

@@ -1,11 +1,36 @@
-"""Progress on a terminal; silent when output is not a terminal (pipes, files, CI logs)."""
+"""Progress on a terminal; silent when output is not a terminal (pipes, files, CI logs).
+
+The protocol every long step uses is a callback ``progress(stage, done, total)``:
+
+- ``progress(stage, 0, total)`` *starts* the stage: its clock starts then and its bar is drawn at
+  ``0/total`` (no rate yet). Call it before the stage's first piece of work, so that work done before the first
+  item finishes (a judge's ``prepare()`` encoding every text, the first LLM call) is timed and shows as a bar
+  that waits, not as a jump from 0 to 100% in 00:00. A stage that never gets this call starts at its first call.
+- ``progress(stage, done, total)`` with ``0 < done`` reports ``done`` items finished out of ``total``; ``done``
+  only grows within a stage, and the stage ends when ``done >= total``.
+- Stages that run at the same time (the RAG pipeline judges each answer while others are still being generated)
+  are each reported under their own name; :class:`terminal_progress` then draws one line per stage.
+
+:func:`report_progress` calls an optional callback, so code that may have none needs no ``if`` at each step.
+"""
 
 from __future__ import annotations
 
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
+
+ProgressCallback = Callable[[str, int, int], None]
+"""``progress(stage, done, total)``; ``done == 0`` starts the stage (see the module)."""
+
+
+def report_progress(progress: ProgressCallback | None, stage: str, done: int, total: int) -> None:
+    """``progress(stage, done, total)`` when there is a callback."""
+    if progress is not None:
+        progress(stage, done, total)
 
 
 def _duration(seconds: float) -> str:
@@ -15,12 +40,21 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
 
 
-class terminal_progress:  # noqa: N801 - used like a function
-    """A progress callback ``(stage, done, total)`` that redraws one line on stderr when it is a terminal.
+@dataclass
+class _Stage:
+    done: int
+    total: int
+    started: float
+    finished: float | None = None
 
-    The line shows the stage, a bar, ``done/total``, the percentage, the rate and the time left; redraws are
-    throttled to one per ``min_interval`` seconds (the last one of a stage is always drawn). When the stream is
-    not a terminal nothing is ever written.
+
+class terminal_progress:  # noqa: N801 - used like a function
+    """A progress callback ``(stage, done, total)`` that draws live bars on stderr when it is a terminal.
+
+    Each line shows the stage, a bar, ``done/total``, the percentage, the rate and the time left (rate and time
+    left only once something is done). Stages that overlap in time get one line each, redrawn in place; a line
+    stays on screen when its stage ends. Redraws are throttled to one per ``min_interval`` seconds (a stage's
+    start and end are always drawn). When the stream is not a terminal nothing is ever written.
     """
 
     def __init__(self, stream: TextIO | None = None, min_interval: float = 0.1) -> None:
@@ -32,21 +66,21 @@ class terminal_progress:  # noqa: N801 - used like a function
             self.enabled = False
         self.min_interval = min_interval
         self._last = 0.0
-        self._drawn = False
-        self._stage: str | None = None
-        self._started = 0.0
+        self._block: dict[str, _Stage] = {}  # the stages whose lines are drawn in place, in order
+        self._lines = 0  # how many of those lines are on screen (the cursor is at the end of the last)
 
     def line(self, stage: str, done: int, total: int, elapsed: float, width: int = 80) -> str:
         """The text drawn for one update (without the carriage return)."""
-        fraction = min(1.0, done / total) if total else 1.0
-        rate = done / elapsed if elapsed > 0 else 0.0
+        fraction = min(1.0, done / total) if total > 0 else 1.0
+        rate = done / elapsed if elapsed > 0 and done > 0 else None
         if done >= total:
-            timing = f"{_duration(elapsed)}"
-        elif rate > 0:
+            timing = _duration(elapsed)
+        elif rate:
             timing = f"{_duration(elapsed)}<{_duration((total - done) / rate)}"
         else:
             timing = _duration(elapsed)
-        tail = f" {done}/{total} {fraction * 100:3.0f}% {rate:,.1f}/s {timing}"
+        speed = f"{rate:,.1f}/s" if rate else "--/s"
+        tail = f" {done}/{total} {fraction * 100:3.0f}% {speed} {timing}"
         head = f"{stage:<9} "
         bar_width = max(10, min(40, width - len(head) - len(tail) - 3))
         filled = int(bar_width * fraction)
@@ -56,25 +90,49 @@ class terminal_progress:  # noqa: N801 - used like a function
         if not self.enabled:
             return
         now = time.monotonic()
-        if stage != self._stage:
-            if self._drawn:
-                self.stream.write("\n")
-                self._drawn = False
-            self._stage, self._started, self._last = stage, now, 0.0
-        if done < total and now - self._last < self.min_interval:
+        state = self._block.get(stage)
+        forced = False
+        if state is None or done < state.done or (done == 0 and state.finished is not None):
+            # a new stage, or this one started again
+            if state is None and self._block and all(s.finished is not None for s in self._block.values()):
+                self._end_block()
+            state = self._block[stage] = _Stage(done, total, now)
+            forced = True
+        elif state.finished is not None:
+            return  # already drawn as finished
+        state.done, state.total = done, total
+        if done >= total:
+            state.finished = now
+            forced = True
+        if not forced and now - self._last < self.min_interval:
             return
         self._last = now
-        width = shutil.get_terminal_size((80, 24)).columns
-        # \x1b[K clears what a longer previous line left behind
-        self.stream.write("\r" + self.line(stage, done, total, now - self._started, width) + "\x1b[K")
-        self._drawn = True
-        if done >= total:
-            self.stream.write("\n")
-            self._drawn = False
-        self.stream.flush()
+        self._draw(now)
+        if all(s.finished is not None for s in self._block.values()):
+            self._end_block()
 
-    def close(self) -> None:
-        if self.enabled and self._drawn:
+    def _draw(self, now: float) -> None:
+        width = shutil.get_terminal_size((80, 24)).columns
+        out = ["\r"]
+        if self._lines > 1:
+            out.append(f"\x1b[{self._lines - 1}A")  # back to the block's first line
+        # cut to the terminal's width: a wrapped line would break the cursor-up count of the next redraw
+        texts = [self.line(name, s.done, s.total, (s.finished or now) - s.started, width)[: max(1, width - 1)]
+                 for name, s in self._block.items()]
+        # \x1b[K clears what a longer previous line left behind
+        out.append("\n".join(text + "\x1b[K" for text in texts))
+        self.stream.write("".join(out))
+        self.stream.flush()
+        self._lines = len(texts)
+
+    def _end_block(self) -> None:
+        if self._lines:
             self.stream.write("\n")
             self.stream.flush()
-            self._drawn = False
+        self._block = {}
+        self._lines = 0
+
+    def close(self) -> None:
+        """End the drawing (a newline after the last line when one is on screen)."""
+        if self.enabled:
+            self._end_block()

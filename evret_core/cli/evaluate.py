@@ -161,9 +161,22 @@ def run(args: argparse.Namespace) -> int:
     if extra:
         shown = ", ".join(extra["queries"][:5]) + (" ..." if extra["count"] > 5 else "")
         print(f"WARNING: {extra['count']} queries of the run are not in the dataset, ignored: {shown}", file=sys.stderr)
+    if config.judge is None and any(q.expected_answers for q in dataset.queries):
+        _note_default_judge()
     if config.output and config.output != "-":
         print(f"results written to {config.output}", file=sys.stderr)
     return run_gates(args, floors, results, lambda _path: baseline)
+
+
+def _note_default_judge() -> None:
+    """Says which judge decided the matches when none was named: a strict default must not read as a bad
+    retriever."""
+    from evret_core.judges.base import DEFAULT_JUDGE
+
+    print(f"note: matches judged by the default judge, {DEFAULT_JUDGE} (an expected answer matches only a passage "
+          f"that holds all its words, normalised, as one contiguous run); for answers labelled as whole sentences "
+          f"name a looser one (--judge token-overlap, semantic or llm, or a [judge] table in the config)",
+          file=sys.stderr)
 
 
 def _print_plan(plan: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from evret_core.cli.options import parse_options
 
@@ -29,6 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="drop a question whose content words overlap an earlier one's this much (Jaccard)")
     p.add_argument("--output", help="write the question set (JSONL) here")
     p.add_argument("--dry-run", action="store_true", help="plan and count calls and tokens; call nothing")
+    p.add_argument("--json", action="store_true", help="print the plan or the run's summary as JSON")
     p.set_defaults(func=run)
 
 
@@ -55,13 +57,35 @@ def run(args: argparse.Namespace) -> int:
                                  dedupe_threshold=args.dedupe_threshold, **options)
     samples = stratified_sample(corpus, args.n, args.seed, parse_mix(args.types), args.stratify_by)
     if args.dry_run:
-        print(json.dumps(generator.plan(samples), indent=2))
+        plan = generator.plan(samples)
+        print(json.dumps(plan, indent=2) if args.json else plan_text(plan))
         return 0
     result = generator.generate(args.n, seed=args.seed, samples=samples)
     result.to_jsonl(args.output)
     summary = result.summary()
-    print(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2) if args.json else summary_text(summary))
     for item in result.unmeasured[:5]:
         print(f"WARNING: {item['question_id']}: {item['reason']}", file=sys.stderr)
     print(f"{summary['kept']} question(s) written to {args.output}", file=sys.stderr)
     return 0
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    """The ``--dry-run`` plan as ``evret evaluate --dry-run`` and ``evret rag --dry-run`` print theirs."""
+    return (f"dry run: {plan['questions']} question(s) planned ({_counts(plan['by_type'])})\n"
+            f"calls: {plan['generation_calls']} generation, {plan['closed_book_calls']} closed-book check(s)\n"
+            f"estimated input tokens: ~{plan['input_tokens_estimate']}")
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    """A run's summary: what was kept, what each filter dropped, and what the LLM calls cost."""
+    usage = summary.get("usage") or {}
+    return (f"{summary['kept']} of {summary['seen']} question(s) kept; dropped: {_counts(summary['dropped'])}\n"
+            f"by type: {_counts(summary['by_type'])}\n"
+            f"unmeasured: {summary['unmeasured']}\n"
+            f"LLM: {usage.get('calls', 0)} call(s), {usage.get('failed', 0)} failed, {usage.get('retries', 0)} "
+            f"retries, {usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output tokens")

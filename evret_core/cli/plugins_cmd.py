@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
+# How each registry kind is named in the listing, as the README and docs name it: ``evaluator`` is the kind of
+# ``evret score --evaluator`` (output evaluators, the criteria judges ``direct`` and ``pairwise`` among them),
+# not to be read as the retrieval evaluators or the judges.
+KIND_LABELS = {"evaluator": "output evaluators"}
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("plugins", help="list installed plugins and what they register")
@@ -27,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         header = f"{info.name} {info.version or ''}".rstrip()
         print(header)
         for kind, names in sorted(info.registers.items()):
-            print(f"  {kind.replace('_', ' ')}s: {', '.join(names)}")
+            print(f"  {KIND_LABELS.get(kind, kind.replace('_', ' ') + 's')}: {', '.join(names)}")
         other = [h for h in info.hooks if not h.startswith("register_")]
         if other:
             print(f"  hooks: {', '.join(other)}")

@@ -74,6 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print the generator, claim-judge and relevance calls and estimated tokens "
                         "(after the cache) without calling any LLM")
+    p.add_argument("--no-progress", action="store_true", help="never show progress (shown only on a terminal)")
     p.set_defaults(func=run)
 
 
@@ -228,6 +229,9 @@ def run(args: argparse.Namespace) -> int:
     answer_judge = None
     if s.get("answer_judge"):
         answer_judge = create_judge(s["answer_judge"], **s["answer_judge_options"])
+    from evret_core.progress import terminal_progress
+
+    progress = None if getattr(args, "no_progress", False) else terminal_progress()
     evaluator = RagEvaluator(
         retriever=retriever, generator=s["generator"], generator_options=s["generator_options"] or None,
         conditions=conditions, k=s.get("k", 5), claim_judge=s.get("claim_judge", "token-overlap"),
@@ -235,14 +239,21 @@ def run(args: argparse.Namespace) -> int:
         relevance_options=s["relevance_options"] or None, pipelined=s.get("pipelined", True),
         answer_judge=answer_judge, executor=s.get("executor"), executor_options=s["executor_options"] or None,
         correct_f1=s.get("correct_f1", 0.5), confidence_level=s.get("confidence_level", 0.95),
-        n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0),
+        n_resamples=s.get("n_resamples", 1000), seed=s.get("seed", 0), progress=progress,
     )
+    try:
+        if args.dry_run:
+            plan = evaluator.dry_run(questions)
+        else:
+            results = evaluator.evaluate(questions)
+    finally:
+        if progress is not None:
+            progress.close()
     if args.dry_run:
-        print_plan(evaluator.dry_run(questions), file=sys.stdout)
+        print_plan(plan, file=sys.stdout)
         return 0
     from evret_core.outputs import STDOUT
 
-    results = evaluator.evaluate(questions)
     # written first, printed after: a closed pipe on standard output must not lose the files
     if s.get("write_cases"):
         from evret_core.rag.adversarial_cases import write_cases

@@ -174,6 +174,7 @@ class Evaluator:
         where = f"retriever {type(self.retriever).__name__}"
         batches = [[q.query_text for q in queries[start : start + self.batch_size]]
                    for start in range(0, len(queries), self.batch_size)]
+        self._report("retrieve", 0, len(queries))  # starts the stage's clock and bar (evret_core.progress)
         got = self.executor.retrieve(self.retriever, batches, self.k,
                                      lambda done: self._report("retrieve", done, len(queries)))
         rows: list[Row] = []
@@ -232,6 +233,7 @@ class Evaluator:
             from evret_core.judges.base import resolve_judge
 
             self.judge = resolve_judge()
+        self._report("judge", 0, len(contexts))  # before prepare(), whose encoding is part of the stage
         run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
                                   lambda done: self._report("judge", done, len(contexts)))
         if len(run.verdicts) != len(contexts):

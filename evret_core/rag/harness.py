@@ -18,6 +18,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.executors import GenerateRun
 from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok, squad_scores
 from evret_core.rag.claims import LexicalClaimJudge, claim_scores
@@ -56,6 +57,9 @@ class RagEvaluator:
     :param executor: where retrieval, its judging and metrics, and generation with its judges run: ``"local"``
         (default), a plugin's (``"ray"`` with evret-ray: chunks of questions on workers that rebuild the parts),
         or an :class:`~evret_core.executors.Executor`; ``executor_options`` for one given by name.
+    :param progress: called as ``progress(stage, done, total)`` (:mod:`evret_core.progress`) while retrieving
+        (``retrieve``, and ``judge`` for questions labelled by answer texts), generating (``generate``, per
+        answer as it arrives), judging claims (``claims``) and scoring relevance (``relevance``).
     """
 
     def __init__(
@@ -78,6 +82,7 @@ class RagEvaluator:
         confidence_level: float = 0.95,
         n_resamples: int = 1000,
         seed: int = 0,
+        progress: ProgressCallback | None = None,
     ) -> None:
         from evret_core.registry import create_judge
         from evret_core.stats import check_confidence_level, check_resamples
@@ -112,6 +117,7 @@ class RagEvaluator:
         from evret_core.limits import MAX_SEED, check_int
 
         self.seed = check_int(seed, "seed", 0, MAX_SEED)  # numpy refuses a negative seed only after the work
+        self.progress = progress
 
     # -- stages ------------------------------------------------------------------------------------------------
     def retrieval_metrics(self) -> list[str]:
@@ -126,7 +132,7 @@ class RagEvaluator:
         depth = max(10, self.k)
         evaluator = Evaluator(self.retriever, metrics=self.retrieval_metrics(), judge=self.retrieval_judge,
                               k=depth, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
-                              seed=self.seed, min_slice_size=1, executor=self.executor)
+                              seed=self.seed, min_slice_size=1, executor=self.executor, progress=self.progress)
         everyone = EvaluationDataset(queries=[QueryExample(query_id=q.question_id, query_text=q.question,
                                                            expected_answers=["-"]) for q in questions.questions])
         retrieved = evaluator.retrieve(everyone)
@@ -138,7 +144,7 @@ class RagEvaluator:
             scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
                                 judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
                                 n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1,
-                                executor=self.executor)
+                                executor=self.executor, progress=self.progress)
             dataset = EvaluationDataset(queries=[_retrieval_example(q) for q, _ in labelled])
             scored = scoring.evaluate(dataset)
             section["per_question"] = {qid: qr.scores for qid, qr in scored.per_query.items()}
@@ -171,10 +177,19 @@ class RagEvaluator:
         return outcomes
 
     def _generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> GenerateRun:
+        here: list[bool] = []  # whether the runner ran in this process (and so reported its own progress)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            here.append(True)
+            report_progress(self.progress, stage, done, total)
+
         runner = Runner(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined,
-                        recipes=self.recipes)
+                        recipes=self.recipes, progress=progress if self.progress is not None else None)
         requests = self.requests(questions, cases)
-        run = self.executor.generate(runner, requests, lambda done: None)
+        report_progress(self.progress, "generate", 0, len(requests))
+        # an executor running the parts elsewhere reports whole questions done (every stage of each)
+        run = self.executor.generate(runner, requests, lambda done: None if here else report_progress(
+            self.progress, "generate", done, len(requests)))
         if list(run.outcomes) != list(requests):
             raise EvretError(f"executor {self.executor.name!r} returned outcomes for {len(run.outcomes)} of "
                              f"{len(requests)} requests")

@@ -6,14 +6,18 @@ pool per endpoint: the clients of parts that talk to the same provider endpoint 
 calls in flight and its rate budgets (:func:`share_pool`). No stage waits for the slowest call of the one before
 it, so a run takes about (LLM calls / max_concurrency) x latency. *Staged*: one ``batch_generate`` over
 everything, then one ``judge_claims``, then relevance. Both give the same results; parts without async methods
-(the extractive generator, the lexical judge) run as one batch in either mode.
+(the extractive generator, the lexical judge) run in batches of :data:`CHUNK` in either mode.
+
+Progress (:mod:`evret_core.progress`) is reported under three stages, each over every request: ``generate``
+(one per answer as it arrives), ``claims`` (an answer's claims judged, or nothing to judge) and ``relevance``.
+Pipelined, the three advance together.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,10 +25,14 @@ from typing import Any
 from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.llm.client import LLMClient, gather_all
+from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims import ClaimTask, ClaimVerdict, claim_task
 from evret_core.rag.generators import Answer, GenerationRequest, is_answers_file
 
 Slot = tuple[str, int]  # (condition, question index)
+CHUNK = 64
+"""Requests per ``batch_generate`` / ``judge_claims`` call of a part without async methods (progress is reported
+between calls)."""
 
 
 @dataclass
@@ -77,14 +85,15 @@ class Runner:
     """Runs the generation side of a RAG evaluation (see the module) for ``requests`` keyed by slot.
 
     ``recipes`` (role -> :data:`Recipe`) says how each part was made, so that an executor can rebuild the same
-    parts on its workers (:func:`build_parts`)."""
+    parts on its workers (:func:`build_parts`). ``progress`` gets ``(stage, done, total)`` (see the module)."""
 
     def __init__(self, generator: Any, claim_judge: Any, relevance: Any, pipelined: bool = True,
-                 recipes: dict[str, Recipe] | None = None) -> None:
+                 recipes: dict[str, Recipe] | None = None, progress: ProgressCallback | None = None) -> None:
         self.generator = generator
         self.claim_judge = claim_judge
         self.relevance = relevance
         self.pipelined = pipelined
+        self.progress = progress
         self.recipes = recipes or {role: ("object", part, {}) for role, part in self.parts().items()}
 
     def parts(self) -> dict[str, Any]:
@@ -116,30 +125,47 @@ class Runner:
     def _judge_rest(self, out: dict[Slot, Outcome], requests: dict[Slot, GenerationRequest], judge: bool = True,
                     relevance: bool = True) -> None:
         """Claim verdicts (when ``judge``) and relevance (when ``relevance``), each as one batch."""
+        total = len(out)
         todo = [s for s, o in out.items() if o.answer is not None and o.verdicts is None] if judge else []
-        tasks = [claim_task(requests[s].question, out[s].answer, requests[s].contexts) for s in todo]  # type: ignore[arg-type]
-        if tasks:
-            verdicts = list(self.claim_judge.judge_claims(tasks))
-            if len(verdicts) != len(tasks):
-                raise EvretError(f"claim judge returned {len(verdicts)} verdict lists for {len(tasks)} answers")
-            for slot, row in zip(todo, verdicts, strict=True):
+        if judge:
+            self._report("claims", 0, total)
+            judged = _Counter(self, "claims", total, total - len(todo))  # no answer: nothing to judge
+            tasks = [claim_task(requests[s].question, out[s].answer, requests[s].contexts)  # type: ignore[arg-type]
+                     for s in todo]
+            ajudge = getattr(self.claim_judge, "ajudge_task", None)
+            if callable(ajudge) and tasks:  # every call at once, each answer counted as its verdicts arrive
+                rows = judged.gather([ajudge(t) for t in tasks], self.claim_judge)
+            else:
+                rows = []
+                for start in range(0, len(tasks), CHUNK):
+                    chunk = tasks[start : start + CHUNK]
+                    got = list(self.claim_judge.judge_claims(chunk))
+                    if len(got) != len(chunk):
+                        raise EvretError(f"claim judge returned {len(got)} verdict lists for {len(chunk)} answers")
+                    rows.extend(got)
+                    judged.step(len(chunk))
+            for slot, row in zip(todo, rows, strict=True):
                 out[slot].verdicts = list(row)
+            judged.finish()
         if self.relevance is None or not relevance:
             return
         scored = [s for s, o in out.items() if o.answer is not None]
+        self._report("relevance", 0, total)
+        related = _Counter(self, "relevance", total, total - len(scored))
         if callable(getattr(self.relevance, "ascore", None)):
-            async def go() -> list[float | None]:
-                try:
-                    return await gather_all([self.relevance.ascore(requests[s].question, out[s].answer)
-                                             for s in scored])
-                finally:
-                    await _close([self.relevance])
-
-            values = run_sync(go()) if scored else []
+            values = related.gather([self.relevance.ascore(requests[s].question, out[s].answer) for s in scored],
+                                    self.relevance) if scored else []
         else:
-            values = [self.relevance.score(requests[s].question, out[s].answer) for s in scored]
+            values = []
+            for s in scored:
+                values.append(self.relevance.score(requests[s].question, out[s].answer))
+                related.step()
+        related.finish()
         for slot, value in zip(scored, values, strict=True):
             out[slot].relevance = value
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        report_progress(self.progress, stage, done, total)
 
     # -- pipelined ---------------------------------------------------------------------------------------------
     async def _pipelined(self, requests: dict[Slot, GenerationRequest], close: bool = True) -> dict[Slot, Outcome]:
@@ -154,8 +180,17 @@ class Runner:
         ajudge = getattr(self.claim_judge, "ajudge_task", None)
         ascore = getattr(self.relevance, "ascore", None) if self.relevance is not None else None
         ready: dict[Slot, Outcome] = {}
-        if not callable(agenerate):  # a generator without LLM calls: one batch first, then judge as we go
+        total = len(requests)
+        if not callable(agenerate):  # a generator without LLM calls: batches first, then judge as we go
             ready = self._staged_answers(requests)
+        else:
+            self._report("generate", 0, total)
+        generated = _Counter(self, "generate", total)
+        judged = _Counter(self, "claims", total) if callable(ajudge) else None
+        related = _Counter(self, "relevance", total) if callable(ascore) else None
+        for counter in (judged, related):
+            if counter is not None:
+                self._report(counter.stage, 0, total)
         out: dict[Slot, Outcome] = {}
 
         async def one(slot: Slot) -> None:
@@ -165,8 +200,12 @@ class Runner:
                     outcome = ready[slot]
                 else:
                     outcome = Outcome(check_answer(await agenerate(request), request))  # type: ignore[misc]
+                    generated.step()
                 out[slot] = outcome
                 if outcome.answer is None:
+                    for counter in (judged, related):
+                        if counter is not None:
+                            counter.step()
                     return
                 work = []
                 if callable(ajudge):
@@ -174,10 +213,12 @@ class Runner:
                 if callable(ascore):
                     work.append(ascore(request.question, outcome.answer))
                 done = await gather_all(work)
-                if callable(ajudge):
+                if judged is not None:
                     outcome.verdicts = list(done.pop(0))
-                if callable(ascore):
+                    judged.step()
+                if related is not None:
                     outcome.relevance = done.pop(0)
+                    related.step()
 
         try:
             await gather_all([one(s) for s in requests])
@@ -192,10 +233,58 @@ class Runner:
 
     def _staged_answers(self, requests: dict[Slot, GenerationRequest]) -> dict[Slot, Outcome]:
         slots = list(requests)
-        answers = list(self.generator.batch_generate([requests[s] for s in slots])) if slots else []
-        if len(answers) != len(slots):
-            raise EvretError(f"generator returned {len(answers)} answers for {len(slots)} requests")
-        return {s: Outcome(check_answer(a, requests[s])) for s, a in zip(slots, answers, strict=True)}
+        self._report("generate", 0, len(slots))
+        generated = _Counter(self, "generate", len(slots))
+        out: dict[Slot, Outcome] = {}
+        agenerate = getattr(self.generator, "agenerate", None)
+        if callable(agenerate) and slots:  # every call at once, each answer counted as it arrives
+            answers = generated.gather([agenerate(requests[s]) for s in slots], self.generator)
+            out.update((s, Outcome(check_answer(a, requests[s]))) for s, a in zip(slots, answers, strict=True))
+        else:
+            for start in range(0, len(slots), CHUNK):
+                chunk = slots[start : start + CHUNK]
+                answers = list(self.generator.batch_generate([requests[s] for s in chunk]))
+                if len(answers) != len(chunk):
+                    raise EvretError(f"generator returned {len(answers)} answers for {len(chunk)} requests")
+                out.update((s, Outcome(check_answer(a, requests[s]))) for s, a in zip(chunk, answers, strict=True))
+                generated.step(len(chunk))
+        generated.finish()
+        return out
+
+
+class _Counter:
+    """Items finished in one stage, reported to the runner's progress as they finish."""
+
+    def __init__(self, runner: Runner, stage: str, total: int, done: int = 0) -> None:
+        self.runner, self.stage, self.total, self.done = runner, stage, total, done
+        self.reported = -1
+
+    def step(self, n: int = 1) -> None:
+        self.done += n
+        self.reported = self.done
+        self.runner._report(self.stage, self.done, self.total)
+
+    def gather(self, calls: Sequence[Awaitable[Any]], part: Any) -> list[Any]:
+        """Every call's result, in order, run at once (``part``'s connections closed after), each counted as it
+        finishes."""
+        async def one(call: Awaitable[Any]) -> Any:
+            value = await call
+            self.step()
+            return value
+
+        async def go() -> list[Any]:
+            try:
+                return await gather_all([one(c) for c in calls])
+            finally:
+                await _close([part])
+
+        return run_sync(go())
+
+    def finish(self) -> None:
+        """The end of the stage, reported even when nothing was left to do in it."""
+        if self.reported != self.total:
+            self.reported = self.total
+            self.runner._report(self.stage, self.total, self.total)
 
 
 async def _close(parts: Sequence[Any]) -> None:

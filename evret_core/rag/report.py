@@ -25,8 +25,14 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if title:
         print(title, file=out)
     level = f"{results.confidence_level:.0%} CI"
+    # only questions to refuse or escalate may lack gold ids and answers (a question set refuses any other): they
+    # have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
     if results.retrieval:
-        print(f"\nretrieval (retrieved condition; {level})", file=out)
+        scored = len(results.per_question) - len(unlabelled)
+        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse or escalate "
+                f"have no gold" if unlabelled else "")
+        print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
         for metric, mean in results.retrieval.items():
             print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
     compact = not all_pairs and len(results.conditions) > 2
@@ -59,10 +65,6 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if results.stats.get("dropped_citations"):
         print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
               f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
-    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
-    if unlabelled:
-        print(f"note: {len(unlabelled)} question(s) to refuse have no gold ids and no answers: nothing to score "
-              f"their retrieval against (e.g. {unlabelled[0]})", file=out)
 
 
 def clean_condition(conditions: list[str]) -> str | None:

@@ -161,9 +161,12 @@ def _comparison(data: ReportData) -> dict[str, Any] | None:
 
 
 def _title(data: ReportData) -> str:
+    """The runs, then the dataset they were scored on (when it has a name) and its size."""
     first = next(iter(data.runs.values()))
-    dataset = (first.manifest.dataset.get("name") if first.manifest else None) or "dataset"
-    return f"{dataset}: {', '.join(data.names)} ({first.num_queries} queries)"
+    dataset = first.manifest.dataset.get("name") if first.manifest else None
+    runs = f"{'run' if len(data.names) == 1 else 'runs'}: {', '.join(data.names)}"
+    return f"{runs}; dataset: {dataset} ({first.num_queries} queries)" if dataset else \
+        f"{runs}; {first.num_queries} queries"
 
 
 def _manifest_json(value: dict[str, Any]) -> tuple[str, bool]:

@@ -119,11 +119,18 @@ def test_cli_dry_run_and_a_run_that_evret_rag_reads(monkeypatch: pytest.MonkeyPa
         llm = ["--provider", "stub", "--model", options["model"], "--llm-option", f"base_url={options['base_url']}",
                "--llm-option", "api_key=sk-stub", "--llm-option", f"cache={tmp_path / 'c.sqlite'}"]
         assert main(["generate", "--corpus", str(corpus), "-n", "6", *llm, "--dry-run"]) == 0
+        text = capsys.readouterr().out  # text, as evaluate and rag print their dry runs; JSON with --json
+        assert text.startswith("dry run: 6 question(s) planned (") and "calls: 6 generation, " in text
+        assert main(["generate", "--corpus", str(corpus), "-n", "6", *llm, "--dry-run", "--json"]) == 0
         plan = json.loads(capsys.readouterr().out)
         assert plan["generation_calls"] == 6 and server.requests == []
+        assert text.endswith(f"estimated input tokens: ~{plan['input_tokens_estimate']}\n")
         out = tmp_path / "testset.jsonl"
         assert main(["generate", "--corpus", str(corpus), "-n", "6", *llm, "--output", str(out)]) == 0
+        text = capsys.readouterr().out
+        assert main(["generate", "--corpus", str(corpus), "-n", "6", *llm, "--output", str(out), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
+    assert text.startswith(f"{summary['kept']} of {summary['seen']} question(s) kept; dropped: ")
     questions = QuestionSet.from_jsonl(out, corpus)
     assert len(questions) == summary["kept"] > 0
     assert {q.tags["type"] for q in questions.questions} <= {"factoid", "multi-hop", "comparison", "unanswerable"}

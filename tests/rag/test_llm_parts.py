@@ -369,3 +369,52 @@ def test_relevance_failing_on_every_call_is_a_warning_and_an_unmeasured_row(
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["unmeasured"]["relevance"] == {"gold": ["q1", "q2"]}
     assert data["generation"]["gold"]["answer_relevance"] is None
+
+
+# -- progress ------------------------------------------------------------------------------------------------------
+
+def check_stages(events: list[tuple[str, int, int]]) -> dict[str, list[int]]:
+    """Each stage's done values, after checking that it starts at 0, only grows and ends at its total."""
+    by_stage: dict[str, list[int]] = {}
+    for stage, done, total in events:
+        by_stage.setdefault(stage, []).append(done)
+        assert 0 <= done <= total
+    for stage, values in by_stage.items():
+        assert values[0] == 0, stage
+        assert values == sorted(values), stage
+        assert values[-1] == max(total for s, _, total in events if s == stage), stage
+    return by_stage
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_progress_reports_every_answer_claim_and_relevance_as_it_finishes(pipelined: bool) -> None:
+    with StubLLMServer(rag_responder(delay=0.02)) as server:
+        questions, run = small_set()
+        o = opts(server, max_concurrency=2)
+        events: list[tuple[str, int, int]] = []
+        RagEvaluator(run, "llm", generator_options=o, claim_judge="llm", claim_judge_options=o, relevance="llm",
+                     relevance_options=o, k=2, pipelined=pipelined,
+                     progress=lambda *e: events.append(e)).evaluate(questions)  # type: ignore[arg-type]
+    by_stage = check_stages(events)
+    assert list(by_stage) == ["generate", "claims", "relevance"]  # a precomputed run: no retrieval stage
+    assert {t for _, _, t in events} == {6}  # 3 questions x (gold, retrieved)
+    assert set(by_stage["generate"]) == set(range(7))  # one step per answer as it arrives
+    first_claim = next(i for i, e in enumerate(events) if e[0] == "claims" and e[1] > 0)
+    last_answer = max(i for i, e in enumerate(events) if e[0] == "generate")
+    assert (first_claim < last_answer) is pipelined  # pipelined: answers are judged while others are generated
+
+
+def test_progress_of_an_offline_run_covers_every_stage_in_batches() -> None:
+    questions = QuestionSet.load(EXAMPLE / "questions.jsonl", EXAMPLE / "corpus.jsonl")
+    many = QuestionSet(questions=[q.model_copy(update={"question_id": f"{q.question_id}-{n}"})
+                                  for n in range(6) for q in questions.questions], corpus=questions.corpus)
+    from evret_core import create_retriever
+
+    retriever = create_retriever("bm25", corpus=str(EXAMPLE / "corpus.jsonl"))
+    events: list[tuple[str, int, int]] = []
+    RagEvaluator(retriever, "extractive", k=3, progress=lambda *e: events.append(e)).evaluate(many)
+    by_stage = check_stages(events)
+    assert list(by_stage) == ["retrieve", "generate", "claims", "relevance"]
+    total = 2 * len(many)  # gold and retrieved
+    assert by_stage["generate"] == [0, 0, 64, 128, 156]
+    assert by_stage["relevance"][-1] == total and len(by_stage["relevance"]) > 2

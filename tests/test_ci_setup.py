@@ -1,0 +1,81 @@
+""".ci/test-setup.sh (run by `make test`) installs Chromium as root without recommended packages and without
+upgrading or removing anything already installed, and says exactly what it installs. Run against fake apt-get,
+id and useradd commands (only those and awk on PATH): nothing on this machine is installed or changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / ".ci" / "test-setup.sh"
+
+NEW_ONLY = """\
+NOTE: This is only a simulation!
+Inst libxnvctrl0 (525.85.05-3~deb12u1 Debian:12.15/oldstable [amd64])
+Inst chromium-common (156.0.8078.79-1~deb12u1 Debian-Security:12/oldstable-security [amd64])
+Inst chromium (156.0.8078.79-1~deb12u1 Debian-Security:12/oldstable-security [amd64])
+Conf libxnvctrl0 (525.85.05-3~deb12u1 Debian:12.15/oldstable [amd64])
+Conf chromium-common (156.0.8078.79-1~deb12u1 Debian-Security:12/oldstable-security [amd64])
+Conf chromium (156.0.8078.79-1~deb12u1 Debian-Security:12/oldstable-security [amd64])
+"""
+WITH_UPGRADE = NEW_ONLY.replace("Inst chromium-common", "Inst libudev1 [252.30-1~deb12u2] (252.38-1~deb12u1 "
+                                "Debian:12.15/oldstable [amd64])\nInst chromium-common")
+
+
+def run_setup(tmp_path: Path, plan: str, ci: bool) -> tuple[str, list[str]]:
+    if shutil.which("awk") is None:
+        pytest.skip("awk is not installed")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    log = tmp_path / "calls.log"
+    (tmp_path / "plan.txt").write_text(plan)
+    (fake / "apt-get").write_text(f'#!/bin/bash\necho "apt-get $*" >> {log}\n'
+                                  f'[[ " $* " == *" -s "* ]] && printf "%s\\n" "$(<{tmp_path / "plan.txt"})"\n'
+                                  "exit 0\n")
+    (fake / "id").write_text('#!/bin/bash\ncase "$*" in\n  "-u") echo 0 ;;\n  "-un") echo root ;;\n'
+                             '  "-u postgres") echo 999 ;;\nesac\n')
+    (fake / "useradd").write_text(f'#!/bin/bash\necho "useradd $*" >> {log}\n')
+    for name in ("apt-get", "id", "useradd"):
+        (fake / name).chmod(0o755)
+    (fake / "awk").symlink_to(shutil.which("awk"))  # type: ignore[arg-type]
+    env = {"PATH": str(fake), "HOME": str(tmp_path), **({"CI": "true"} if ci else {})}
+    proc = subprocess.run(["/bin/bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines() if log.exists() else []
+    return proc.stdout, calls
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+def test_chromium_is_installed_without_recommends_and_the_new_packages_are_listed(tmp_path: Path) -> None:
+    out, calls = run_setup(tmp_path, NEW_ONLY, ci=False)
+    installs = [c for c in calls if " install " in f" {c} " and " -s " not in f" {c} "]
+    assert installs == ["apt-get install -y -q --no-install-recommends chromium"]
+    assert "apt-get -s install --no-install-recommends chromium" in calls  # simulated first
+    assert "new packages: libxnvctrl0 chromium-common chromium" in out
+    assert not any("upgrade" in c for c in calls)
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+def test_nothing_is_installed_when_it_would_upgrade_an_installed_package(tmp_path: Path) -> None:
+    out, calls = run_setup(tmp_path, WITH_UPGRADE, ci=False)
+    assert [c for c in calls if " -s " not in f" {c} " and " install " in f" {c} "] == []
+    assert "not installing chromium: apt-get would also upgrade or remove installed packages: libudev1 " \
+           "[252.30-1~deb12u2]" in out
+
+
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+def test_a_ci_runner_installs_anyway_and_lists_the_upgrades(tmp_path: Path) -> None:
+    out, calls = run_setup(tmp_path, WITH_UPGRADE, ci=True)
+    assert "apt-get install -y -q --no-install-recommends chromium" in calls
+    assert "CI: upgrading or removing, as chromium needs: libudev1 [252.30-1~deb12u2]" in out
+
+
+def test_the_readme_says_what_the_setup_does() -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "--no-install-recommends" in readme and "upgrade" in readme
+    assert os.access(SCRIPT, os.R_OK)

@@ -1,0 +1,179 @@
+"""Live progress bars (evret_core.progress): a stage starts explicitly, its clock and bar from then; stages that
+overlap get a line each; nothing is written when the stream is not a terminal. The screen is reconstructed from
+what was written (carriage returns, newlines, cursor-up and clear-line escapes), as a terminal shows it."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from evret_core import EvaluationDataset, Evaluator, QueryExample
+from evret_core.judges.base import Judge
+from evret_core.models import JudgmentContext
+from evret_core.progress import terminal_progress
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def screen(written: str) -> list[str]:
+    """The lines a terminal shows after ``written``."""
+    lines = [""]
+    row = col = 0
+    for token in re.findall(r"\x1b\[(\d*)([AK])|(\r)|(\n)|([^\r\n\x1b]+)", written):
+        count, code, cr, nl, text = token
+        if code == "A":
+            row = max(0, row - int(count or 1))
+        elif code == "K":
+            lines[row] = lines[row][:col]
+        elif cr:
+            col = 0
+        elif nl:
+            row, col = row + 1, 0
+            if row == len(lines):
+                lines.append("")
+        else:
+            lines[row] = lines[row][:col] + text + lines[row][col + len(text):]
+            col += len(text)
+    return [line for line in lines if line]
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr("evret_core.progress.time.monotonic", fake)
+    return fake
+
+
+def test_a_started_stage_is_drawn_at_zero_without_a_rate_and_timed_from_its_start(clock: Clock) -> None:
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    progress("judge", 0, 10)
+    first = screen(out.getvalue())
+    assert first == [first[0]] and " 0/10 " in first[0] and "--/s" in first[0] and "0.0/s" not in first[0]
+    clock.now += 5  # work before the first item finishes (a judge's prepare) counts
+    progress("judge", 4, 10)
+    assert "4/10" in screen(out.getvalue())[0] and "0.8/s" in screen(out.getvalue())[0]
+    clock.now += 5
+    progress("judge", 10, 10)
+    (last,) = screen(out.getvalue())
+    assert "10/10 100% 1.0/s 00:10" in last and out.getvalue().endswith("\n")
+
+
+def test_stages_that_overlap_get_a_line_each_redrawn_in_place(clock: Clock) -> None:
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    for stage in ("generate", "claims"):
+        progress(stage, 0, 3)
+    for done in (1, 2, 3):
+        clock.now += 1
+        progress("generate", done, 3)
+        progress("claims", done, 3)
+        shown = screen(out.getvalue())
+        assert len(shown) == 2 and f" {done}/3 " in shown[0] and f" {done}/3 " in shown[1]
+    progress("relevance", 0, 2)  # a later stage starts below the finished ones
+    progress("relevance", 2, 2)
+    shown = screen(out.getvalue())
+    assert [s.split()[0] for s in shown] == ["generate", "claims", "relevance"]
+    assert "3/3 100%" in shown[0] and "3/3 100%" in shown[1] and "2/2 100%" in shown[2]
+
+
+def test_nothing_is_written_when_the_stream_is_not_a_terminal() -> None:
+    out = io.StringIO()
+    progress = terminal_progress(out, min_interval=0)
+    progress("retrieve", 0, 5)
+    progress("retrieve", 5, 5)
+    progress.close()
+    assert out.getvalue() == ""
+
+
+class SlowPrepareJudge(Judge):
+    """Matches when the expected text is in the passage; its prepare() takes 7 s of the fake clock."""
+
+    name = "slow-prepare"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        self.clock.now += 7
+
+    def judge(self, context: JudgmentContext) -> bool:
+        return context.expected_text in context.retrieved_text
+
+
+def test_a_judges_prepare_is_inside_its_stage(clock: Clock) -> None:
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id="q", query_text="bees", expected_answers=["honey"])])
+    run = {"q": [{"doc_id": "d1", "score": 1.0, "text": "bees make honey"},
+                 {"doc_id": "d2", "score": 0.5, "text": "wasps"}]}
+    Evaluator(run, metrics=["recall@2"], judge=SlowPrepareJudge(clock), k=2, progress=progress).evaluate(dataset)
+    progress.close()
+    (judge_line,) = [line for line in screen(out.getvalue()) if line.startswith("judge")]
+    assert "2/2 100%" in judge_line and judge_line.endswith("00:07")
+    assert "judge     [" in out.getvalue().split("\n")[0] and " 0/2 " in out.getvalue()  # drawn before prepare
+
+
+def test_evret_rag_draws_every_stage_on_a_pseudo_terminal_and_nothing_through_a_pipe() -> None:
+    import pty
+
+    env = {**os.environ, "COLUMNS": "100"}
+    command = [sys.executable, "-m", "evret_core.cli", "rag", "--config", "examples/rag/rag.toml"]
+    leader, follower = pty.openpty()
+    try:
+        proc = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=follower)
+        os.close(follower)
+        chunks = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the pty closes when the process exits
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        os.close(leader)
+    written = b"".join(chunks).decode()
+    shown = [line for line in screen(written) if not line.startswith("results")]
+    assert [line.split()[0] for line in shown] == ["retrieve", "generate", "claims", "relevance"]
+    assert "13/13 100%" in shown[0] and all("26/26 100%" in line for line in shown[1:])
+    for stage in ("retrieve", "generate", "claims", "relevance"):  # every stage drawn first at 0, no rate
+        assert re.search(stage + r" +\[-+\] 0/\d+ +0% --/s", written)
+    piped = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_lines_never_wrap_on_a_narrow_terminal(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evret_core.progress.shutil.get_terminal_size", lambda fallback: os.terminal_size((30, 24)))
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    progress("generate", 0, 1000)
+    progress("claims", 0, 1000)
+    progress("generate", 500, 1000)
+    shown = screen(out.getvalue())
+    assert len(shown) == 2 and all(len(line) < 30 for line in shown)
