@@ -38,7 +38,7 @@ def good_or_fail(request: StubRequest) -> str | StubReply:
 
 def _cli(server: StubLLMServer, corpus: Path, out: Path) -> int:
     options = stub_options(server)
-    return main(["generate", "--corpus", str(corpus), "-n", "6", "--types", "factoid=1", "--provider", "stub",
+    return main(["generate", "--json", "--corpus", str(corpus), "-n", "6", "--types", "factoid=1", "--provider", "stub",
                  "--model", options["model"], "--llm-option", f"base_url={options['base_url']}",
                  "--llm-option", "api_key=sk-stub", "--llm-option", "retries=0", "--llm-option", "cache=off",
                  "--output", str(out)])
