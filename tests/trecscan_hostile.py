@@ -10,6 +10,8 @@ Inputs: random lines built from a biased alphabet (separators, CR, CRLF, NUL, '#
 UTF-8, broken UTF-8: truncated, overlong, surrogate, past U+10FFFF), joined lines, truncated lines, lines longer
 than any buffer, blocks cut in the middle of a UTF-8 sequence, numbers at the edges of float() (huge, tiny,
 denormal, 2**53 + 1, 20+ digits, '1_0', 'inf', 'nan', non-ASCII digits, hex), and calls with bad arguments.
+``query_dicts`` (a ColumnarRun's dicts built from its columns) gets offsets out of range, counts that disagree,
+bytes that are not UTF-8, short score buffers and int32 offsets: a ValueError, or the dicts Python builds.
 
 Run: ``python tests/trecscan_hostile.py [--rounds N] [--seed S]``; prints ``ok: ...`` and exits 0.
 """
@@ -107,6 +109,50 @@ def bad_calls(fast: Any) -> int:
     return calls
 
 
+def dict_cases(fast: Any, rng: random.Random, rounds: int) -> int:
+    """``query_dicts`` on columns with corrupted offsets, counts, ids and buffer types: a ValueError/TypeError, or
+    the dicts the Python path builds from the same columns."""
+    import numpy as np
+
+    calls = 0
+    for _ in range(rounds):
+        n = rng.randint(0, 6)
+        docs = [[f"d{rng.randint(0, 9)}{rng.choice(['', 'é', '#'])}" for _ in range(rng.randint(0, 5))] for _ in range(n)]
+        ids = bytearray(b"".join(b"".join(d.encode() + b" " for d in q) for q in docs))
+        counts = [len(q) for q in docs]
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        byte_offsets = np.concatenate(([0], np.cumsum([sum(len(d.encode()) + 1 for d in q) for q in docs])))
+        byte_offsets = byte_offsets.astype(np.int64)
+        scores = np.arange(int(offsets[-1]), dtype=np.float64)
+        first, last = sorted(rng.randint(0, n) for _ in range(2))
+        kind = rng.randrange(8)
+        if kind == 1 and n:
+            offsets[rng.randint(0, n)] += rng.choice([-3, -1, 1, 2**40])
+        elif kind == 2 and n:
+            byte_offsets[rng.randint(0, n)] += rng.choice([-3, -1, 1, 2**40, -(2**62)])
+        elif kind == 3 and ids:
+            ids[rng.randrange(len(ids))] = rng.choice([0xff, 0x20, 0xc3, 0x00])
+        elif kind == 4:
+            first, last = rng.choice([(-1, 0), (0, n + 1), (n, n - 1), (0, 2**40)])
+        elif kind == 5:
+            scores = scores[:-1] if len(scores) else scores
+        elif kind == 6:
+            offsets = offsets.astype(np.int32)
+        args = (bytes(ids), byte_offsets, offsets, scores, first, last)
+        calls += 1
+        try:
+            got = fast.query_dicts(*args)
+        except (ValueError, TypeError, BufferError):
+            assert kind, "clean columns refused"
+            continue
+        if kind in (0, 5) or (kind == 4 and 0 <= first <= last <= n):
+            expected = [dict(zip(docs[q], scores[offsets[q] : offsets[q + 1]].tolist(), strict=True))
+                        for q in range(first, last)]
+            assert got == expected, (got, expected)
+        assert isinstance(got, list) and all(type(d) is dict for d in got)
+    return calls
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=2000)
@@ -123,8 +169,9 @@ def main() -> int:
         nfields = rng.choice([4, 6])
         bad += same(fast, random_block(rng, nfields), nfields, rng.random() < 0.8)
     calls = bad_calls(fast)
+    dicts = dict_cases(fast, rng, args.rounds)
     print(f"ok: {args.rounds + 2 * len(NUMBERS)} blocks scanned alike ({bad} stopped at a bad line), {calls} bad calls "
-          f"refused")
+          f"refused, {dicts} query_dicts calls")
     return 0
 
 

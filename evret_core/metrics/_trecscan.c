@@ -19,6 +19,8 @@
  * fields (run: fewer than 6 or 12 and more, two lines joined; qrels: not 4), or its value is not a number (float()'s grammar: plain decimals are read here, correctly rounded; any
  * other text is handed to float() itself) or is NaN.
  *
+ * query_dicts(...) builds a ColumnarRun's per-query dicts from its columns (see the function).
+ *
  * Memory safety: the input is held as a buffer for the whole call (it cannot be resized), the outputs are created
  * here and sized from a first count of the block's lines before anything is written (every write is still
  * checked), and no Python code runs: only str creation and float() on an exact str.
@@ -363,10 +365,85 @@ done:
     return result;
 }
 
+/* query_dicts(ids, byte_offsets, offsets, scores, first, last): the {doc_id: score} dicts of queries first..last-1
+ * of a ColumnarRun's columns (ids: bytes, each id followed by a space; byte_offsets, offsets: int64; scores:
+ * float64). Each offset is read once and checked against the buffers before it is used; ids that are not UTF-8,
+ * or a query whose id count differs from its score count, are a ValueError. */
+static PyObject *
+query_dicts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer ids, bo, off, sc;
+    Py_ssize_t first, last;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*nn", &ids, &bo, &off, &sc, &first, &last)) return NULL;
+    PyObject *out = NULL, *d = NULL;
+    const char *text = (const char *)ids.buf;
+    const int64_t *bytes_at = (const int64_t *)bo.buf, *at = (const int64_t *)off.buf;
+    const double *scores = (const double *)sc.buf;
+    Py_ssize_t nb = bo.len / 8, no = off.len / 8, ns = sc.len / 8;
+    if (first < 0 || last < first || last >= nb || last >= no) {
+        PyErr_SetString(PyExc_ValueError, "query_dicts: first/last outside the offsets");
+        goto fail;
+    }
+    out = PyList_New(last - first);
+    if (!out) goto fail;
+    for (Py_ssize_t q = first; q < last; q++) {
+        int64_t b0 = bytes_at[q], b1 = bytes_at[q + 1], s0 = at[q], s1 = at[q + 1];
+        if (b0 < 0 || b1 < b0 || b1 > ids.len || s0 < 0 || s1 < s0 || s1 > ns) {
+            PyErr_SetString(PyExc_ValueError, "query_dicts: offsets outside the columns");
+            goto fail;
+        }
+        d = PyDict_New();
+        if (!d) goto fail;
+        int64_t k = s0;
+        for (int64_t p = b0; p < b1;) {
+            const char *sp = memchr(text + p, ' ', (size_t)(b1 - p));
+            int64_t e = sp ? (int64_t)(sp - text) : b1;
+            if (e > p) {
+                if (k >= s1) {
+                    PyErr_SetString(PyExc_ValueError, "query_dicts: more ids than scores");
+                    goto fail;
+                }
+                PyObject *key = PyUnicode_DecodeUTF8(text + p, (Py_ssize_t)(e - p), "strict");
+                if (!key) goto fail;
+                PyObject *value = PyFloat_FromDouble(scores[k++]);
+                if (!value) { Py_DECREF(key); goto fail; }
+                int bad = PyDict_SetItem(d, key, value);
+                Py_DECREF(key);
+                Py_DECREF(value);
+                if (bad) goto fail;
+            }
+            p = e + 1;
+        }
+        if (k != s1) {
+            PyErr_SetString(PyExc_ValueError, "query_dicts: fewer ids than scores");
+            goto fail;
+        }
+        PyList_SET_ITEM(out, q - first, d);
+        d = NULL;
+    }
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&sc);
+    return out;
+fail:
+    Py_XDECREF(d);
+    Py_XDECREF(out);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&bo);
+    PyBuffer_Release(&off);
+    PyBuffer_Release(&sc);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(data, nfields, want_tag) -> (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, newlines): one block "
      "of TREC run (nfields=6) or qrels (nfields=4) lines as columns, stopping at the first bad line."},
+    {"query_dicts", query_dicts, METH_VARARGS,
+     "query_dicts(ids, byte_offsets, offsets, scores, first, last) -> the {doc_id: score} dicts of queries "
+     "first..last-1 of a ColumnarRun's columns."},
     {NULL, NULL, 0, NULL},
 };
 

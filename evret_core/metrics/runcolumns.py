@@ -29,7 +29,7 @@ import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.metrics.trec import check_line, duplicate_error, line_fields, open_binary
-from evret_core.metrics.trecscan import scan
+from evret_core.metrics.trecscan import compiled, scan
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 
@@ -83,6 +83,11 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
         usual case when the dataset lists queries in the run's order, is decoded in one call."""
         out: list[dict[str, float]] = []
         i, n = 0, len(positions)
+        fast = compiled()
+        arrays = (self.offsets, self.byte_offsets, self.scores)
+        if fast is not None and not all(a.flags.c_contiguous and a.dtype == t
+                                        for a, t in zip(arrays, (np.int64, np.int64, np.float64), strict=True)):
+            fast = None
         while i < n:
             first = positions[i]
             if first < 0:
@@ -93,6 +98,10 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
             while j < n and positions[j] == first + (j - i):
                 j += 1
             last = first + (j - i)
+            if fast is not None:  # the dicts built in C from the columns: no list of every id first
+                out.extend(fast.query_dicts(self.ids, self.byte_offsets, self.offsets, self.scores, first, last))
+                i = j
+                continue
             ids = self.ids[self.byte_offsets[first] : self.byte_offsets[last]].decode().split()
             base = int(self.offsets[first])
             scores = self.scores[base : self.offsets[last]].tolist()
