@@ -93,12 +93,23 @@ def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     expected = trecscan.scan_python(block, nfields, want_tag)
     assert got == expected, (block[:400], got, expected)
     assert got.newlines == block.count(b"\n")
+    if nfields == 6:  # the dict mode: one dict per stretch, the rest as in the columns
+        dicts = trecscan.Scan(*fast.scan(block, nfields, want_tag, True))
+        assert dicts._replace(ids=bytearray(), values=bytearray()) == got._replace(ids=bytearray(), values=bytearray())
+        ids = got.ids.decode().split()
+        values = memoryview(got.values).cast("d").tolist()
+        sizes = memoryview(got.group_sizes).cast("q").tolist()
+        at, expected_dicts = 0, []
+        for size in sizes:
+            expected_dicts.append(dict(zip(ids[at : at + size], values[at : at + size], strict=True)))
+            at += size
+        assert dicts.ids == expected_dicts and dicts.values == bytearray()
     return got.error is not None
 
 
 def bad_calls(fast: Any) -> int:
     calls = 0
-    for args in [(), (b"",), (b"", 6), (b"", 5, True), (b"", 6, True, 1), ("text", 6, True), (None, 6, True),
+    for args in [(), (b"",), (b"", 6), (b"", 5, True), (b"", 6, True, 1, 2), ("text", 6, True), (None, 6, True),
                  (memoryview(bytearray(b"q1 Q0 d 1 2 t\n" * 4))[::2], 6, True)]:
         calls += 1
         try:

@@ -1,6 +1,6 @@
 /* Optional accelerator of evret_core.metrics.trecscan: one pass over a block of TREC run or qrels lines.
  *
- * scan(data, nfields, want_tag) reads `data` (any bytes-like object; whole lines, the last one may lack its
+ * scan(data, nfields, want_tag[, as_dicts]) reads `data` (any bytes-like object; whole lines, the last one may lack its
  * '\n'), nfields = 6 (run: query_id Q0 doc_id rank score run_tag) or 4 (qrels: query_id iteration doc_id grade),
  * and returns (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, newlines):
  *   ids          bytearray: each result line's document id followed by a space, in file order;
@@ -12,6 +12,8 @@
  *   error        None, or (line index in the block, start, end) of the first bad line: the outputs then hold the
  *                lines before it, and the caller re-reads that one line with the Python reader for its message;
  *   newlines     the number of '\n' in the block.
+ * With as_dicts, ids is instead a list of one {doc_id: value} dict per stretch (values is empty): what the dict
+ * readers want, without the columns in between; a repeated document sets `repeats` as in the columns.
  * The rules are those of the Python reader (evret_core.metrics.trec.line_fields): fields are split on what
  * str.split() splits on (ASCII whitespace, 0x1c-0x1f, and the Unicode spaces, read from their UTF-8 bytes); a
  * blank line or one whose first field starts with '#' is skipped; a line is bad when it is not strict UTF-8
@@ -217,6 +219,7 @@ typedef struct {
     const unsigned char *start[MAXF];
     Py_ssize_t len[MAXF];
     Py_ssize_t count;
+    int ascii; /* no byte >= 0x80 on the line */
 } fields;
 
 /* split [p, e) into fields; 0 when the line is bad (not UTF-8, a NUL byte) */
@@ -225,6 +228,7 @@ split_line(const unsigned char *p, const unsigned char *e, fields *f)
 {
     const unsigned char *field = NULL;
     f->count = 0;
+    f->ascii = 1;
     while (p < e) {
         unsigned char k = cls[*p];
         if (k == 0) {
@@ -236,6 +240,7 @@ split_line(const unsigned char *p, const unsigned char *e, fields *f)
         int step = 1, space = 1;
         if (k == 2) return 0;
         if (k == 3) {
+            f->ascii = 0;
             step = utf8_char(p, e, &space);
             if (!step) return 0;
         }
@@ -260,8 +265,8 @@ scan(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_buffer view;
-    int nfields, want_tag;
-    if (!PyArg_ParseTuple(args, "y*ip", &view, &nfields, &want_tag)) return NULL;
+    int nfields, want_tag, as_dicts = 0;
+    if (!PyArg_ParseTuple(args, "y*ip|p", &view, &nfields, &want_tag, &as_dicts)) return NULL;
     if (nfields != 4 && nfields != 6) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "scan: nfields must be 4 (qrels) or 6 (run)");
@@ -270,6 +275,7 @@ scan(PyObject *self, PyObject *args)
     const unsigned char *data = (const unsigned char *)view.buf, *end = data + view.len;
     const int doc_at = 2, value_at = nfields == 6 ? 4 : 3;
     PyObject *ids = NULL, *values = NULL, *qids = NULL, *sizes = NULL, *bytes = NULL, *tag = NULL, *error = NULL;
+    PyObject *dicts = NULL, *current = NULL; /* as_dicts: one new dict per stretch; current is borrowed from dicts */
     PyObject *result = NULL;
     dtable table = {NULL, 0, 0, 1}; /* generation 1: calloc'd slots (generation 0) are empty */
     int repeats = 0;
@@ -279,12 +285,13 @@ scan(PyObject *self, PyObject *args)
     Py_ssize_t lines = 1;
     for (const unsigned char *p = data; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) lines++;
     if (lines > PY_SSIZE_T_MAX / 8) { PyErr_NoMemory(); goto done; }
-    ids = PyByteArray_FromStringAndSize(NULL, view.len);
-    values = PyByteArray_FromStringAndSize(NULL, lines * 8);
+    ids = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : view.len);
+    values = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : lines * 8);
+    dicts = PyList_New(0);
     sizes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     bytes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     qids = PyList_New(0);
-    if (!ids || !values || !sizes || !bytes || !qids) goto done;
+    if (!ids || !values || !sizes || !bytes || !qids || !dicts) goto done;
     char *id_out = PyByteArray_AS_STRING(ids);
     double *value_out = (double *)PyByteArray_AS_STRING(values);
     int64_t *size_out = (int64_t *)PyByteArray_AS_STRING(sizes), *bytes_out = (int64_t *)PyByteArray_AS_STRING(bytes);
@@ -312,7 +319,8 @@ scan(PyObject *self, PyObject *args)
             break;
         }
         Py_ssize_t dl = f.len[doc_at];
-        if (n_values >= lines || n_ids + dl + 1 > view.len) { /* cannot happen: the sizes above bound them */
+        if (groups >= lines || (!as_dicts && (n_values >= lines || n_ids + dl + 1 > view.len))) {
+            /* cannot happen: the sizes above bound them */
             PyErr_SetString(PyExc_RuntimeError, "scan: output overflow");
             goto done;
         }
@@ -326,12 +334,41 @@ scan(PyObject *self, PyObject *args)
             group_len = f.len[0];
             table.gen++;
             table.used = 0;
+            if (as_dicts) {
+                /* sized for as many documents as the stretch before (runs mostly have one depth): no resizes; at
+                 * most 4,096, so that one long query does not oversize the next ones */
+                int64_t hint = groups > 0 ? size_out[groups - 1] : 0;
+                current = _PyDict_NewPresized((Py_ssize_t)(hint < 4096 ? hint : 4096));
+                if (!current) goto done;
+                bad = PyList_Append(dicts, current);
+                Py_DECREF(current); /* dicts holds it, and nothing else can reach dicts */
+                if (bad) goto done;
+            }
             size_out[groups] = 0;
             bytes_out[groups] = 0;
             groups++;
         }
         size_out[groups - 1] += 1;
         bytes_out[groups - 1] += dl + 1;
+        if (as_dicts) { /* the dict of the stretch: a repeat leaves its size unchanged */
+            PyObject *key;
+            if (f.ascii) { /* the common case: a compact ASCII str, filled directly */
+                key = PyUnicode_New(dl, 127);
+                if (key) memcpy(PyUnicode_DATA(key), f.start[doc_at], (size_t)dl);
+            } else {
+                key = PyUnicode_DecodeUTF8((const char *)f.start[doc_at], dl, "strict");
+            }
+            if (!key) goto done;
+            PyObject *value = PyFloat_FromDouble(v);
+            if (!value) { Py_DECREF(key); goto done; }
+            Py_ssize_t before = PyDict_GET_SIZE(current);
+            int bad = PyDict_SetItem(current, key, value);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            if (bad) goto done;
+            repeats = repeats || PyDict_GET_SIZE(current) == before;
+            goto tagged;
+        }
         memcpy(id_out + n_ids, f.start[doc_at], (size_t)dl);
         id_out[n_ids + dl] = ' ';
         if (!repeats) {
@@ -341,6 +378,7 @@ scan(PyObject *self, PyObject *args)
         }
         n_ids += dl + 1;
         value_out[n_values++] = v;
+    tagged:
         if (want_tag && nfields == 6 && !tag) {
             tag = PyUnicode_DecodeUTF8((const char *)f.start[5], f.len[5], "strict");
             if (!tag) goto done;
@@ -349,13 +387,14 @@ scan(PyObject *self, PyObject *args)
     }
     if (PyByteArray_Resize(ids, n_ids) < 0 || PyByteArray_Resize(values, n_values * 8) < 0
         || PyByteArray_Resize(sizes, groups * 8) < 0 || PyByteArray_Resize(bytes, groups * 8) < 0) goto done;
-    result = Py_BuildValue("(OOOOOOOOn)", ids, values, qids, sizes, bytes, tag ? tag : Py_None,
+    result = Py_BuildValue("(OOOOOOOOn)", as_dicts ? dicts : ids, values, qids, sizes, bytes, tag ? tag : Py_None,
                            repeats ? Py_True : Py_False, error ? error : Py_None, lines - 1);
 
 done:
     PyMem_Free(table.slots);
     PyBuffer_Release(&view);
     Py_XDECREF(ids);
+    Py_XDECREF(dicts);
     Py_XDECREF(values);
     Py_XDECREF(qids);
     Py_XDECREF(sizes);
@@ -393,7 +432,7 @@ query_dicts(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "query_dicts: offsets outside the columns");
             goto fail;
         }
-        d = PyDict_New();
+        d = _PyDict_NewPresized((Py_ssize_t)(s1 - s0)); /* no resize while it fills */
         if (!d) goto fail;
         int64_t k = s0;
         for (int64_t p = b0; p < b1;) {

@@ -28,8 +28,8 @@ from typing import BinaryIO, cast
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.trec import check_line, duplicate_error, line_fields, open_binary
-from evret_core.metrics.trecscan import compiled, scan
+from evret_core.metrics.trec import TrecRun, check_line, duplicate_error, line_fields, open_binary
+from evret_core.metrics.trecscan import Scan, compiled, scan
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 
@@ -130,8 +130,9 @@ class _Reader:
     ids (joined), the scores or grades, and per stretch of adjacent lines of one query its query, number of lines and
     bytes of ids; it stops at the first bad line, which :meth:`raise_error` reports."""
 
-    def __init__(self, path: Path, start: int, stop: int | None, nfields: int) -> None:
+    def __init__(self, path: Path, start: int, stop: int | None, nfields: int, as_dicts: bool = False) -> None:
         self.path = path
+        self.run: TrecRun | None = TrecRun() if as_dicts else None  # the compiled scan's dicts, merged
         self.start = start
         self.stop = stop
         self.nfields = nfields
@@ -167,12 +168,24 @@ class _Reader:
         """Read the next block of whole lines; False at a bad line."""
         lineno = self.lines
         bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
-        got = scan(block[len(_BOM):] if bom else block, self.nfields, not self.tag)
+        data = block[len(_BOM):] if bom else block
+        got = Scan(*compiled().scan(data, 6, not self.tag, True)) if self.run is not None else scan(
+            data, self.nfields, not self.tag)
         if got.tag and not self.tag:
             self.tag = got.tag
         self.repeats = self.repeats or got.repeats
         self.lines += got.newlines
-        if got.group_qids:
+        if self.run is not None:
+            run = self.run
+            for qid, docs in zip(got.group_qids, cast(list[dict[str, float]], got.ids), strict=True):
+                have = run.get(qid)
+                if have is None:
+                    run[qid] = docs
+                else:  # the query's lines go on after a block's end or another query's lines
+                    before = len(have)
+                    have.update(docs)
+                    self.repeats = self.repeats or len(have) != before + len(docs)
+        elif got.group_qids:
             index = self.index
             ids = [index.setdefault(q, len(index)) for q in got.group_qids]
             sizes = np.frombuffer(got.group_sizes, dtype=np.int64)
@@ -313,12 +326,14 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
         have = end - cut
 
 
-def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None) -> _Reader:
+def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
+                 as_dicts: bool = False) -> _Reader:
     """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
-    bad line (see :class:`_Reader`; the caller raises its errors)."""
+    bad line (see :class:`_Reader`; the caller raises its errors); ``as_dicts`` (a run, compiled scan only): into
+    the reader's ``run`` dicts instead."""
     path = Path(path)
     handle = open_binary(path)
-    reader = _Reader(path, start, stop, nfields)
+    reader = _Reader(path, start, stop, nfields, as_dicts)
     with handle:
         for block in views(handle, start, stop):
             if not reader.block(block):
@@ -348,3 +363,20 @@ def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) 
             reader.raise_repeat(twice.__contains__)
     reader.raise_error()
     return run
+
+
+def read_run_dicts(path: str | Path) -> TrecRun:
+    """:func:`~evret_core.metrics.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
+    between); without it, the columns' dicts."""
+    if compiled() is None:
+        columns = read_run_columns(path)
+        run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
+        run.tag = columns.tag
+        return run
+    reader = read_columns(path, 6, as_dicts=True)
+    if reader.repeats:
+        reader.raise_repeat(lambda qid: True)
+    reader.raise_error()
+    assert reader.run is not None
+    reader.run.tag = reader.tag
+    return reader.run

@@ -103,27 +103,15 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels
     """
     from evret_core.metrics.runcolumns import read_columns
 
-    path = Path(path)
-    columns = read_columns(path, 4)
-    qids, sizes, ends = columns.groups()
-    docs = columns.ids.decode().split()
-    grades = np.frombuffer(columns.values, dtype=np.float64).tolist()
-    qrels: Qrels = {}
-    at = 0
-    repeated = False
-    for qid, n in zip(qids, sizes, strict=True):
-        if queries is None or qid in queries:
-            judged = qrels.get(qid)
-            if judged is None:
-                judged = qrels[qid] = {}
-            before = len(judged)
-            judged.update(zip(docs[at : at + n], grades[at : at + n], strict=True))
-            repeated = repeated or len(judged) - before != n
-        at += n
-    if repeated:
-        columns.raise_repeat(lambda qid: queries is None or qid in queries, judged=True)
-    columns.raise_error()
-    return qrels
+    reader = read_columns(path, 4)
+    columns = reader.finish()  # grouped by query, in the order of each query's first line
+    keep = range(len(columns)) if queries is None else [i for i, q in enumerate(columns.qids) if q in queries]
+    judged = columns.queries(keep)
+    counts = np.diff(columns.offsets)[list(keep)].tolist()
+    if any(len(d) != n for d, n in zip(judged, counts, strict=True)):
+        reader.raise_repeat(lambda qid: queries is None or qid in queries, judged=True)
+    reader.raise_error()
+    return dict(zip([columns.qids[i] for i in keep], judged, strict=True))
 
 
 def read_run(path: str | Path) -> TrecRun:
@@ -132,12 +120,9 @@ def read_run(path: str | Path) -> TrecRun:
     A document listed twice for a query is an error naming the query, the document and both lines; a line of 12
     fields or more is an error (two lines joined), where trec_eval would ignore every field after the sixth.
     """
-    from evret_core.metrics.runcolumns import read_run_columns
+    from evret_core.metrics.runcolumns import read_run_dicts
 
-    columns = read_run_columns(path)
-    run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
-    run.tag = columns.tag
-    return run
+    return read_run_dicts(path)
 
 
 def ranked_docs(scores: Mapping[str, float]) -> list[str]:
