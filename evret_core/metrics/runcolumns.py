@@ -169,7 +169,7 @@ class _Reader:
         lineno = self.lines
         bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
         data = block[len(_BOM):] if bom else block
-        got = Scan(*compiled().scan(data, 6, not self.tag, True)) if self.run is not None else scan(
+        got = Scan(*compiled().scan(data, self.nfields, not self.tag, True)) if self.run is not None else scan(
             data, self.nfields, not self.tag)
         if got.tag and not self.tag:
             self.tag = got.tag
@@ -177,7 +177,12 @@ class _Reader:
         self.lines += got.newlines
         if self.run is not None:
             run = self.run
-            for qid, docs in zip(got.group_qids, cast(list[dict[str, float]], got.ids), strict=True):
+            stretches = cast(list[dict[str, float]], got.ids)
+            fresh = dict(zip(got.group_qids, stretches, strict=True))
+            if len(fresh) == len(stretches) and run.keys().isdisjoint(fresh):  # one stretch per query: no merge
+                run.update(fresh)
+                stretches = []
+            for qid, docs in zip(got.group_qids if stretches else [], stretches, strict=True):
                 have = run.get(qid)
                 if have is None:
                     run[qid] = docs
@@ -329,8 +334,8 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
 def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
                  as_dicts: bool = False) -> _Reader:
     """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
-    bad line (see :class:`_Reader`; the caller raises its errors); ``as_dicts`` (a run, compiled scan only): into
-    the reader's ``run`` dicts instead."""
+    bad line (see :class:`_Reader`; the caller raises its errors); ``as_dicts`` (compiled scan only): into the
+    reader's ``run`` dicts instead."""
     path = Path(path)
     handle = open_binary(path)
     reader = _Reader(path, start, stop, nfields, as_dicts)

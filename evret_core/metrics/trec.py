@@ -102,14 +102,25 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels
     still checked, and a document judged twice only in the kept queries).
     """
     from evret_core.metrics.runcolumns import read_columns
+    from evret_core.metrics.trecscan import compiled
 
+    def kept(qid: str) -> bool:
+        return queries is None or qid in queries
+
+    if compiled() is not None:  # the dicts built as the file is read
+        reader = read_columns(path, 4, as_dicts=True)
+        if reader.repeats:
+            reader.raise_repeat(kept, judged=True)  # a repeat in a query not kept is no error
+        reader.raise_error()
+        assert reader.run is not None
+        return dict(reader.run) if queries is None else {q: d for q, d in reader.run.items() if q in queries}
     reader = read_columns(path, 4)
     columns = reader.finish()  # grouped by query, in the order of each query's first line
     keep = range(len(columns)) if queries is None else [i for i, q in enumerate(columns.qids) if q in queries]
     judged = columns.queries(keep)
     counts = np.diff(columns.offsets)[list(keep)].tolist()
     if any(len(d) != n for d, n in zip(judged, counts, strict=True)):
-        reader.raise_repeat(lambda qid: queries is None or qid in queries, judged=True)
+        reader.raise_repeat(kept, judged=True)
     reader.raise_error()
     return dict(zip([columns.qids[i] for i in keep], judged, strict=True))
 
