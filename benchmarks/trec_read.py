@@ -11,7 +11,8 @@ reader finds them in the page cache). Each reader runs ``--repeat`` times; the b
   (pure Python), where installed.
 
 Ratios are against pyarrow on one thread and pytrec_eval's parse_run (for qrels: parse_qrel), measured in the
-same run. Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure]``.
+same run. Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure]``; the 1M x 100 file:
+``--queries 1000000 --repeat 1 --columns-only``.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-pure", action="store_true", help="leave out the numpy path's rows")
     parser.add_argument("--folder", help="where to write the files (default: a temporary folder)")
+    parser.add_argument("--columns-only", action="store_true",
+                        help="only read_run_columns and the shard reader, no peer (for 1M queries x 100: dicts of "
+                             "100M lines do not fit in memory)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.folder) as tmp:
         run, qrels = runfile_gen.write(Path(tmp), args.queries)
@@ -102,17 +106,19 @@ def main() -> int:
             "evret shard reader (4 ranges)": lambda: [read_run_columns(run, a, b) for a, b in ranges],
             "evret read_qrels": lambda: read_qrels(qrels),
         }
+        if args.columns_only:
+            ours = {k: v for k, v in ours.items() if "columns" in k or "shard" in k}
         times: dict[str, tuple[float, float]] = {}
         for name, fn in ours.items():
             times[name] = best(fn, args.repeat)
-        if not args.skip_pure and trecscan._trecscan is not None:
+        if not args.skip_pure and not args.columns_only and trecscan._trecscan is not None:
             os.environ["EVRET_PURE_PYTHON"] = "1"
             try:
                 for name in ("evret read_run (dicts)", "evret read_run_columns", "evret read_qrels"):
                     times[name + ", numpy path"] = best(ours[name], args.repeat)
             finally:
                 del os.environ["EVRET_PURE_PYTHON"]
-        for name, fn in peers(run, qrels).items():
+        for name, fn in ({} if args.columns_only else peers(run, qrels)).items():
             times[name] = best(fn, args.repeat)
     print("\n| reader | wall (s) | CPU (s) | M lines/s (CPU) | vs pyarrow, 1 thread (wall / CPU) | "
           "vs pytrec_eval (wall / CPU) |\n|---|---|---|---|---|---|")
