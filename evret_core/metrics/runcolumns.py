@@ -215,13 +215,6 @@ class _Reader:
         self.bad = (self.first_line() + lineno + line, bytes(block[begin + shift if begin else 0 : end + shift]))
         return False
 
-    def groups(self) -> tuple[list[str], list[int], list[int]]:
-        """Per stretch of adjacent lines, in file order: its query id, its number of lines, and the bytes of its ids."""
-        names = list(self.index)
-        sizes = np.concatenate(self.group_sizes).tolist() if self.group_sizes else []
-        nbytes = np.concatenate(self.group_bytes).tolist() if self.group_bytes else []
-        return [names[i] for i in self.group_qids], sizes, nbytes
-
     def raise_error(self) -> None:
         """The error of the first bad line, if there was one (the Python reader's message for that line)."""
         if self.bad is None:
