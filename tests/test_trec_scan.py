@@ -229,3 +229,16 @@ def test_a_cr_only_run_is_an_error_and_crlf_still_reads(tmp_path: Path, capsys: 
         assert "cr:1: expected 6 fields" in capsys.readouterr().err
         assert main(["trec", qrels, str(tmp_path / "crlf"), "-m", "num_ret", "--json", *extra]) == 0
         assert '"num_ret": 1500.0' in capsys.readouterr().out
+
+
+def test_a_joined_first_line_is_still_read_as_a_trec_run(tmp_path: Path) -> None:
+    """evret evaluate --run: a run whose first line holds two joined lines was taken for JSON lines (a JSON error);
+    now the TREC reader names the line."""
+    from evret_core.runfiles import read_retrieved
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 2.0 t q1 Q0 d2 2 1.0 t\nq1 Q0 d3 3 0.5 t\n")
+    with pytest.raises(EvretError, match=r"run\.trec:1: expected 6 fields .*got 12: two or more lines joined"):
+        read_retrieved(path)
+    path.write_text("q1 Q0 d1 1 2.0 t trailing\nq1 Q0 d3 3 0.5 t\n")  # trec_eval's trailing fields: a run
+    assert dict(read_retrieved(path)["q1"]) == {"d1": 2.0, "d3": 0.5}
