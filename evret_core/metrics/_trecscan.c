@@ -34,6 +34,14 @@
 
 #define MAXF 6
 
+/* a dict sized for n entries: CPython's private presizing call where the headers have it (3.8-3.13), else a plain
+ * dict (it then grows as it fills) */
+#if PY_VERSION_HEX >= 0x03080000 && PY_VERSION_HEX < 0x030e0000 && !defined(Py_LIMITED_API)
+#define NEW_DICT(n) _PyDict_NewPresized(n)
+#else
+#define NEW_DICT(n) PyDict_New()
+#endif
+
 /* 0: part of a field, 1: whitespace, 2: NUL (a bad line), 3: first byte of a multi-byte UTF-8 sequence (or bad) */
 static unsigned char cls[256];
 
@@ -338,7 +346,7 @@ scan(PyObject *self, PyObject *args)
                 /* sized for as many documents as the stretch before (runs mostly have one depth): no resizes; at
                  * most 4,096, so that one long query does not oversize the next ones */
                 int64_t hint = groups > 0 ? size_out[groups - 1] : 0;
-                current = _PyDict_NewPresized((Py_ssize_t)(hint < 4096 ? hint : 4096));
+                current = NEW_DICT((Py_ssize_t)(hint < 4096 ? hint : 4096));
                 if (!current) goto done;
                 bad = PyList_Append(dicts, current);
                 Py_DECREF(current); /* dicts holds it, and nothing else can reach dicts */
@@ -432,7 +440,7 @@ query_dicts(PyObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "query_dicts: offsets outside the columns");
             goto fail;
         }
-        d = _PyDict_NewPresized((Py_ssize_t)(s1 - s0)); /* no resize while it fills */
+        d = NEW_DICT((Py_ssize_t)(s1 - s0 < 4096 ? s1 - s0 : 4096)); /* no resize while it fills */
         if (!d) goto fail;
         int64_t k = s0;
         for (int64_t p = b0; p < b1;) {
