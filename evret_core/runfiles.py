@@ -28,13 +28,14 @@ _LINE_KEYS = _RESULT_KEYS | {"query_id"}
 
 
 def _is_trec_run(path: Path) -> bool:
-    """A TREC run's first non-blank line has 6 whitespace-separated fields and is not JSON."""
+    """A TREC run's first non-blank line has 6 whitespace-separated fields or more (the TREC reader refuses a joined
+    line, naming it) and is not JSON."""
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 line = raw.strip()
                 if line:
-                    return not line.startswith((b"{", b"[")) and len(line.split()) == 6
+                    return not line.startswith((b"{", b"[")) and len(line.split()) >= 6
     except OSError:
         return False
     return False

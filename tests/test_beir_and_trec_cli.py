@@ -113,9 +113,29 @@ def test_cli_trec_in_shards_prints_the_same_table(run_name: str, extra: list[str
 def test_cli_trec_bad_shards_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     base = _trec_files()
     assert main(["trec", str(base / "qrels.test"), str(base / "results.test"), "--shards", "0"]) == 2
-    assert "--shards must be a positive integer, got 0" in capsys.readouterr().err
+    assert "--shards must be between 1 and 10,000, got 0" in capsys.readouterr().err
     assert main(["trec", str(base / "qrels.test"), str(base / "results.test"), "--executor", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
+    # T03b: 10**18 shards ran for 34 minutes; now refused before any work
+    assert main(["trec", str(base / "qrels.test"), str(base / "results.test"), "--shards", str(10**18)]) == 2
+    assert f"--shards must be between 1 and 10,000, got {10**18}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra", [[], ["--shards", "2"]])
+def test_cli_trec_folders_and_empty_runs_exit_2(extra: list[str], tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """T14/T14c: a folder as run or qrels; T09/T10: an empty or comments-only run (it said 'complete=True')."""
+    qrels = str(_trec_files() / "qrels.test")
+    assert main(["trec", qrels, str(tmp_path), *extra]) == 2
+    assert capsys.readouterr().err.strip() == f"evret: error: {tmp_path}: is a folder, not a file"
+    assert main(["trec", str(tmp_path), str(_trec_files() / "results.test"), *extra]) == 2
+    assert capsys.readouterr().err.strip() == f"evret: error: {tmp_path}: is a folder, not a file"
+    run = tmp_path / "run"
+    for text in ("", "# comment\n\n"):
+        run.write_text(text)
+        assert main(["trec", qrels, str(run), *extra]) == 2
+        err = capsys.readouterr().err
+        assert f"{run}: the run file has no result lines" in err and "complete=True" not in err
 
 
 def test_cli_trec_metric_options_in_names(capsys: pytest.CaptureFixture[str]) -> None:

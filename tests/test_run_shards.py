@@ -136,7 +136,40 @@ def test_complete_scores_the_judged_queries_missing_from_the_run(tmp_path: Path,
 def test_complete_scores_a_run_that_shares_no_query(tmp_path: Path) -> None:
     (tmp_path / "run").write_text("x Q0 d1 1 1.0 t\n")
     (tmp_path / "qrels").write_text("q1 0 d1 1\n")
-    with pytest.raises(EvretError, match="complete=True scores every judged query"):
+    with pytest.raises(EvretError, match=r"complete=True \(evret trec --complete\) scores every judged query"):
         evaluate_run_file(tmp_path / "qrels", tmp_path / "run", ["num_rel"])
     got = evaluate_run_file(tmp_path / "qrels", tmp_path / "run", ["num_rel", "num_ret"], complete=True)
     assert got.qids == ["q1"] and got.per_query("q1") == {"num_rel": 1.0, "num_ret": 0.0}
+
+
+def test_shards_are_bounded_and_never_loop_over_empty_indexes(tmp_path: Path) -> None:
+    """T03/T03b: --shards 10**18 ran for 34 minutes on a 1,500-line run; now an error at once, and a count up to the
+    maximum costs one loop per query boundary, not one per shard index."""
+    import time
+
+    from evret_core.metrics.shards import MAX_SHARDS
+
+    run = tmp_path / "run.trec"
+    run.write_text("".join(f"q{q} Q0 d{d} {d} {d} t\n" for q in range(3) for d in range(2000)))
+    for bad in (10**18, MAX_SHARDS + 1):
+        with pytest.raises(EvretError, match=f"shards must be at most {MAX_SHARDS:,}"):
+            shard_ranges(run, bad)
+    started = time.process_time()
+    ranges = shard_ranges(run, MAX_SHARDS)
+    assert len(ranges) == 3 and time.process_time() - started < 2.0  # 3 queries: 3 ranges, not 10,000 seeks
+
+
+def test_folders_and_empty_runs_are_clear_errors(tmp_path: Path) -> None:
+    """T14, T14c, T09, T10: a folder as run or qrels, an empty or comments-only run, in shards."""
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels"
+    run.write_text("q1 Q0 a 1 1 t\n")
+    qrels.write_text("q1 0 a 1\n")
+    with pytest.raises(EvretError, match=f"^{tmp_path}: is a folder, not a file$"):
+        evaluate_run_file(qrels, tmp_path, ["ndcg@10"], shards=2)
+    with pytest.raises(EvretError, match=f"^{tmp_path}: is a folder, not a file$"):
+        evaluate_run_file(tmp_path, run, ["ndcg@10"], shards=2)
+    for text in ("", "# only a comment\n\n  \n"):
+        run.write_text(text)
+        for complete in (False, True):
+            with pytest.raises(EvretError, match=r"run\.trec: the run file has no result lines"):
+                evaluate_run_file(qrels, run, ["ndcg@10"], shards=2, complete=complete)

@@ -35,8 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("-l", "--relevance-level", type=float, metavar="N",
                    help="a document is relevant when its grade is >= N (trec_eval -l; default: grade > 0)")
     p.add_argument("--shards", type=int, metavar="N",
-                   help="score the run file in N shards, each reading only its part (default with --executor: one "
-                        "per 256 MiB); the run's lines of one query must be adjacent")
+                   help="score the run file in N shards (1 to 10,000; fewer when the run has fewer queries), each "
+                        "reading only its part (default with --executor: one per 256 MiB); the run's lines of one "
+                        "query must be adjacent")
     p.add_argument("--executor", help="where the shards run: local (default, one after another) or a plugin's "
                                       "executor, e.g. ray (evret-ray)")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
@@ -54,10 +55,10 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
         from evret_core.cli.options import parse_options
         from evret_core.errors import EvretError
         from evret_core.executors import resolve_executor
-        from evret_core.metrics.shards import evaluate_run_file
+        from evret_core.metrics.shards import MAX_SHARDS, evaluate_run_file
 
-        if args.shards is not None and args.shards < 1:
-            raise EvretError(f"--shards must be a positive integer, got {args.shards}")
+        if args.shards is not None and not 1 <= args.shards <= MAX_SHARDS:
+            raise EvretError(f"--shards must be between 1 and {MAX_SHARDS:,}, got {args.shards}")
         executor = resolve_executor(args.executor, parse_options(args.executor_option, "--executor-option"))
         try:
             scored = evaluate_run_file(args.qrels, args.run, metrics, shards=args.shards, executor=executor,
@@ -67,12 +68,19 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
             if callable(shutdown):
                 shutdown()
         return scored.tag, {q: scored.per_query(q) for q in scored.qids}
+    from evret_core.errors import EvretError
     from evret_core.metrics.engine import evaluate_run
     from evret_core.metrics.runcolumns import read_run_columns
+    from evret_core.metrics.shards import no_lines_error
     from evret_core.metrics.trec import read_qrels
 
     qrels = read_qrels(args.qrels)
     trec_run = read_run_columns(args.run)  # columns: a query's dict is built only while its chunk is scored
+    if not len(trec_run):
+        raise EvretError(no_lines_error(args.run))
+    if not args.complete and qrels and not any(q in qrels for q in trec_run.qids):
+        raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id); "
+                         "--complete scores every judged query, missing ones as 0")
     per_query: dict[str, dict[str, float]] = evaluate_run(
         qrels, trec_run, metrics, per_query=True,
         relevance_level=args.relevance_level, complete=args.complete,

@@ -8,11 +8,11 @@ query), the scores in one float64 array, and two offsets per query: about 20 byt
 :class:`~evret_core.Evaluator` take it as they take a dict run; a query's dict is built when it is asked for
 (``evaluate_run`` and the Evaluator ask for 2,048 queries at a time), so memory stays bounded by the columns.
 
-Reading is done in blocks of 8 MiB. A block of plain 6-field ASCII lines is split in bulk (bytes ``split``, one
-``float`` per score); any other block (comments, blank lines, extra fields, non-ASCII text, a bad line) is read
-line by line exactly as :func:`read_run` does, so a bad line is reported with its file and line. A query whose
-lines are not adjacent (``q1 .. q2 .. q1``) is regrouped, its documents kept in file order; a document ranked
-twice for a query is found after reading and reported with both lines, as :func:`read_run` reports it.
+Reading is done in blocks of 8 MiB, each read once by :func:`~evret_core.metrics.trecscan.scan` (compiled where
+it was built) into the ids, scores and stretches of adjacent lines of one query; the first bad line stops the read
+and is reported with its file and line, in the words of :func:`read_run`. A query whose lines are not adjacent
+(``q1 .. q2 .. q1``) is regrouped, its documents kept in file order; a document ranked twice for a query (the scan
+flags it) is then looked for line by line and reported with both lines, as :func:`read_run` reports it.
 
 ``start``/``stop`` read a byte range of the file (it must start and end at line starts; see
 :mod:`evret_core.metrics.shards`), so that workers can each read their own part of one file.
@@ -20,22 +20,21 @@ twice for a query is found after reading and reported with both lines, as :func:
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterator, Mapping, Sequence
+import io
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import numpy as np
 
-from evret_core.metrics.trec import duplicate_error, line_fields, open_binary, run_fields
+from evret_core.errors import EvretError
+from evret_core.metrics.trec import TrecRun, check_line, duplicate_error, line_fields, open_binary
+from evret_core.metrics.trecscan import Scan, compiled, scan
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 
 _BLOCK = 1 << 23  # 8 MiB: the bulk split's temporary objects stay near 60 MiB
 _BOM = b"\xef\xbb\xbf"
-_KIND = np.zeros(256, dtype=np.uint8)
-_KIND[list(b" \t\n\r\x0b\x0c")] = 1  # what bytes.split() splits on
-_KIND[list(b"\x1c\x1d\x1e\x1f")] = 2  # what str.split() also splits on: such a block is read line by line
 
 
 class ColumnarRun(Mapping[str, dict[str, float]]):
@@ -84,6 +83,11 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
         usual case when the dataset lists queries in the run's order, is decoded in one call."""
         out: list[dict[str, float]] = []
         i, n = 0, len(positions)
+        fast = compiled()
+        arrays = (self.offsets, self.byte_offsets, self.scores)
+        if fast is not None and not all(a.flags.c_contiguous and a.dtype == t
+                                        for a, t in zip(arrays, (np.int64, np.int64, np.float64), strict=True)):
+            fast = None
         while i < n:
             first = positions[i]
             if first < 0:
@@ -94,6 +98,10 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
             while j < n and positions[j] == first + (j - i):
                 j += 1
             last = first + (j - i)
+            if fast is not None:  # the dicts built in C from the columns: no list of every id first
+                out.extend(fast.query_dicts(self.ids, self.byte_offsets, self.offsets, self.scores, first, last))
+                i = j
+                continue
             ids = self.ids[self.byte_offsets[first] : self.byte_offsets[last]].decode().split()
             base = int(self.offsets[first])
             scores = self.scores[base : self.offsets[last]].tolist()
@@ -118,19 +126,27 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
 
 
 class _Reader:
-    """Collects a run file's blocks: per block the document ids (joined), scores, and runs of equal query ids."""
+    """Reads a file's blocks with :func:`~evret_core.metrics.trecscan.scan` and keeps their columns: the document
+    ids (joined), the scores or grades, and per stretch of adjacent lines of one query its query, number of lines and
+    bytes of ids; it stops at the first bad line, which :meth:`raise_error` reports."""
 
-    def __init__(self, path: Path, start: int, stop: int | None) -> None:
+    def __init__(self, path: Path, start: int, stop: int | None, nfields: int, as_dicts: bool = False) -> None:
         self.path = path
+        self.run: TrecRun | None = TrecRun() if as_dicts else None  # the compiled scan's dicts, merged
         self.start = start
         self.stop = stop
-        self.index: dict[bytes, int] = {}
+        self.nfields = nfields
+        self.index: dict[str, int] = {}
         self.ids = bytearray()
-        self.scores: list[np.ndarray] = []
-        self.group_qids: list[np.ndarray] = []  # per run of adjacent lines of one query: its query,
-        self.group_sizes: list[np.ndarray] = []  # its number of lines,
-        self.group_bytes: list[np.ndarray] = []  # and the bytes of its ids (a space after each)
+        self.values = bytearray()
+        self.group_qids: list[int] = []
+        self.group_sizes: list[np.ndarray] = []
+        self.group_bytes: list[np.ndarray] = []
         self.tag = ""
+        self.repeats = False
+        self.merged: set[int] = set()
+        self.lines = 0  # the lines of the blocks read  # queries whose lines went on from one block into the next
+        self.bad: tuple[int, bytes] | None = None  # the first bad line: its number and bytes
         self._first_line: int | None = None
 
     def first_line(self) -> int:
@@ -148,72 +164,94 @@ class _Reader:
             self._first_line = count + 1
         return self._first_line
 
-    def block(self, block: bytes, lineno: int) -> None:
-        """Read one block of whole lines; ``lineno``: the number of lines before it (from ``start``)."""
-        if self.start == 0 and lineno == 0 and block.startswith(_BOM):
-            block = block[len(_BOM):]
-        tokens = plain_fields(block)
-        if tokens is not None:
-            texts = tokens[4::6]
-            try:
-                scores = np.fromiter(map(float, texts), dtype=np.float64, count=len(texts))
-            except ValueError:
-                scores = None
-            if scores is not None and not np.isnan(scores).any():
-                if not self.tag:
-                    self.tag = tokens[5].decode()
-                self._add(tokens[0::6], tokens[2::6], scores)
-                return
-        lines = block.split(b"\n")
-        if lines and not lines[-1]:
-            lines.pop()
-        self._slow(lines, lineno)
+    def block(self, block: memoryview) -> bool:
+        """Read the next block of whole lines; False at a bad line."""
+        lineno = self.lines
+        bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
+        data = block[len(_BOM):] if bom else block
+        got = Scan(*compiled().scan(data, self.nfields, not self.tag, True)) if self.run is not None else scan(
+            data, self.nfields, not self.tag)
+        if got.tag and not self.tag:
+            self.tag = got.tag
+        self.repeats = self.repeats or got.repeats
+        self.lines += got.newlines
+        if self.run is not None:
+            run = self.run
+            stretches = cast(list[dict[str, float]], got.ids)
+            fresh = dict(zip(got.group_qids, stretches, strict=True))
+            if len(fresh) == len(stretches) and run.keys().isdisjoint(fresh):  # one stretch per query: no merge
+                run.update(fresh)
+                stretches = []
+            for qid, docs in zip(got.group_qids if stretches else [], stretches, strict=True):
+                have = run.get(qid)
+                if have is None:
+                    run[qid] = docs
+                else:  # the query's lines go on after a block's end or another query's lines
+                    before = len(have)
+                    have.update(docs)
+                    self.repeats = self.repeats or len(have) != before + len(docs)
+        elif got.group_qids:
+            index = self.index
+            ids = [index.setdefault(q, len(index)) for q in got.group_qids]
+            sizes = np.frombuffer(got.group_sizes, dtype=np.int64)
+            nbytes = np.frombuffer(got.group_bytes, dtype=np.int64)
+            if self.group_qids and ids[0] == self.group_qids[-1]:  # the last query goes on in this block
+                self.merged.add(ids[0])
+                self.group_sizes[-1] = self.group_sizes[-1].copy()
+                self.group_sizes[-1][-1] += sizes[0]
+                self.group_bytes[-1] = self.group_bytes[-1].copy()
+                self.group_bytes[-1][-1] += nbytes[0]
+                ids, sizes, nbytes = ids[1:], sizes[1:], nbytes[1:]
+            if ids:
+                self.group_qids += ids
+                self.group_sizes.append(sizes)
+                self.group_bytes.append(nbytes)
+            self.ids += got.ids
+            self.values += got.values
+        if got.error is None:
+            return True
+        line, begin, end = got.error
+        shift = len(_BOM) if bom else 0
+        self.bad = (self.first_line() + lineno + line, bytes(block[begin + shift if begin else 0 : end + shift]))
+        return False
 
-    def _slow(self, lines: list[bytes], lineno: int) -> None:
-        """The block line by line, as :func:`read_run` reads it (its checks, its errors)."""
-        qids: list[bytes] = []
-        docs: list[bytes] = []
-        scores: list[float] = []
-        base = self.first_line() + lineno
-        for n, raw in enumerate(lines):
-            number = base + n
-            fields = line_fields(raw, number, self.path)
-            if fields is None:
-                continue
-            qid, doc, score, tag = run_fields(fields, f"{self.path}:{number}")
-            if not self.tag:
-                self.tag = tag
-            qids.append(qid.encode())
-            docs.append(doc.encode())
-            scores.append(score)
-        if qids:
-            self._add(qids, docs, np.asarray(scores, dtype=np.float64))
+    def raise_error(self) -> None:
+        """The error of the first bad line, if there was one (the Python reader's message for that line)."""
+        if self.bad is None:
+            return
+        number, raw = self.bad
+        check_line(raw, number, self.path, self.nfields)
+        raise RuntimeError(f"{self.path}:{number}: the tokenizer refused a line the Python reader accepts: {raw!r}")
 
-    def _add(self, qids: Sequence[bytes], docs: Sequence[bytes], scores: np.ndarray) -> None:
-        n = len(qids)
-        # runs of adjacent lines of one query: one index lookup per run, not per line
-        change = np.fromiter(map(operator.ne, qids[1:], qids[:-1]), dtype=bool, count=n - 1)
-        starts = np.concatenate(([0], np.flatnonzero(change) + 1))
-        index = self.index
-        ids = [index.setdefault(qids[s], len(index)) for s in starts.tolist()]
-        sizes = np.diff(np.append(starts, n))
-        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n) + 1
-        ends = np.cumsum(lengths)
-        group_bytes = np.diff(np.concatenate(([0], ends[starts + sizes - 1])))
-        self.ids += b" ".join(docs)
-        self.ids += b" "
-        self.scores.append(scores)
-        self.group_qids.append(np.asarray(ids, dtype=np.int64))
-        self.group_sizes.append(sizes.astype(np.int64))
-        self.group_bytes.append(group_bytes.astype(np.int64))
+    def raise_repeat(self, keep: Callable[[str], bool], judged: bool = False) -> None:
+        """The error for the first line (before any bad line) that repeats a document of its query, among the
+        queries ``keep`` accepts (the file is read again, line by line, only for this)."""
+        first: dict[tuple[str, str], int] = {}
+        limit = self.bad[0] if self.bad else None
+        with self.path.open("rb") as handle:
+            for block, lines in blocks(handle, self.start, self.stop):
+                base = self.first_line() + lines
+                for n, raw in enumerate(block.split(b"\n")):
+                    if limit is not None and base + n >= limit:
+                        return
+                    fields = line_fields(raw, base + n, self.path) if raw.strip() else None
+                    if fields is None or not keep(fields[0]):
+                        continue
+                    key = (fields[0], fields[2])
+                    where = f"{self.path}:{base + n}"
+                    if key in first:
+                        if judged:
+                            raise EvretError(f"{where}: query {key[0]}: document {key[1]!r} is judged twice")
+                        raise duplicate_error(where, key[0], key[1], first[key])
+                    first[key] = base + n
 
     def finish(self) -> ColumnarRun:
-        qids = [q.decode() for q in self.index]
+        qids = list(self.index)
+        scores = np.frombuffer(self.values, dtype=np.float64)
         if not qids:
             return ColumnarRun([], np.zeros(1, np.int64), np.zeros(1, np.int64), b"", np.zeros(0), self.tag)
-        gq, gn, gb = (np.concatenate(parts) for parts in (self.group_qids, self.group_sizes, self.group_bytes))
-        scores = np.concatenate(self.scores) if len(self.scores) > 1 else self.scores[0]
-        self.scores = []
+        gq = np.asarray(self.group_qids, dtype=np.int64)
+        gn, gb = (np.concatenate(parts) for parts in (self.group_sizes, self.group_bytes))
         ids: bytes | bytearray = self.ids  # kept as it grew: a bytes copy would double the peak
         self.ids = bytearray()
         if len(gq) != len(qids):  # some query's lines are not adjacent: regroup, keeping each query's file order
@@ -231,29 +269,6 @@ class _Reader:
         offsets = np.concatenate(([0], np.cumsum(gn)))
         byte_offsets = np.concatenate(([0], np.cumsum(gb)))
         return ColumnarRun(qids, offsets, byte_offsets, ids, scores, self.tag)
-
-
-def plain_fields(block: bytes, n: int = 6) -> list[bytes] | None:
-    """The block's fields, when every line is plain ASCII with exactly ``n`` fields and none is a comment (the
-    bulk case); else None (the block is then read line by line). Checked with numpy on the bytes, split in one call."""
-    if not block.isascii():
-        return None
-    data = np.frombuffer(block, dtype=np.uint8)
-    kind = _KIND[data]
-    if (kind == 2).any():
-        return None
-    space = kind == 1
-    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
-    ends = np.flatnonzero(data == 10)
-    if not block.endswith(b"\n"):
-        ends = np.append(ends, len(block))
-    if len(starts) != n * len(ends) or data[starts[::n]].__eq__(ord("#")).any():
-        return None
-    # as many starts as n per line: each line has exactly n when its first start comes after the line before it
-    # ends and its n-th start before it ends
-    if not ((starts[::n][1:] > ends[:-1]).all() and (starts[n - 1 :: n] < ends).all()):
-        return None
-    return block.split()
 
 
 def blocks(handle: BinaryIO, start: int, stop: int | None) -> Iterator[tuple[bytes, int]]:
@@ -280,39 +295,86 @@ def blocks(handle: BinaryIO, start: int, stop: int | None) -> Iterator[tuple[byt
         yield carry, lines
 
 
+def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview]:
+    """Blocks of whole lines from ``start`` to ``stop`` (or the end) as views of one reused buffer, each valid
+    until the next is asked for (read with ``readinto``: no copy of a block but the tail of its last line)."""
+    handle.seek(start)
+    readinto = cast(io.BufferedReader, handle).readinto
+    left = None if stop is None else stop - start
+    buf = bytearray(_BLOCK)
+    have = 0  # the bytes of an unfinished line kept at the front
+    while True:
+        want = len(buf) - have if left is None else min(len(buf) - have, left)
+        n = readinto(memoryview(buf)[have : have + want]) if want > 0 else 0
+        if left is not None:
+            left -= n
+        end = have + n
+        if n == 0:
+            if have:
+                yield memoryview(buf)[:have]
+            return
+        cut = buf.rfind(b"\n", 0, end) + 1
+        if cut == 0:  # one line longer than the buffer: a larger one (a new object: the old may still be viewed)
+            if end == len(buf):
+                buf = buf + bytearray(len(buf))
+            have = end
+            continue
+        yield memoryview(buf)[:cut]
+        buf[: end - cut] = buf[cut:end]  # the same length: no resize of a viewed buffer
+        have = end - cut
+
+
+def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
+                 as_dicts: bool = False) -> _Reader:
+    """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
+    bad line (see :class:`_Reader`; the caller raises its errors); ``as_dicts`` (compiled scan only): into the
+    reader's ``run`` dicts instead."""
+    path = Path(path)
+    handle = open_binary(path)
+    reader = _Reader(path, start, stop, nfields, as_dicts)
+    with handle:
+        for block in views(handle, start, stop):
+            if not reader.block(block):
+                break
+    return reader
+
+
 def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) -> ColumnarRun:
     """Read a TREC run file (or the byte range ``start:stop`` of one) into a :class:`ColumnarRun`.
 
     The same file gives the same queries, documents, scores and tag as :func:`read_run`, and a bad file the same
-    error (naming the file and line); see the module for how.
+    error naming the file and line: the first of the file, be it a bad line or a document ranked twice.
     """
-    path = Path(path)
-    handle = open_binary(path)
-    reader = _Reader(path, start, stop)
-    with handle:
-        for block, lines in blocks(handle, start, stop):
-            reader.block(block, lines)
+    reader = read_columns(path, 6, start, stop)
+    # the scan sees repeats within a stretch of one block; the queries whose lines are in two places (not adjacent,
+    # or on both sides of a block's end) have their ids checked here
+    suspects = set(reader.merged)
+    if len(reader.group_qids) != len(reader.index):
+        suspects.update(np.flatnonzero(np.bincount(reader.group_qids) > 1).tolist())
     run = reader.finish()
-    _check_duplicates(run, reader)
+    if reader.repeats or suspects:
+        counts = np.diff(run.offsets).tolist()
+        ids, ends = run.ids, run.byte_offsets.tolist()
+        twice = {run.qids[i] for i in (range(len(counts)) if reader.repeats else sorted(suspects))
+                 if len(set(bytes(ids[ends[i] : ends[i + 1]]).split())) != counts[i]}
+        if twice:
+            reader.raise_repeat(twice.__contains__)
+    reader.raise_error()
     return run
 
 
-def _check_duplicates(run: ColumnarRun, reader: _Reader) -> None:
-    """A document ranked twice for a query: the error :func:`read_run` gives (the first such line of the file)."""
-    counts = np.diff(run.offsets).tolist()
-    ids, ends = run.ids, run.byte_offsets.tolist()
-    twice = {run.qids[i] for i, n in enumerate(counts) if len(set(bytes(ids[ends[i] : ends[i + 1]]).split())) != n}
-    if not twice:
-        return
-    first: dict[tuple[str, str], int] = {}
-    with reader.path.open("rb") as handle:
-        for block, lines in blocks(handle, reader.start, reader.stop):
-            base = reader.first_line() + lines
-            for n, raw in enumerate(block.split(b"\n")):
-                fields = line_fields(raw, base + n, reader.path) if raw.strip() else None
-                if fields is None or fields[0] not in twice:
-                    continue
-                key = (fields[0], fields[2])
-                if key in first:
-                    raise duplicate_error(f"{reader.path}:{base + n}", key[0], key[1], first[key])
-                first[key] = base + n
+def read_run_dicts(path: str | Path) -> TrecRun:
+    """:func:`~evret_core.metrics.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
+    between); without it, the columns' dicts."""
+    if compiled() is None:
+        columns = read_run_columns(path)
+        run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
+        run.tag = columns.tag
+        return run
+    reader = read_columns(path, 6, as_dicts=True)
+    if reader.repeats:
+        reader.raise_repeat(lambda qid: True)
+    reader.raise_error()
+    assert reader.run is not None
+    reader.run.tag = reader.tag
+    return reader.run

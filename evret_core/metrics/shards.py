@@ -33,6 +33,7 @@ from evret_core.metrics.base import Metric
 __all__ = ["RunFileScores", "ShardScores", "evaluate_run_file", "score_shard", "shard_ranges"]
 
 SHARD_BYTES = 256 << 20  # default shard size: about 8 million lines of a typical run file
+MAX_SHARDS = 10_000  # each shard reads the whole qrels file: more would be slower, never faster
 
 
 def _first_field(raw: bytes) -> str | None:
@@ -42,20 +43,23 @@ def _first_field(raw: bytes) -> str | None:
 
 def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int, int]]:
     """``(start, stop)`` byte ranges covering ``path``, each starting at the first line of a query; ``shards``
-    ranges of about equal size (default: one per 256 MiB), fewer when queries are larger than a range."""
+    ranges of about equal size (default: one per 256 MiB), fewer when queries are larger than a range; at most
+    :data:`MAX_SHARDS`, and never more than the run has queries."""
+    from evret_core.metrics.trec import open_binary
+
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such file") from None
-    if shards is None:
-        shards = max(1, -(-size // SHARD_BYTES))
-    if isinstance(shards, bool) or not isinstance(shards, int) or shards < 1:
+    if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
         raise EvretError(f"shards must be a positive integer, got {shards!r}")
-    cuts = [0]
-    with path.open("rb") as handle:
-        for i in range(1, shards):
-            target = max(size * i // shards, cuts[-1])
+    if shards is not None and shards > MAX_SHARDS:
+        raise EvretError(f"shards must be at most {MAX_SHARDS:,} (each shard reads the qrels file), got {shards}")
+    with open_binary(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if shards is None:
+            shards = max(1, min(MAX_SHARDS, -(-size // SHARD_BYTES)))
+        cuts = [0]
+        i = 1
+        while i < shards:
+            target = size * i // shards
             handle.seek(target)
             if target > 0:
                 handle.readline()  # the rest of the line the target falls in
@@ -75,47 +79,19 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
                     break
             if cuts[-1] < at < size:
                 cuts.append(at)
+            if at >= size:
+                break
+            # the next index whose target lies past this cut: a long query never costs one loop per index it spans
+            i = max(i + 1, -(-at * shards // size))
     cuts.append(size)
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True) if b > a] or [(0, size)]
 
 
 def read_qrels_for(path: str | Path, queries: Container[str]) -> dict[str, dict[str, float]]:
-    """``read_qrels(path, queries)``, faster: plain 4-field blocks are split in one call and only the lines of
-    ``queries`` are parsed; any other block goes through :func:`read_qrels`'s line reader (the same errors)."""
-    from evret_core.metrics.runcolumns import blocks, plain_fields
-    from evret_core.metrics.trec import _number, line_fields, read_qrels
+    """``read_qrels(path, queries)``: the judgments of ``queries`` only (every line is still checked)."""
+    from evret_core.metrics.trec import read_qrels
 
-    path = Path(path)
-    qrels: dict[str, dict[str, float]] = {}
-    try:
-        handle = path.open("rb")
-    except OSError:
-        return read_qrels(path, queries)  # its error names the file
-    with handle:
-        for block, before in blocks(handle, 0, None):
-            tokens = plain_fields(block[3:] if before == 0 and block.startswith(b"\xef\xbb\xbf") else block, 4)
-            if tokens is not None:
-                rows = [(i, q) for i, q in enumerate(tokens[0::4]) if q.decode() in queries]
-                lines = [(before + 1 + i, q.decode(), tokens[4 * i + 2].decode(), tokens[4 * i + 3].decode())
-                         for i, q in rows]
-            else:
-                lines = []
-                for n, raw in enumerate(block.split(b"\n")):
-                    fields = line_fields(raw, before + 1 + n, path) if raw else None
-                    if fields is None:
-                        continue
-                    if len(fields) != 4:
-                        raise EvretError(f"{path}:{before + 1 + n}: expected 4 fields (query_id iteration doc_id "
-                                         f"grade), got {len(fields)}")
-                    if fields[0] in queries:
-                        lines.append((before + 1 + n, fields[0], fields[2], fields[3]))
-            for lineno, qid, doc, grade in lines:
-                judged = qrels.setdefault(qid, {})
-                where = f"{path}:{lineno}"
-                if doc in judged:
-                    raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
-                judged[doc] = _number(grade, "grade", where)
-    return qrels
+    return read_qrels(path, queries)
 
 
 @dataclass
@@ -208,6 +184,8 @@ def evaluate_run_file(
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
     names = [m.name for m in resolved]
+    if Path(qrels_path).is_dir():
+        raise EvretError(f"{qrels_path}: is a folder, not a file")
     if not Path(qrels_path).is_file():
         raise EvretError(f"{qrels_path}: no such qrels file")
     ranges = shard_ranges(run_path, shards)
@@ -222,7 +200,9 @@ def evaluate_run_file(
     pids: list[int] = []
     seen: set[str] = set()
     tag = ""
+    lines = 0
     for shard in results:
+        lines += shard.lines
         tag = tag or shard.tag  # shards come back in file order: the first line's tag
         clash = seen.intersection(shard.qids)
         if clash:
@@ -234,6 +214,8 @@ def evaluate_run_file(
             parts[name].append(shard.values[name])
         peaks.append(shard.peak_rss)
         pids.append(shard.pid)
+    if not lines:
+        raise EvretError(no_lines_error(run_path))
     if complete:
         missing = read_qrels_for(qrels_path, _Except(seen))  # only the queries no shard scored
         if missing:
@@ -246,8 +228,14 @@ def evaluate_run_file(
                 parts[name].append(np.fromiter((scored[q][name] for q in missing), np.float64, len(missing)))
     if not qids:
         raise EvretError("no query of the run has relevance judgments (the qrels and the run share no query id)"
-                         + ("" if complete else "; complete=True scores every judged query, missing ones as 0"))
+                         + ("" if complete else "; complete=True (evret trec --complete) scores every judged query, missing "
+                                                  "ones as 0"))
     return RunFileScores(qids, {n: np.concatenate(p) for n, p in parts.items()}, peaks, pids, tag)
+
+
+def no_lines_error(run_path: str | Path) -> str:
+    """The message for a run file without a result line (empty, or only blank and comment lines)."""
+    return f"{run_path}: the run file has no result lines (it is empty or holds only blank and comment lines)"
 
 
 class _Except:

@@ -1,17 +1,21 @@
 """TREC qrels and run files: read them into the dict formats of pytrec_eval and ranx, write runs back.
 
 qrels: ``query_id iteration doc_id grade`` per line. run: ``query_id Q0 doc_id rank score run_tag`` per line
-(fields after the sixth are ignored, as trec_eval does). Fields are separated by any whitespace, so ids may
-contain any other character ('#', ':', '/'...). Blank lines and lines whose first field starts with '#' are
-skipped. Every error names the file and line.
+(fields 7 to 11 are ignored, as trec_eval does; a line of 12 fields or more is an error: two lines joined by a
+lost line end, or a file whose lines end in a carriage return alone, which trec_eval would read as one line). Fields are separated by any whitespace, so ids may contain any other character ('#', ':', '/'...).
+Blank lines and lines whose first field starts with '#' are skipped. Every error names the file and line. The
+files are read block by block into columns (:mod:`evret_core.metrics.trecscan`, compiled where it was built),
+then into dicts.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterator, Mapping
+from collections.abc import Container, Mapping
 from pathlib import Path
 from typing import BinaryIO
+
+import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.outputs import write_output
@@ -38,34 +42,42 @@ def open_binary(path: Path) -> BinaryIO:
         raise EvretError(f"{path}: is a folder, not a file") from None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    with open_binary(path) as handle:
-        # decoded line by line, so that a bad byte is reported with its line (a text stream decodes ahead)
-        for lineno, raw in enumerate(handle, start=1):
-            fields = line_fields(raw, lineno, path)
-            if fields is not None:
-                yield lineno, fields
-
-
 def line_fields(raw: bytes, lineno: int, path: Path | str) -> list[str] | None:
-    """One line's whitespace-separated fields, or None for a blank or comment line; bad UTF-8 is an error
-    naming the file, line and column (a byte-order mark is dropped from line 1)."""
+    """One line's whitespace-separated fields, or None for a blank or comment line; bad UTF-8 or a NUL byte is an
+    error naming the file, line and column (a byte-order mark is dropped from line 1)."""
     try:
         line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
     except UnicodeDecodeError as exc:
         bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
         raise EvretError(f"{path}:{lineno}: not UTF-8 text (byte {bad} at column {exc.start + 1})") from None
+    if "\0" in line:
+        raise EvretError(f"{path}:{lineno}: a NUL byte at column {line.index(chr(0)) + 1} (a binary or UTF-16 file?)")
     fields = line.split()
     if not fields or fields[0].startswith("#"):
         return None
     return fields
 
 
-def run_fields(fields: list[str], where: str) -> tuple[str, str, float, str]:
-    """A run line's query id, document id, score and run tag (an error naming ``where`` when it is bad)."""
-    if len(fields) < 6:
-        raise EvretError(f"{where}: expected 6 fields (query_id Q0 doc_id rank score run_tag), got {len(fields)}")
-    return fields[0], fields[2], _number(fields[4], "score", where), fields[5]
+_LAYOUT = {6: "query_id Q0 doc_id rank score run_tag", 4: "query_id iteration doc_id grade"}
+
+
+def check_line(raw: bytes, lineno: int, path: Path | str, nfields: int) -> list[str] | None:
+    """A run (``nfields=6``) or qrels (4) line's fields, None for a blank or comment line, or the error naming
+    ``path:lineno``: not UTF-8, a NUL byte, too few fields (qrels: not 4), a score or grade not a number or NaN, or
+    twice the fields or more (two lines joined: a run line's 7th to 11th fields are ignored, as trec_eval does)."""
+    fields = line_fields(raw, lineno, path)
+    if fields is None:
+        return None
+    where = f"{path}:{lineno}"
+    count = len(fields)
+    if count < nfields or count >= 2 * nfields or (nfields == 4 and count != 4):
+        why = f"expected {nfields} fields ({_LAYOUT[nfields]}), got {count}"
+        if count >= 2 * nfields:
+            why += (": lines that end in a carriage return alone (old Mac line ends) read as one; convert them to \\n"
+                    if b"\r" in raw.rstrip(b"\r\n") else ": two or more lines joined (a lost line end?)")
+        raise EvretError(f"{where}: {why}")
+    _number(fields[4 if nfields == 6 else 3], "score" if nfields == 6 else "grade", where)
+    return fields
 
 
 def duplicate_error(where: str, qid: str, doc: str, first: int) -> EvretError:
@@ -87,45 +99,41 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels
     """Read a TREC qrels file into ``{query_id: {doc_id: grade}}``; a document judged twice is an error.
 
     ``queries``: keep only these queries' judgments (a shard of a big run needs only its own; every line is
-    still checked for its number of fields).
+    still checked, and a document judged twice only in the kept queries).
     """
-    path = Path(path)
-    qrels: Qrels = {}
-    for lineno, fields in _lines(path):
-        where = f"{path}:{lineno}"
-        if len(fields) != 4:
-            raise EvretError(
-                f"{where}: expected 4 fields (query_id iteration doc_id grade), got {len(fields)}"
-            )
-        qid, _, doc, grade = fields
-        if queries is not None and qid not in queries:
-            continue
-        judged = qrels.setdefault(qid, {})
-        if doc in judged:
-            raise EvretError(f"{where}: query {qid}: document {doc!r} is judged twice")
-        judged[doc] = _number(grade, "grade", where)
-    return qrels
+    from evret_core.metrics.runcolumns import read_columns
+    from evret_core.metrics.trecscan import compiled
+
+    def kept(qid: str) -> bool:
+        return queries is None or qid in queries
+
+    if compiled() is not None:  # the dicts built as the file is read
+        reader = read_columns(path, 4, as_dicts=True)
+        if reader.repeats:
+            reader.raise_repeat(kept, judged=True)  # a repeat in a query not kept is no error
+        reader.raise_error()
+        assert reader.run is not None
+        return dict(reader.run) if queries is None else {q: d for q, d in reader.run.items() if q in queries}
+    reader = read_columns(path, 4)
+    columns = reader.finish()  # grouped by query, in the order of each query's first line
+    keep = range(len(columns)) if queries is None else [i for i, q in enumerate(columns.qids) if q in queries]
+    judged = columns.queries(keep)
+    counts = np.diff(columns.offsets)[list(keep)].tolist()
+    if any(len(d) != n for d, n in zip(judged, counts, strict=True)):
+        reader.raise_repeat(kept, judged=True)
+    reader.raise_error()
+    return dict(zip([columns.qids[i] for i in keep], judged, strict=True))
 
 
 def read_run(path: str | Path) -> TrecRun:
     """Read a TREC run file into ``{query_id: {doc_id: score}}`` (the rank column is ignored, as in trec_eval).
 
-    A document listed twice for a query is an error naming the query, the document and both lines.
+    A document listed twice for a query is an error naming the query, the document and both lines; a line of 12
+    fields or more is an error (two lines joined), where trec_eval would ignore every field after the sixth.
     """
-    path = Path(path)
-    run = TrecRun()
-    first_line: dict[tuple[str, str], int] = {}
-    for lineno, fields in _lines(path):
-        where = f"{path}:{lineno}"
-        qid, doc, score, tag = run_fields(fields, where)
-        if not run.tag:
-            run.tag = tag
-        docs = run.setdefault(qid, {})
-        if doc in docs:
-            raise duplicate_error(where, qid, doc, first_line[(qid, doc)])
-        first_line[(qid, doc)] = lineno
-        docs[doc] = score
-    return run
+    from evret_core.metrics.runcolumns import read_run_dicts
+
+    return read_run_dicts(path)
 
 
 def ranked_docs(scores: Mapping[str, float]) -> list[str]:

@@ -1,0 +1,148 @@
+"""One block of TREC run or qrels lines as columns: the tokenizer under every TREC reader of Evret.
+
+:func:`scan` reads a block of whole lines once and returns a :class:`Scan`: each result line's document id (in
+one byte buffer, a space after each), its score or grade (float64), the stretches of adjacent lines of one query,
+the run tag of the first result line, whether a stretch lists a document twice, and the first bad line (the scan
+stops there). It only finds a bad line; the message is always the Python reader's
+(:func:`~evret_core.metrics.trec.check_line` on that one line), so every path gives the same words.
+
+Where the optional compiled tokenizer ``evret_core.metrics._trecscan`` was built it does the scan (memchr for line
+ends, a byte table for whitespace, UTF-8 checked as it goes, plain decimals read without float()); else, or with
+``EVRET_PURE_PYTHON=1``, a numpy path does: a block of plain ASCII lines with exactly the right number of fields is
+split in one call, any other block is read line by line. Both give the same columns, bit for bit, and stop at the
+same line (tests/test_trec_scan.py).
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from evret_core.errors import EvretError
+
+try:
+    from evret_core.metrics import _trecscan  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler: the numpy path
+    _trecscan = None
+
+__all__ = ["Scan", "scan", "compiled"]
+
+_KIND = np.zeros(256, dtype=np.uint8)
+_KIND[list(b" \t\n\r\x0b\x0c")] = 1  # what bytes.split() splits on
+_KIND[list(b"\x1c\x1d\x1e\x1f\x00")] = 2  # what str.split() also splits on, and NUL: such a block is read line by line
+
+
+class Scan(NamedTuple):
+    """A block's columns (see the module); ``error``: (line index in the block, start, end) of its first bad line."""
+
+    ids: bytearray
+    values: bytearray
+    group_qids: list[str]
+    group_sizes: bytearray
+    group_bytes: bytearray
+    tag: str | None
+    repeats: bool
+    error: tuple[int, int, int] | None
+    newlines: int
+
+
+def compiled() -> Any:
+    """The compiled tokenizer, or None when it was not built or ``EVRET_PURE_PYTHON`` is set (not "" or "0")."""
+    if os.environ.get("EVRET_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return _trecscan
+
+
+def scan(block: bytes | memoryview, nfields: int, want_tag: bool = True) -> Scan:
+    """Columns of ``block`` (whole lines of a run, ``nfields=6``, or of qrels, ``nfields=4``)."""
+    fast = compiled()
+    if fast is not None:
+        return Scan(*fast.scan(block, nfields, want_tag))
+    return scan_python(block, nfields, want_tag)
+
+
+def scan_python(block: bytes | memoryview, nfields: int, want_tag: bool = True) -> Scan:
+    """:func:`scan` in numpy and Python (the path without the compiled tokenizer)."""
+    block = bytes(block)
+    value_at = 4 if nfields == 6 else 3
+    tokens = plain_fields(block, nfields)
+    if tokens is not None:
+        texts = tokens[value_at::nfields]
+        try:
+            values = np.fromiter(map(float, texts), dtype=np.float64, count=len(texts))
+        except ValueError:
+            values = None
+        if values is not None and not np.isnan(values).any():
+            tag = tokens[5].decode() if want_tag and nfields == 6 and tokens else None
+            return _columns(tokens[0::nfields], tokens[2::nfields], values, tag, None, block.count(b"\n"))
+    from evret_core.metrics.trec import check_line
+
+    qids: list[bytes] = []
+    docs: list[bytes] = []
+    numbers: list[float] = []
+    tag = None
+    error = None
+    at = 0
+    for index, raw in enumerate(block.split(b"\n")):
+        start, at = at, at + len(raw) + 1
+        if not raw and at > len(block):
+            break  # the empty piece after the last '\n'
+        try:
+            fields = check_line(raw, 0, "", nfields)
+        except EvretError:
+            error = (index, start, start + len(raw))
+            break
+        if fields is None:
+            continue
+        if tag is None and want_tag and nfields == 6:
+            tag = fields[5]
+        qids.append(fields[0].encode())
+        docs.append(fields[2].encode())
+        numbers.append(float(fields[value_at]))
+    return _columns(qids, docs, np.asarray(numbers, dtype=np.float64), tag, error, block.count(b"\n"))
+
+
+def _columns(qids: list[bytes], docs: list[bytes], values: np.ndarray, tag: str | None,
+             error: tuple[int, int, int] | None, newlines: int) -> Scan:
+    n = len(qids)
+    if not n:
+        return Scan(bytearray(), bytearray(), [], bytearray(), bytearray(), tag, False, error, newlines)
+    change = np.fromiter(map(operator.ne, qids[1:], qids[:-1]), dtype=bool, count=n - 1)
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    sizes = np.diff(np.append(starts, n))
+    lengths = np.fromiter(map(len, docs), dtype=np.int64, count=n) + 1
+    ends = np.cumsum(lengths)
+    group_bytes = np.diff(np.concatenate(([0], ends[starts + sizes - 1])))
+    bounds = np.append(starts, n).tolist()
+    repeats = any(len(set(docs[a:b])) != b - a for a, b in zip(bounds, bounds[1:], strict=False))
+    ids = bytearray(b" ".join(docs))
+    ids += b" "
+    return Scan(ids, bytearray(values.astype(np.float64).tobytes()), [qids[s].decode() for s in starts.tolist()],
+                bytearray(sizes.astype(np.int64).tobytes()), bytearray(group_bytes.astype(np.int64).tobytes()), tag,
+                repeats, error, newlines)
+
+
+def plain_fields(block: bytes, n: int = 6) -> list[bytes] | None:
+    """The block's fields, when every line is plain ASCII with exactly ``n`` fields and none is a comment (the
+    bulk case); else None (the block is then read line by line). Checked with numpy on the bytes, split in one call."""
+    if not block.isascii():
+        return None
+    data = np.frombuffer(block, dtype=np.uint8)
+    kind = _KIND[data]
+    if (kind == 2).any():
+        return None
+    space = kind == 1
+    starts = np.flatnonzero(~space & np.concatenate(([True], space[:-1])))
+    ends = np.flatnonzero(data == 10)
+    if not block.endswith(b"\n"):
+        ends = np.append(ends, len(block))
+    if len(starts) != n * len(ends) or data[starts[::n]].__eq__(ord("#")).any():
+        return None
+    # as many starts as n per line: each line has exactly n when its first start comes after the line before it
+    # ends and its n-th start before it ends
+    if not ((starts[::n][1:] > ends[:-1]).all() and (starts[n - 1 :: n] < ends).all()):
+        return None
+    return block.split()

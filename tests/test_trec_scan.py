@@ -1,0 +1,244 @@
+"""The TREC tokenizer (evret_core.metrics.trecscan): the compiled scan and the numpy/Python scan give the same
+columns and stop at the same line on hostile input (also under the debug allocator and an AddressSanitizer build,
+in subprocesses: tests/trecscan_hostile.py); the readers give the same runs and the same errors on both paths;
+and the bad files of the red-team report (issue 24: joined lines, CR-only line ends, NUL bytes) are errors naming
+the file and line."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evret_core import read_qrels, read_run
+from evret_core.errors import EvretError
+from evret_core.metrics import runcolumns, trecscan
+from evret_core.metrics.runcolumns import read_run_columns
+from evret_core.metrics.shards import evaluate_run_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "tests" / "trecscan_hostile.py"
+SOURCE = ROOT / "evret_core" / "metrics" / "_trecscan.c"
+
+_spec = importlib.util.spec_from_file_location("trecscan_hostile", SCRIPT)
+assert _spec is not None and _spec.loader is not None
+hostile = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hostile)
+
+
+def _skip_or_fail(reason: str) -> None:
+    """Outside CI a missing tool skips with its reason; in CI it is a failure."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run this check)")
+    pytest.skip(reason)
+
+
+def _compiled() -> Any:
+    if trecscan._trecscan is None:
+        _skip_or_fail("the compiled tokenizer evret_core.metrics._trecscan is not built")
+    return trecscan._trecscan
+
+
+def test_compiled_and_python_scans_agree_on_random_hostile_blocks() -> None:
+    import random
+
+    fast = _compiled()
+    rng = random.Random(7)
+    stopped = 0
+    for _ in range(400):
+        nfields = rng.choice([4, 6])
+        stopped += hostile.same(fast, hostile.random_block(rng, nfields), nfields, True)
+    assert 50 < stopped < 350  # both clean and bad blocks were tried
+
+
+@pytest.mark.parametrize("number", hostile.NUMBERS)
+def test_scores_are_read_as_float_reads_them(number: str) -> None:
+    fast = _compiled()
+    line = f"q1 Q0 d1 1 {number} t\n".encode()
+    got = trecscan.Scan(*fast.scan(line, 6, True))
+    try:
+        expected = float(number)
+    except ValueError:
+        expected = None
+    if expected is None or expected != expected:
+        assert got.error == (0, 0, len(line) - 1)
+    else:
+        assert got.error is None
+        assert got.values == bytearray(__import__("struct").pack("d", expected))  # bit for bit, -0.0 included
+
+
+def _run(env_extra: dict[str, str], rounds: int) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **env_extra}
+    env.pop("EVRET_PURE_PYTHON", None)
+    return subprocess.run([sys.executable, str(SCRIPT), "--rounds", str(rounds)], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=ROOT)
+
+
+def test_hostile_blocks_under_the_debug_allocator() -> None:
+    _compiled()
+    done = _run({"PYTHONMALLOC": "debug"}, rounds=1500)
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert done.stdout.startswith("ok: "), done.stdout
+
+
+def test_hostile_blocks_against_an_address_sanitizer_build(tmp_path: Path) -> None:
+    gcc = shutil.which("gcc")
+    runtime = None
+    if gcc is not None:
+        found = subprocess.run([gcc, "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+        runtime = found if os.path.isabs(found) and os.path.exists(found) else None
+    include = Path(sysconfig.get_paths()["include"])
+    if runtime is None:
+        _skip_or_fail("gcc with libasan is not available (gcc -print-file-name=libasan.so found nothing)")
+    if not (include / "Python.h").exists():
+        _skip_or_fail(f"no Python headers at {include}")
+    target = tmp_path / f"_trecscan{sysconfig.get_config_var('EXT_SUFFIX')}"
+    build = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
+                            f"-I{include}", str(SOURCE), "-o", str(target)], capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    # PYTHONMALLOC=malloc: pymalloc's arenas would hide small buffers from the sanitizer
+    done = _run({"LD_PRELOAD": str(runtime), "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc",
+                 "EVRET_TRECSCAN_SO": str(target)}, rounds=1500)
+    assert "AddressSanitizer" not in done.stderr, done.stderr[-6000:]
+    assert done.returncode == 0, done.stdout + done.stderr[-4000:]
+    assert done.stdout.startswith("ok: "), done.stdout
+
+
+# -- the readers on both paths --------------------------------------------------------------------------------------
+RUNS = {
+    "joined lines (T16)": "1 Q0 d1 1 2.0 t 1 Q0 d2 2 1.0 t\n",
+    "CR-only line ends (T05c)": "q1 Q0 d1 1 2.0 t\rq1 Q0 d2 2 1.0 t\rq2 Q0 d1 1 1 t\r",
+    "CRLF": "q1 Q0 d1 1 2.0 t\r\nq1 Q0 d2 2 1.0 t\r\n",
+    "a NUL byte": "q1 Q0 d1 1 2.0 t\nq1 Q0 d\x002 2 1.0 t\n",
+    "a UTF-16 file": "q1 Q0 d1 1 2.0 t\n",
+    "a truncated line": "q1 Q0 d1 1 2.0 t\nq1 Q0 d2 2",
+    "trailing fields, as in trec_eval's results.trunc": "q1 Q0 d1 1 2.0 t more junk at\nq1 Q0 d2 2 1 t end\n",
+    "a duplicate before a bad line": "q1 Q0 d1 1 2.0 t\nq2 Q0 d1 1 2 t\nq1 Q0 d1 2 1.0 t\nq1 Q0 d3 2 nan t\n",
+    "a bad line before a duplicate": "q1 Q0 d1 1 2.0 t\nq1 Q0 d3 2 x t\nq1 Q0 d1 2 1.0 t\n",
+    "a duplicate across a block end": "q1 Q0 d1 1 2.0 t\n" + "".join(f"q1 Q0 e{i} 1 1 t\n" for i in range(40))
+                                      + "q1 Q0 d1 1 2.0 t\n",
+    "unicode spaces": "q1\u00a0Q0 d1\u3000 1 2.0 t\x85\nq1 Q0 d\u20032 1 2 t\n",
+    "surrogate bytes": "q1 Q0 d1 1 2.0 t\n",
+}
+QRELS = {
+    "joined lines": "q1 0 d1 1 q1 0 d2 1\n",
+    "CR-only line ends": "q1 0 d1 1\rq1 0 d2 1\r",
+    "five fields": "q1 0 d1 1 x\n",
+    "a duplicate before a bad grade": "q1 0 d1 1\nq1 0 d1 2\nq1 0 d2 x\n",
+    "a NUL byte": "q1 0 d1 1\nq1 0\x00 d2 1\n",
+}
+
+
+def _bytes(name: str, text: str) -> bytes:
+    if name == "a UTF-16 file":
+        return text.encode("utf-16-le")
+    if name == "surrogate bytes":
+        return text.encode() + b"q1 Q0 d\xed\xa0\x80 1 1 t\n"
+    return text.encode()
+
+
+def _outcome(read: Any, path: Path) -> Any:
+    try:
+        got = read(path)
+    except EvretError as exc:
+        return ("error", str(exc))
+    return ("ok", getattr(got, "tag", None), [(q, list(d.items())) for q, d in got.items()])
+
+
+@pytest.mark.parametrize("block", [1 << 23, 64])
+@pytest.mark.parametrize("name", list(RUNS))
+def test_run_readers_give_the_same_outcome_on_both_paths(name: str, block: int, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runcolumns, "_BLOCK", block)
+    path = tmp_path / "run.trec"
+    path.write_bytes(_bytes(name, RUNS[name]))
+    outcomes = []
+    for pure in ("1", "0"):
+        monkeypatch.setenv("EVRET_PURE_PYTHON", pure)
+        outcomes += [_outcome(read_run, path), _outcome(read_run_columns, path)]
+    assert all(o == outcomes[0] for o in outcomes), outcomes
+    kind, *rest = outcomes[0]
+    if name.startswith(("trailing", "CRLF", "unicode")):
+        assert kind == "ok"
+    else:
+        assert kind == "error" and str(rest[0]).startswith(f"{path}:"), rest
+    messages = {
+        "joined lines (T16)": ":1: expected 6 fields (query_id Q0 doc_id rank score run_tag), got 12: two or more "
+                              "lines joined (a lost line end?)",
+        "CR-only line ends (T05c)": ":1: expected 6 fields (query_id Q0 doc_id rank score run_tag), got 18: lines that "
+                                    "end in a carriage return alone (old Mac line ends) read as one",
+        "a NUL byte": ":2: a NUL byte at column 8 (a binary or UTF-16 file?)",
+        "a UTF-16 file": ":1: a NUL byte at column 2",
+        "a duplicate before a bad line": ":3: query q1: document 'd1' is ranked twice (first on line 1)",
+        "a bad line before a duplicate": ":2: score 'x' is not a number",
+        "a duplicate across a block end": ":42: query q1: document 'd1' is ranked twice (first on line 1)",
+        "surrogate bytes": ":2: not UTF-8 text (byte 0xed at column 8)",
+    }
+    if name in messages:
+        assert messages[name] in rest[0]
+
+
+@pytest.mark.parametrize("name", list(QRELS))
+def test_qrels_reader_gives_the_same_outcome_on_both_paths(name: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "qrels"
+    path.write_bytes(QRELS[name].encode())
+    outcomes = []
+    for pure in ("1", "0"):
+        monkeypatch.setenv("EVRET_PURE_PYTHON", pure)
+        outcomes.append(_outcome(read_qrels, path))
+    assert outcomes[0] == outcomes[1] and outcomes[0][0] == "error", outcomes
+    assert outcomes[0][1].startswith(f"{path}:")
+    if name == "a duplicate before a bad grade":
+        assert outcomes[0][1] == f"{path}:2: query q1: document 'd1' is judged twice"
+
+
+def test_joined_lines_are_an_error_in_shards_and_in_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T16/T16b: two lines joined lost the second document (num_ret 1, exit 0); now exit 2 naming the line."""
+    from evret_core.cli import main
+
+    (tmp_path / "q").write_text("1 0 d1 1\n1 0 d2 1\n")
+    (tmp_path / "r").write_text("1 Q0 d0 1 3.0 t\n1 Q0 d1 1 2.0 t 1 Q0 d2 2 1.0 t\n")
+    with pytest.raises(EvretError, match=r"r:2: expected 6 fields .*got 12: two or more lines joined"):
+        evaluate_run_file(tmp_path / "q", tmp_path / "r", ["num_ret"], shards=2)
+    for extra in ([], ["--shards", "2"]):
+        assert main(["trec", str(tmp_path / "q"), str(tmp_path / "r"), "-m", "num_ret", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "r:2: expected 6 fields" in err and "Traceback" not in err
+
+
+def test_a_cr_only_run_is_an_error_and_crlf_still_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """T05c: a CR-only results.test was read as one line (num_q 1, num_ret 1, exit 0)."""
+    from evret_core.cli import main
+    from evret_core.testing.shared_data import shared_data
+
+    data = shared_data("datasets", "trec_eval", what="trec_eval's test suite")
+    text = (data / "results.test").read_bytes()
+    (tmp_path / "cr").write_bytes(text.replace(b"\n", b"\r"))
+    (tmp_path / "crlf").write_bytes(text.replace(b"\n", b"\r\n"))
+    qrels = str(data / "qrels.test")
+    for extra in ([], ["--shards", "2"]):
+        assert main(["trec", qrels, str(tmp_path / "cr"), "-m", "num_ret", *extra]) == 2
+        assert "cr:1: expected 6 fields" in capsys.readouterr().err
+        assert main(["trec", qrels, str(tmp_path / "crlf"), "-m", "num_ret", "--json", *extra]) == 0
+        assert '"num_ret": 1500.0' in capsys.readouterr().out
+
+
+def test_a_joined_first_line_is_still_read_as_a_trec_run(tmp_path: Path) -> None:
+    """evret evaluate --run: a run whose first line holds two joined lines was taken for JSON lines (a JSON error);
+    now the TREC reader names the line."""
+    from evret_core.runfiles import read_retrieved
+
+    path = tmp_path / "run.trec"
+    path.write_text("q1 Q0 d1 1 2.0 t q1 Q0 d2 2 1.0 t\nq1 Q0 d3 3 0.5 t\n")
+    with pytest.raises(EvretError, match=r"run\.trec:1: expected 6 fields .*got 12: two or more lines joined"):
+        read_retrieved(path)
+    path.write_text("q1 Q0 d1 1 2.0 t trailing\nq1 Q0 d3 3 0.5 t\n")  # trec_eval's trailing fields: a run
+    assert dict(read_retrieved(path)["q1"]) == {"d1": 2.0, "d3": 0.5}

@@ -1,0 +1,190 @@
+"""Hostile input for the compiled TREC tokenizer ``evret_core.metrics._trecscan``, run as a script in a subprocess.
+
+tests/test_trec_scan.py runs it under ``PYTHONMALLOC=debug`` (guard bytes around every allocation) and against an
+AddressSanitizer build of the extension (``EVRET_TRECSCAN_SO`` names the .so to load): a read or write out of
+bounds aborts the process there. Otherwise the script checks that, on every input, the compiled scan and the
+numpy/Python scan (:func:`evret_core.metrics.trecscan.scan_python`) return the same columns bit for bit and stop
+at the same bad line.
+
+Inputs: random lines built from a biased alphabet (separators, CR, CRLF, NUL, '#', multi-byte and Unicode-space
+UTF-8, broken UTF-8: truncated, overlong, surrogate, past U+10FFFF), joined lines, truncated lines, lines longer
+than any buffer, blocks cut in the middle of a UTF-8 sequence, numbers at the edges of float() (huge, tiny,
+denormal, 2**53 + 1, 20+ digits, '1_0', 'inf', 'nan', non-ASCII digits, hex), and calls with bad arguments.
+``query_dicts`` (a ColumnarRun's dicts built from its columns) gets offsets out of range, counts that disagree,
+bytes that are not UTF-8, short score buffers and int32 offsets: a ValueError, or the dicts Python builds.
+
+Run: ``python tests/trecscan_hostile.py [--rounds N] [--seed S]``; prints ``ok: ...`` and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import random
+import sys
+from typing import Any
+
+from evret_core.metrics import trecscan
+
+NUMBERS = [
+    "1", "-0", "+0.0", "2.5", "1e400", "-1e400", "1e-400", "4.9e-324", "2.2250738585072011e-308", "9007199254740993",
+    "9007199254740992", "0.1000000000000000055511151231257827", "123456789012345678901234567890", "1e22", "1e23",
+    "1.7976931348623157e308", "1_0", "1__0", "inf", "-Infinity", "nan", "-nan", "NaN", "\u0661\u0662", "0x1p3", ".",
+    "1.", ".5", "1e", "1e+", "e5", "--1", "1.5.2", "١٫٥", "12e-0005", "0.000000000000000000000000001", "7" * 400,
+]
+PIECES = [
+    "q1", "q2", "d1", "d#2", "Q0", "0", "t", "#", "\u00e9", "\U0001f600", "\u00a0", "\u2003", "\u3000", "\x85", "\x1c",
+    "\x1f", "\ufeff", "\u200b",
+]
+RAW = [b" ", b"\t", b"\n", b"\r\n", b"\r", b"\x00", b"\x0b", b"\x0c", b"\xff", b"\xc0\x80", b"\xed\xa0\x80",
+       b"\xf4\x90\x80\x80", b"\xe2\x80", b"\xe2", b"\xf0\x9f\x98", b"\xc2", b"\xc2\xa0", b"\xe1\x9a\x80", b"\xe2\x81\x9f"]
+
+
+def load() -> Any:
+    """The extension to attack: ``EVRET_TRECSCAN_SO`` (a sanitizer build), else the installed one."""
+    path = os.environ.get("EVRET_TRECSCAN_SO")
+    if not path:
+        if trecscan._trecscan is None:
+            sys.exit("the compiled tokenizer is not built")
+        return trecscan._trecscan
+    spec = importlib.util.spec_from_file_location("_trecscan", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_line(rng: random.Random, nfields: int, odd: float) -> bytes:
+    """A line that is mostly right: the right fields, now and then (``odd``: how often) one too many or few, odd
+    bytes, odd numbers."""
+    count = nfields
+    if rng.random() < odd:
+        count = rng.choice([0, 1, nfields - 1, nfields + 1, nfields + 5, 2 * nfields, 3 * nfields])
+    fields = []
+    for i in range(count):
+        if i == (4 if nfields == 6 else 3) % max(count, 1):
+            fields.append(rng.choice(NUMBERS).encode() if rng.random() < odd else str(rng.uniform(-1e3, 1e3)).encode())
+        elif rng.random() < odd:
+            fields.append("".join(rng.choice(PIECES) for _ in range(rng.randint(1, 3))).encode())
+        else:
+            fields.append(f"{rng.choice('qdt')}{rng.randint(0, 5)}".encode())
+    sep = rng.choice([b" ", b"\t", b"  ", b" \t ", b"\xc2\xa0", b"\x1c", b"\xe3\x80\x80"])
+    line = sep.join(fields)
+    if rng.random() < odd:  # a hostile byte somewhere
+        at = rng.randint(0, len(line))
+        line = line[:at] + rng.choice(RAW) + line[at:]
+    return line + (rng.choice([b"\r\n", b"\r", b"", b" \n"]) if rng.random() < odd else b"\n")
+
+
+def random_block(rng: random.Random, nfields: int) -> bytes:
+    odd = rng.choice([0.0, 0.01, 0.05, 0.3])
+    data = b"".join(random_line(rng, nfields, odd) for _ in range(rng.randint(0, 60)))
+    if rng.random() < 0.2 and data:  # truncated anywhere, even inside a UTF-8 sequence
+        data = data[: rng.randint(0, len(data))]
+    if rng.random() < 0.05:
+        data += b"q1 Q0 " + b"x" * rng.randint(1000, 100_000) + b" 1 2 t\n"
+    return data
+
+
+def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
+    """The compiled scan and the Python scan agree; True when the block had a bad line."""
+    got = trecscan.Scan(*fast.scan(block, nfields, want_tag))
+    expected = trecscan.scan_python(block, nfields, want_tag)
+    assert got == expected, (block[:400], got, expected)
+    assert got.newlines == block.count(b"\n")
+    if nfields == 6:  # the dict mode: one dict per stretch, the rest as in the columns
+        dicts = trecscan.Scan(*fast.scan(block, nfields, want_tag, True))
+        assert dicts._replace(ids=bytearray(), values=bytearray()) == got._replace(ids=bytearray(), values=bytearray())
+        ids = got.ids.decode().split()
+        values = memoryview(got.values).cast("d").tolist()
+        sizes = memoryview(got.group_sizes).cast("q").tolist()
+        at, expected_dicts = 0, []
+        for size in sizes:
+            expected_dicts.append(dict(zip(ids[at : at + size], values[at : at + size], strict=True)))
+            at += size
+        assert dicts.ids == expected_dicts and dicts.values == bytearray()
+    return got.error is not None
+
+
+def bad_calls(fast: Any) -> int:
+    calls = 0
+    for args in [(), (b"",), (b"", 6), (b"", 5, True), (b"", 6, True, 1, 2), ("text", 6, True), (None, 6, True),
+                 (memoryview(bytearray(b"q1 Q0 d 1 2 t\n" * 4))[::2], 6, True)]:
+        calls += 1
+        try:
+            fast.scan(*args)
+        except (TypeError, ValueError, BufferError):
+            continue
+        raise AssertionError(f"scan{args!r} was accepted")
+    return calls
+
+
+def dict_cases(fast: Any, rng: random.Random, rounds: int) -> int:
+    """``query_dicts`` on columns with corrupted offsets, counts, ids and buffer types: a ValueError/TypeError, or
+    the dicts the Python path builds from the same columns."""
+    import numpy as np
+
+    calls = 0
+    for _ in range(rounds):
+        n = rng.randint(0, 6)
+        docs = [[f"d{rng.randint(0, 9)}{rng.choice(['', 'é', '#'])}" for _ in range(rng.randint(0, 5))] for _ in range(n)]
+        ids = bytearray(b"".join(b"".join(d.encode() + b" " for d in q) for q in docs))
+        counts = [len(q) for q in docs]
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        byte_offsets = np.concatenate(([0], np.cumsum([sum(len(d.encode()) + 1 for d in q) for q in docs])))
+        byte_offsets = byte_offsets.astype(np.int64)
+        scores = np.arange(int(offsets[-1]), dtype=np.float64)
+        first, last = sorted(rng.randint(0, n) for _ in range(2))
+        kind = rng.randrange(8)
+        if kind == 1 and n:
+            offsets[rng.randint(0, n)] += rng.choice([-3, -1, 1, 2**40])
+        elif kind == 2 and n:
+            byte_offsets[rng.randint(0, n)] += rng.choice([-3, -1, 1, 2**40, -(2**62)])
+        elif kind == 3 and ids:
+            ids[rng.randrange(len(ids))] = rng.choice([0xff, 0x20, 0xc3, 0x00])
+        elif kind == 4:
+            first, last = rng.choice([(-1, 0), (0, n + 1), (n, n - 1), (0, 2**40)])
+        elif kind == 5:
+            scores = scores[:-1] if len(scores) else scores
+        elif kind == 6:
+            offsets = offsets.astype(np.int32)
+        args = (bytes(ids), byte_offsets, offsets, scores, first, last)
+        calls += 1
+        try:
+            got = fast.query_dicts(*args)
+        except (ValueError, TypeError, BufferError):
+            assert kind, "clean columns refused"
+            continue
+        if kind in (0, 5) or (kind == 4 and 0 <= first <= last <= n):
+            expected = [dict(zip(docs[q], scores[offsets[q] : offsets[q + 1]].tolist(), strict=True))
+                        for q in range(first, last)]
+            assert got == expected, (got, expected)
+        assert isinstance(got, list) and all(type(d) is dict for d in got)
+    return calls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    os.environ.pop("EVRET_PURE_PYTHON", None)
+    fast = load()
+    rng = random.Random(args.seed)
+    bad = 0
+    for number in NUMBERS:
+        for nfields, line in ((6, f"q1 Q0 d1 1 {number} t\n"), (4, f"q1 0 d1 {number}\n")):
+            bad += same(fast, line.encode(), nfields, True)
+    for _ in range(args.rounds):
+        nfields = rng.choice([4, 6])
+        bad += same(fast, random_block(rng, nfields), nfields, rng.random() < 0.8)
+    calls = bad_calls(fast)
+    dicts = dict_cases(fast, rng, args.rounds)
+    print(f"ok: {args.rounds + 2 * len(NUMBERS)} blocks scanned alike ({bad} stopped at a bad line), {calls} bad calls "
+          f"refused, {dicts} query_dicts calls")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
