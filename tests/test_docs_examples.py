@@ -18,7 +18,8 @@ from .conftest import REPO
 # complete program
 EXAMPLES = [
     ("docs/results.md", "Comparisons and reports in Python",
-     {"report.md": ["titles only", "titles and text", "recall@5"], "report.html": ["titles", "full", "mrr@10"]}),
+     {"report.md": ["titles only", "titles and text", "| recall@5 |", "| mrr@10 |"],
+      "report.html": ["titles", "full", "mrr@10"]}),
 ]
 
 
@@ -37,7 +38,7 @@ def run_example(page: str, heading: str, cwd: Path) -> tuple[subprocess.Complete
     assert code, f"{page} § {heading} has no Python block"
     shown = re.search(r"```text\n(.*?)```", body[code.end():], flags=re.DOTALL)
     shutil.copytree(REPO / "examples", cwd / "examples")
-    proc = subprocess.run([sys.executable, "-c", code.group(1)], cwd=cwd, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", code.group(1)], cwd=cwd, capture_output=True, text=True, timeout=300)
     return proc, shown.group(1) if shown else None
 
 

@@ -1,11 +1,9 @@
-"""The Python API of comparisons and reports (evret_core.compare / report_data / make_report / write_report)
-and the example of docs/results.md, executed."""
+"""The Python API of comparisons and reports (evret_core.compare / report_data / make_report / write_report);
+the example of docs/results.md runs in tests/test_docs_examples.py."""
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +12,6 @@ import evret_core
 from evret_core import Comparison, EvaluationResults, EvretError, PairComparison
 from evret_core.cli import main
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "results.md"
 
 
 def test_compare_takes_results_files_or_named_runs(id_runs: dict[str, EvaluationResults],
@@ -82,22 +79,6 @@ def test_write_report_picks_the_format_from_the_suffix(id_runs: dict[str, Evalua
         assert path == tmp_path / name and path.read_text(encoding="utf-8").startswith(start)
     forced = evret_core.write_report(tmp_path / "r.txt", id_runs, format="markdown")
     assert forced.read_text(encoding="utf-8").startswith("# Evret report")
-
-
-def test_the_documented_example_runs(run_files: dict[str, Path], tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    section = DOCS.read_text(encoding="utf-8").split("## Comparisons and reports in Python", 1)[1]
-    example = re.search(r"```python\n(.*?)```", section, re.S)
-    assert example, "docs/results.md: the Python API section has no example"
-    for name, path in run_files.items():
-        shutil.copy(path, tmp_path / f"{name}.json")
-    monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {}
-    exec(compile(example.group(1), str(DOCS), "exec"), namespace)
-    comparison = namespace["comparison"]
-    assert isinstance(comparison, Comparison) and comparison.runs == ["titles", "full"]
-    assert (tmp_path / "report.html").read_text(encoding="utf-8").count('<section id="') == 6
-    assert "| ndcg@10 |" in (tmp_path / "report.md").read_text(encoding="utf-8")
 
 
 def test_markdown_and_latex_reports_survive_lone_surrogates(id_runs: dict[str, EvaluationResults],
