@@ -13,7 +13,6 @@ from evret_core import Comparison, EvaluationResults, EvretError, PairComparison
 from evret_core.cli import main
 
 
-
 def test_compare_takes_results_files_or_named_runs(id_runs: dict[str, EvaluationResults],
                                                     run_files: dict[str, Path]) -> None:
     by_file = evret_core.compare(run_files["titles"], str(run_files["full"]))
