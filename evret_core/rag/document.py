@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evret_core.rag.questions import QuestionSet
 from evret_core.rag.results import ATTRIBUTIONS, RagResults
 from evret_core.stats import Comparison, format_interval
 
@@ -127,12 +128,18 @@ def _info_line(info: Mapping[str, Any]) -> str:
                      for k in keys if k in info and info[k] not in (None, "", []))
 
 
-def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTIONS) -> list[dict[str, Any]]:
+def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTIONS,
+                       questions: QuestionSet | None = None) -> list[dict[str, Any]]:
     """Per question (the first ``limit``, in the first run's order): its labels and, per run and condition, the
     contexts given (gold and planted ones marked), the answer, the scores that decided ``correct``, the claims with
     their verdicts and citations, the adversarial case's info, and the failure attribution. Plain strings: the
-    page escapes them."""
+    page escapes them. With the run's ``questions`` (and so its corpus), ``texts`` lists each distinct context
+    text of the question once (:mod:`evret_core.rag.case_texts`): id, mark, text (None when not found) and, for an
+    id that stands for several texts, the run and condition of each."""
     from evret_core.rag.adversarial_scores import outcome_scores
+    from evret_core.rag.case_texts import context_text, planted_texts
+
+    asked = {q.question_id: q for q in questions.questions} if questions is not None else {}
 
     order: list[str] = []
     for r in runs.values():
@@ -144,8 +151,9 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
         entry: dict[str, Any] = {
             "id": qid, "question": first.question, "behaviour": first.expected_behaviour,
             "answers": [" / ".join(variants) for variants in first.answers], "gold": first.gold_doc_ids,
-            "tags": [f"{k}: {v}" for k, v in first.tags.items()], "runs": [], "marks": [],
+            "tags": [f"{k}: {v}" for k, v in first.tags.items()], "runs": [], "marks": [], "texts": [],
         }
+        found: dict[tuple[str, str | None], dict[str, Any]] = {}
         for name, r in runs.items():
             q = r.per_question.get(qid)
             if q is None:
@@ -167,19 +175,76 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
                     "info": _info_line(oc.info), "family": ", ".join(f"{k} {v}" for k, v in family.items()),
                 })
                 entry["marks"].append(f"{name + ' ' if len(runs) > 1 else ''}{condition} {_verdict_mark(oc.correct)}")
+                if questions is not None:
+                    added = planted_texts(oc.info, asked.get(qid), questions)
+                    for doc_id in oc.context_ids:
+                        text = context_text(doc_id, added, questions)
+                        mark = "gold" if doc_id in gold else "planted" if doc_id in planted else ""
+                        row = found.setdefault((doc_id, text), {"id": doc_id, "mark": mark, "text": text,
+                                                                "where": []})
+                        row["where"].append(f"{name + ' ' if len(runs) > 1 else ''}{condition}")
             entry["runs"].append({"name": name, "attribution": q.attribution or "", "conditions": conditions})
+        ids = [doc_id for doc_id, _ in found]
+        for (doc_id, _), row in found.items():  # where only for an id standing for several texts
+            row["where"] = ", ".join(row["where"]) if ids.count(doc_id) > 1 else ""
+            entry["texts"].append(row)
         out.append(entry)
     return out
 
 
 def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
-                runs: Mapping[str, RagResults] | None = None) -> str:
+                runs: Mapping[str, RagResults] | None = None, questions: QuestionSet | None = None,
+                warnings: list[str] | None = None, budget: int | None = None) -> str:
     """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``), with
     the per-question drill-down of ``runs`` (:func:`question_drilldown`) when given: one collapsed entry per
-    question, which needs no script."""
+    question, which needs no script, with its contexts' texts when the run's ``questions`` are given.
+
+    The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
+    fewer questions when even its markup does not fit, and the context texts get what the rest leaves, each cut to
+    the longest common length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said
+    on the page and appended to ``warnings``."""
+    from evret_core.report.drilldown import PAGE_BUDGET, text_cap
     from evret_core.report.html import PALETTE, environment
 
-    questions = question_drilldown(runs) if runs else []
+    budget = PAGE_BUDGET if budget is None else budget
+    template = environment().get_template("rag.html.j2")
+    drill = question_drilldown(runs, questions=questions) if runs else []
     total = len({qid for r in (runs or {}).values() for qid in r.per_question})
-    return environment().get_template("rag.html.j2").render(title=title, sections=list(sections), palette=PALETTE,
-                                                             questions=questions, total_questions=total)
+    notes: list[str] = []
+
+    def page(shown: list[dict[str, Any]], cap: int | None) -> str:
+        cut = [{**q, "texts": [{**d, "text": _cut(d["text"], cap)} for d in q["texts"]]} for q in shown]
+        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=cut,
+                               total_questions=total, notes=notes, with_texts=questions is not None)
+
+    margin = 4096  # the notes
+    size = len(page(drill, 0).encode("utf-8"))
+    while drill and size > budget - margin:  # the markup alone is too big: fewer questions
+        drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
+        size = len(page(drill, 0).encode("utf-8"))
+    texts = [d["text"] for q in drill for d in q["texts"] if d["text"]]
+    room = budget - margin - size
+    cap = text_cap(texts, room)
+    html = page(drill, cap)
+    for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
+        over = len(html.encode("utf-8")) - (budget - margin)
+        if over <= 0:
+            break
+        room -= over + 1024
+        cap = text_cap(texts, max(0, room))
+        html = page(drill, cap)
+    if runs and len(drill) < min(total, MAX_QUESTIONS):
+        notes.append(f"the drill-down holds the first {len(drill)} of {total} questions: the others do not fit the "
+                     f"report's {budget / 1e6:g} MB budget (the results file holds them all)")
+    if cap is not None:
+        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} context texts are cut to {cap} "
+                     f"characters to fit the report's {budget / 1e6:g} MB budget")
+    if notes:
+        html = page(drill, cap)
+        if warnings is not None:
+            warnings += [f"HTML report: {n}" for n in notes]
+    return html
+
+
+def _cut(text: str | None, cap: int | None) -> str | None:
+    return text if text is None or cap is None or len(text) <= cap else text[:cap] + "\u2026"
