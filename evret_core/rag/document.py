@@ -19,6 +19,7 @@ from evret_core.stats import Comparison, format_interval
 __all__ = ["Section", "question_drilldown", "rag_sections", "render_html", "render_markdown"]
 
 MAX_QUESTIONS = 1000  # questions in the HTML drill-down; the results file holds them all
+PREVIEW_CHARS = 160  # of each context text, in the question's list (the whole text is at the page's end)
 
 GENERATION = ("exact", "f1", "correct", "refused", "wrong_refusal_rate", "correct_refusal_rate", "groundedness",
               "faithfulness", "citation_precision", "citation_recall", "answer_relevance")
@@ -197,12 +198,14 @@ def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
                 warnings: list[str] | None = None, budget: int | None = None) -> str:
     """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``), with
     the per-question drill-down of ``runs`` (:func:`question_drilldown`) when given: one collapsed entry per
-    question, which needs no script, with its contexts' texts when the run's ``questions`` are given.
+    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
+    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
+    that six questions and four conditions share is stored once, not 24 times).
 
     The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
-    fewer questions when even its markup does not fit, and the context texts get what the rest leaves, each cut to
-    the longest common length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said
-    on the page and appended to ``warnings``."""
+    fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
+    do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common length that fits (``text_cap``, as the
+    retrieval report cuts its texts). What was cut is said on the page and appended to ``warnings``."""
     from evret_core.report.drilldown import PAGE_BUDGET, text_cap
     from evret_core.report.html import PALETTE, environment
 
@@ -212,35 +215,64 @@ def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
     total = len({qid for r in (runs or {}).values() for qid in r.per_question})
     notes: list[str] = []
 
-    def page(shown: list[dict[str, Any]], cap: int | None) -> str:
-        cut = [{**q, "texts": [{**d, "text": _cut(d["text"], cap)} for d in q["texts"]]} for q in shown]
-        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=cut,
-                               total_questions=total, notes=notes, with_texts=questions is not None)
+    def stored(shown: list[dict[str, Any]]) -> list[str]:
+        return list(dict.fromkeys(d["text"] for q in shown for d in q["texts"] if d["text"] is not None))
+
+    def page(shown: list[dict[str, Any]], cap: int | None, preview: int) -> str:
+        index = {t: n for n, t in enumerate(stored(shown), start=1)}
+        ids: dict[int, list[str]] = {}
+        rows = []
+        for q in shown:
+            texts = []
+            for d in q["texts"]:
+                ref = index.get(d["text"]) if d["text"] is not None else None
+                if ref is not None and d["id"] not in ids.setdefault(ref, []):
+                    ids[ref].append(d["id"])
+                texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
+            rows.append({**q, "texts": texts})
+        store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
+        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
+                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
 
     margin = 4096  # the notes
-    size = len(page(drill, 0).encode("utf-8"))
+    size = len(page(drill, 0, 0).encode("utf-8"))
     while drill and size > budget - margin:  # the markup alone is too big: fewer questions
         drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
-        size = len(page(drill, 0).encode("utf-8"))
-    texts = [d["text"] for q in drill for d in q["texts"] if d["text"]]
-    room = budget - margin - size
-    cap = text_cap(texts, room)
-    html = page(drill, cap)
-    for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
-        over = len(html.encode("utf-8")) - (budget - margin)
-        if over <= 0:
+        size = len(page(drill, 0, 0).encode("utf-8"))
+    texts = stored(drill)
+    for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
+        html = page(drill, None, preview)
+        if len(html.encode("utf-8")) <= budget - margin:
             break
-        room -= over + 1024
-        cap = text_cap(texts, max(0, room))
-        html = page(drill, cap)
+    if len(html.encode("utf-8")) > budget - margin:
+        with_previews = len(page(drill, 0, preview).encode("utf-8"))
+        if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
+            preview = 0
+        else:
+            size = with_previews
+        room = budget - margin - size
+        cap = text_cap(texts, room)
+        html = page(drill, cap, preview)
+        for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
+            over = len(html.encode("utf-8")) - (budget - margin)
+            if over <= 0:
+                break
+            room -= over + 1024
+            cap = text_cap(texts, max(0, room))
+            html = page(drill, cap, preview)
+    else:
+        cap = None
     if runs and len(drill) < min(total, MAX_QUESTIONS):
         notes.append(f"the drill-down holds the first {len(drill)} of {total} questions: the others do not fit the "
                      f"report's {budget / 1e6:g} MB budget (the results file holds them all)")
+    if questions is not None and not preview:
+        notes.append(f"the drill-down links each context to its text without a preview, to fit the report's "
+                     f"{budget / 1e6:g} MB budget")
     if cap is not None:
-        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} context texts are cut to {cap} "
-                     f"characters to fit the report's {budget / 1e6:g} MB budget")
+        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} distinct context texts are cut to "
+                     f"{cap} characters to fit the report's {budget / 1e6:g} MB budget")
     if notes:
-        html = page(drill, cap)
+        html = page(drill, cap, preview)
         if warnings is not None:
             warnings += [f"HTML report: {n}" for n in notes]
     return html

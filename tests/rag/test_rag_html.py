@@ -74,17 +74,34 @@ def test_drilldown_shows_context_texts_with_the_question_set(adversarial_run: Pa
     q = next(q for q in results.per_question.values() if "planted_answer" in q.conditions["counterfactual"].info)
     entry = html[html.index(f"<b>{q.question_id}</b>"):]
     entry = entry[: entry.index('<div class="run">', entry.index("context texts ("))]
+    store = html[html.index('<section id="texts">'):]
+
+    def text_of(doc_id: str) -> str:
+        """The stored text an entry's context links to, whole."""
+        row = entry[entry.index(f"<b>{doc_id}</b>"):]
+        ref = re.search(r'<a href="#t-(\d+)">', row[: row.index("</li>")])
+        assert ref, row[:200]
+        stored = store[store.index(f'<li id="t-{ref.group(1)}">'):]
+        return stored[: stored.index("</li>")]
+
     gold = q.gold_doc_ids[0]
     assert f"<b>{gold}</b> <span class=\"tag\">gold</span>" in entry
-    assert (questions.text_of(gold) or "")[:60] in entry
+    assert (questions.text_of(gold) or "")[:60] in entry  # a preview in the question's entry
+    assert html_text(questions.text_of(gold) or "") in text_of(gold)  # the whole text at the page's end
     info = q.conditions["counterfactual"].info
-    forged = entry[entry.index(f"<b>{info['forged_doc']}</b>"):]
-    assert str(info["planted_answer"]) in forged[: forged.index("</li>")]  # the forged text, rebuilt
+    forged = text_of(str(info["forged_doc"]))
+    assert str(info["planted_answer"]) in forged  # the forged text, rebuilt
     canary = q.conditions["injection"].info["canary"]
-    assert canary in entry  # the injected document's text, from its template and canary
+    assert canary in text_of(q.conditions["injection"].info["injected_docs"][0])  # from its template and canary
     plain = tmp_path / "plain.html"
     assert main(["report", str(adversarial_run), "--format", "html", "--output", str(plain)]) == 0
     assert "--dataset QUESTIONS" in plain.read_text(encoding="utf-8")  # says how to get the texts
+
+
+def html_text(text: str) -> str:
+    from markupsafe import escape
+
+    return str(escape(text))
 
 
 def test_context_texts_are_escaped(adversarial_run: Path, tmp_path: Path) -> None:
@@ -137,7 +154,8 @@ def test_a_large_run_with_texts_stays_within_the_page_budget(capsys: pytest.Capt
     size = len(html.encode("utf-8"))
     assert 4_500_000 < size <= 5_000_000  # the texts use what the page leaves
     assert html.count('<details class="q">') == 1000 and html.count('<details class="texts">') == 1000
-    cut = re.search(r"(\d+) of (\d+) context texts are cut to (\d+) characters", html)
+    cut = re.search(r"(\d+) of (\d+) distinct context texts are cut to (\d+) characters", html)
     assert cut and int(cut.group(2)) == 5000 and 0 < int(cut.group(3)) < 2000
+    assert html.count('<li id="t-') == 5000  # each distinct text once, however many questions share it
     assert any("context texts are cut" in w for w in warnings)
     assert "&lt;tag&gt;" in html and "<tag>" not in html
