@@ -190,8 +190,10 @@ def _same_word(a: str, b: str) -> bool:
 
 
 def _is_list(value: str) -> bool:
-    """Whether a value names several things ("William of Volpiano and John of Ravenna", "Swabia, Franconia")."""
-    return bool(re.search(r"\band\b|,\s*\w", value)) and not re.search(r"\d,\d", value)
+    """Whether a value names several things ("William of Volpiano and John of Ravenna", "Swabia, Franconia") or a
+    range ("1421 to 1904")."""
+    return (bool(re.search(r"\band\b|,\s*\w", value)) and not re.search(r"\d,\d", value)
+            or bool(re.search(r"\d\s*(?:to|\u2013)\s*\d", value)))
 
 
 class Counterfactual:

@@ -153,6 +153,10 @@ def test_one_value_is_not_replaced_by_a_list_nor_by_its_own_stem() -> None:
     questions = small(rows)
     assert {plant(questions, "q1", seed)["planted_answer"] for seed in range(8)} == {"Duncan"}
     assert {plant(questions, "q4", seed)["planted_answer"] for seed in range(8)} == {"Arianism"}
+    years = small([("q1", "When was the scale introduced?", "1939", "The scale was introduced in 1939."),
+                   ("q2", "When was the Rhine measured?", "1421 to 1904", "It was measured from 1421 to 1904."),
+                   ("q3", "When was the bridge built?", "1880", "The bridge was built in 1880.")])
+    assert {plant(years, "q1", seed)["planted_answer"] for seed in range(8)} == {"1880"}
 
 
 def test_squad_phrases_and_names_keep_their_head_noun() -> None:
