@@ -147,19 +147,30 @@ def shifted(original: str, kind: str, detail: str, rng: np.random.Generator) -> 
     by 3 to 40 (decades by 10 to 40, centuries by 1 to 3), other numbers by one seeded factor (x2, x3, /2, x1.5),
     number words to another number word (``kind`` and ``detail`` as :func:`~evret_core.rag.answer_types.shape`
     gives them); the unit, the format and the words around stay ("1,230 km (760 mi)" ->
-    "2,460 km (1,520 mi)"; "1050s" -> "1080s"; "6th century BC" -> "8th century BC"). None when nothing moves."""
+    "2,460 km (1,520 mi)"; "1050s" -> "1080s"; "6th century BC" -> "8th century BC"). Coordinates (a value with
+    a degree sign) move their degrees by 1 to 5, minutes and seconds kept, so they stay valid and each form of the
+    same point moves alike ("47\u00b039\u2032N 9\u00b019\u2032E / 47.650; 9.317" -> "50\u00b039\u2032N
+    12\u00b019\u2032E / 50.650; 12.317"). None when nothing moves."""
     is_date = kind == "date"
+    degrees = "\u00b0" in original
+    if degrees:
+        step = int(rng.integers(1, 6)) * (1 if rng.random() < 0.5 else -1)
     if is_date and "century" in detail:
         step = int(rng.integers(1, 4)) * (1 if rng.random() < 0.5 else -1)
     elif is_date and "decade" in detail:
         step = int(rng.integers(1, 5)) * 10 * (1 if rng.random() < 0.5 else -1)
-    else:
+    elif not degrees:
         step = int(rng.integers(3, 41)) * (1 if rng.random() < 0.5 else -1)
     factor = float(rng.choice([2.0, 3.0, 0.5, 1.5]))
 
     def move(m: re.Match[str]) -> str:
         whole, decimals, suffix = m.group(1), m.group(2), m.group(3) or ""
         n = int(whole.replace(",", ""))
+        if degrees:  # minutes and seconds (before a prime) stay; degrees move, never past the poles
+            if original[m.end():m.end() + 1] in ("\u2032", "\u2033", "'", '"'):
+                return m.group(0)
+            new = n + step if 0 <= n + step <= 90 else n - step
+            return f"{new}{'.' + decimals if decimals else ''}{suffix}"
         if is_date and (suffix in ("st", "nd", "rd", "th") or "century" in detail):
             new = max(1, n + (step if n + step >= 1 else -step))
             return f"{new}{_ordinal(new) if suffix in ('st', 'nd', 'rd', 'th') else suffix}"

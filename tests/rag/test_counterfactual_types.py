@@ -3,6 +3,8 @@ the SQuAD subset (share of type-consistent plantings, never a substring of the q
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,16 @@ def test_question_cues_refine_names() -> None:
 ])
 def test_checker_by_hand(original: str, planted: str, ok: bool) -> None:
     assert check_planting(original, planted)[0] is ok
+
+
+def test_shifted_coordinates_stay_valid() -> None:
+    point = "47\u00b039\u2032N 9\u00b019\u2032E / 47.650\u00b0N 9.317\u00b0E / 47.650; 9.317"
+    for seed in range(6):
+        moved = shifted(point, *shape(point), np.random.default_rng(seed))
+        assert moved is not None and moved != point and shape(moved) == shape(point)
+        lat, lon = (int(x) for x in re.findall(r"(\d+)\u00b0\d", moved))
+        assert 0 <= lat <= 90 and moved.count(f"{lat}\u00b039\u2032N") == 1 and f"/ {lat}.650; {lon}.317" in moved
+        assert "\u2032" in moved and "39\u2032" in moved and "19\u2032" in moved  # minutes kept
 
 
 def test_shifted_keeps_unit_and_format() -> None:
