@@ -66,6 +66,16 @@ def _run_sections(name: str, r: RagResults) -> list[Section]:
                            rows=[[value, condition] + [cell(scores.get(m)) for m in SLICE_METRICS]
                                  for value, by_condition in values.items()
                                  for condition, scores in by_condition.items()]))
+    scans = {role: part["injection"] for role, part in (r.stats.get("llm") or {}).items()
+             if isinstance(part, dict) and isinstance(part.get("injection"), dict)}
+    if scans:  # the LLM parts' prompt-injection scan of the contexts they sent (docs/llm-judging.md)
+        out.append(Section(3, "Prompt injections in the contexts sent to the LLM",
+                           "Texts matching the detector's patterns; the answers and verdicts are the model's.",
+                           ["part", "distinct texts scanned", "flagged", "patterns", "example"],
+                           [[role, str(scan.get("scanned", 0)), str(scan.get("flagged", 0)),
+                             ", ".join(f"{k} {v}" for k, v in (scan.get("patterns") or {}).items()) or "none",
+                             str((scan.get("examples") or [{}])[0].get("match", ""))]
+                            for role, scan in scans.items()]))
     for condition, entry in r.adversarial.items():
         rows = [[rate, cell(v, entry["intervals"].get(rate))] for rate, v in entry["rates"].items()]
         drop = entry.get("drop") or {}

@@ -77,6 +77,11 @@ def test_an_injected_context_is_counted_once_and_warned_once_per_part(
     assert results.config["claim_judge"]["injection_scan"]["flagged"] == 1
     saved = json.loads(results.model_dump_json())
     assert saved["stats"]["llm"]["generator"]["injection"]["flagged"] == 1
+    from evret_core.rag.compare import rag_markdown
+
+    report = rag_markdown({"run": results})  # the report says so too
+    assert "Prompt injections in the contexts sent to the LLM" in report
+    assert f"| generator | {len(TOPICS)} | 1 |" in report and "| claim_judge |" in report
     lines = warnings(capsys.readouterr().err)
     assert len(lines) == 2, lines
     assert lines[0].startswith("WARNING: llm generator: 1 context text(s) look like prompt injections")
