@@ -10,9 +10,10 @@ it follows any instruction that carries a canary, as a model without injection d
 
 ``--plantings N`` prints instead what the counterfactual family planted: the share of plantings that keep the
 original answer's type by :func:`evret_core.rag.answer_types.check_planting`, the skips, and N plantings drawn at
-random (seeded) with the question each planted value answers, for a person to judge.
+random (seeded) with the rule that found each value and the question it answers, for a person to judge;
+``--rule same-head`` (or ``question-head``...) draws the sample from that rule's plantings only.
 
-Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm] [--plantings 40]
+Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm] [--plantings 40 [--rule R]]
 """
 
 from __future__ import annotations
@@ -71,10 +72,11 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--llm", action="store_true", help="also the llm generator against two stub models")
     parser.add_argument("--plantings", type=int, metavar="N", help="only the counterfactual plantings, N sampled")
+    parser.add_argument("--rule", help="with --plantings: sample only the plantings of this rule (same-head...)")
     args = parser.parse_args()
     questions = QuestionSet.load(args.shared / SQUAD)
     if args.plantings is not None:
-        print(plantings(questions, args.plantings))
+        print(plantings(questions, args.plantings, rule=args.rule))
         return
     generators: dict[str, tuple[Any, dict[str, Any] | None]] = {
         "extractive (threshold 0.5)": ("extractive", None),
@@ -98,7 +100,7 @@ def main() -> None:
                       f"{len(server.requests)} LLM calls)\n")
 
 
-def plantings(questions: QuestionSet, sample: int, seed: int = 0) -> str:
+def plantings(questions: QuestionSet, sample: int, seed: int = 0, rule: str | None = None) -> str:
     """The counterfactual family's plantings over the gold contexts: type-consistent share, skips, a sample."""
     import random
     from collections import Counter
@@ -112,18 +114,20 @@ def plantings(questions: QuestionSet, sample: int, seed: int = 0) -> str:
     answerable = sum(bool(q.answers) for q in questions.questions)
     consistent = sum(check_planting(c.info["original_answer"], c.info["planted_answer"])[0] for _q, c in built)
     in_question = sum(c.info["planted_answer"].lower() in q.question.lower() for q, c in built)
-    origin = Counter("shifted numerals" if c.info["planted_from"] == "shifted" else "another question's answer"
-                     for _q, c in built)
+    origin = Counter(c.info["rule"] for _q, c in built)
     skips = Counter(c.skip for q, c in zip(questions.questions, cases, strict=True) if c.skip and q.answers)
     by_id = {q.question_id: q.question.strip() for q in questions.questions}
     lines = [f"plantings: {len(built)} of {answerable} answerable questions; type-consistent by check_planting: "
              f"{consistent} ({consistent / max(len(built), 1):.1%}); substrings of the question: {in_question}",
-             f"planted from: {dict(origin)}; answerable questions skipped: {dict(skips)}", "",
-             "| question | original | planted | checker | the planted value answers |", "|---|---|---|---|---|"]
-    for q, c in random.Random(seed).sample(built, min(sample, len(built))):
-        source = by_id.get(c.info["planted_from"], "(its own numerals, moved)")
-        cells = [q.question.strip(), c.info["original_answer"], c.info["planted_answer"], c.info["type_check"],
-                 source]
+             f"planted by rule: {dict(origin)}; answerable questions skipped: {dict(skips)}", "",
+             "| question | original | planted | rule | checker | the planted value answers |",
+             "|---|---|---|---|---|---|"]
+    sources = {"shifted": "(its own numerals, moved)", "corpus": "(a corpus phrase)"}
+    pool = [(q, c) for q, c in built if rule is None or c.info["rule"] == rule]
+    for q, c in random.Random(seed).sample(pool, min(sample, len(pool))):
+        source = by_id.get(c.info["planted_from"]) or sources[c.info["planted_from"]]
+        cells = [q.question.strip(), c.info["original_answer"], c.info["planted_answer"], c.info["rule"],
+                 c.info["type_check"], source]
         lines.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")
     return "\n".join(lines)
 

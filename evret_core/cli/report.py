@@ -21,6 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="paired test of the comparison section (several runs)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after correction")
     p.add_argument("--max-k", type=int, default=None, help="largest k of the metric@k curves (default: depth)")
+    p.add_argument("--dataset", metavar="QUESTIONS",
+                   help="RAG runs, --format html: the question set the runs used, so the drill-down shows each "
+                        "context's text (.jsonl with --corpus, or SQuAD-format .json)")
+    p.add_argument("--corpus", metavar="CORPUS", help="with --dataset: the corpus .jsonl its gold ids point into")
+    p.add_argument("--dataset-format", choices=["rgb"], help="with --dataset: read it as this format (rgb)")
     p.set_defaults(func=run)
 
 
@@ -36,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
 
     if _rag_inputs(args.results):
         return _report_rag(args)
+    if args.dataset or args.corpus or args.dataset_format:
+        from evret_core.errors import EvretError
+
+        raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
+                         "context texts); retrieval results hold their texts already")
     if args.format == "csv":
         from evret_core.frames import runs_to_csv
         from evret_core.report.api import named_runs
@@ -64,9 +74,25 @@ def _report_rag(args: argparse.Namespace) -> int:
     if args.format not in ("markdown", "html"):
         raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "
                          f"holds everything else)")
+    if (args.corpus or args.dataset_format) and not args.dataset:
+        raise EvretError("--corpus and --dataset-format go with --dataset (the question set the runs used)")
+    if args.dataset and args.format != "html":
+        raise EvretError("--dataset: context texts are shown by the HTML report's drill-down; add --format html")
     runs = load_rag_runs(args.results)
+    questions = None
+    if args.dataset:
+        from evret_core.cli.rag import load_questions
+        from evret_core.rag.compare import check_questions
+
+        questions = load_questions({"dataset": args.dataset, "corpus": args.corpus,
+                                    "dataset_format": args.dataset_format})
+        check_questions(runs, questions)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
-    text = rag_markdown(runs, comparison) + "\n" if args.format == "markdown" else rag_html(runs, comparison)
+    warnings: list[str] = []
+    text = (rag_markdown(runs, comparison) + "\n" if args.format == "markdown"
+            else rag_html(runs, comparison, questions=questions, warnings=warnings))
+    for warning in warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)

@@ -124,10 +124,12 @@ class InjectionScan:
         return {"detector": DETECTOR, "scanned": len(self._seen), "flagged": self.flagged,
                 "patterns": dict(self.by_pattern), "examples": list(self.examples)}
 
-    def warning(self, owner: str, new: list[dict[str, str]]) -> str:
-        """The one line that reports ``new`` flagged texts (``owner`` names the judge)."""
+    def warning(self, owner: str, new: list[dict[str, str]], *, texts: str = "judged text(s)",
+                outcome: str = "the verdicts are still the model's: check those judgments",
+                where: str = "stats['injection']") -> str:
+        """The one line that reports ``new`` flagged texts: ``owner`` names the part (``llm judge``, ``llm
+        generator``...), ``texts`` what was scanned, ``outcome`` what it means, ``where`` where the counts are."""
         names = sorted({n for found in new for n in found})
         example = next(iter(new[0].values()))
-        return (f"{owner}: {len(new)} judged text(s) look like prompt injections ({', '.join(names)}), e.g. "
-                f"{example!r}; the verdicts are still the model's: check those judgments "
-                f"(stats['injection'] holds the count and examples)")
+        return (f"{owner}: {len(new)} {texts} look like prompt injections ({', '.join(names)}), e.g. "
+                f"{example!r}; {outcome} ({where} holds the count and examples)")

@@ -13,6 +13,9 @@ Two functions, each a short list of documented rules (no model, no network):
   or plain name), or both common phrases. It cannot tell a person's name from a product's ("Rollo" / "HoloLens": both plain names);
   that is what :func:`value_type`'s question cues are for, and why docs/benchmarks.md lists a sample of plantings
   for a person to judge.
+
+:func:`head_of` (a value's head noun) and :func:`question_head` (the noun a "what / which" question asks for) let the
+planter keep what a name or phrase is about ("Swiss-Austrian border" -> another border).
 """
 
 from __future__ import annotations
@@ -275,3 +278,59 @@ def check_planting(original: str, planted: str) -> tuple[bool, str]:
     ok = a == b
     show = [f"{k}{f' ({d})' if d else ''}" for k, d in (a, b)]
     return ok, f"{show[0]} -> {show[1]}"
+
+
+# words that end a noun group: prepositions, verbs of a question, conjunctions, relative words
+_GROUP_END = frozenset("""of to in on for from at by with into onto over under between through during after before
+    about against among within without does did do is was are were be been has had have can could will would may
+    might should that which who whom whose when where why how and or but than as called named known meant mean
+    located situated found used""".split())
+_FUNCTION = _GROUP_END | frozenset("the a an its their his her this that these those it they there some any".split())
+_KIND_OF = frozenset("type kind sort form class variety name".split())
+_GENERIC = frozenset("name names term word words thing things one ones part parts way form forms".split())  # ask for nothing
+
+
+def head_of(value: str) -> tuple[str, list[str], str] | None:
+    """A value's head noun, the words before it and what follows it: the last word before the first function
+    word ("Swiss-Austrian border" -> ``("border", ["Swiss-Austrian"], "")``; "greater density of cold water" ->
+    ``("density", ["greater"], " of cold water")``), or None for a value of one word, or one that starts with a
+    function word. Heads are compared lower-cased."""
+    words = value.split()
+    cut = next((i for i, w in enumerate(words) if w.lower().strip(".,;:") in _GROUP_END), len(words))
+    group = words[:cut]
+    if len(group) < 2 or group[0].lower() in _FUNCTION:
+        return None
+    tail = " ".join(words[cut:])
+    return group[-1].strip(".,;:").lower(), group[:-1], f" {tail}" if tail else ""
+
+
+def question_head(question: str) -> str | None:
+    """The noun a "what" / "which" question asks for ("Which border does the Rhine flow from?" -> ``border``;
+    "What is the conventional method to measure the Rhine?" -> ``method``; "What type of delta..." and "What is the
+    name of the branch..." -> ``delta``, ``branch``),
+    lower-cased, or None when the question has no such noun or only a generic one (name, term, word...)."""
+    words = re.findall(r"[\w'-]+", question.lower())
+    start = next((i + 1 for i, w in enumerate(words) if w in ("what", "which")), None)
+    if start is None:
+        return None
+    i = start
+    if i < len(words) and words[i] in ("is", "was", "are", "were"):
+        i += 1
+    group: list[str] = []
+    while i < len(words):
+        w = words[i]
+        if w in _FUNCTION and not (w == "of" and group and group[-1] in _KIND_OF):
+            if group:
+                break
+            if w in ("the", "a", "an", "its", "their"):
+                i += 1
+                continue
+            return None
+        if group and i + 1 < len(words) and words[i + 1] in ("the", "a", "an", "its", "their", "his", "her"):
+            break  # "What river joins the Rhine?": a word before an article is the verb
+        if w == "of":  # "type of delta": the noun after the kind word
+            group = []
+        else:
+            group.append(w)
+        i += 1
+    return group[-1] if group and group[-1] not in _GENERIC else None

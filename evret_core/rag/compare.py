@@ -17,6 +17,7 @@ import numpy as np
 from evret_core.errors import EvretError
 from evret_core.gates import FlatScores, rag_scores
 from evret_core.rag.document import rag_sections, render_html, render_markdown
+from evret_core.rag.questions import QuestionSet
 from evret_core.rag.results import RagResults
 from evret_core.stats import (
     TESTS,
@@ -99,6 +100,21 @@ def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None =
     return render_markdown(rag_sections(runs, comparison))
 
 
-def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
-    """The same report as one self-contained HTML page, with a per-question drill-down."""
-    return render_html(rag_sections(runs, comparison), ", ".join(runs), runs=runs)
+def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None,
+             questions: QuestionSet | None = None, warnings: list[str] | None = None) -> str:
+    """The same report as one self-contained HTML page (at most 5 MB), with a per-question drill-down that shows
+    each context's text when the runs' ``questions`` are given; what was cut to fit goes to ``warnings``."""
+    if questions is not None:
+        check_questions(runs, questions)
+    return render_html(rag_sections(runs, comparison), ", ".join(runs), runs=runs, questions=questions,
+                       warnings=warnings)
+
+
+def check_questions(runs: Mapping[str, RagResults], questions: QuestionSet, option: str = "--dataset") -> None:
+    """An :class:`EvretError` when ``questions`` holds none of a run's questions (the wrong file), before any work."""
+    asked = {q.question_id for q in questions.questions}
+    for name, r in runs.items():
+        if r.per_question and not asked & set(r.per_question):
+            first = next(iter(r.per_question))
+            raise EvretError(f"{option}: the question set holds none of the {len(r.per_question)} questions of run "
+                             f"{name!r} (e.g. {first!r}); give the question set the run was made with")

@@ -5,12 +5,23 @@ Two sources of the wrong value, in order:
 1. The question's own (``counterfactual_answers`` / ``counterfactual_passages``, as counterfactual-robustness sets
    such as RGB carry them): its fact-altered passages join the contexts as they are; with a fake answer but no
    passages, the fake answer replaces the answer span in a copy of the gold document.
-2. Otherwise a value planted by the family: the answer span of a copy of the gold document is replaced by another
-   question's answer of the same type (:func:`~evret_core.rag.answer_types.value_type`: a person for a person, a
-   place for a place, a date of the same format for a date, a number with the same unit for a number), falling back
-   to a value of the same string-only shape (:func:`~evret_core.rag.answer_types.shape`) when the set has no answer
-   of the refined type. A value is never an acceptable answer, never inside one, never already in the document and
-   never a substring of the question. No such value: the case is skipped, with the reason.
+2. Otherwise a value planted by the family in a copy of the gold document's answer span, by the first rule that
+   finds one (``info["rule"]``):
+
+   - ``same-head`` (names and phrases of two or more words): a phrase with the same head noun and as many words
+     before it, capitalised alike, from the corpus or another answer ("Swiss-Austrian border" -> "Franco-German
+     border", "Middle Rhine" -> "Upper Rhine"; :func:`~evret_core.rag.answer_types.head_of`);
+   - ``question-head`` (names and phrases): another answer whose "what / which" question asks for the same noun
+     ("Which border..." -> an answer to another "which border" question;
+     :func:`~evret_core.rag.answer_types.question_head`);
+   - ``same-type``: another question's answer of the same type
+     (:func:`~evret_core.rag.answer_types.value_type`: a person for a person, a place for a place, a date of the
+     same format for a date, a number with the same unit for a number), else of the same kind;
+   - ``shifted``: a date or number with its own numerals moved.
+
+   Every value has the original's string-only shape (:func:`~evret_core.rag.answer_types.shape`), is never an
+   acceptable answer, never inside one, never already in the document and never a substring of the question. No
+   such value: the case is skipped, with the reason.
 
 The forged document joins the other contexts at a seeded position, so one document contradicts the rest; the right
 behaviour is still to answer correctly (ideally flagging the conflict). ``info`` records what was planted, where,
@@ -25,7 +36,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from evret_core.rag.adversarial import POSITIONS, _doc_id, _insert
-from evret_core.rag.answer_types import check_planting, shape, value_type
+from evret_core.rag.answer_types import check_planting, head_of, question_head, shape, value_type
 from evret_core.rag.answers import normalize_answer
 from evret_core.rag.contexts import ConditionCase, Context
 from evret_core.rag.questions import QuestionSet, RagQuestion
@@ -69,6 +80,35 @@ def value_pool(questions: QuestionSet) -> list[_Entry]:
     return out
 
 
+_CORPUS_TOKEN = re.compile(r"[\w'\u2019-]+|[^\w\s]")
+_NOT_MODIFIER = frozenset("""the a an of and or to in on for from at by with into is was are were be been has had
+    have its their his her this that these those it they there which who whom whose when where also not no as than
+    but some any all each more most many much such""".split())
+# "German Rhein", "Dutch Rijn": a language word before a name gives the name in that language, not another one
+_LANGUAGES = frozenset("""english german dutch french latin italian spanish greek celtic gaulish frankish norse
+    flemish frisian romansh danish swedish norwegian polish russian arabic welsh irish""".split())
+
+
+def corpus_heads(questions: QuestionSet, heads: set[str]) -> dict[str, set[tuple[str, ...]]]:
+    """For each head noun in ``heads`` (lower-cased), the phrases of the corpus that end in it: the head as written
+    and up to three words before it (no function word, no punctuation), as word tuples; one pass over the corpus."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for doc_id in questions.corpus:
+        toks = _CORPUS_TOKEN.findall(questions.text_of(doc_id) or "")
+        for j, tok in enumerate(toks):
+            low = tok.lower()
+            if low not in heads or j == 0:
+                continue
+            before: list[str] = []
+            for prev in reversed(toks[max(0, j - 3):j]):
+                if not (prev[0].isalnum() or prev[0] == "_") or prev.lower() in _NOT_MODIFIER:
+                    break
+                before.insert(0, prev)
+            if before:
+                out.setdefault(low, set()).add((*before, tok))
+    return out
+
+
 class Avoid:
     """What a planted value must not be for one question: an acceptable answer, inside one or holding one, already
     in the gold document, or a substring of the question (case-insensitive); normalised once per question."""
@@ -107,19 +147,30 @@ def shifted(original: str, kind: str, detail: str, rng: np.random.Generator) -> 
     by 3 to 40 (decades by 10 to 40, centuries by 1 to 3), other numbers by one seeded factor (x2, x3, /2, x1.5),
     number words to another number word (``kind`` and ``detail`` as :func:`~evret_core.rag.answer_types.shape`
     gives them); the unit, the format and the words around stay ("1,230 km (760 mi)" ->
-    "2,460 km (1,520 mi)"; "1050s" -> "1080s"; "6th century BC" -> "8th century BC"). None when nothing moves."""
+    "2,460 km (1,520 mi)"; "1050s" -> "1080s"; "6th century BC" -> "8th century BC"). Coordinates (a value with
+    a degree sign) move their degrees by 1 to 5, minutes and seconds kept, so they stay valid and each form of the
+    same point moves alike ("47\u00b039\u2032N 9\u00b019\u2032E / 47.650; 9.317" -> "50\u00b039\u2032N
+    12\u00b019\u2032E / 50.650; 12.317"). None when nothing moves."""
     is_date = kind == "date"
+    degrees = "\u00b0" in original
+    if degrees:
+        step = int(rng.integers(1, 6)) * (1 if rng.random() < 0.5 else -1)
     if is_date and "century" in detail:
         step = int(rng.integers(1, 4)) * (1 if rng.random() < 0.5 else -1)
     elif is_date and "decade" in detail:
         step = int(rng.integers(1, 5)) * 10 * (1 if rng.random() < 0.5 else -1)
-    else:
+    elif not degrees:
         step = int(rng.integers(3, 41)) * (1 if rng.random() < 0.5 else -1)
     factor = float(rng.choice([2.0, 3.0, 0.5, 1.5]))
 
     def move(m: re.Match[str]) -> str:
         whole, decimals, suffix = m.group(1), m.group(2), m.group(3) or ""
         n = int(whole.replace(",", ""))
+        if degrees:  # minutes and seconds (before a prime) stay; degrees move, never past the poles
+            if original[m.end():m.end() + 1] in ("\u2032", "\u2033", "'", '"'):
+                return m.group(0)
+            new = n + step if 0 <= n + step <= 90 else n - step
+            return f"{new}{'.' + decimals if decimals else ''}{suffix}"
         if is_date and (suffix in ("st", "nd", "rd", "th") or "century" in detail):
             new = max(1, n + (step if n + step >= 1 else -step))
             return f"{new}{_ordinal(new) if suffix in ('st', 'nd', 'rd', 'th') else suffix}"
@@ -144,14 +195,36 @@ def shifted(original: str, kind: str, detail: str, rng: np.random.Generator) -> 
     return moved if moved != original else None
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Two one-word values of one stem ("Catholicism", "Catholic"): the same thing, not a counterfactual."""
+    return " " not in a.strip() and " " not in b.strip() and a[:5].lower() == b[:5].lower()
+
+
+def _is_list(value: str) -> bool:
+    """Whether a value names several things ("William of Volpiano and John of Ravenna", "Swabia, Franconia") or a
+    range ("1421 to 1904")."""
+    return (bool(re.search(r"\band\b|,\s*\w", value)) and not re.search(r"\d,\d", value)
+            or bool(re.search(r"\d\s*(?:to|\u2013)\s*\d", value)))
+
+
 class Counterfactual:
     """Family ``counterfactual`` (see the module docs)."""
 
     name = "counterfactual"
 
     def __init__(self, questions: QuestionSet | None = None) -> None:
-        self._pool: list[_Entry] | None = value_pool(questions) if questions is not None else None
-        self._for: QuestionSet | None = questions
+        self._for: QuestionSet | None = None
+        if questions is not None:
+            self._index(questions)
+
+    def _index(self, questions: QuestionSet) -> None:
+        """The answer pool, each answer's question head noun, and the corpus phrases ending in a head of an answer."""
+        self._pool = value_pool(questions)
+        self._for = questions
+        asked = {q.question_id: q.question for q in questions.questions}
+        self._asks = {v: question_head(asked.get(qid, "")) for v, qid, _t, _s in self._pool}
+        heads = {h[0] for q in questions.questions for a in q.answer_strings for h in [head_of(a)] if h}
+        self._phrases = corpus_heads(questions, heads)
 
     def __call__(self, question: RagQuestion, contexts: Sequence[Context], questions: QuestionSet,
                  rng: np.random.Generator) -> ConditionCase:
@@ -173,11 +246,12 @@ class Counterfactual:
             if not choices:
                 return ConditionCase(list(contexts), skip="counterfactual: the question's own fake answer is an "
                                                           "acceptable answer or already in the document")
+            rule = "question"
         else:
-            choices = self._choices(question, original, text, questions)
+            rule, choices = self._choices(question, original, text, questions)
             if not choices and shape(original)[0] in ("date", "number"):
                 moved = shifted(original, *shape(original), rng)
-                choices = [(moved, "shifted")] if moved and acceptable(moved, question, text) else []
+                rule, choices = "shifted", [(moved, "shifted")] if moved and acceptable(moved, question, text) else []
             if not choices:
                 return ConditionCase(list(contexts), skip=f"counterfactual: no other {wanted[0]} value to plant")
         planted, origin = choices[int(rng.integers(len(choices)))]
@@ -187,22 +261,59 @@ class Counterfactual:
         return ConditionCase(
             _insert(list(contexts), forged, position),
             info={"family": self.name, "planted_answer": planted, "original_answer": original, "kind": wanted[0],
-                  "type_check": why, "type_consistent": consistent, "planted_from": origin, "source_doc": source,
+                  "type_check": why, "type_consistent": consistent, "planted_from": origin, "rule": rule,
+                  "source_doc": source,
                   "forged_doc": forged.doc_id, "span": [span[0], span[1]], "position": position},
         )
 
     def _choices(self, question: RagQuestion, original: str, text: str, questions: QuestionSet
-                 ) -> list[tuple[str, str]]:
-        """(value, the question it answers): values of the same refined type (detail included), else of the same
-        kind whatever their question asked (a name for a name), all of the same string-only shape."""
-        if self._pool is None or self._for is not questions:
-            self._pool, self._for = value_pool(questions), questions
+                 ) -> tuple[str, list[tuple[str, str]]]:
+        """The rule that found values (see the module) and its (value, where it came from: a question id or
+        ``corpus``) pairs, all of the original's string-only shape."""
+        if self._for is not questions:
+            self._index(questions)
         refined, plain = value_type(original, question.question), shape(original)
         avoid = Avoid(question, text)
         same_shape = [(v, qid, t) for v, qid, t, s in self._pool
-                      if s == plain and qid != question.question_id and avoid.allows(v)]
+                      if s == plain and qid != question.question_id and avoid.allows(v) and not _same_word(original, v)]
+        listed = _is_list(original)  # two people for one ("Edgar" -> "William ... and John ...") is spotted at once
+        same_shape = [e for e in same_shape if _is_list(e[0]) == listed] or same_shape
+        if plain[0] not in ("date", "number"):
+            same_head = self._same_head(original, plain, avoid, same_shape)
+            if same_head:
+                return "same-head", same_head
+            asks = question_head(question.question)
+            by_question = [(v, qid) for v, qid, _t in same_shape if asks and self._asks.get(v) == asks]
+            if by_question:
+                return "question-head", by_question
         exact = [(v, qid) for v, qid, t in same_shape if t == refined]
-        return exact or [(v, qid) for v, qid, t in same_shape if t[0] == refined[0]]
+        return "same-type", exact or [(v, qid) for v, qid, t in same_shape if t[0] == refined[0]]
+
+    def _same_head(self, original: str, plain: tuple[str, str], avoid: Avoid,
+                   same_shape: list[tuple[str, str, tuple[str, str]]]) -> list[tuple[str, str]]:
+        """Phrases with the original's head noun and as many words before it, capitalised alike: other answers
+        first, then the corpus's."""
+        found = head_of(original)
+        if found is None:
+            return []
+        head, before, tail = found
+        caps = [w[:1].isupper() for w in before]
+        out: dict[str, str] = {}
+        for v, qid, _t in same_shape:
+            other = head_of(v)
+            if other and other[0] == head and [w[:1].isupper() for w in other[1]] == caps:
+                out.setdefault(v, qid)
+        for phrase in sorted(self._phrases.get(head, ())):
+            words = phrase[:-1][-len(before):]
+            if len(words) < len(before) or [w[:1].isupper() for w in words] != caps:
+                continue
+            if phrase[-1][:1].isupper() and any(w.lower() in _LANGUAGES for w in words):
+                continue
+            value = " ".join((*words, phrase[-1])) + tail
+            if (value.lower() != original.lower() and value not in out and shape(value) == plain
+                    and avoid.allows(value)):
+                out[value] = "corpus"
+        return list(out.items())
 
     def _own_passages(self, question: RagQuestion, contexts: Sequence[Context], rng: np.random.Generator
                       ) -> ConditionCase:

@@ -12,12 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evret_core.rag.questions import QuestionSet
 from evret_core.rag.results import ATTRIBUTIONS, RagResults
 from evret_core.stats import Comparison, format_interval
 
 __all__ = ["Section", "question_drilldown", "rag_sections", "render_html", "render_markdown"]
 
 MAX_QUESTIONS = 1000  # questions in the HTML drill-down; the results file holds them all
+PREVIEW_CHARS = 160  # of each context text, in the question's list (the whole text is at the page's end)
 
 GENERATION = ("exact", "f1", "correct", "refused", "wrong_refusal_rate", "correct_refusal_rate", "groundedness",
               "faithfulness", "citation_precision", "citation_recall", "answer_relevance")
@@ -64,6 +66,16 @@ def _run_sections(name: str, r: RagResults) -> list[Section]:
                            rows=[[value, condition] + [cell(scores.get(m)) for m in SLICE_METRICS]
                                  for value, by_condition in values.items()
                                  for condition, scores in by_condition.items()]))
+    scans = {role: part["injection"] for role, part in (r.stats.get("llm") or {}).items()
+             if isinstance(part, dict) and isinstance(part.get("injection"), dict)}
+    if scans:  # the LLM parts' prompt-injection scan of the contexts they sent (docs/llm-judging.md)
+        out.append(Section(3, "Prompt injections in the contexts sent to the LLM",
+                           "Texts matching the detector's patterns; the answers and verdicts are the model's.",
+                           ["part", "distinct texts scanned", "flagged", "patterns", "example"],
+                           [[role, str(scan.get("scanned", 0)), str(scan.get("flagged", 0)),
+                             ", ".join(f"{k} {v}" for k, v in (scan.get("patterns") or {}).items()) or "none",
+                             str((scan.get("examples") or [{}])[0].get("match", ""))]
+                            for role, scan in scans.items()]))
     for condition, entry in r.adversarial.items():
         rows = [[rate, cell(v, entry["intervals"].get(rate))] for rate, v in entry["rates"].items()]
         drop = entry.get("drop") or {}
@@ -127,12 +139,18 @@ def _info_line(info: Mapping[str, Any]) -> str:
                      for k in keys if k in info and info[k] not in (None, "", []))
 
 
-def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTIONS) -> list[dict[str, Any]]:
+def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTIONS,
+                       questions: QuestionSet | None = None) -> list[dict[str, Any]]:
     """Per question (the first ``limit``, in the first run's order): its labels and, per run and condition, the
     contexts given (gold and planted ones marked), the answer, the scores that decided ``correct``, the claims with
     their verdicts and citations, the adversarial case's info, and the failure attribution. Plain strings: the
-    page escapes them."""
+    page escapes them. With the run's ``questions`` (and so its corpus), ``texts`` lists each distinct context
+    text of the question once (:mod:`evret_core.rag.case_texts`): id, mark, text (None when not found) and, for an
+    id that stands for several texts, the run and condition of each."""
     from evret_core.rag.adversarial_scores import outcome_scores
+    from evret_core.rag.case_texts import context_text, planted_texts
+
+    asked = {q.question_id: q for q in questions.questions} if questions is not None else {}
 
     order: list[str] = []
     for r in runs.values():
@@ -144,8 +162,9 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
         entry: dict[str, Any] = {
             "id": qid, "question": first.question, "behaviour": first.expected_behaviour,
             "answers": [" / ".join(variants) for variants in first.answers], "gold": first.gold_doc_ids,
-            "tags": [f"{k}: {v}" for k, v in first.tags.items()], "runs": [], "marks": [],
+            "tags": [f"{k}: {v}" for k, v in first.tags.items()], "runs": [], "marks": [], "texts": [],
         }
+        found: dict[tuple[str, str | None], dict[str, Any]] = {}
         for name, r in runs.items():
             q = r.per_question.get(qid)
             if q is None:
@@ -167,19 +186,107 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
                     "info": _info_line(oc.info), "family": ", ".join(f"{k} {v}" for k, v in family.items()),
                 })
                 entry["marks"].append(f"{name + ' ' if len(runs) > 1 else ''}{condition} {_verdict_mark(oc.correct)}")
+                if questions is not None:
+                    added = planted_texts(oc.info, asked.get(qid), questions)
+                    for doc_id in oc.context_ids:
+                        text = context_text(doc_id, added, questions)
+                        mark = "gold" if doc_id in gold else "planted" if doc_id in planted else ""
+                        row = found.setdefault((doc_id, text), {"id": doc_id, "mark": mark, "text": text,
+                                                                "where": []})
+                        row["where"].append(f"{name + ' ' if len(runs) > 1 else ''}{condition}")
             entry["runs"].append({"name": name, "attribution": q.attribution or "", "conditions": conditions})
+        ids = [doc_id for doc_id, _ in found]
+        for (doc_id, _), row in found.items():  # where only for an id standing for several texts
+            row["where"] = ", ".join(row["where"]) if ids.count(doc_id) > 1 else ""
+            entry["texts"].append(row)
         out.append(entry)
     return out
 
 
 def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
-                runs: Mapping[str, RagResults] | None = None) -> str:
+                runs: Mapping[str, RagResults] | None = None, questions: QuestionSet | None = None,
+                warnings: list[str] | None = None, budget: int | None = None) -> str:
     """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``), with
     the per-question drill-down of ``runs`` (:func:`question_drilldown`) when given: one collapsed entry per
-    question, which needs no script."""
+    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
+    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
+    that six questions and four conditions share is stored once, not 24 times).
+
+    The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
+    fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
+    do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common length that fits (``text_cap``, as the
+    retrieval report cuts its texts). What was cut is said on the page and appended to ``warnings``."""
+    from evret_core.report.drilldown import PAGE_BUDGET, text_cap
     from evret_core.report.html import PALETTE, environment
 
-    questions = question_drilldown(runs) if runs else []
+    budget = PAGE_BUDGET if budget is None else budget
+    template = environment().get_template("rag.html.j2")
+    drill = question_drilldown(runs, questions=questions) if runs else []
     total = len({qid for r in (runs or {}).values() for qid in r.per_question})
-    return environment().get_template("rag.html.j2").render(title=title, sections=list(sections), palette=PALETTE,
-                                                             questions=questions, total_questions=total)
+    notes: list[str] = []
+
+    def stored(shown: list[dict[str, Any]]) -> list[str]:
+        return list(dict.fromkeys(d["text"] for q in shown for d in q["texts"] if d["text"] is not None))
+
+    def page(shown: list[dict[str, Any]], cap: int | None, preview: int) -> str:
+        index = {t: n for n, t in enumerate(stored(shown), start=1)}
+        ids: dict[int, list[str]] = {}
+        rows = []
+        for q in shown:
+            texts = []
+            for d in q["texts"]:
+                ref = index.get(d["text"]) if d["text"] is not None else None
+                if ref is not None and d["id"] not in ids.setdefault(ref, []):
+                    ids[ref].append(d["id"])
+                texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
+            rows.append({**q, "texts": texts})
+        store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
+        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
+                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
+
+    margin = 4096  # the notes
+    size = len(page(drill, 0, 0).encode("utf-8"))
+    while drill and size > budget - margin:  # the markup alone is too big: fewer questions
+        drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
+        size = len(page(drill, 0, 0).encode("utf-8"))
+    texts = stored(drill)
+    for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
+        html = page(drill, None, preview)
+        if len(html.encode("utf-8")) <= budget - margin:
+            break
+    if len(html.encode("utf-8")) > budget - margin:
+        with_previews = len(page(drill, 0, preview).encode("utf-8"))
+        if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
+            preview = 0
+        else:
+            size = with_previews
+        room = budget - margin - size
+        cap = text_cap(texts, room)
+        html = page(drill, cap, preview)
+        for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
+            over = len(html.encode("utf-8")) - (budget - margin)
+            if over <= 0:
+                break
+            room -= over + 1024
+            cap = text_cap(texts, max(0, room))
+            html = page(drill, cap, preview)
+    else:
+        cap = None
+    if runs and len(drill) < min(total, MAX_QUESTIONS):
+        notes.append(f"the drill-down holds the first {len(drill)} of {total} questions: the others do not fit the "
+                     f"report's {budget / 1e6:g} MB budget (the results file holds them all)")
+    if questions is not None and not preview:
+        notes.append(f"the drill-down links each context to its text without a preview, to fit the report's "
+                     f"{budget / 1e6:g} MB budget")
+    if cap is not None:
+        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} distinct context texts are cut to "
+                     f"{cap} characters to fit the report's {budget / 1e6:g} MB budget")
+    if notes:
+        html = page(drill, cap, preview)
+        if warnings is not None:
+            warnings += [f"HTML report: {n}" for n in notes]
+    return html
+
+
+def _cut(text: str | None, cap: int | None) -> str | None:
+    return text if text is None or cap is None or len(text) <= cap else text[:cap] + "\u2026"

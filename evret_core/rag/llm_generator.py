@@ -11,6 +11,9 @@ answer's metadata and in :meth:`LLMGenerator.stats`): citation scores only credi
 call that fails after the client's retries, or whose answer never validates, gives ``None`` (unmeasured), never a
 guess. Each answer is cached as it arrives, keyed on the question, the contexts and the prompt (not the condition:
 the same contexts under two conditions are asked once).
+
+Each distinct context text is scanned once per run for prompt-injection patterns before it is sent (see
+:mod:`evret_core.rag.llm_part`): one WARNING line, the counts in ``stats()["injection"]``.
 """
 
 from __future__ import annotations
@@ -92,6 +95,8 @@ class LLMGenerator(LLMPart, Generator):
     name = "llm"
     owner = "llm generator"
     label = "rag-generator"
+    role = "generator"
+    sends_contexts = True
 
     def __init__(self, provider: Any = None, model: str | None = None, *, system_prompt: str | None = None,
                  prompt_template: str | None = None, repairs: int = 2, max_tokens: int | None = None,
@@ -121,6 +126,7 @@ class LLMGenerator(LLMPart, Generator):
     # -- generating --------------------------------------------------------------------------------------------
     async def agenerate(self, request: GenerationRequest) -> Answer | None:
         """One answer; None when it could not be made (counted in :meth:`stats`)."""
+        self.scan_contexts([request.contexts])  # a no-op for texts prepare() or an earlier request scanned
         result = await self.ask(system=self.system_prompt, prompt=self.prompt(request), schema=GeneratedAnswer,
                                 extra=self.key_parts(request))
         if result.value is None:
@@ -140,6 +146,8 @@ class LLMGenerator(LLMPart, Generator):
         return answer
 
     def batch_generate(self, requests: Sequence[GenerationRequest]) -> list[Answer | None]:
+        self.prepare(requests)
+
         async def go() -> list[Answer | None]:
             try:
                 return await gather_all([self.agenerate(r) for r in requests])

@@ -12,6 +12,9 @@ It plugs into the harness where the lexical judge does: ``RagEvaluator(claim_jud
 ``evret rag --claim-judge llm``. Prompts: :data:`EXTRACT_SYSTEM_PROMPT` / :data:`EXTRACT_TEMPLATE` (fields
 ``{question}``, ``{answer}``) and :data:`VERIFY_SYSTEM_PROMPT` / :data:`VERIFY_TEMPLATE` (``{question}``,
 ``{claim}``, ``{contexts}``), each overridable by the option of the same name in lower case.
+
+The contexts claims are verified against are scanned for prompt-injection patterns, each distinct text once per
+run (see :mod:`evret_core.rag.llm_part`): one WARNING line, the counts in ``stats()["injection"]``.
 """
 
 from __future__ import annotations
@@ -96,6 +99,8 @@ class LLMClaimJudge(LLMPart):
     name = "llm"
     owner = "llm claim judge"
     label = "rag-claim-judge"
+    role = "claim_judge"
+    sends_contexts = True
 
     def __init__(self, provider: Any = None, model: str | None = None, *, extract_system_prompt: str | None = None,
                  extract_template: str | None = None, verify_system_prompt: str | None = None,
@@ -137,6 +142,7 @@ class LLMClaimJudge(LLMPart):
     async def verify(self, task: ClaimTask, claim: Claim) -> ClaimVerdict:
         if not task.contexts:
             return ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict="unsupported")
+        self.scan_contexts([task.contexts])  # a no-op for texts prepare() or an earlier task scanned
         prompt, extra = self.verify_call(task, claim.text)
         result = await self.ask(system=self.verify_system_prompt, prompt=prompt, schema=ClaimCheck, extra=extra,
                                 check=_checker([c.doc_id for c in task.contexts]))
@@ -160,6 +166,8 @@ class LLMClaimJudge(LLMPart):
         return await gather_all([self.verify(task, c) for c in claims or []])
 
     def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        self.prepare(tasks)
+
         async def go() -> list[list[ClaimVerdict]]:
             try:
                 return await gather_all([self.ajudge_task(t) for t in tasks])

@@ -5,21 +5,29 @@ The ``llm`` generator, the LLM claim judge and the LLM answer-relevance scorer e
 through :func:`~evret_core.llm.structured_call`: JSON validated against a pydantic schema, invalid answers sent back
 with their error, usable answers committed to the LLM layer's cache as they arrive (a killed run resumes without
 paying again), and a call that still fails after the client's retries *unmeasured*, never guessed.
+
+The parts that send context documents (the generator and the claim judge: ``sends_contexts``) scan each distinct
+context text once per run for the usual prompt-injection patterns (:mod:`evret_core.llm.injection`, the ``llm``
+judge's detector): :meth:`LLMPart.prepare` scans every context of the run before the first call, so a run gives one
+WARNING line per part (the count and an example), and the counts are in :meth:`LLMPart.stats` (``injection``, the
+judge's shape; ``results.stats["llm"][role]["injection"]``) and the manifest (``injection_scan``). The answers
+and verdicts stay the model's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from evret_core.errors import EvretError
 from evret_core.llm.cache import resolve_cache
-from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens
+from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, notify
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
+from evret_core.llm.injection import InjectionScan
 from evret_core.llm.providers import ChatMessage, LLMProvider
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import (
@@ -70,6 +78,10 @@ class LLMPart:
 
     owner = "rag llm part"
     label = "rag-llm"
+    #: the part's key in ``results.stats["llm"]``
+    role = "llm"
+    #: whether the part sends context documents (then it scans them for prompt injections)
+    sends_contexts = False
 
     def __init__(self, settings: LLMSettings | Mapping[str, Any] | None, options: dict[str, Any],
                  repairs: int = DEFAULT_REPAIRS, max_tokens: int | None = None) -> None:
@@ -89,6 +101,7 @@ class LLMPart:
         self._client: LLMClient | None = None
         self._in_flight: dict[str, asyncio.Task[Any]] = {}
         self.nonce = new_nonce()  # one fence code per run: the texts cannot know it
+        self.injections = InjectionScan()
         self.reset_stats()
 
     @property
@@ -107,6 +120,24 @@ class LLMPart:
     def clients(self) -> list[LLMClient]:
         """The clients this part calls through (the harness shares one concurrency pool between them)."""
         return [self.client]
+
+    # -- injections --------------------------------------------------------------------------------------------
+    def prepare(self, requests: Sequence[Any]) -> None:
+        """Scan the contexts of every request of the run (objects with ``contexts``: generation requests, claim
+        tasks) before the first call, so the run gets one WARNING line (the harness's runner calls this)."""
+        self.scan_contexts(r.contexts for r in requests)
+
+    def scan_contexts(self, groups: Iterable[Sequence[Context]]) -> None:
+        """Scan the context texts not seen this run; one WARNING line for those that look like injections."""
+        if not self.sends_contexts:
+            return
+        new = self.injections.add(c.text for group in groups for c in group)
+        if new:
+            notify(self.injections.warning(
+                self.owner, new, texts="context text(s)",
+                outcome=f"the {'answers' if self.role == 'generator' else 'verdicts'} are still the model's: "
+                        f"check those questions",
+                where=f"stats['llm'][{self.role!r}]['injection']"))
 
     # -- calling -----------------------------------------------------------------------------------------------
     def notice(self) -> str:
@@ -165,15 +196,25 @@ class LLMPart:
         self.cache_hits = 0
         self.usage = LLMUsage()
         self.unmeasured: dict[str, int] = {}
+        self.injections.reset()
 
     def stats(self) -> dict[str, Any]:
-        """This run's structured calls, cache hits, API attempts, tokens and unmeasured items by reason."""
-        return {"provider": self.settings.provider_name, "model": self.model, "structured_calls": self.calls,
-                "cache_hits": self.cache_hits, **self.usage.to_dict(), "unmeasured": dict(self.unmeasured)}
+        """This run's structured calls, cache hits, API attempts, tokens and unmeasured items by reason, and for a
+        part that sends contexts the injection scan (``injection``: detector, scanned, flagged, patterns,
+        examples)."""
+        out = {"provider": self.settings.provider_name, "model": self.model, "structured_calls": self.calls,
+               "cache_hits": self.cache_hits, **self.usage.to_dict(), "unmeasured": dict(self.unmeasured)}
+        if self.sends_contexts:
+            out["injection"] = self.injections.stats()
+        return out
 
     def base_config(self) -> dict[str, Any]:
-        return {**self.settings.public(), "model": self.model, "repairs": self.repairs,
-                "max_tokens": self.max_tokens}
+        out = {**self.settings.public(), "model": self.model, "repairs": self.repairs,
+               "max_tokens": self.max_tokens}
+        if self.sends_contexts:  # which detector scanned the contexts, and how many of this run's it flagged
+            out["injection_scan"] = {"detector": self.injections.stats()["detector"],
+                                     "flagged": self.injections.flagged}
+        return out
 
     async def aclose(self) -> None:
         if self._provider is not None:

@@ -172,6 +172,10 @@ class Runner:
         parts = self.async_parts
         clients = _clients(parts)
         share_pool(clients)
+        for part in parts:  # every context scanned for injections before the first call: one WARNING per part
+            prepare = getattr(part, "prepare", None)
+            if callable(prepare):
+                prepare(list(requests.values()))
         # Enough answers in progress to keep the pool full (each has a call waiting), few enough that calls do not
         # queue by the hundred: every freed slot wakes each waiting call to re-check the bound.
         bound = max([c.concurrency.maximum for c in clients] or [16])
