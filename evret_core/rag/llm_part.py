@@ -102,6 +102,9 @@ class LLMPart:
         self._in_flight: dict[str, asyncio.Task[Any]] = {}
         self.nonce = new_nonce()  # one fence code per run: the texts cannot know it
         self.injections = InjectionScan()
+        #: False on an executor's worker: the driver scans every context of the run once (a worker sees only its
+        #: chunks, so per-worker counts would count a text shared by two chunks twice, and each would warn)
+        self.scan_here = True
         self.reset_stats()
 
     @property
@@ -129,7 +132,7 @@ class LLMPart:
 
     def scan_contexts(self, groups: Iterable[Sequence[Context]]) -> None:
         """Scan the context texts not seen this run; one WARNING line for those that look like injections."""
-        if not self.sends_contexts:
+        if not self.sends_contexts or not self.scan_here:
             return
         new = self.injections.add(c.text for group in groups for c in group)
         if new:

@@ -117,7 +117,16 @@ class Runner:
         return self._staged(requests)
 
     # -- staged ------------------------------------------------------------------------------------------------
+    def prepare_parts(self, requests: dict[Slot, GenerationRequest]) -> None:
+        """Let each part with a ``prepare(requests)`` see the whole run before its first call (the LLM parts
+        scan every context for prompt injections there: one WARNING per part, staged or pipelined alike)."""
+        for part in self.parts().values():
+            prepare = getattr(part, "prepare", None)
+            if part is not None and callable(prepare):
+                prepare(list(requests.values()))
+
     def _staged(self, requests: dict[Slot, GenerationRequest]) -> dict[Slot, Outcome]:
+        self.prepare_parts(requests)
         out = self._staged_answers(requests)
         self._judge_rest(out, requests)
         return out
@@ -172,10 +181,7 @@ class Runner:
         parts = self.async_parts
         clients = _clients(parts)
         share_pool(clients)
-        for part in parts:  # every context scanned for injections before the first call: one WARNING per part
-            prepare = getattr(part, "prepare", None)
-            if callable(prepare):
-                prepare(list(requests.values()))
+        self.prepare_parts(requests)
         # Enough answers in progress to keep the pool full (each has a call waiting), few enough that calls do not
         # queue by the hundred: every freed slot wakes each waiting call to re-check the bound.
         bound = max([c.concurrency.maximum for c in clients] or [16])

@@ -387,6 +387,7 @@ class RayExecutor(Executor):
             per_chunk = max(1, math.ceil(len(groups) / (8 * workers)))
             chunks = [{s: r for group in groups[i : i + per_chunk] for s, r in group.items()}
                       for i in range(0, len(groups), per_chunk)]
+            scanners = _scan_on_driver(runner, requests)
             limiter = self._limiter_actor()
             actor = ray.remote(GenerateWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
                                                        max_concurrency=self.batches_per_worker + 2)
@@ -403,6 +404,9 @@ class RayExecutor(Executor):
             for got_stats in ray.get([a.stats.remote() for a in actors]):
                 for role, part_stats in got_stats.items():
                     stats[role] = merge_stats(stats[role], part_stats) if role in stats else part_stats
+            for role, part in scanners.items():
+                if role in stats:
+                    stats[role]["injection"] = part.injections.stats()
             if limiter is not None:
                 self.last_limiter_stats = ray.get(limiter.stats.remote())
         return GenerateRun({slot: out[slot] for slot in requests}, stats)
@@ -473,6 +477,17 @@ def _errors_as_evret(ray: Any) -> Iterator[None]:
         if isinstance(cause, EvretError):
             raise EvretError(str(cause)) from None
         raise
+
+
+def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:
+    """The runner's parts that scan contexts for prompt injections, each having scanned every request's contexts
+    here, once (one WARNING line per part, counts of distinct texts); workers leave the scan to the driver."""
+    scanners = {role: part for role, part in runner.parts().items()
+                if getattr(part, "sends_contexts", False) and hasattr(part, "injections")}
+    for part in scanners.values():
+        part.injections.reset()
+    runner.prepare_parts(requests)
+    return scanners
 
 
 def merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:

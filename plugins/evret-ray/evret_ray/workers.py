@@ -134,6 +134,9 @@ class GenerateWorker:
         shipped = {role: (("object", build(spec), {}) if spec[0] == "pickled" else spec)
                    for role, spec in recipes.items()}
         parts = build_parts(shipped)
+        for part in parts.values():
+            if hasattr(part, "scan_here"):  # the driver scans the run's contexts once (RayExecutor.generate)
+                part.scan_here = False
         self.runner = Runner(parts["generator"], parts["claim_judge"], parts["relevance"], pipelined=pipelined)
         install_limiter(limiter)
 
