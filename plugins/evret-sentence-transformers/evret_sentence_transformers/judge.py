@@ -120,8 +120,7 @@ class SemanticJudge(Judge):
             windows = (text_windows(retrieved, len(variant.split())) or (retrieved,)) if self.windows else (retrieved,)
             kept = windows
             if self.prefilter > 0.0:
-                grams = lexical.trigrams(variant)
-                kept = tuple(w for w in windows if lexical.cover(grams, w) >= self.prefilter)
+                kept = lexical.kept_windows(variant, retrieved, windows, self.prefilter)
             pair = (variant, windows, kept)
         self._pairs[key] = pair
         return pair

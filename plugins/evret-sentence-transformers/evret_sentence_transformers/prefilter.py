@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from evret_core.judges.normalize import normalized
 
-__all__ = ["MIN_COVER", "MIN_THRESHOLD", "cover", "trigrams"]
+__all__ = ["MIN_COVER", "MIN_THRESHOLD", "cover", "kept_windows", "trigrams"]
 
 #: the share of an answer's character trigrams a window must hold to be encoded
 MIN_COVER = 0.25
@@ -37,3 +37,21 @@ def cover(answer: frozenset[str], window: str) -> float:
     if not answer:
         return 1.0
     return len(answer & trigrams(window)) / len(answer)
+
+
+def kept_windows(answer: str, text: str, windows: tuple[str, ...], min_cover: float) -> tuple[str, ...]:
+    """Those of ``text``'s ``windows`` that hold at least ``min_cover`` of ``answer``'s trigrams. A window's
+    normalised words are a run of the text's, so its trigrams are among the text's: when the whole text falls
+    short, every window does, and none is looked at (most pairs, at a fraction of the cost)."""
+    grams = trigrams(answer)
+    if not grams:
+        return windows
+    need = min_cover * len(grams)
+    if len(grams & trigrams(text)) < need:
+        return ()
+    kept = []
+    for window in windows:
+        window_grams = trigrams(window)
+        if not grams.isdisjoint(window_grams) and len(grams & window_grams) >= need:  # most share none: no set built
+            kept.append(window)
+    return tuple(kept)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from evret_sentence_transformers import SemanticJudge
-from evret_sentence_transformers.prefilter import MIN_COVER, cover, trigrams
+from evret_sentence_transformers.prefilter import MIN_COVER, cover, kept_windows, trigrams
 from evret_sentence_transformers.windows import text_windows
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
@@ -23,6 +23,11 @@ def test_trigram_cover() -> None:
     assert cover(answer, "NORMANDY") == 1.0  # the contains normalisation: case folded
     assert cover(answer, "bread") < MIN_COVER
     assert cover(frozenset(), "anything") == 1.0
+    for answer in ("Normandy", "the old town", "Zzyzx"):  # the whole-text shortcut keeps the per-window rule
+        windows = text_windows(PASSAGE, len(answer.split()))
+        assert kept_windows(answer, PASSAGE, windows, MIN_COVER) == tuple(
+            w for w in windows if cover(trigrams(answer), w) >= MIN_COVER)
+    assert kept_windows("Zzyzx", PASSAGE, text_windows(PASSAGE, 1), MIN_COVER) == ()
 
 
 def test_only_windows_holding_the_answers_trigrams_are_encoded(loaded_judge: SemanticJudge,
