@@ -401,7 +401,9 @@ class Encoder:
 
     def _encode_now(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
         """Encode longest first, so that each batch holds texts of similar length (little padding), in calls of
-        a few batches so that ``progress`` moves while a long list is encoded."""
+        a few batches so that ``progress`` moves while a long list is encoded (from 0, before the model loads)."""
+        if progress is not None:
+            progress(0, len(texts))
         model = self.model
         batch_size = self.batch_size
         self.encode_calls += 1
