@@ -12,6 +12,14 @@ answer and the windows of the retrieved text for that answer's length, deduplica
 - the encodes a judge without dedupe would make (two per context), for scale.
 
 Run: ``.venv/bin/python benchmarks/semantic.py [--repeats N]`` (model: the offline all-MiniLM-L6-v2, CPU).
+
+``--cases paragraphs,sentences,scifact`` measures instead the encodes the lexical prefilter saves on
+benchmarks/judges.py's cases (issue 26): the judge before it (every window encoded, one ``model.encode`` call as
+before length-sorted chunks) against the judge now (defaults), driven as the evaluator drives it (``prepare``, then
+``batch_judge`` in chunks of 1024). Prints, per case, the texts each encodes, the ratio, the verdict flips (target:
+<= 1/5 of the encodes, 0 flips), the times, and the highest cosine among the windows the prefilter skipped.
+SciFact is bounded by ``--scifact-queries`` (its whole run is ~30 min of encoding on 2 CPU cores). With
+``--device cuda --fp16`` the judge now runs in half precision, so the flips measure fp16's verdict agreement too.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import argparse
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 CITIES = ["Lisbon", "Oslo", "Nairobi", "Lima", "Hanoi", "Montreal", "Krakow", "Adelaide", "Cairo", "Seville",
@@ -78,13 +87,112 @@ def build(queries: int = 200, retrieved: int = 20, expected: int = 3, seed: int 
     return list(seen)
 
 
+def case_contexts(name: str, scifact_queries: int) -> list[Any]:
+    """The distinct judgment contexts of one of benchmarks/judges.py's cases, as the evaluator plans them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import judges as cases
+
+    from evret_core import EvaluationDataset, Evaluator, QueryExample, create_retriever
+
+    if name in ("paragraphs", "sentences"):
+        case = cases.squad_case(name)
+        dataset, run, k = case.dataset, case.run, 10
+    else:  # SciFact's text labels (gold abstract texts), BM25 top 100, the first ``scifact_queries`` queries
+        full = EvaluationDataset.from_beir(cases.SHARED / "scifact")
+        corpus = full.corpus or {}
+        queries = full.queries[:scifact_queries]
+        ids = EvaluationDataset(name="scifact-sample", queries=queries, corpus=corpus)
+        dataset = EvaluationDataset(name="scifact-text", queries=[
+            QueryExample(query_id=q.query_id, query_text=q.query_text,
+                         expected_answers=[corpus[d]["text"] for d, g in q.relevance.items() if g > 0])
+            for q in queries])
+        retrieved = Evaluator(create_retriever("bm25", dataset=full), metrics=["recall@100"], k=100).retrieve(ids)
+        run, k = {q.query_id: r for q, r in zip(queries, retrieved, strict=True)}, 100
+    evaluator = Evaluator(run, metrics=[f"recall@{k}"], k=k)
+    return evaluator.plan_judgments(dataset, evaluator.retrieve_rows(dataset))
+
+
+def judge_all(judge: Any, contexts: list[Any], chunk: int = 1024) -> tuple[list[bool | None], float]:
+    started = time.perf_counter()
+    judge.prepare(contexts)
+    verdicts: list[bool | None] = []
+    for start in range(0, len(contexts), chunk):
+        verdicts.extend(judge.batch_judge(contexts[start : start + chunk]))
+    return verdicts, time.perf_counter() - started
+
+
+def encodes_saved(names: list[str], scifact_queries: int, device: str, fp16: bool = False) -> int:
+    """Before/after the prefilter on real cases (module docs)."""
+    import os
+
+    import numpy as np
+    from evret_sentence_transformers import Encoder, SemanticJudge
+    from evret_sentence_transformers.models import paired_cosines
+
+    class OneCallEncoder(Encoder):
+        """The encoder before issue 26: every missing text in one ``model.encode`` call."""
+
+        def _encode_now(self, texts: list[str], progress: Any = None) -> np.ndarray:
+            self.encode_calls += 1
+            self.texts_encoded += len(texts)
+            vectors = self.model.encode(texts, batch_size=self.batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True, show_progress_bar=False)
+            return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (2 shared cores)", flush=True)
+    failed = 0
+    rows = []
+    for name in names:
+        contexts = case_contexts(name, scifact_queries)
+        before = SemanticJudge(prefilter=False, device=device)
+        before.encoder = OneCallEncoder(device=device, what="semantic judge: model")
+        now = SemanticJudge(device=device, fp16=fp16)  # fp16 (CUDA only): the flips then include fp16's
+        old, old_s = judge_all(before, contexts)
+        new, new_s = judge_all(now, contexts)
+        flips = sum(a != b for a, b in zip(old, new, strict=True))
+        # the highest cosine among the windows the prefilter skipped (every window is in ``before``'s table)
+        left: list[str] = []
+        right: list[str] = []
+        for c in contexts:
+            for variant, windows, kept in now._pairs_of(c) or ():
+                keep = set(kept)
+                skipped = [w for w in windows if w not in keep]
+                left.extend([variant] * len(skipped))
+                right.extend(skipped)
+        top = float(paired_cosines(before.table.matrix, before.table.rows(left), before.table.rows(right)).max()) \
+            if left else float("nan")
+        a, b = before.stats()["texts_encoded"], now.stats()["texts_encoded"]
+        rows.append((name, len(contexts), a, b, b / a if a else 0.0, flips, old_s, new_s, top,
+                     sum(bool(v) for v in new), now.stats()))
+        failed += flips > 0 or (a and b / a > 0.2)
+        print(f"{name}: {len(contexts)} contexts, encodes {a} -> {b} ({b / a if a else 0:.3f}), flips {flips}, "
+              f"{old_s:.1f} s -> {new_s:.1f} s, max skipped cosine {top:.3f}", flush=True)
+    print()
+    print("| case | contexts | encodes before | encodes now | now / before | verdict flips | time before (s) | "
+          "time now (s) | matches | highest cosine skipped |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, n, a, b, ratio, flips, old_s, new_s, top, hits, _ in rows:
+        print(f"| {name} | {n} | {a} | {b} | {ratio:.3f} | {flips} | {old_s:.1f} | {new_s:.1f} | {hits} | {top:.3f} |")
+    print(f"\njudge stats now (last case): {rows[-1][-1]}")
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=2, help="timed rounds; the best of each is reported")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--chunk", type=int, default=1024,
                         help="contexts per batch_judge call (the evaluator sends 1024 at a time)")
+    parser.add_argument("--cases", default=None,
+                        help="paragraphs,sentences,scifact: measure the encodes the prefilter saves instead")
+    parser.add_argument("--scifact-queries", type=int, default=20, help="SciFact queries judged with --cases")
+    parser.add_argument("--fp16", action="store_true",
+                        help="with --cases and --device cuda: the judge now in fp16, against float32 before")
     args = parser.parse_args(argv)
+    if args.cases:
+        return encodes_saved([c.strip() for c in args.cases.split(",") if c.strip()], args.scifact_queries,
+                             args.device, args.fp16)
 
     import numpy as np
     from evret_sentence_transformers import Encoder, SemanticJudge
@@ -136,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 encoded.clear()
                 in_model.clear()
-                judge = SemanticJudge(device=args.device)
+                judge = SemanticJudge(device=args.device, prefilter=False)  # the dedupe, every window
                 started = time.perf_counter()
                 answers: list[bool | None] = []
                 judge.prepare(contexts)  # as the evaluator does: every distinct text in one pass

@@ -87,7 +87,9 @@ class Evaluator:
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
         A metric cutoff deeper than ``k`` is an error.
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
-    :param progress: called as ``progress(stage, done, total)`` while retrieving and judging.
+    :param progress: called as ``progress(stage, done, total)`` while retrieving and judging; a judge's own
+        long work before judging (the semantic judge's encoding, stage ``"encode"``) reports through it too
+        (:func:`evret_core.judges.base.report_progress`).
     :param batch_size: queries per ``batch_retrieve`` call.
     :param judge_batch_size: contexts per ``batch_judge`` call (progress is reported between calls; the judge's
         ``prepare`` sees every context first, so per-text work such as embedding is still done in one pass).
@@ -234,8 +236,11 @@ class Evaluator:
 
             self.judge = resolve_judge()
         self._report("judge", 0, len(contexts))  # before prepare(), whose encoding is part of the stage
-        run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
-                                  lambda done: self._report("judge", done, len(contexts)))
+        from evret_core.judges.base import judge_progress
+
+        with judge_progress(self._report if self.progress is not None else None):  # e.g. a judge's encoding
+            run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
+                                      lambda done: self._report("judge", done, len(contexts)))
         if len(run.verdicts) != len(contexts):
             raise EvretError(f"executor {self.executor.name!r} returned {len(run.verdicts)} verdicts for "
                              f"{len(contexts)} contexts")

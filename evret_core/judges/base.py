@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from evret_core.errors import EvretError
@@ -14,6 +16,31 @@ from evret_core.registry import create_judge
 #: ``--judge``). ``contains`` measures best against human labels on short and long answers alike: see
 #: docs/concepts.md ("Which judge") and docs/benchmarks.md ("Judges on human labels").
 DEFAULT_JUDGE = "contains"
+
+#: ``(stage, done, total)``: the evaluator's progress callback, as judges see it through :func:`report_progress`
+JudgeProgress = Callable[[str, int, int], None]
+_progress: ContextVar[JudgeProgress | None] = ContextVar("evret_judge_progress", default=None)
+
+
+@contextmanager
+def judge_progress(callback: JudgeProgress | None) -> Iterator[None]:
+    """While the block runs, :func:`report_progress` calls (in this thread or task) reach ``callback``. The
+    evaluator wraps its judge stage in it; a context variable rather than a judge attribute, so a judge object
+    never holds the callback (nothing to pickle for Ray, nothing left behind after the run)."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def report_progress(stage: str, done: int, total: int) -> None:
+    """For judges: report the progress of long work outside ``batch_judge``, chiefly the encoding in
+    :meth:`Judge.prepare`, as ``(stage, done, total)`` (e.g. ``("encode", 2048, 24235)``) to the evaluator's
+    progress callback. Does nothing when no one listens; a judge that never calls it loses nothing."""
+    callback = _progress.get()
+    if callback is not None:
+        callback(stage, done, total)
 
 
 class Judge(ABC):
@@ -57,7 +84,9 @@ class Judge(ABC):
 
     def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
         """Called once with every context an evaluation will judge, before the (possibly chunked) ``batch_judge``
-        calls: a judge whose cost is per distinct text (embeddings) does that work here in one pass. Default: no-op.
+        calls: a judge whose cost is per distinct text (embeddings) does that work here in one pass, reporting
+        its progress with :func:`report_progress` (the evaluator's progress bar is otherwise still until the first
+        chunk is judged). Default: no-op.
         """
 
     def reset_stats(self) -> None:

@@ -11,16 +11,20 @@ import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.judges import Judge
+from evret_core.judges.base import report_progress
 from evret_core.judges.normalize import contains_tokens, normalized
 from evret_core.models import JudgmentContext
+from evret_sentence_transformers import prefilter as lexical
+from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines
 from evret_sentence_transformers.windows import text_windows
 
 #: Chosen on human-labelled data (benchmarks/judges.py; docs/benchmarks.md, "Choosing the semantic threshold").
 DEFAULT_THRESHOLD = 0.94
 
-# One (expected variant, retrieved text) pair: None when the variant is in the text verbatim, else its windows.
-_Pair = tuple[str, tuple[str, ...]] | None
+# One (expected variant, retrieved text) pair: None when the variant is in the text verbatim, else the variant,
+# its windows, and those of the windows the lexical prefilter keeps.
+_Pair = tuple[str, tuple[str, ...], tuple[str, ...]] | None
 
 
 class SemanticJudge(Judge):
@@ -33,12 +37,20 @@ class SemanticJudge(Judge):
       answers of 8 words or more, sliding windows of the answer's length for shorter ones, the whole text for an
       answer as long as the text; :mod:`evret_sentence_transformers.windows`), and the best window's cosine is the
       score. ``windows=False`` compares with the whole text (the judge's behaviour before windows).
+    - **Prefilter.** At a threshold of 0.93 or more, ``batch_judge`` encodes only the windows that hold at least
+      a quarter of the answer's character trigrams (:mod:`evret_sentence_transformers.prefilter`, a heuristic
+      checked on real data); a pair with no such window does not match and costs no encode. ``prefilter=False``
+      encodes every window; a number sets the share (and applies at any threshold).
     - **Each distinct text is encoded once** per judge (answers and windows), however many contexts and
-      ``batch_judge`` calls it appears in; :meth:`prepare` encodes them all in one pass; with ``cache`` (true or a
-      SQLite path) reruns read embeddings from disk. torch loads on the first encode, not before.
+      ``batch_judge`` calls it appears in; :meth:`prepare` encodes them all in one pass, longest first, reporting
+      its progress as stage ``"encode"``; with ``cache`` (true or a SQLite path) reruns read embeddings from
+      disk. torch loads on the first encode, not before.
+    - **Device.** ``device="auto"`` uses CUDA, then MPS, then the CPU; ``batch_size=None`` chooses one for the
+      device (512 on CUDA, 64 elsewhere); ``fp16=True`` halves precision on CUDA (an error elsewhere). The device
+      and batch size used are in :meth:`config`, so in the results' manifest.
 
-    ``batch_score`` gives the best cosine clipped to [0, 1] (1.0 for a verbatim match); ``judge(c)`` is
-    ``score >= threshold``.
+    ``batch_score`` gives the best cosine over every window clipped to [0, 1] (1.0 for a verbatim match); ``judge(c)``
+    is ``score >= threshold``.
     """
 
     name = "semantic"
@@ -47,10 +59,12 @@ class SemanticJudge(Judge):
         self,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
         threshold: float = DEFAULT_THRESHOLD,
-        device: str = "cpu",
-        batch_size: int = 64,
+        device: str = AUTO,
+        batch_size: int | None = None,
         cache: Any = None,
         windows: bool = True,
+        prefilter: bool | float = True,
+        fp16: bool = False,
     ) -> None:
         try:
             threshold = float(threshold)
@@ -61,12 +75,34 @@ class SemanticJudge(Judge):
         self.threshold: float = threshold
         self.windows = windows.strip().lower() in ("1", "true", "yes", "on") if isinstance(windows, str) \
             else bool(windows)
+        self.prefilter = self._min_cover(prefilter, threshold)
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
-                               what="semantic judge: model")
+                               what="semantic judge: model", fp16=fp16)
         self.table = EmbeddingTable()
         self._pairs: dict[tuple[str, str], _Pair] = {}
         self._seen: set[str] = set()  # distinct texts compared since the last reset_stats()
         self._verbatim = 0
+        self._skipped = 0
+
+    @staticmethod
+    def _min_cover(prefilter: Any, threshold: float) -> float:
+        """The trigram share a window needs (0.0: no prefilter) from the ``prefilter`` option."""
+        if isinstance(prefilter, str):
+            text = prefilter.strip().lower()
+            prefilter = True if text in ("1", "true", "yes", "on") else False if text in ("0", "false", "no", "off") \
+                else text
+        if prefilter is True:
+            return lexical.MIN_COVER if threshold >= lexical.MIN_THRESHOLD else 0.0
+        if prefilter is False or prefilter is None:
+            return 0.0
+        try:
+            share = float(prefilter)
+        except (TypeError, ValueError):
+            raise EvretError(f"semantic judge: prefilter must be true, false or a share in [0, 1], got {prefilter!r}") \
+                from None
+        if not 0.0 <= share <= 1.0 or math.isnan(share):
+            raise EvretError(f"semantic judge: prefilter is a share of the answer's trigrams in [0, 1], got {share}")
+        return share
 
     @property
     def model(self) -> str:
@@ -80,26 +116,30 @@ class SemanticJudge(Judge):
         pair: _Pair
         if contains_tokens(normalized(retrieved), normalized(variant)):
             pair = None
-        elif self.windows:
-            windows = text_windows(retrieved, len(variant.split())) or (retrieved,)
-            pair = (variant, windows)
         else:
-            pair = (variant, (retrieved,))
+            windows = (text_windows(retrieved, len(variant.split())) or (retrieved,)) if self.windows else (retrieved,)
+            kept = windows
+            if self.prefilter > 0.0:
+                kept = lexical.kept_windows(variant, retrieved, windows, self.prefilter)
+            pair = (variant, windows, kept)
         self._pairs[key] = pair
         return pair
 
-    def texts_to_encode(self, contexts: Sequence[JudgmentContext]) -> list[str]:
+    def texts_to_encode(self, contexts: Sequence[JudgmentContext], exact: bool = False) -> list[str]:
         """The distinct texts judging ``contexts`` needs embeddings of (answers and windows), in first-seen order;
-        answers found verbatim need none."""
+        answers found verbatim need none. ``exact=False`` (verdicts): the windows the prefilter keeps, and an
+        answer only when one of its windows is kept; ``exact=True`` (scores): every window."""
         texts: dict[str, None] = {}
         for c in contexts:
             pairs = self._pairs_of(c)
             for pair in pairs or ():
-                texts[pair[0]] = None
-                texts.update(dict.fromkeys(pair[1]))
+                windows = pair[1] if exact else pair[2]
+                if windows:
+                    texts[pair[0]] = None
+                    texts.update(dict.fromkeys(windows))
         return list(texts)
 
-    def _pairs_of(self, context: JudgmentContext) -> list[tuple[str, tuple[str, ...]]] | None:
+    def _pairs_of(self, context: JudgmentContext) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None:
         """The (variant, windows) pairs to compare for ``context``; None when some variant is in it verbatim."""
         pairs = []
         for variant in context.expected_variants:
@@ -110,13 +150,24 @@ class SemanticJudge(Judge):
         return pairs
 
     def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
-        """Encode every text the evaluation needs in one pass (tighter batches than chunk by chunk)."""
-        self.table.ensure(self.texts_to_encode(contexts), self.encoder)
+        """Encode every text judging ``contexts`` needs in one pass (tighter batches than chunk by chunk), with
+        its progress reported as stage ``"encode"`` (:func:`evret_core.judges.base.report_progress`)."""
+        if contexts:
+            self.encoder.check()
+        texts = self.texts_to_encode(contexts)
+        if self.prefilter > 0.0:
+            needed = set(texts)
+            self._skipped += sum(1 for t in self.texts_to_encode(contexts, exact=True)
+                                 if t not in needed and t not in self.table)
+        self.table.ensure(texts, self.encoder, lambda done, total: report_progress("encode", done, total))
 
     # -- judging --------------------------------------------------------------------------------------------------
-    def similarities(self, contexts: Sequence[JudgmentContext]) -> np.ndarray:
-        """Each context's best cosine over its variants and windows (1.0 for a verbatim match), in order."""
-        texts = self.texts_to_encode(contexts)
+    def similarities(self, contexts: Sequence[JudgmentContext], exact: bool = True) -> np.ndarray:
+        """Each context's best cosine over its variants and windows (1.0 for a verbatim match), in order.
+        ``exact=False``: over the windows the prefilter keeps only (-1.0 for a pair with none)."""
+        if contexts:
+            self.encoder.check()
+        texts = self.texts_to_encode(contexts, exact)
         self.table.ensure(texts, self.encoder)
         self._seen.update(texts)
         best = np.full(len(contexts), -1.0, dtype=np.float64)
@@ -130,9 +181,10 @@ class SemanticJudge(Judge):
                 self._verbatim += 1
                 continue
             for pair in pairs:
-                left.extend([pair[0]] * len(pair[1]))
-                right.extend(pair[1])
-                owner.extend([i] * len(pair[1]))
+                windows = pair[1] if exact else pair[2]
+                left.extend([pair[0]] * len(windows))
+                right.extend(windows)
+                owner.extend([i] * len(windows))
         if left:
             cosines = paired_cosines(self.table.matrix, self.table.rows(left), self.table.rows(right))
             np.maximum.at(best, np.asarray(owner, dtype=np.int64), cosines.astype(np.float64))
@@ -147,18 +199,27 @@ class SemanticJudge(Judge):
         return self.batch_judge([context])[0] is True
 
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
-        return [s is not None and s >= self.threshold for s in self.batch_score(contexts)]
+        if not contexts:
+            return []
+        scores = np.clip(self.similarities(contexts, exact=self.prefilter == 0.0), 0.0, 1.0)
+        return (scores >= self.threshold).tolist()  # type: ignore[no-any-return]
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "model": self.model, "threshold": self.threshold, "windows": self.windows}
+        """The settings behind the verdicts, and the device, batch size and precision used (the results' manifest
+        records them; ``device`` is ``"auto"`` until the first encode resolves it)."""
+        return {"name": self.name, "model": self.model, "threshold": self.threshold, "windows": self.windows,
+                "prefilter": self.prefilter, **self.encoder.settings()}
 
     def reset_stats(self) -> None:
         """Start counting afresh (the evaluator calls this per run); embeddings already made are kept."""
         self.encoder.reset_stats()
         self._seen.clear()
         self._verbatim = 0
+        self._skipped = 0
 
     def stats(self) -> dict[str, Any]:
-        """Since the last reset: texts encoded, read from the cache, distinct texts compared, and judgments settled
-        verbatim without an encode (``results.stats["judge"]``)."""
-        return {**self.encoder.stats(), "distinct_texts": len(self._seen), "verbatim_matches": self._verbatim}
+        """Since the last reset: texts encoded, read from the cache, distinct texts compared, judgments settled
+        verbatim without an encode, distinct windows (and answers) the prefilter saved from encoding, and the
+        device and batch size used (``results.stats["judge"]``)."""
+        return {**self.encoder.stats(), "distinct_texts": len(self._seen), "verbatim_matches": self._verbatim,
+                "prefilter_skipped": self._skipped, **self.encoder.settings()}

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,17 @@ from urllib.parse import urlparse
 import numpy as np
 
 from evret_core.errors import EvretError
+from evret_sentence_transformers.devices import (
+    AUTO,
+    check_fp16,
+    default_batch_size,
+    device_option,
+    resolve_device,
+)
+from evret_sentence_transformers.embedding_cache import EmbeddingCache, cache_dir
+
+__all__ = ["DEFAULT_MODEL", "EmbeddingCache", "EmbeddingTable", "Encoder", "ResolvedModel", "cache_dir", "load_model",
+           "paired_cosines", "quiet_loading", "resolve_model"]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
@@ -36,13 +47,6 @@ _MODEL_FILES = ("modules.json", "config.json")
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def cache_dir() -> Path:
-    """Where Evret keeps caches: ``$EVRET_CACHE_DIR``, else the user cache folder (``~/.cache/evret``)."""
-    from evret_core.cache import default_cache_dir
-
-    return default_cache_dir()
 
 
 # -- resolution ------------------------------------------------------------------------------------------------
@@ -203,36 +207,41 @@ def resolve_model(model: str | os.PathLike[str], what: str = "model") -> Resolve
 # -- loading ---------------------------------------------------------------------------------------------------
 
 _load_lock = threading.Lock()
-_loaded: dict[tuple[str, str], Any] = {}
+_loaded: dict[tuple[str, str, bool], Any] = {}
 
 
-def check_device(device: str, what: str = "device") -> str:
-    """Validate a torch device string; a clear error when CUDA (or MPS) is asked for and absent."""
-    import torch
-
-    text = str(device or "cpu").strip()
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """No third-party progress bar while a model loads: transformers draws a "Loading weights" bar on stderr,
+    which would break Evret's own progress line. Only transformers' bars are hushed (through its tqdm hook), and
+    only for the load; the previous hook is put back."""
     try:
-        parsed = torch.device(text)
-    except (RuntimeError, ValueError) as exc:
-        raise EvretError(f"{what} {text!r}: not a torch device ({exc}); use cpu, cuda or cuda:N") from None
-    if parsed.type == "cuda":
-        if not torch.cuda.is_available():
-            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
-            raise EvretError(
-                f"{what} {text!r}: CUDA is not available here (torch {torch.__version__} is {build}, or no GPU is "
-                "visible); use device='cpu'"
-            )
-        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
-            raise EvretError(f"{what} {text!r}: only {torch.cuda.device_count()} CUDA device(s) are visible")
-    elif parsed.type == "mps" and not torch.backends.mps.is_available():
-        raise EvretError(f"{what} {text!r}: MPS is not available on this machine; use device='cpu'")
-    return text
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    if set_hook is None:  # older transformers: switch its bars off for the load, then back on if they were
+        was_on = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            yield
+        finally:
+            if was_on:
+                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        return
+    previous = set_hook(lambda factory, args, kwargs: hf_logging.EmptyTqdm(*args, **kwargs))  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        set_hook(previous)
 
 
-def load_model(resolved: ResolvedModel, device: str = "cpu", what: str = "model") -> Any:
-    """The ``SentenceTransformer`` for ``resolved`` on ``device``, loaded once per process and shared."""
-    device = check_device(device, f"{what.rsplit(':', 1)[0]}: device")
-    key = (resolved.source, device)
+def load_model(resolved: ResolvedModel, device: str = "cpu", what: str = "model", fp16: bool = False) -> Any:
+    """The ``SentenceTransformer`` for ``resolved`` on the concrete ``device`` (see
+    :func:`~evret_sentence_transformers.devices.resolve_device`), in half precision with ``fp16``; loaded once
+    per process per (model, device, precision) and shared."""
+    key = (resolved.source, device, fp16)
     with _load_lock:
         model = _loaded.get(key)
         if model is not None:
@@ -240,98 +249,25 @@ def load_model(resolved: ResolvedModel, device: str = "cpu", what: str = "model"
         from sentence_transformers import SentenceTransformer
 
         try:
-            model = SentenceTransformer(resolved.source, device=device, local_files_only=resolved.local)
+            with quiet_loading():
+                model = SentenceTransformer(resolved.source, device=device, local_files_only=resolved.local)
         except EvretError:
             raise
         except Exception as exc:  # the library raises OSError, ValueError, HF hub errors...
             raise EvretError(f"{what} {resolved.name!r}: could not be loaded from {resolved.source}: {exc}") from exc
+        if fp16:
+            model.half()
         _loaded[key] = model
         return model
 
 
-# -- the persistent embedding cache ----------------------------------------------------------------------------
-
-
-class EmbeddingCache:
-    """Embeddings on disk, keyed by model and text, in one SQLite file: reruns encode nothing.
-
-    Safe for several processes at once (SQLite WAL); a row is written only once its vector is complete.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).expanduser()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, text_hash BLOB NOT NULL, "
-                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_hash))"
-            )
-            self._conn.commit()
-        except (OSError, sqlite3.Error) as exc:
-            raise EvretError(f"embedding cache {self.path}: cannot be opened: {exc}") from None
-        self._lock = threading.Lock()
-
-    @classmethod
-    def from_option(cls, cache: Any, what: str = "cache") -> EmbeddingCache | None:
-        """``None``/``False``: no cache; ``True`` or ``"default"``: ``embeddings.sqlite`` in the Evret cache folder;
-        a path: that file, or ``embeddings.sqlite`` in that folder."""
-        if cache is None or cache is False:
-            return None
-        if isinstance(cache, str) and cache.strip().lower() in ("false", "off", "no", "0", "none", ""):
-            return None
-        if isinstance(cache, EmbeddingCache):
-            return cache
-        if cache is True or (isinstance(cache, str) and cache.strip().lower() in ("default", "true", "1", "yes")):
-            return cls(cache_dir() / "embeddings.sqlite")
-        if isinstance(cache, (str, os.PathLike)):
-            path = Path(cache).expanduser()
-            return cls(path / "embeddings.sqlite" if path.is_dir() else path)
-        raise EvretError(f"{what}: expected true, false or a file path, got {cache!r}")
-
-    @staticmethod
-    def _hash(text: str) -> bytes:
-        return hashlib.sha256(text.encode("utf-8")).digest()
-
-    def get_many(self, model_key: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached vectors of those ``texts`` that have one."""
-        by_hash = {self._hash(t): t for t in texts}
-        found: dict[str, np.ndarray] = {}
-        hashes = list(by_hash)
-        with self._lock:
-            for start in range(0, len(hashes), 500):
-                chunk = hashes[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                rows = self._conn.execute(
-                    f"SELECT text_hash, dim, vector FROM embeddings WHERE model = ? AND text_hash IN ({marks})",
-                    [model_key, *chunk],
-                ).fetchall()
-                for text_hash, dim, blob in rows:
-                    vector = np.frombuffer(blob, dtype=np.float32)
-                    if vector.shape[0] == dim:
-                        found[by_hash[bytes(text_hash)]] = vector
-        return found
-
-    def put_many(self, model_key: str, texts: Sequence[str], vectors: np.ndarray) -> None:
-        rows = [
-            (model_key, self._hash(t), int(v.shape[0]), np.ascontiguousarray(v, dtype=np.float32).tobytes())
-            for t, v in zip(texts, vectors, strict=True)
-        ]
-        with self._lock:
-            with self._conn:
-                self._conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?, ?)", rows)
-
-    def __len__(self) -> int:
-        with self._lock:
-            return int(self._conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-
 # -- encoding --------------------------------------------------------------------------------------------------
+
+
+Progress = Callable[[int, int], None]
+"""Called as ``progress(done, total)`` while texts are encoded."""
+#: texts per ``model.encode`` call, in batches: progress is reported between calls
+_CALL_BATCHES = 8
 
 
 class Encoder:
@@ -339,28 +275,40 @@ class Encoder:
 
     The model is resolved and loaded on the first :meth:`encode`; models are shared across encoders in a process.
     With a :class:`EmbeddingCache`, texts already cached are read instead of encoded.
+
+    :param device: ``"auto"`` (CUDA, then MPS, then CPU), or ``cpu``, ``cuda``, ``cuda:N``, ``mps``
+        (:mod:`evret_sentence_transformers.devices`); resolved on first use.
+    :param batch_size: texts per forward pass; ``None`` chooses one for the device (512 on CUDA, 64 elsewhere).
+    :param fp16: half precision, CUDA only (an error elsewhere). Its embeddings are cached apart from float32's.
     """
 
     def __init__(
         self,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
-        device: str = "cpu",
-        batch_size: int = 64,
+        device: str | None = AUTO,
+        batch_size: int | None = None,
         cache: Any = None,
         what: str = "model",
+        fp16: bool = False,
     ) -> None:
-        try:
-            batch_size = int(batch_size)
-        except (TypeError, ValueError):
-            raise EvretError(f"{what.rsplit(':', 1)[0]}: batch_size must be an integer, got {batch_size!r}") from None
-        if batch_size < 1:
-            raise EvretError(f"{what.rsplit(':', 1)[0]}: batch_size must be >= 1, got {batch_size}")
+        owner = what.rsplit(":", 1)[0]
+        if batch_size is not None and not (isinstance(batch_size, str) and batch_size.strip().lower() in ("auto", "")):
+            try:
+                batch_size = int(batch_size)
+            except (TypeError, ValueError):
+                raise EvretError(f"{owner}: batch_size must be an integer, got {batch_size!r}") from None
+            if batch_size < 1:
+                raise EvretError(f"{owner}: batch_size must be >= 1, got {batch_size}")
+        else:
+            batch_size = None
         self.model_name = os.fspath(model)
-        self.device = str(device or "cpu")
-        self.batch_size = batch_size
+        self.device_option = device_option(device)
+        self.fp16 = check_fp16(fp16, self.device_option, owner)
+        self.batch_size_option: int | None = batch_size
         self.what = what
-        self.cache = EmbeddingCache.from_option(cache, f"{what.rsplit(':', 1)[0]}: cache")
+        self.cache = EmbeddingCache.from_option(cache, f"{owner}: cache")
         self._resolved: ResolvedModel | None = None
+        self._device: str | None = None
         self._model: Any = None
         self._model_key: str | None = None
         self.texts_encoded = 0
@@ -374,25 +322,53 @@ class Encoder:
         return self._resolved
 
     @property
+    def device(self) -> str:
+        """The concrete device (``"auto"`` resolved; imports torch on first access)."""
+        if self._device is None:
+            self._device = resolve_device(self.device_option, self.fp16, self.what.rsplit(":", 1)[0])
+        return self._device
+
+    @property
+    def batch_size(self) -> int:
+        """Texts per forward pass: the one given, else the device's (:data:`~.devices.BATCH_SIZES`)."""
+        return self.batch_size_option or default_batch_size(self.device)
+
+    def settings(self) -> dict[str, Any]:
+        """Device, batch size and precision for manifests: the concrete values once the device is resolved (at
+        the first encode), the options before (``"auto"``)."""
+        resolved = self._device is not None
+        return {"device": self._device if resolved else self.device_option,
+                "batch_size": self.batch_size if resolved else (self.batch_size_option or "auto"),
+                "fp16": self.fp16}
+
+    @property
     def model_key(self) -> str:
+        """Identifies the embeddings (model weights and precision), for caches."""
         if self._model_key is None:
-            self._model_key = self.resolved.key()
+            self._model_key = self.resolved.key() + (":fp16" if self.fp16 else "")
         return self._model_key
 
     @property
     def model(self) -> Any:
         """The loaded ``SentenceTransformer`` (loads it on first access)."""
         if self._model is None:
-            self._model = load_model(self.resolved, self.device, self.what)
+            self._model = load_model(self.resolved, self.device, self.what, self.fp16)
         return self._model
+
+    def check(self) -> Encoder:
+        """Resolve the model name and the device now, without loading: a bad name or an absent device is an
+        :class:`~evret_core.errors.EvretError` even when nothing turns out to need an encode."""
+        _ = self.resolved, self.device
+        return self
 
     def load(self) -> Encoder:
         """Resolve and load the model now (it would otherwise load on the first encode)."""
         _ = self.model
         return self
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-length embeddings of ``texts`` (callers pass distinct texts; each is encoded as given)."""
+    def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """Unit-length embeddings of ``texts`` (callers pass distinct texts; each is encoded as given).
+        ``progress(done, total)`` is called as the texts not found in the cache are encoded."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
@@ -413,7 +389,7 @@ class Encoder:
                 self.cache_hits += len(texts) - len(todo)
         if todo:
             missing = [texts[i] for i in todo]
-            vectors = self._encode_now(missing)
+            vectors = self._encode_now(missing, progress)
             if out is None:
                 out = vectors
             else:
@@ -423,18 +399,29 @@ class Encoder:
         assert out is not None
         return out
 
-    def _encode_now(self, texts: list[str]) -> np.ndarray:
+    def _encode_now(self, texts: list[str], progress: Progress | None = None) -> np.ndarray:
+        """Encode longest first, so that each batch holds texts of similar length (little padding), in calls of
+        a few batches so that ``progress`` moves while a long list is encoded (from 0, before the model loads)."""
+        if progress is not None:
+            progress(0, len(texts))
         model = self.model
+        batch_size = self.batch_size
         self.encode_calls += 1
         self.texts_encoded += len(texts)
-        vectors = model.encode(
-            texts,
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        per_call = batch_size * _CALL_BATCHES
+        out: np.ndarray | None = None
+        for start in range(0, len(order), per_call):
+            rows = order[start : start + per_call]
+            vectors = model.encode([texts[i] for i in rows], batch_size=batch_size, convert_to_numpy=True,
+                                   normalize_embeddings=True, show_progress_bar=False)
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+            if progress is not None:
+                progress(min(start + per_call, len(order)), len(order))
+        assert out is not None
+        return out
 
     def dimension(self) -> int:
         model = self.model
@@ -488,11 +475,12 @@ class EmbeddingTable:
         for offset, text in enumerate(texts):
             self.index[text] = n + offset
 
-    def ensure(self, texts: Sequence[str], encoder: Encoder) -> None:
-        """Encode (once) the texts of ``texts`` not in the table yet; ``texts`` may repeat."""
+    def ensure(self, texts: Sequence[str], encoder: Encoder, progress: Progress | None = None) -> None:
+        """Encode (once) the texts of ``texts`` not in the table yet; ``texts`` may repeat. ``progress`` as in
+        :meth:`Encoder.encode`."""
         missing = [t for t in dict.fromkeys(texts) if t not in self.index]
         if missing:
-            self.add(missing, encoder.encode(missing))
+            self.add(missing, encoder.encode(missing, progress))
 
     def rows(self, texts: Sequence[str]) -> np.ndarray:
         index = self.index

@@ -16,6 +16,7 @@ from evret_core import corpus as core_corpus
 from evret_core.errors import EvretError
 from evret_core.models import RetrievalResult
 from evret_core.retrievers import RankedColumns, Retriever
+from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, Encoder, cache_dir
 
 # Score matrices are computed this many cells at a time (float32: 128 MiB), whatever the corpus size.
@@ -64,6 +65,8 @@ class DenseRetriever(Retriever):
         (``<corpus>.<model>.embeddings.npz``), or the Evret cache folder for a dataset's corpus or a read-only
         folder. A saved file is reused when its model and corpus hash match, and rewritten otherwise.
     :param save_embeddings: set False to keep the embeddings in memory only.
+    :param device, batch_size, fp16: ``"auto"`` (CUDA, then MPS, then CPU), a batch for the device, half precision
+        on CUDA only (:mod:`evret_sentence_transformers.devices`); the ones used are in :meth:`config`.
     """
 
     name = "dense"
@@ -73,10 +76,11 @@ class DenseRetriever(Retriever):
         corpus: str | os.PathLike[str] | None = None,
         dataset: Any = None,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
-        device: str = "cpu",
-        batch_size: int = 64,
+        device: str = AUTO,
+        batch_size: int | None = None,
         embeddings: str | os.PathLike[str] | None = None,
         save_embeddings: bool = True,
+        fp16: bool = False,
     ) -> None:
         if corpus is not None:
             self.corpus_path: Path | None = Path(corpus).expanduser()
@@ -92,7 +96,7 @@ class DenseRetriever(Retriever):
                 )
             self.corpus_path = None
             self.ids, self.titles, self.texts = corpus_from_mapping(data, "dense retriever: dataset corpus")
-        self.encoder = Encoder(model, device=device, batch_size=batch_size, what="dense retriever: model")
+        self.encoder = Encoder(model, device=device, batch_size=batch_size, what="dense retriever: model", fp16=fp16)
         self.embeddings_path = Path(embeddings).expanduser() if embeddings is not None else None
         if isinstance(save_embeddings, str):
             save_embeddings = save_embeddings.strip().lower() in ("1", "true", "yes", "on")
@@ -245,6 +249,7 @@ class DenseRetriever(Retriever):
             "model": self.encoder.model_name,
             "corpus": str(self.corpus_path) if self.corpus_path else "dataset",
             "documents": len(self.ids),
+            **self.encoder.settings(),
         }
 
     def stats(self) -> dict[str, Any]:

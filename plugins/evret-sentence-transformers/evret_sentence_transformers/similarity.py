@@ -11,14 +11,15 @@ import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.evaluators.output import OutputEvaluator, OutputResults
+from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines
 
-_encoders: dict[tuple[str, str, int], Encoder] = {}
+_encoders: dict[tuple[str, str, int | None], Encoder] = {}
 _encoders_lock = threading.Lock()
 
 
-def _shared_encoder(model: str | os.PathLike[str], device: str, batch_size: int) -> Encoder:
-    key = (os.fspath(model), str(device), int(batch_size))
+def _shared_encoder(model: str | os.PathLike[str], device: str, batch_size: int | None) -> Encoder:
+    key = (os.fspath(model), str(device), None if batch_size is None else int(batch_size))
     with _encoders_lock:
         encoder = _encoders.get(key)
         if encoder is None:
@@ -36,8 +37,8 @@ def semantic_similarities(
     a: Sequence[str],
     b: Sequence[str],
     model: str | os.PathLike[str] = DEFAULT_MODEL,
-    device: str = "cpu",
-    batch_size: int = 64,
+    device: str = AUTO,
+    batch_size: int | None = None,
 ) -> list[float]:
     """Pairwise scores (cos + 1) / 2 of ``a[i]`` and ``b[i]``; each distinct text is encoded once."""
     a, b = list(a), list(b)
@@ -52,7 +53,7 @@ def semantic_similarities(
 
 
 def semantic_similarity(
-    a: str, b: str, model: str | os.PathLike[str] = DEFAULT_MODEL, device: str = "cpu"
+    a: str, b: str, model: str | os.PathLike[str] = DEFAULT_MODEL, device: str = AUTO
 ) -> float:
     """How close in meaning two texts are, (cos + 1) / 2 of their normalised embeddings, in 0..1."""
     return semantic_similarities([a], [b], model=model, device=device)[0]
@@ -71,12 +72,13 @@ class SemanticSimilarityEvaluator(OutputEvaluator):
     def __init__(
         self,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
-        device: str = "cpu",
-        batch_size: int = 64,
+        device: str = AUTO,
+        batch_size: int | None = None,
         cache: Any = None,
+        fp16: bool = False,
     ) -> None:
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
-                               what="semantic-similarity evaluator: model")
+                               what="semantic-similarity evaluator: model", fp16=fp16)
 
     def validate(self, records: Sequence[Mapping[str, Any]]) -> None:
         super().validate(records)
@@ -115,4 +117,4 @@ class SemanticSimilarityEvaluator(OutputEvaluator):
         return results
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "model": self.encoder.model_name}
+        return {"name": self.name, "model": self.encoder.model_name, **self.encoder.settings()}

@@ -68,7 +68,8 @@ def test_bad_threshold_is_an_error_naming_the_option(threshold: object) -> None:
 def test_registered_as_semantic_with_options() -> None:
     judge = create_judge("semantic", threshold=0.9, batch_size=8)
     assert isinstance(judge, SemanticJudge)
-    assert judge.config() == {"name": "semantic", "model": st_models.DEFAULT_MODEL, "threshold": 0.9, "windows": True}
+    assert judge.config() == {"name": "semantic", "model": st_models.DEFAULT_MODEL, "threshold": 0.9, "windows": True,
+                              "prefilter": 0.0, "device": "auto", "batch_size": 8, "fp16": False}
     assert create_judge("semantic", windows="false").windows is False
     with pytest.raises(EvretError, match="batch_size"):
         create_judge("semantic", batch_size=0)
@@ -136,12 +137,12 @@ def test_persistent_cache_serves_a_rerun_without_encoding(
     contexts = [ctx(a, b) for a, b in paraphrases + unrelated]
     distinct = {t for c in contexts for t in (c.expected_text, c.retrieved_text)}
     cache_file = tmp_path / "embeddings.sqlite"
-    first = SemanticJudge(cache=str(cache_file), windows=False)
+    first = SemanticJudge(cache=str(cache_file), windows=False, prefilter=False)
     verdicts = first.batch_judge(contexts)
     assert first.stats()["texts_encoded"] == len(distinct)
     assert len(count_encodes.texts) == len(distinct)  # type: ignore[attr-defined]
 
-    rerun = SemanticJudge(cache=str(cache_file), windows=False)
+    rerun = SemanticJudge(cache=str(cache_file), windows=False, prefilter=False)
     assert rerun.batch_judge(contexts) == verdicts
     np.testing.assert_allclose(rerun.similarities(contexts), first.similarities(contexts), atol=1e-6)
     assert rerun.stats()["texts_encoded"] == 0
@@ -157,7 +158,7 @@ def test_persistent_cache_serves_a_rerun_without_encoding(
 def test_cache_true_uses_the_evret_cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             loaded_judge: SemanticJudge) -> None:
     monkeypatch.setenv("EVRET_CACHE_DIR", str(tmp_path / "cache"))
-    judge = SemanticJudge(cache=True)
+    judge = SemanticJudge(cache=True, prefilter=False)
     judge.batch_judge([ctx("alpha beta", "gamma delta")])
     assert (tmp_path / "cache" / "embeddings.sqlite").is_file()
     assert judge.encoder.cache is not None and len(judge.encoder.cache) == 2
@@ -225,4 +226,5 @@ def test_stats_count_per_run_and_the_memo_survives_a_reset(loaded_judge: Semanti
     judge.reset_stats()
     judge.batch_judge(contexts[:1])
     assert judge.stats() == {"texts_encoded": 0, "cache_hits": 0, "encode_calls": 0, "distinct_texts": 2,
-                             "verbatim_matches": 0}
+                             "verbatim_matches": 0, "prefilter_skipped": 0, "device": "cpu", "batch_size": 64,
+                             "fp16": False}

@@ -69,7 +69,7 @@ def test_short_answers_are_compared_with_windows_not_the_passage(loaded_judge: S
 
 
 def test_windows_are_encoded_once(loaded_judge: SemanticJudge, count_encodes: object) -> None:
-    judge = SemanticJudge()
+    judge = SemanticJudge(prefilter=False)  # every window (the prefilter's own test: test_prefilter.py)
     # two two-word answers against the same passage share its two-word windows; the verbatim one needs none
     contexts = [ctx("Viking raiders", PASSAGE), ctx("Danish pirates", PASSAGE), ctx("Norse raiders", PASSAGE),
                 ctx("Viking raiders", PASSAGE)]
