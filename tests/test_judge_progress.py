@@ -42,8 +42,9 @@ def test_prepare_progress_reaches_the_evaluator_before_judging() -> None:
     results = evaluator.evaluate(data)
     encode = [e for e in seen if e[0] == "encode"]
     assert encode == [("encode", i, 6) for i in range(1, 7)]  # the 6 distinct passages, one step each
-    first_judge = next(i for i, e in enumerate(seen) if e[0] == "judge")
-    assert seen.index(encode[-1]) < first_judge  # the encoding is reported before the first judged chunk
+    assert seen[0] == ("judge", 0, 24)  # the judge stage starts before prepare(): its encoding is inside it
+    first_judged = next(i for i, e in enumerate(seen) if e[0] == "judge" and e[1] > 0)
+    assert seen.index(encode[-1]) < first_judged  # the encoding is reported before the first judged chunk
     assert seen[-1] == ("judge", 24, 24)
     assert results.scores["recall@6"] == 1.0
 

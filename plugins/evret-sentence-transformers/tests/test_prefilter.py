@@ -79,4 +79,4 @@ def test_encoding_reports_progress_before_judging(loaded_judge: SemanticJudge) -
     total = results.stats["judge"]["texts_encoded"]
     assert total == 24  # 12 answers + 12 sentences, each once
     assert [e[1] for e in encode] == [0, 16, 24] and {e[2] for e in encode} == {total}  # 0: drawn before loading
-    assert events.index(encode[-1]) < next(i for i, e in enumerate(events) if e[0] == "judge")
+    assert events.index(encode[-1]) < next(i for i, e in enumerate(events) if e[0] == "judge" and e[1] > 0)
