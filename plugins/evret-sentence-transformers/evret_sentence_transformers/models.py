@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.sdk import EvretError
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _PACKAGED = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
@@ -40,7 +40,7 @@ def _truthy(value: str | None) -> bool:
 
 def cache_dir() -> Path:
     """Where Evret keeps caches: ``$EVRET_CACHE_DIR``, else the user cache folder (``~/.cache/evret``)."""
-    from evret_core.cache import default_cache_dir
+    from evret_core.sdk import default_cache_dir
 
     return default_cache_dir()
 
