@@ -83,3 +83,9 @@ def test_a_row_added_to_the_table_is_a_kind_everywhere(monkeypatch: pytest.Monke
     assert registry.names(widget) == ["knob"]
     assert plugins_cmd.run(argparse.Namespace(all=False, json=False)) == 0
     assert "widget-maker\n  widgets: knob\n" in capsys.readouterr().out
+
+
+def test_architecture_docs_table_is_the_table() -> None:
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \| (register_\w+) \| ([\w.:]+) \| ([\w ]+?) \| ([\w.:]*) ?\|$", text, flags=re.MULTILINE)
+    assert rows == [(k.name, k.hook, k.base_path, k.label, k.conformance or "") for k in KINDS]
