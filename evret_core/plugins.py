@@ -339,7 +339,9 @@ class PluginRegistry:
         for table in self._tables.values():
             for entry in table.values():
                 if not self.plugins[entry.plugin].builtin:
-                    owners.setdefault(_top_package(getattr(entry.factory, "__module__", "") or ""), entry.plugin)
+                    # a lazy("module:Name") factory belongs to its target's package, not to evret_core's
+                    where = getattr(entry.factory, "target", None) or getattr(entry.factory, "__module__", "") or ""
+                    owners.setdefault(_top_package(str(where)), entry.plugin)
         for core in ("", "evret_core", "builtins", "__main__"):
             owners.pop(core, None)
         found = None

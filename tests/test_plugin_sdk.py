@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from evret_core import sdk
+from evret_core import PluginError, create_judge, sdk
 from evret_core.default_plugins import LazyFactory
 
-from .conftest import REPO
+from .conftest import REPO, FakePlugin
 
 PLUGIN_SOURCES = sorted(REPO.glob("plugins/*/evret_*/**/*.py"))
 
@@ -96,3 +96,22 @@ def test_loading_a_plugin_imports_neither_numpy_nor_pydantic(plugin: str) -> Non
     [[registers, error]] = infos
     assert registers and error is None
     assert heavy == []
+
+
+def test_a_lazy_factory_belongs_to_the_plugin_that_registered_it(fake_plugin: FakePlugin) -> None:
+    """A ``lazy("other_package.module:Name")`` factory's ``sys.exit()`` is that plugin's failure, even when the
+    class lives outside the package of its entry point (the factory object itself is evret_core's)."""
+    site = fake_plugin("evret-hooks-only", """
+        from evret_core.sdk import hookimpl, lazy
+
+        @hookimpl
+        def register_judges(register):
+            register("exits-lazily", lazy("evret_exit_impl:ExitingJudge"))
+    """)
+    (site / "evret_exit_impl.py").write_text(
+        "import sys\n\nclass ExitingJudge:\n    def __init__(self):\n        sys.exit(4)\n", encoding="utf-8")
+    try:
+        with pytest.raises(PluginError, match=r"plugin 'evret-hooks-only' .* called sys.exit\(4\) while evret ran"):
+            create_judge("exits-lazily")
+    finally:
+        sys.modules.pop("evret_exit_impl", None)
