@@ -75,6 +75,7 @@ _EXPORTS: dict[str, str] = {
     "Evaluator": "evret_core.evaluators.retrieval",
     "OutputEvaluator": "evret_core.evaluators.output",
     "OutputResults": "evret_core.evaluators.output",
+    "CriteriaJudge": "evret_core.criteria",
     # LLM providers
     "LLMProvider": "evret_core.llm",
     "SDKProvider": "evret_core.llm",
@@ -115,6 +116,7 @@ __all__ = [
     "ConditionCase",
     "Context",
     "ContextColumns",
+    "CriteriaJudge",
     "EvaluationDataset",
     "Evaluator",
     "EvretError",
@@ -189,6 +191,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.cache import default_cache_dir
     from evret_core.contexts import ContextColumns
     from evret_core.corpus import read_corpus
+    from evret_core.criteria import CriteriaJudge
     from evret_core.errors import EvretError, PluginError, UnknownNameError
     from evret_core.evaluators.output import OutputEvaluator, OutputResults
     from evret_core.evaluators.retrieval import Evaluator
