@@ -135,15 +135,11 @@ def adapt_retriever(obj: Any) -> Any:
     """
 
 
-HOOK_NAMES = (
-    "register_judges",
-    "register_metrics",
-    "register_retrievers",
-    "register_evaluators",
-    "register_retrieval_evaluators",
-    "register_llm_providers",
-    "register_generators",
-    "register_perturbations",
-    "register_executors",
-    "adapt_retriever",
-)
+def _hook_names() -> tuple[str, ...]:
+    from evret_core.kinds import KINDS, OTHER_HOOKS
+
+    return (*(kind.hook for kind in KINDS), *OTHER_HOOKS)
+
+
+HOOK_NAMES = _hook_names()
+"""Every hook: one ``register_*`` per kind of :data:`evret_core.kinds.KINDS`, then the other hooks."""

@@ -30,24 +30,12 @@ from typing import Any
 import pluggy
 
 from evret_core import hookspecs
+from evret_core import kinds as _kinds
 from evret_core.errors import PluginError
 
 ENTRY_POINT_GROUP = "evret"
-# One kind, one contract: "evaluator" scores records (evaluate(records)), "retrieval_evaluator" scores a
-# retriever on a dataset (evaluate(dataset)).
-KINDS = ("judge", "metric", "retriever", "evaluator", "retrieval_evaluator", "llm_provider", "generator",
-         "perturbation", "executor")
-_HOOK_FOR_KIND = {
-    "judge": "register_judges",
-    "metric": "register_metrics",
-    "retriever": "register_retrievers",
-    "evaluator": "register_evaluators",
-    "retrieval_evaluator": "register_retrieval_evaluators",
-    "llm_provider": "register_llm_providers",
-    "generator": "register_generators",
-    "perturbation": "register_perturbations",
-    "executor": "register_executors",
-}
+# The registry keys, from the one table of kinds (evret_core.kinds); the registry reads that table itself.
+KINDS = tuple(kind.name for kind in _kinds.KINDS)
 BUILTIN = "evret-core"
 
 
@@ -158,8 +146,10 @@ class PluginRegistry:
         self._loaded = False
         self._loading = False
         self.plugins: dict[str, PluginInfo] = {}
-        self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in KINDS}
-        self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in KINDS}
+        # one table per kind of the table of kinds, read now (not at import) so that a kind added there is known
+        self._hook_for_kind = {kind.name: kind.hook for kind in _kinds.KINDS}
+        self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in self._hook_for_kind}
+        self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in self._hook_for_kind}
 
     # -- loading -----------------------------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
@@ -234,7 +224,7 @@ class PluginRegistry:
             info.hooks = sorted(hooks)
             others = [p for p in self.pm.get_plugins() if p is not obj]
             collected: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
-            for kind, hook_name in _HOOK_FOR_KIND.items():
+            for kind, hook_name in self._hook_for_kind.items():
                 if hook_name not in hooks:
                     continue
                 items: list[tuple[str, Callable[..., Any]]] = []
@@ -349,7 +339,9 @@ class PluginRegistry:
         for table in self._tables.values():
             for entry in table.values():
                 if not self.plugins[entry.plugin].builtin:
-                    owners.setdefault(_top_package(getattr(entry.factory, "__module__", "") or ""), entry.plugin)
+                    # a lazy("module:Name") factory belongs to its target's package, not to evret_core's
+                    where = getattr(entry.factory, "target", None) or getattr(entry.factory, "__module__", "") or ""
+                    owners.setdefault(_top_package(str(where)), entry.plugin)
         for core in ("", "evret_core", "builtins", "__main__"):
             owners.pop(core, None)
         found = None

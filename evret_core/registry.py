@@ -1,5 +1,6 @@
 """Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
-and executors by their registered names.
+and executors by their registered names: :func:`create` for any kind of :data:`evret_core.kinds.KINDS`, typed by
+the kind, and one ``create_*`` per kind.
 
 Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
 process (a Ray worker builds a judge from its name and options instead of receiving a pickled model)."""
@@ -8,11 +9,25 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from evret_core import kinds
 from evret_core.errors import EvretError
+from evret_core.kinds import Kind, RecordsEvaluator
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import get_registry, plugin_exits_as_errors
+
+if TYPE_CHECKING:
+    from evret_core.evaluators.retrieval import Evaluator
+    from evret_core.executors import Executor
+    from evret_core.judges import Judge
+    from evret_core.llm import LLMProvider
+    from evret_core.metrics.base import Metric
+    from evret_core.rag.contexts import Perturbation
+    from evret_core.rag.generators import Generator
+    from evret_core.retrievers import Retriever
+
+T = TypeVar("T")
 
 _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?:\((?P<options>[^()]*)\))?$")
 
@@ -50,46 +65,58 @@ def _accepted_options(factory: Any) -> list[str]:
     return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
-def create_judge(name: str, **options: Any) -> Any:
+def create(kind: Kind[T], name: str, **options: Any) -> T:
+    """The object of kind ``kind`` (a row of :data:`evret_core.kinds.KINDS`) registered as ``name``, built with
+    ``options``; typed as the kind's base (``create(JUDGE, "exact")`` is a ``Judge``). Not checked at run time."""
+    built: T = _build(kind.name, name, options)
+    return built
+
+
+def names(kind: Kind[Any]) -> list[str]:
+    """The names registered for ``kind``, sorted."""
+    return get_registry().names(kind.name)
+
+
+def create_judge(name: str, **options: Any) -> Judge:
     """A judge registered as ``name`` (``exact``, ``regex``, ``token-overlap``, ``semantic``, ``llm``...)."""
-    return _build("judge", name, options)
+    return create(kinds.JUDGE, name, **options)
 
 
-def create_retriever(name: str, **options: Any) -> Any:
+def create_retriever(name: str, **options: Any) -> Retriever:
     """A retriever registered as ``name`` (``bm25``, ``dense``, ``qdrant``...)."""
-    return _build("retriever", name, options)
+    return create(kinds.RETRIEVER, name, **options)
 
 
-def create_evaluator(name: str, **options: Any) -> Any:
+def create_evaluator(name: str, **options: Any) -> RecordsEvaluator:
     """An output evaluator registered as ``name`` (``exact``, ``regex``, ``llm-score``, ``direct``...): it scores
     records with ``evaluate(records)``. The retrieval evaluator is :func:`create_retrieval_evaluator`'s."""
-    return _build("evaluator", name, options)
+    return create(kinds.EVALUATOR, name, **options)
 
 
-def create_retrieval_evaluator(name: str, **options: Any) -> Any:
+def create_retrieval_evaluator(name: str, **options: Any) -> Evaluator:
     """A retrieval evaluator registered as ``name`` (the built-in ``retrieval``): it scores a retriever on a
     dataset with ``evaluate(dataset)``."""
-    return _build("retrieval_evaluator", name, options)
+    return create(kinds.RETRIEVAL_EVALUATOR, name, **options)
 
 
-def create_llm_provider(name: str, **options: Any) -> Any:
+def create_llm_provider(name: str, **options: Any) -> LLMProvider:
     """An LLM provider registered as ``name`` (``openai``, ``anthropic``, ``google``)."""
-    return _build("llm_provider", name, options)
+    return create(kinds.LLM_PROVIDER, name, **options)
 
 
-def create_generator(name: str, **options: Any) -> Any:
+def create_generator(name: str, **options: Any) -> Generator:
     """A RAG generator registered as ``name`` (``extractive``...)."""
-    return _build("generator", name, options)
+    return create(kinds.GENERATOR, name, **options)
 
 
-def create_perturbation(name: str, **options: Any) -> Any:
+def create_perturbation(name: str, **options: Any) -> Perturbation:
     """An adversarial perturbation family registered as ``name`` (``counterfactual``, ``injection``...)."""
-    return _build("perturbation", name, options)
+    return create(kinds.PERTURBATION, name, **options)
 
 
-def create_executor(name: str, **options: Any) -> Any:
+def create_executor(name: str, **options: Any) -> Executor:
     """An executor registered as ``name`` (``local``, ``ray`` with evret-ray)."""
-    return _build("executor", name, options)
+    return create(kinds.EXECUTOR, name, **options)
 
 
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
@@ -136,47 +163,47 @@ def parse_metric_name(spec: str) -> tuple[str, int | None]:
     return family, k
 
 
-def create_metric(spec: str, **options: Any) -> Any:
+def create_metric(spec: str, **options: Any) -> Metric:
     """A metric from a name such as ``"ndcg@10"``, ``"recall@100"``, ``"mrr"`` or ``"ndcg@10(gain=exponential)"``;
     keyword ``options`` win over options written in the name. ``create_metric(m.name)`` rebuilds ``m``."""
     family, k, named = parse_metric_spec(spec)
     options = {**named, **options}
     if k is not None:
         options = {"k": k, **options}
-    return _build("metric", family, options)
+    return create(kinds.METRIC, family, **options)
 
 
 def judge_names() -> list[str]:
-    return get_registry().names("judge")
+    return names(kinds.JUDGE)
 
 
 def metric_names() -> list[str]:
-    return get_registry().names("metric")
+    return names(kinds.METRIC)
 
 
 def retriever_names() -> list[str]:
-    return get_registry().names("retriever")
+    return names(kinds.RETRIEVER)
 
 
 def evaluator_names() -> list[str]:
-    return get_registry().names("evaluator")
+    return names(kinds.EVALUATOR)
 
 
 def retrieval_evaluator_names() -> list[str]:
-    return get_registry().names("retrieval_evaluator")
+    return names(kinds.RETRIEVAL_EVALUATOR)
 
 
 def llm_provider_names() -> list[str]:
-    return get_registry().names("llm_provider")
+    return names(kinds.LLM_PROVIDER)
 
 
 def generator_names() -> list[str]:
-    return get_registry().names("generator")
+    return names(kinds.GENERATOR)
 
 
 def perturbation_names() -> list[str]:
-    return get_registry().names("perturbation")
+    return names(kinds.PERTURBATION)
 
 
 def executor_names() -> list[str]:
-    return get_registry().names("executor")
+    return names(kinds.EXECUTOR)

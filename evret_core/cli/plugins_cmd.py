@@ -5,11 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 
-# How each registry kind is named in the listing, as the README and docs name it: ``evaluator`` is the kind of
-# ``evret score --evaluator`` (output evaluators, the criteria judges ``direct`` and ``pairwise`` among them),
-# not to be read as the retrieval evaluators or the judges.
-KIND_LABELS = {"evaluator": "output evaluators"}
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("plugins", help="list installed plugins and what they register")
@@ -19,6 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.kinds import BY_NAME
     from evret_core.plugins import list_plugins
 
     plugins = [p for p in list_plugins() if args.all or not p.builtin]
@@ -32,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
         header = f"{info.name} {info.version or ''}".rstrip()
         print(header)
         for kind, names in sorted(info.registers.items()):
-            print(f"  {KIND_LABELS.get(kind, kind.replace('_', ' ') + 's')}: {', '.join(names)}")
+            # each kind is labelled as the table of kinds names it (``evaluator`` is "output evaluators")
+            label = BY_NAME[kind].label if kind in BY_NAME else kind.replace("_", " ") + "s"
+            print(f"  {label}: {', '.join(names)}")
         other = [h for h in info.hooks if not h.startswith("register_")]
         if other:
             print(f"  hooks: {', '.join(other)}")

@@ -116,7 +116,7 @@ def resolve_judge(judge: Judge | str | None = None, **options: Any) -> Judge:
     default (:data:`DEFAULT_JUDGE`) when ``judge`` is None. The one place the default is decided; the evaluator
     and the CLI both call it."""
     if judge is None or isinstance(judge, str):
-        return create_judge(judge or DEFAULT_JUDGE, **options)  # type: ignore[no-any-return]
+        return create_judge(judge or DEFAULT_JUDGE, **options)
     if options:
         raise EvretError(f"judge options {sorted(options)} were given with a judge object {judge!r}")
     return judge

@@ -39,8 +39,10 @@ class RepeatedJudge(Judge):
         self.options = dict(options or {})
         self.samples = [create_judge(judge, **self.options) for _ in range(repeats)]
         for i, sample in enumerate(self.samples):
-            if isinstance(getattr(sample, "system_prompt", None), str):
-                sample.system_prompt += f"\n(Independent judgment, sample {i + 1} of {repeats}.)"
+            prompt = getattr(sample, "system_prompt", None)
+            if isinstance(prompt, str):  # an LLM judge (Judge has no prompt): each sample judges independently
+                sample.system_prompt = (  # type: ignore[attr-defined]
+                    prompt + f"\n(Independent judgment, sample {i + 1} of {repeats}.)")
         self._agreement: dict[JudgmentContext, float] = {}
         self.reset_stats()
 

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from evret_anthropic import DEFAULT_MODEL
-from evret_core.hookspecs import Register, hookimpl
-
-
-def _anthropic_provider(**options: Any) -> Any:
-    from evret_anthropic.provider import AnthropicProvider
-
-    return AnthropicProvider(**options)
-
-
-_anthropic_provider.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]
+from evret_core.sdk import Register, hookimpl, lazy
 
 
 @hookimpl
 def register_llm_providers(register: Register) -> None:
-    register("anthropic", _anthropic_provider)
+    register("anthropic", lazy("evret_anthropic.provider:AnthropicProvider", default_model=DEFAULT_MODEL))

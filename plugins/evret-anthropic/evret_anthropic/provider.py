@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_anthropic import DEFAULT_MODEL
-from evret_core.llm import ChatMessage, LLMResponse, SDKProvider
+from evret_core.sdk import ChatMessage, LLMResponse, SDKProvider
 
 # The Messages API requires max_tokens; a judge's answer is one word, but leave room for a short sentence.
 DEFAULT_MAX_TOKENS = 64

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core import hookimpl
-from evret_core.hookspecs import Register
+from evret_core.sdk import Register, hookimpl
 
 __all__ = ["bm25", "register_retrievers"]
 

@@ -9,10 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.corpus import read_corpus
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import RankedColumns, Retriever
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, read_corpus
 
 METHODS = ("robertson", "atire", "bm25l", "bm25+", "lucene")
 

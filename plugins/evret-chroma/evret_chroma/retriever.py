@@ -12,10 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import RankedColumns, Retriever
-from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder
+from evret_core.sdk import (
+    EvretError,
+    RankedColumns,
+    RetrievalResult,
+    Retriever,
+    batched,
+    corpus_batches,
+    distance_result,
+    resolve_embedder,
+)
 
 
 def _settings() -> Any:

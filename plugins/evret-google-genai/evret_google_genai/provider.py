@@ -14,7 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.llm import ChatMessage, LLMResponse, SDKProvider
+from evret_core.sdk import ChatMessage, LLMResponse, SDKProvider
 from evret_google_genai import DEFAULT_MODEL
 
 _TIMEOUT_NAMES = ("Timeout", "TimeoutException", "ReadTimeout", "ConnectTimeout", "PoolTimeout", "WriteTimeout")

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.sdk import Register, hookimpl, lazy
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    from evret_langchain.retriever import create_langchain_retriever
-
-    register("langchain", create_langchain_retriever)
+    register("langchain", lazy("evret_langchain.retriever:create_langchain_retriever"))
 
 
 @hookimpl

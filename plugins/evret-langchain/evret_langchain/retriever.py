@@ -6,10 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.aio import run_sync
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import Retriever
+from evret_core.sdk import EvretError, RetrievalResult, Retriever, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
 

@@ -2,21 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.sdk import Register, hookimpl, lazy
 from evret_openai import DEFAULT_MODEL
-
-
-def _openai_provider(**options: Any) -> Any:
-    from evret_openai.provider import OpenAIProvider
-
-    return OpenAIProvider(**options)
-
-
-_openai_provider.default_model = DEFAULT_MODEL  # type: ignore[attr-defined]
 
 
 @hookimpl
 def register_llm_providers(register: Register) -> None:
-    register("openai", _openai_provider)
+    register("openai", lazy("evret_openai.provider:OpenAIProvider", default_model=DEFAULT_MODEL))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.llm import ChatMessage, LLMResponse, SDKProvider
+from evret_core.sdk import ChatMessage, LLMResponse, SDKProvider
 from evret_openai import DEFAULT_MODEL
 
 

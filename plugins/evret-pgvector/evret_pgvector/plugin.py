@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.sdk import Register, hookimpl, lazy
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    from evret_pgvector.retriever import PgVectorRetriever
-
-    register("pgvector", PgVectorRetriever)
+    register("pgvector", lazy("evret_pgvector.retriever:PgVectorRetriever"))

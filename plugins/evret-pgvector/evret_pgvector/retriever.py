@@ -8,10 +8,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import RankedColumns, Retriever
-from evret_core.vectorstores import corpus_batches, distance_result, resolve_embedder
+from evret_core.sdk import (
+    EvretError,
+    RankedColumns,
+    RetrievalResult,
+    Retriever,
+    corpus_batches,
+    distance_result,
+    resolve_embedder,
+)
 
 # operator -> the operator class an index needs to serve it
 OPERATORS = {"<->": "vector_l2_ops", "<=>": "vector_cosine_ops", "<#>": "vector_ip_ops"}

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.sdk import Register, hookimpl, lazy
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    from evret_qdrant.retriever import QdrantRetriever
-
-    register("qdrant", QdrantRetriever)
+    register("qdrant", lazy("evret_qdrant.retriever:QdrantRetriever"))

@@ -9,10 +9,15 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import RankedColumns, Retriever
-from evret_core.vectorstores import batched, corpus_batches, resolve_embedder
+from evret_core.sdk import (
+    EvretError,
+    RankedColumns,
+    RetrievalResult,
+    Retriever,
+    batched,
+    corpus_batches,
+    resolve_embedder,
+)
 
 # point ids in Qdrant are integers or UUIDs: corpus ids are mapped to UUIDs and kept in the payload
 ID_NAMESPACE = uuid.UUID("5b1d7b0e-6a43-4d5e-9a8a-2f0c2c7e4e61")

@@ -40,11 +40,16 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.contexts import ContextColumns
-from evret_core.errors import EvretError
-from evret_core.executors import Executor, GenerateRun, JudgeRun
-from evret_core.metrics.base import Metric, RankedBatch
-from evret_core.models import JudgmentContext
+from evret_core.sdk import (
+    ContextColumns,
+    EvretError,
+    Executor,
+    GenerateRun,
+    JudgeRun,
+    JudgmentContext,
+    Metric,
+    RankedBatch,
+)
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home unless the user asked for it
 
@@ -454,8 +459,7 @@ class RayExecutor(Executor):
 def spec_of(obj: Any, kind: str) -> tuple[str, Any, dict[str, Any]]:
     """How a worker gets ``obj`` (a judge or a retriever): rebuilt from its registered name and options (a judge's
     answer cache pinned to the file the driver's judge uses), or, for an object not made by name, the object."""
-    from evret_core.llm.cache import JudgmentCache
-    from evret_core.registry import recipe
+    from evret_core.sdk import JudgmentCache, recipe
 
     made = recipe(obj)
     if made is None or made[0] != kind:

@@ -10,10 +10,15 @@ from typing import Any
 import numpy as np
 import ray
 
-from evret_core.errors import EvretError
-from evret_core.executors import batch_retrieve, judge_chunk, metric_values
-from evret_core.metrics.base import Metric, RankedBatch
-from evret_core.models import JudgmentContext
+from evret_core.sdk import (
+    EvretError,
+    JudgmentContext,
+    Metric,
+    RankedBatch,
+    batch_retrieve,
+    judge_chunk,
+    metric_values,
+)
 
 Spec = tuple[str, Any, dict[str, Any]]
 """``("judge" | "retriever", name, options)``: build with the registry's ``create_<kind>(name, **options)``;
@@ -29,11 +34,10 @@ def build(spec: Spec) -> Any:
         return cloudpickle.loads(ray.get(what) if isinstance(what, ray.ObjectRef) else what)
     if how == "object":
         return what
-    from evret_core import registry
+    from evret_core.sdk import create_judge, create_retriever
 
     try:
-        return registry.create_judge(what, **options) if how == "judge" else registry.create_retriever(
-            what, **options)
+        return create_judge(what, **options) if how == "judge" else create_retriever(what, **options)
     except EvretError as exc:
         raise EvretError(f"ray worker: could not build {how} {what!r} ({exc}); install the plugin that "
                          f"registers it on every node, or register it in the executor's worker_setup") from None
@@ -43,7 +47,7 @@ def install_limiter(limiter: Any) -> None:
     """Make the cluster-wide limiter bound every LLM client of this worker process, for the worker's life."""
     if limiter is None:
         return
-    from evret_core.llm import use_shared_limiter
+    from evret_core.sdk import use_shared_limiter
     from evret_ray.limiter import LeasedLimiter
 
     scope = use_shared_limiter(LeasedLimiter(limiter))
@@ -127,7 +131,7 @@ class GenerateWorker:
 
     def __init__(self, recipes: dict[str, Spec], pipelined: bool, limiter: Any = None,
                  setup: Callable[[], None] | None = None) -> None:
-        from evret_core.rag.pipeline import Runner, build_parts
+        from evret_core.sdk import Runner, build_parts
 
         if setup is not None:
             setup()

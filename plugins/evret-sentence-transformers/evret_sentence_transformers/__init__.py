@@ -7,7 +7,7 @@ loads on first use.
 
 from __future__ import annotations
 
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.sdk import Register, hookimpl, lazy
 from evret_sentence_transformers.judge import SemanticJudge
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
 from evret_sentence_transformers.retriever import DenseRetriever
@@ -34,14 +34,14 @@ __all__ = [
 
 @hookimpl
 def register_judges(register: Register) -> None:
-    register("semantic", SemanticJudge)
+    register("semantic", lazy("evret_sentence_transformers.judge:SemanticJudge"))
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    register("dense", DenseRetriever)
+    register("dense", lazy("evret_sentence_transformers.retriever:DenseRetriever"))
 
 
 @hookimpl
 def register_evaluators(register: Register) -> None:
-    register("semantic-similarity", SemanticSimilarityEvaluator)
+    register("semantic-similarity", lazy("evret_sentence_transformers.similarity:SemanticSimilarityEvaluator"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.sdk import EvretError
 
 __all__ = ["AUTO", "BATCH_SIZES", "check_device", "check_fp16", "default_batch_size", "device_option",
            "resolve_device"]

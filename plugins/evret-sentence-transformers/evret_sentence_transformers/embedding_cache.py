@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.sdk import EvretError
 
 __all__ = ["EmbeddingCache"]
 
 
 def cache_dir() -> Path:
     """Where Evret keeps caches: ``$EVRET_CACHE_DIR``, else the user cache folder (``~/.cache/evret``)."""
-    from evret_core.cache import default_cache_dir
+    from evret_core.sdk import default_cache_dir
 
     return default_cache_dir()
 

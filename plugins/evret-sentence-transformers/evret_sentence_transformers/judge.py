@@ -9,11 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
-from evret_core.judges import Judge
-from evret_core.judges.base import report_progress
-from evret_core.judges.normalize import contains_tokens, normalized
-from evret_core.models import JudgmentContext
+from evret_core.sdk import EvretError, Judge, JudgmentContext, contains_tokens, normalized, report_progress
 from evret_sentence_transformers import prefilter as lexical
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines

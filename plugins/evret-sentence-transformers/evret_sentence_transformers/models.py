@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.sdk import EvretError
 from evret_sentence_transformers.devices import (
     AUTO,
     check_fp16,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from evret_core.judges.normalize import normalized
+from evret_core.sdk import normalized
 
 __all__ = ["MIN_COVER", "MIN_THRESHOLD", "cover", "kept_windows", "trigrams"]
 

@@ -12,10 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from evret_core import corpus as core_corpus
-from evret_core.errors import EvretError
-from evret_core.models import RetrievalResult
-from evret_core.retrievers import RankedColumns, Retriever
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever
+from evret_core.sdk import read_corpus as read_core_corpus
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, Encoder, cache_dir
 
@@ -29,7 +27,7 @@ def read_corpus(path: str | os.PathLike[str]) -> tuple[list[str], list[str], lis
     path = Path(path).expanduser()
     if path.is_dir():
         path = path / "corpus.jsonl"
-    return corpus_from_mapping(core_corpus.read_corpus(path), f"dense retriever: corpus {path}")
+    return corpus_from_mapping(read_core_corpus(path), f"dense retriever: corpus {path}")
 
 
 def corpus_from_mapping(corpus: Mapping[str, Any], where: str) -> tuple[list[str], list[str], list[str]]:

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
-from evret_core.evaluators.output import OutputEvaluator, OutputResults
+from evret_core.sdk import EvretError, OutputEvaluator, OutputResults
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines
 
