@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from evret_core.default_plugins import LazyFactory  # the retriever module imports numpy and pydantic
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    from evret_chroma.retriever import ChromaRetriever
-
-    register("chroma", ChromaRetriever)
+    register("chroma", LazyFactory("evret_chroma.retriever:ChromaRetriever"))

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from evret_core.default_plugins import LazyFactory  # the retriever module imports numpy and pydantic
 from evret_core.hookspecs import Register, hookimpl
 
 
 @hookimpl
 def register_retrievers(register: Register) -> None:
-    from evret_langchain.retriever import create_langchain_retriever
-
-    register("langchain", create_langchain_retriever)
+    register("langchain", LazyFactory("evret_langchain.retriever:create_langchain_retriever"))
 
 
 @hookimpl
