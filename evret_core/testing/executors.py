@@ -72,8 +72,9 @@ class _Progress:
 
 
 class ExecutorConformance:
-    """Tests every executor must pass. Override the ``executor`` fixture (make it class-scoped when starting one is
-    expensive: a cluster, worker processes); set ``registered_name`` to the name your plugin registers it under."""
+    """Tests every executor must pass. Override the ``executor`` fixture (class-scoped, as a classmethod, when
+    starting one is expensive: a cluster, worker processes); set ``registered_name`` to the name your plugin
+    registers it under."""
 
     registered_name: str | None = None
 

@@ -25,7 +25,8 @@ class TestRayExecutorConformance(ExecutorConformance):
     registered_name = "ray"
 
     @pytest.fixture(scope="class")
-    def executor(self) -> Iterator[RayExecutor]:
+    @classmethod
+    def executor(cls) -> Iterator[RayExecutor]:
         executor = RayExecutor(workers=2)
         yield executor
         executor.shutdown()
