@@ -36,6 +36,7 @@ SUITE_OF_KIND = {
     "llm_provider": "ProviderConformance",
     "metric": "MetricConformance",
     "evaluator": "OutputEvaluatorConformance",
+    "retrieval_evaluator": "RetrievalEvaluatorConformance",
     "generator": "GeneratorConformance",
     "perturbation": "PerturbationConformance",
     "executor": "ExecutorConformance",

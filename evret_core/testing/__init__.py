@@ -5,8 +5,8 @@ deterministic embedder for vector-store retriever tests.
 One conformance suite per kind of plugin; subclass your kind's in your plugin's tests so that every plugin of a
 kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
 ``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
-records, criteria judges included), ``GeneratorConformance``, ``PerturbationConformance`` (adversarial families)
-and ``ExecutorConformance``.
+records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
+``PerturbationConformance`` (adversarial families) and ``ExecutorConformance``.
 
 The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
@@ -39,10 +39,12 @@ if TYPE_CHECKING:
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
 __all__ = ["ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
-           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RetrieverConformance"]
+           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RetrievalEvaluatorConformance",
+           "RetrieverConformance"]
 
 _SUITES = {"ExecutorConformance": "evret_core.testing.executors",
            "GeneratorConformance": "evret_core.testing.generators",
@@ -51,6 +53,7 @@ _SUITES = {"ExecutorConformance": "evret_core.testing.executors",
            "OutputEvaluatorConformance": "evret_core.testing.evaluators",
            "PerturbationConformance": "evret_core.testing.perturbations",
            "ProviderConformance": "evret_core.testing.providers",
+           "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluators",
            "RetrieverConformance": "evret_core.testing.retrievers"}
 
 
