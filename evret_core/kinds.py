@@ -80,22 +80,26 @@ class Kind(Generic[T]):
 
 JUDGE: Kind[Judge] = Kind("judge", "register_judges", "evret_core.judges:Judge", "judges",
                           "evret_core.testing:JudgeConformance")
-METRIC: Kind[Metric] = Kind("metric", "register_metrics", "evret_core.metrics.base:Metric", "metrics")
+METRIC: Kind[Metric] = Kind("metric", "register_metrics", "evret_core.metrics.base:Metric", "metrics",
+                            "evret_core.testing:MetricConformance")
 RETRIEVER: Kind[Retriever] = Kind("retriever", "register_retrievers", "evret_core.retrievers:Retriever",
                                   "retrievers", "evret_core.testing:RetrieverConformance")
 # One kind, one contract: "evaluator" scores records (evaluate(records)), "retrieval_evaluator" scores a
 # retriever on a dataset (evaluate(dataset)). "evaluator" is shown as "output evaluators", as the docs name it.
 EVALUATOR: Kind[RecordsEvaluator] = Kind("evaluator", "register_evaluators", "evret_core.kinds:RecordsEvaluator",
-                                         "output evaluators")
+                                         "output evaluators", "evret_core.testing:OutputEvaluatorConformance")
 RETRIEVAL_EVALUATOR: Kind[Evaluator] = Kind("retrieval_evaluator", "register_retrieval_evaluators",
-                                            "evret_core.evaluators.retrieval:Evaluator", "retrieval evaluators")
+                                            "evret_core.evaluators.retrieval:Evaluator", "retrieval evaluators",
+                                            "evret_core.testing:RetrievalEvaluatorConformance")
 LLM_PROVIDER: Kind[LLMProvider] = Kind("llm_provider", "register_llm_providers", "evret_core.llm:LLMProvider",
                                        "llm providers", "evret_core.testing:ProviderConformance")
 GENERATOR: Kind[Generator] = Kind("generator", "register_generators", "evret_core.rag.generators:Generator",
-                                  "generators")
+                                  "generators", "evret_core.testing:GeneratorConformance")
 PERTURBATION: Kind[Perturbation] = Kind("perturbation", "register_perturbations",
-                                        "evret_core.rag.contexts:Perturbation", "perturbations")
-EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.executors:Executor", "executors")
+                                        "evret_core.rag.contexts:Perturbation", "perturbations",
+                                        "evret_core.testing:PerturbationConformance")
+EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.executors:Executor", "executors",
+                                  "evret_core.testing:ExecutorConformance")
 
 KINDS: tuple[Kind[Any], ...] = (JUDGE, METRIC, RETRIEVER, EVALUATOR, RETRIEVAL_EVALUATOR, LLM_PROVIDER, GENERATOR,
                                 PERTURBATION, EXECUTOR)

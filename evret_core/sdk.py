@@ -105,6 +105,12 @@ _EXPORTS: dict[str, str] = {
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
+    "ExecutorConformance": "evret_core.testing",
+    "GeneratorConformance": "evret_core.testing",
+    "MetricConformance": "evret_core.testing",
+    "OutputEvaluatorConformance": "evret_core.testing",
+    "PerturbationConformance": "evret_core.testing",
+    "RetrievalEvaluatorConformance": "evret_core.testing",
     "JudgeConformance": "evret_core.testing",
     "ProviderConformance": "evret_core.testing",
     "RetrieverConformance": "evret_core.testing",
@@ -122,9 +128,11 @@ __all__ = [
     "Evaluator",
     "EvretError",
     "Executor",
+    "ExecutorConformance",
     "GenerateRun",
     "GenerationRequest",
     "Generator",
+    "GeneratorConformance",
     "Judge",
     "JudgeConformance",
     "JudgeRun",
@@ -135,9 +143,12 @@ __all__ = [
     "LLMProvider",
     "LLMResponse",
     "Metric",
+    "MetricConformance",
     "OutputEvaluator",
+    "OutputEvaluatorConformance",
     "OutputResults",
     "Perturbation",
+    "PerturbationConformance",
     "PluginError",
     "ProviderConformance",
     "QueryExample",
@@ -145,6 +156,7 @@ __all__ = [
     "RankedColumns",
     "RecordsEvaluator",
     "Register",
+    "RetrievalEvaluatorConformance",
     "RetrievalResult",
     "Retriever",
     "RetrieverConformance",
@@ -218,7 +230,13 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.pipeline import Runner, build_parts
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
+    from evret_core.testing.evaluators import OutputEvaluatorConformance
+    from evret_core.testing.executors import ExecutorConformance
+    from evret_core.testing.generators import GeneratorConformance
     from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.metrics import MetricConformance
+    from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
     from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder

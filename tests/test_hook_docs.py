@@ -1,12 +1,18 @@
-"""Every hook is documented in docs/hooks.md, its example runs, and it has its own test module in tests/hooks/."""
+"""Every hook is documented in docs/hooks.md, its example runs, and it has its own test module in tests/hooks/; the
+register_evaluators example also runs under ``evret score``."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from evret_core import hookspecs
+from evret_core import hookimpl, hookspecs
+from evret_core.cli import main
+from evret_core.plugins import register_plugin
 
 from .conftest import REPO
 
@@ -53,3 +59,38 @@ def test_hook_has_a_test_module(hook: str) -> None:
 
 def test_no_documented_hook_is_missing_from_the_specs() -> None:
     assert sorted(sections()) == spec_names()
+
+
+def test_register_evaluators_example_runs_under_evret_score(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The example's evaluator is registered, then used as a user would: ``evret score`` on a records file."""
+    test_hook_example_runs("register_evaluators")
+    records = tmp_path / "records.jsonl"
+    records.write_text('{"id": "a", "output": "short answer"}\n{"id": "b", "output": "a much longer answer here"}\n',
+                       encoding="utf-8")
+    rows = tmp_path / "rows.jsonl"
+    assert main(["score", str(records), "--evaluator", "length", "--option", "max_words=3",
+                 "--output", str(rows)]) == 0
+    assert "length: mean 0.5000 over 2 records" in capsys.readouterr().out
+    assert [json.loads(line) for line in rows.read_text(encoding="utf-8").splitlines()] == [
+        {"record": 1, "id": "a", "score": 1.0}, {"record": 2, "id": "b", "score": 0.0}]
+
+
+def test_evret_score_names_an_evaluator_whose_results_it_cannot_read(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    class ListEvaluator:  # evaluate() returns bare verdicts, not results
+        def evaluate(self, records: list[dict[str, str]]) -> list[bool]:
+            return [True for _ in records]
+
+    class Plugin:
+        @hookimpl
+        def register_evaluators(self, register: Any) -> None:
+            register("bare", ListEvaluator)
+
+    register_plugin(Plugin(), name="bare-evaluators")
+    records = tmp_path / "records.jsonl"
+    records.write_text('{"output": "x"}\n', encoding="utf-8")
+    assert main(["score", str(records), "--evaluator", "bare"]) == 2
+    err = capsys.readouterr().err
+    assert "--evaluator 'bare': evaluate() returned list, not results with 'scores'" in err
+    assert "Traceback" not in err

@@ -1,5 +1,6 @@
 """`import evret_core`, `evret --help` and `evret plugins` load neither numpy, pydantic nor asyncio; the public
-names still resolve (lazily, through the package's module __getattr__)."""
+names still resolve (lazily, through the package's module __getattr__). Each installed plugin, and the example plugin
+of docs/writing-a-plugin.md, is loaded (imported, its hooks called) without numpy or pydantic, as that page asks."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+from importlib.metadata import entry_points
+from pathlib import Path
 
 import pytest
 
@@ -23,12 +26,14 @@ print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] in {heavy!
 """
 
 
-def _imported(body: str) -> tuple[list[str], set[str]]:
-    """Run ``body`` under ``python -X importtime``: the heavy modules left in sys.modules and those importtime saw."""
+def _imported(body: str, plugins: str = "", path: tuple[Path, ...] = ()) -> tuple[list[str], set[str]]:
+    """Run ``body`` under ``python -X importtime`` with the built-ins and the third-party ``plugins`` (a
+    comma-separated ``EVRET_LOAD_PLUGINS``; a plugin that fails to load raises): the heavy modules left in
+    sys.modules and those importtime saw."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_")}
-    # the built-ins only: a third-party plugin's own imports are its business (docs/writing-a-plugin.md)
-    env["EVRET_LOAD_PLUGINS"] = ""
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    env["EVRET_LOAD_PLUGINS"] = plugins
+    env["EVRET_STRICT_PLUGINS"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, path), str(REPO), env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-X", "importtime", "-c", PROBE.format(body=body, heavy=HEAVY)],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -62,3 +67,42 @@ def test_public_names_resolve_lazily() -> None:
         assert getattr(evret_core, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         evret_core.nope  # noqa: B018
+
+
+PLUGIN_HEAVY = ("numpy", "pydantic")
+"""What a plugin's module and hooks must not import (docs/writing-a-plugin.md): asyncio is the core's own rule."""
+
+LIST_ONE = """
+from evret_core.plugins import get_registry, list_plugins
+info = {{p.name: p for p in list_plugins()}}[{name!r}]
+assert info.error is None and info.skipped is None, (info.error, info.skipped)
+assert info.registers or info.hooks, 'registered nothing'
+"""
+
+
+def installed_plugins() -> list[str]:
+    return sorted({ep.name for ep in entry_points(group="evret")})
+
+
+def test_every_plugin_of_the_repository_is_installed() -> None:
+    # the test below checks the installed plugins: each folder of plugins/ must be one of them
+    assert {p.name for p in (REPO / "plugins").iterdir() if p.is_dir()} <= set(installed_plugins())
+
+
+@pytest.mark.parametrize("plugin", installed_plugins())
+def test_loading_an_installed_plugin_imports_neither_numpy_nor_pydantic(plugin: str) -> None:
+    in_modules, _ = _imported(LIST_ONE.format(name=plugin), plugins=plugin)
+    assert not {m.partition(".")[0] for m in in_modules} & set(PLUGIN_HEAVY), f"{plugin}: {in_modules[:5]}"
+
+
+def test_loading_the_example_plugin_imports_neither_numpy_nor_pydantic(tmp_path: Path) -> None:
+    # installed the way pip would, minus the copying: a dist-info with the example's entry point
+    info = tmp_path / "evret_judge_keywords-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evret-judge-keywords\nVersion: 0.1.0\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("[evret]\nevret-judge-keywords = evret_judge_keywords\n", encoding="utf-8")
+    example = REPO / "docs" / "examples" / "evret-judge-keywords"
+    body = LIST_ONE.format(name="evret-judge-keywords") + "assert 'keywords' in get_registry().names('judge')\n"
+    in_modules, _ = _imported(body, plugins="evret-judge-keywords", path=(tmp_path, example))
+    assert not {m.partition(".")[0] for m in in_modules} & set(PLUGIN_HEAVY), in_modules[:5]

@@ -75,13 +75,7 @@ def test_lazy_factory_imports_on_use_and_carries_attributes() -> None:
 
 
 PLUGIN_NAMES = sorted(p.name for p in REPO.glob("plugins/*") if (p / "pyproject.toml").is_file())
-# evret-sentence-transformers's package imports its judge and retriever modules eagerly (its own change)
-EAGER = {"evret-sentence-transformers"}
-
-
-@pytest.mark.parametrize("plugin", [pytest.param(n, marks=pytest.mark.xfail(reason="imports its classes eagerly",
-                                                                            strict=False)) if n in EAGER else n
-                                    for n in PLUGIN_NAMES])
+@pytest.mark.parametrize("plugin", PLUGIN_NAMES)
 def test_loading_a_plugin_imports_neither_numpy_nor_pydantic(plugin: str) -> None:
     """Registered through ``lazy(...)``, a plugin's classes (and what they import) load on first use only."""
     code = ("import json, sys\nfrom evret_core.plugins import list_plugins\n"

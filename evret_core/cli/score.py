@@ -52,6 +52,19 @@ def result_rows(results: Any, records: list[dict[str, Any]]) -> list[dict[str, A
     return out
 
 
+def check_results(name: str, results: Any, n: int) -> None:
+    """An evaluator's ``evaluate()`` answer has what ``evret score`` reads: ``rows()``, or ``scores`` (one per
+    record) and ``mean``; else an error naming the evaluator, not a traceback."""
+    if hasattr(results, "rows"):
+        return
+    scores = getattr(results, "scores", None)
+    if not isinstance(scores, list) or not hasattr(results, "mean"):
+        raise EvretError(f"--evaluator {name!r}: evaluate() returned {type(results).__name__}, not results with "
+                         "'scores' (one per record) and 'mean'; see docs/hooks.md#register_evaluators")
+    if len(scores) != n:
+        raise EvretError(f"--evaluator {name!r}: evaluate() gave {len(scores)} scores for {n} records")
+
+
 def run(args: argparse.Namespace) -> int:
     from evret_core.outputs import check_outputs, write_output
     from evret_core.registry import create_evaluator
@@ -63,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise EvretError(f"--evaluator {args.evaluator!r} does not score records; use 'evret evaluate' for retrieval")
     records = read_records(args.records)
     results = evaluator.evaluate(records)
+    check_results(args.evaluator, results, len(records))
     rows = result_rows(results, records)
     if args.output:  # before printing: a closed pipe on standard output must not lose the file
         write_output(args.output, (json.dumps(r, ensure_ascii=False) + "\n" for r in rows), option="--output")

@@ -1,7 +1,12 @@
 """Testing kit for Evret and its plugins: conformance suites, (``evret_core.testing.llm_stubs``) HTTP stub
 servers speaking the LLM providers' wire formats, and (``evret_core.testing.vectorstores``) a small corpus and a
-deterministic embedder for vector-store retriever tests. Conformance suites: subclass one in your plugin's tests so every judge and retriever
-behaves alike.
+deterministic embedder for vector-store retriever tests.
+
+One conformance suite per kind of plugin; subclass your kind's in your plugin's tests so that every plugin of a
+kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
+``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
+records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
+``PerturbationConformance`` (adversarial families) and ``ExecutorConformance``.
 
 The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
@@ -15,7 +20,9 @@ the stub servers and the vector-store kit import without it. A judge plugin's te
 
 A retriever plugin overrides the ``retriever`` fixture and, usually, ``queries`` (queries that find documents in
 its corpus). An LLM provider plugin subclasses ``ProviderConformance`` and sets ``provider`` (its registered
-name) and ``key_env``. Every ``test_*`` method of the base class then runs against your object.
+name) and ``key_env``. A metric sets ``family`` and its values on the suite's known case; a perturbation sets
+``family``; generators, output evaluators and executors override the fixture of their name. Every ``test_*``
+method of the base class then runs against your object.
 (``evret_core.testing.llm_provider``) holds ``stub``, a provider with no SDK, for tests that need any provider.
 """
 
@@ -25,13 +32,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evret_core.testing.evaluators import OutputEvaluatorConformance
+    from evret_core.testing.executors import ExecutorConformance
+    from evret_core.testing.generators import GeneratorConformance
     from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.metrics import MetricConformance
+    from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
-__all__ = ["JudgeConformance", "ProviderConformance", "RetrieverConformance"]
+__all__ = ["ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
+           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RetrievalEvaluatorConformance",
+           "RetrieverConformance"]
 
-_SUITES = {"JudgeConformance": "evret_core.testing.judges", "ProviderConformance": "evret_core.testing.providers",
+_SUITES = {"ExecutorConformance": "evret_core.testing.executors",
+           "GeneratorConformance": "evret_core.testing.generators",
+           "JudgeConformance": "evret_core.testing.judges",
+           "MetricConformance": "evret_core.testing.metrics",
+           "OutputEvaluatorConformance": "evret_core.testing.evaluators",
+           "PerturbationConformance": "evret_core.testing.perturbations",
+           "ProviderConformance": "evret_core.testing.providers",
+           "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluators",
            "RetrieverConformance": "evret_core.testing.retrievers"}
 
 

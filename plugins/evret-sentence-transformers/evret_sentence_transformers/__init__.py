@@ -1,21 +1,27 @@
 """Evret plugin on sentence-transformers: the ``semantic`` judge, the ``dense`` retriever and the
 ``semantic-similarity`` output evaluator, all working offline with the packaged all-MiniLM-L6-v2.
 
-Importing this package (which ``evret plugins`` does) never imports torch or sentence-transformers: the model
-loads on first use.
+Importing this package (which ``evret plugins`` does) imports neither torch, sentence-transformers, numpy nor
+pydantic: the hooks register lazy factories, the public names below are imported on first use, and the model
+loads when it is first needed.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from evret_core.sdk import Register, hookimpl, lazy
-from evret_sentence_transformers.judge import SemanticJudge
-from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
-from evret_sentence_transformers.retriever import DenseRetriever
-from evret_sentence_transformers.similarity import (
-    SemanticSimilarityEvaluator,
-    semantic_similarities,
-    semantic_similarity,
-)
+
+if TYPE_CHECKING:
+    from evret_sentence_transformers.judge import SemanticJudge
+    from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
+    from evret_sentence_transformers.retriever import DenseRetriever
+    from evret_sentence_transformers.similarity import (
+        SemanticSimilarityEvaluator,
+        semantic_similarities,
+        semantic_similarity,
+    )
 
 __version__ = "0.1.0"
 
@@ -30,6 +36,21 @@ __all__ = [
     "semantic_similarities",
     "semantic_similarity",
 ]
+
+_HOME = {"SemanticJudge": "judge", "DEFAULT_MODEL": "models", "EmbeddingCache": "models", "Encoder": "models",
+         "resolve_model": "models", "DenseRetriever": "retriever", "SemanticSimilarityEvaluator": "similarity",
+         "semantic_similarities": "similarity", "semantic_similarity": "similarity"}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, imported from their modules when first asked for (they import numpy and pydantic)."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 @hookimpl
