@@ -11,9 +11,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
-
 from evret_core.metrics import engine
+from evret_core.testing.shared_data import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "fastrank_hostile.py"
@@ -29,16 +28,9 @@ def _run(env_extra: dict[str, str], rounds: int) -> subprocess.CompletedProcess[
     )
 
 
-def _skip_or_fail(reason: str) -> None:
-    """Outside CI a missing tool skips with its reason; in CI it is a failure."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run this check)")
-    pytest.skip(reason)
-
-
 def test_hostile_inputs_under_the_debug_allocator() -> None:
     if engine._fastrank is None:
-        _skip_or_fail("the compiled reader evret_core.metrics._fastrank is not built")
+        skip_or_fail("the compiled reader evret_core.metrics._fastrank is not built")
     done = _run({"PYTHONMALLOC": "debug"}, rounds=400)
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.startswith("ok: "), done.stdout
@@ -57,9 +49,9 @@ def test_hostile_inputs_against_an_address_sanitizer_build(tmp_path: Path) -> No
     runtime = _asan_runtime()
     include = Path(sysconfig.get_paths()["include"])
     if runtime is None:
-        _skip_or_fail("gcc with libasan is not available (gcc -print-file-name=libasan.so found nothing)")
+        skip_or_fail("gcc with libasan is not available (gcc -print-file-name=libasan.so found nothing)")
     if not (include / "Python.h").exists():
-        _skip_or_fail(f"no Python headers at {include}")
+        skip_or_fail(f"no Python headers at {include}")
     target = tmp_path / f"_fastrank{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = subprocess.run(
         ["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",

@@ -22,6 +22,7 @@ from evret_core.errors import EvretError
 from evret_core.metrics import runcolumns, trecscan
 from evret_core.metrics.runcolumns import read_run_columns
 from evret_core.metrics.shards import evaluate_run_file
+from evret_core.testing.shared_data import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "trecscan_hostile.py"
@@ -33,16 +34,9 @@ hostile = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(hostile)
 
 
-def _skip_or_fail(reason: str) -> None:
-    """Outside CI a missing tool skips with its reason; in CI it is a failure."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI must run this check)")
-    pytest.skip(reason)
-
-
 def _compiled() -> Any:
     if trecscan._trecscan is None:
-        _skip_or_fail("the compiled tokenizer evret_core.metrics._trecscan is not built")
+        skip_or_fail("the compiled tokenizer evret_core.metrics._trecscan is not built")
     return trecscan._trecscan
 
 
@@ -96,9 +90,9 @@ def test_hostile_blocks_against_an_address_sanitizer_build(tmp_path: Path) -> No
         runtime = found if os.path.isabs(found) and os.path.exists(found) else None
     include = Path(sysconfig.get_paths()["include"])
     if runtime is None:
-        _skip_or_fail("gcc with libasan is not available (gcc -print-file-name=libasan.so found nothing)")
+        skip_or_fail("gcc with libasan is not available (gcc -print-file-name=libasan.so found nothing)")
     if not (include / "Python.h").exists():
-        _skip_or_fail(f"no Python headers at {include}")
+        skip_or_fail(f"no Python headers at {include}")
     target = tmp_path / f"_trecscan{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
                             f"-I{include}", str(SOURCE), "-o", str(target)], capture_output=True, text=True)

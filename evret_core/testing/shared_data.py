@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["repo_root", "shared_data"]
+__all__ = ["repo_root", "shared_data", "skip_or_fail"]
 
 
 def repo_root() -> Path:
@@ -22,14 +22,18 @@ def repo_root() -> Path:
 def shared_data(*parts: str, what: str = "") -> Path:
     """``<shared>/<parts...>``: skipped (outside CI) or failed (in CI) when it does not exist. ``what`` names
     the data in the message (default: the path)."""
-    import pytest  # a test-only helper: pytest is imported when a test asks, not with the test kit
-
     base = Path(os.environ.get("EVRET_SHARED") or repo_root().parent / "shared")
     path = base.joinpath(*parts).resolve()
     if not path.exists():
-        reason = (f"{what or 'the shared data'} is not at {path} (the shared data folder next to the "
-                  f"repository; EVRET_SHARED points elsewhere)")
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        skip_or_fail(f"{what or 'the shared data'} is not at {path} (the shared data folder next to the "
+                     f"repository; EVRET_SHARED points elsewhere)")
     return path
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip the test with ``reason`` outside CI; in CI (``CI`` set) fail it: CI must run every check."""
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must run this check)")
+    pytest.skip(reason)
