@@ -112,3 +112,12 @@ def rankings_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     spy = DictReaderSpy(engine._fastrank, 48)
     monkeypatch.setattr(engine, "_fastrank", spy)
     return spy
+
+
+def one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line a CLI user error prints (``evret: error: ...``), with no traceback; fails the test otherwise."""
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("evret: error: "), captured.err
+    assert "Traceback" not in captured.err + captured.out
+    return lines[0]

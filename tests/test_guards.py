@@ -19,7 +19,7 @@ from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, isolate_llm_env
 from evret_core.testing.rag_stub import rag_responder
 
-from .conftest import REPO
+from .conftest import REPO, one_error
 
 EXAMPLE = REPO / "examples" / "rag"
 QUESTIONS = str(EXAMPLE / "questions.jsonl")
@@ -28,14 +28,6 @@ GOLD_RUN = ["rag", "--dataset", QUESTIONS, "--corpus", CORPUS, "--generator", "e
             "--resamples", "10"]
 
 PASSWORD, QUERY_KEY, OPTION_KEY = "PASSWORD-1234567", "QUERYKEY-7654321", "sk-OPTKEY-999999"
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("evret: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
 
 
 @pytest.fixture
@@ -187,7 +179,7 @@ def test_no_command_writes_over_its_own_input(files: dict[str, Path], capsys: py
     before = files[victim].read_bytes()
     capsys.readouterr()
     assert main([a.format(**files) for a in argv]) == 2
-    line = _one_error(capsys)
+    line = one_error(capsys)
     assert "is also an input of this run" in line or "writes to the same file" in line, line
     assert files[victim].read_bytes() == before
 
@@ -198,7 +190,7 @@ def test_calibrate_refuses_an_unwritable_output_before_any_llm_call(  # C11b
     argv += [x for option in _secret_options(stub) for x in ("--judge-option", option)]
     capsys.readouterr()
     assert main(argv) == 2
-    assert "--output" in _one_error(capsys) and stub.requests == []
+    assert "--output" in one_error(capsys) and stub.requests == []
 
 
 def test_rag_writes_its_files_before_printing(tmp_path: Path) -> None:  # F23: `evret rag --output x.json | true`
@@ -228,7 +220,7 @@ def test_write_cases_without_adversarial_conditions_fails_before_any_llm_call(  
     argv += [x for option in _secret_options(stub) for x in ("--generator-option", option)]
     capsys.readouterr()
     assert main(argv) == 2
-    assert "--write-cases: the run has no adversarial conditions" in _one_error(capsys)
+    assert "--write-cases: the run has no adversarial conditions" in one_error(capsys)
     assert stub.requests == [] and not (tmp_path / "c.jsonl").exists()
 
 
@@ -259,7 +251,7 @@ def test_gates_naming_a_score_the_run_cannot_compute_fail_before_work(
     monkeypatch.setattr("evret_core.config.EvaluateConfig.load_dataset", no_work)
     capsys.readouterr()
     assert main([a.format(base=files["results"], **files) for a in argv]) == 2
-    assert re.search(message, _one_error(capsys))
+    assert re.search(message, one_error(capsys))
 
 
 def test_a_gate_on_a_score_the_run_computes_still_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -278,7 +270,7 @@ def test_negative_seed_is_refused_like_evaluate_does(files: dict[str, Path], cap
                                                      argv: list[str]) -> None:
     capsys.readouterr()
     assert main([a.format(**files) for a in argv]) == 2
-    assert _one_error(capsys).startswith("evret: error: --seed must be an integer from 0 to 9223372036854775807, got -")
+    assert one_error(capsys).startswith("evret: error: --seed must be an integer from 0 to 9223372036854775807, got -")
 
 
 def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -286,7 +278,7 @@ def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pyte
     toml.write_text(f'dataset = "{QUESTIONS}"\ncorpus = "{CORPUS}"\ngenerator = "extractive"\n'
                     'conditions = ["gold"]\nseed = -1\n', encoding="utf-8")
     assert main(["rag", "--config", str(toml)]) == 2
-    assert "rag.toml: option 'seed': must be an integer from 0 to" in _one_error(capsys)
+    assert "rag.toml: option 'seed': must be an integer from 0 to" in one_error(capsys)
 
 
 # -- 5. what a newcomer met --------------------------------------------------------------------------------------
@@ -323,7 +315,7 @@ def test_generate_without_a_key_is_one_line_and_no_warning(tmp_path: Path) -> No
 def test_rag_without_a_corpus_points_to_the_corpus_option(capsys: pytest.CaptureFixture[str]) -> None:  # problem 11
     pytest.importorskip("evret_bm25")
     assert main(["rag", "--dataset", QUESTIONS, "--retriever", "bm25", "--generator", "extractive"]) == 2
-    assert _one_error(capsys).startswith("evret: error: --retriever bm25 has no corpus to index: give --corpus "
+    assert one_error(capsys).startswith("evret: error: --retriever bm25 has no corpus to index: give --corpus "
                                          "CORPUS.jsonl")
 
 
@@ -373,4 +365,4 @@ def test_evaluate_takes_an_option_value_that_is_no_path(tmp_path: Path, capsys: 
     long_value = "a" * 5000  # once a traceback: File name too long, from looking for it as an input file
     assert main(["evaluate", "--config", str(REPO / "examples" / "eval.toml"), "--judge", "token-overlap",
                  "--judge-option", f"colour={long_value}", "--output", str(tmp_path / "r.json")]) == 2
-    assert "option 'colour'" in _one_error(capsys)
+    assert "option 'colour'" in one_error(capsys)

@@ -16,17 +16,8 @@ from evret_core.config import EvaluateConfig
 from evret_core.errors import EvretError
 from evret_core.models import EvaluationDataset, QueryExample
 
-from .conftest import REPO
+from .conftest import REPO, one_error
 from .test_cli import BASE, env  # noqa: F401  (the fixture)
-
-
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("evret: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
-
 
 # -- item 2: options belong to the judge they were written for -------------------------------------------------
 JUDGE_TOML = ('dataset = "data.jsonl"\nmetrics = ["recall@2"]\n[retriever]\nname = "tiny"\n'
@@ -55,10 +46,10 @@ def test_the_same_judge_keeps_the_files_options_and_flags_add_to_them(
 def test_an_option_that_does_not_fit_names_its_source(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     (env / "eval.toml").write_text(JUDGE_TOML.replace("min_tokens = 1", "colour = 'red'"))
     assert main(["evaluate", "--config", "eval.toml", "--output", "r.json"]) == 2
-    assert "option 'colour' (from eval.toml [judge]) is not an option" in _one_error(capsys)
+    assert "option 'colour' (from eval.toml [judge]) is not an option" in one_error(capsys)
     assert main(["evaluate", "--config", "eval.toml", "--judge", "exact", "--judge-option", "shade=1",
                  "--output", "r.json"]) == 2
-    assert "judge 'exact': option 'shade' (from --judge-option)" in _one_error(capsys)
+    assert "judge 'exact': option 'shade' (from --judge-option)" in one_error(capsys)
     assert not (env / "r.json").exists()
 
 
@@ -92,14 +83,14 @@ def test_config_file_errors_name_the_file_and_option(
     metric = [] if toml.startswith("metrics") else ["--metric", "mrr"]
     argv = ["evaluate", "--dataset", "data.jsonl", "--retriever", "tiny", *metric, "--config", "eval.toml"]
     assert main([*argv, "--output", "r.json"]) == 2
-    assert message in _one_error(capsys)
+    assert message in one_error(capsys)
     assert not (env / "r.json").exists()
 
 
 def test_toml_encodings(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     (env / "latin.toml").write_bytes(b'# caf\xe9\nk = 2\n')
     assert main([*BASE, "--config", "latin.toml"]) == 2
-    assert "latin.toml:1:6: not UTF-8 text (byte 0xe9)" in _one_error(capsys)
+    assert "latin.toml:1:6: not UTF-8 text (byte 0xe9)" in one_error(capsys)
     (env / "bom.toml").write_bytes(b"\xef\xbb\xbfk = 2\n")
     assert main([*BASE, "--config", "bom.toml", "--output", "r.json"]) == 0
     assert json.loads((env / "r.json").read_text())["config"]["k"] == 2
@@ -134,7 +125,7 @@ def test_evaluate_numbers_are_bounded(
     env: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str  # noqa: F811
 ) -> None:
     assert main([*BASE, *extra, "--output", "r.json"]) == 2
-    assert message in _one_error(capsys)
+    assert message in one_error(capsys)
     assert not (env / "r.json").exists()
 
 
@@ -154,7 +145,7 @@ def test_compare_report_and_trec_numbers_are_bounded(
         (["trec", "q", "r", "-m", "ndcg@99999999999999999999"], "bad metric name"),
     ]:
         assert main(argv) == 2, argv
-        assert message in _one_error(capsys)
+        assert message in one_error(capsys)
 
 
 # -- items 4, 5, 10: what a dataset may hold -------------------------------------------------------------------
@@ -187,7 +178,7 @@ def test_deep_json_file_names_the_line(tmp_path: Path) -> None:
 def test_lone_surrogate_fails_at_load_in_the_cli(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     (env / "s.jsonl").write_text('{"query": "queen \\udc00", "expected_answers": ["x"]}\n')
     assert main([*BASE, "--dataset", "s.jsonl", "--output", "r.json"]) == 2
-    assert "s.jsonl:1: a string holds a lone surrogate" in _one_error(capsys)
+    assert "s.jsonl:1: a string holds a lone surrogate" in one_error(capsys)
 
 
 def test_python_api_refuses_the_same(tmp_path: Path) -> None:
@@ -213,10 +204,10 @@ def test_beir_qrels_grades_are_finite(tmp_path: Path, score: str, message: str) 
 def test_results_schema_errors_are_one_line(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     (env / "r.json").write_text(json.dumps({"scores": {"mrr": 1.0}, "metrics": ["mrr"], "per_query": []}))
     assert main(["report", "r.json"]) == 2
-    assert "r.json: not an Evret results file (per_query: Input should be a valid dictionary)" in _one_error(capsys)
+    assert "r.json: not an Evret results file (per_query: Input should be a valid dictionary)" in one_error(capsys)
     (env / "deep.json").write_text('{"scores": {}, "per_query": ' + "[" * 100_000)
     assert main(["compare", "deep.json", "r.json"]) == 2
-    assert "deep.json:1: JSON nested too deeply" in _one_error(capsys)
+    assert "deep.json:1: JSON nested too deeply" in one_error(capsys)
 
 
 # -- item 19: secrets --------------------------------------------------------------------------------------------
@@ -251,7 +242,7 @@ def test_credentials_in_urls_and_keys_never_reach_results_or_reports(
 
 def test_error_messages_are_redacted(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     assert main([*BASE, "--dataset", "http://me:SECRET@host/data.jsonl?token=SECRET2"]) == 2
-    line = _one_error(capsys)
+    line = one_error(capsys)
     assert "SECRET" not in line and "me:***@host/data.jsonl?token=***" in line
 
 

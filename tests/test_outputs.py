@@ -16,6 +16,7 @@ from evret_core.errors import EvretError
 from evret_core.outputs import check_output_path, write_output
 from evret_core.results import atomic_write_text
 
+from .conftest import one_error
 from .test_cli import BASE, env  # noqa: F401  (the fixture)
 
 
@@ -122,17 +123,10 @@ def test_an_input_reached_through_a_symlink_is_refused(tmp_path: Path) -> None:
 
 
 # -- the commands ----------------------------------------------------------------------------------------------
-def _one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("evret: error: "), captured.err
-    return lines[0]
-
-
 def test_evaluate_refuses_its_dataset_as_output(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
     before = (env / "data.jsonl").read_text()
     assert main([*BASE, "--output", "data.jsonl"]) == 2
-    assert "--output data.jsonl: is also an input" in _one_error(capsys)
+    assert "--output data.jsonl: is also an input" in one_error(capsys)
     assert (env / "data.jsonl").read_text() == before
 
 
@@ -147,7 +141,7 @@ def test_evaluate_checks_the_output_before_any_work(
     monkeypatch.setattr(EvaluationDataset, "load", no_work)
     (env / "out").mkdir()
     assert main([*BASE, "--output", "out"]) == 2
-    assert "--output out: is a folder" in _one_error(capsys)
+    assert "--output out: is a folder" in one_error(capsys)
 
 
 def test_evaluate_writes_through_a_symlink_and_a_fifo(env: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
@@ -178,13 +172,13 @@ def test_report_and_score_refuse_their_input_as_output(env: Path, capsys: pytest
     capsys.readouterr()
     before = (env / "r.json").read_text()
     assert main(["report", "r.json", "--output", "r.json"]) == 2
-    assert "is also an input" in _one_error(capsys)
+    assert "is also an input" in one_error(capsys)
     assert (env / "r.json").read_text() == before
     (env / "records.jsonl").write_text('{"output": "a", "target": "a"}\n')
     assert main(["score", "records.jsonl", "--evaluator", "exact", "--output", "records.jsonl"]) == 2
-    assert "is also an input" in _one_error(capsys)
+    assert "is also an input" in one_error(capsys)
     assert main(["score", "records.jsonl", "--evaluator", "exact", "--output", str(env)]) == 2
-    assert "is a folder" in _one_error(capsys)
+    assert "is a folder" in one_error(capsys)
 
 
 def test_score_output_dash_is_rows_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str],
