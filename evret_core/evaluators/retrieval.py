@@ -30,7 +30,7 @@ from evret_core.errors import EvretError
 from evret_core.evaluators.plan import TextPlan, answer_keys, plan_text
 from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.executors import Executor, JudgeRun, resolve_executor
-from evret_core.metrics.base import Metric
+from evret_core.metrics.base import Metric, resolve_judged_defaults
 from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.per_query import QueryTable, TextJudgments
 from evret_core.results import SCHEMA_VERSION, EvaluationResults, add_statistics
@@ -352,7 +352,10 @@ class Evaluator:
         any_match = self.matching == "any_match"
         batches = (rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
                    for start in range(0, len(queries), _CHUNK))
-        return self.executor.metrics(self.metrics, batches)
+        # err's default max_grade: the highest grade judged over every query, resolved before the chunks
+        metrics = resolve_judged_defaults(self.metrics, lambda: (
+            (q.query_id, text[i].assignment.relevance if i in text else q.relevance) for i, q in enumerate(queries)))
+        return self.executor.metrics(metrics, batches)
 
     def _report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:

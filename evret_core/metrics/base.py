@@ -9,7 +9,7 @@ implementation of each formula.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, compress
 from operator import getitem, is_
@@ -376,6 +376,17 @@ class Metric:
         """The metric for every query of ``batch``, as a float64 array of length ``batch.n_queries``."""
         raise NotImplementedError
 
+    @property
+    def needs_judged_max(self) -> bool:
+        """True when a default of this metric is the highest grade judged over the whole evaluation (err's
+        ``max_grade``) and is not resolved yet: see :func:`resolve_judged_defaults`."""
+        return False
+
+    def with_judged_max(self, judged_max: float) -> Metric:
+        """This metric with its defaults that depend on the whole evaluation's judgments resolved to
+        ``judged_max`` (the highest grade judged): a copy with the same :attr:`name`; most metrics return self."""
+        return self
+
     def score(self, retrieved_ids: Sequence[str], relevant_ids: Relevance) -> float:
         """The metric for one ranked list of ids against relevant ids (a list, or a mapping id -> grade)."""
         batch = RankedBatch.from_rankings([list(retrieved_ids)], [relevant_ids])
@@ -383,6 +394,37 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<Metric {self.name}>"
+
+
+def judged_max_grade(judgments: Iterable[tuple[str, Mapping[str, float]]]) -> float:
+    """The highest grade over every ``(query id, {doc: grade})`` given, floored at 0 (a negative grade gains
+    nothing; NaN is skipped); 1.0 when there is no judgment. A grade that is not a number is an error naming its
+    query and document."""
+    items = list(judgments)
+    try:  # one C pass over every grade
+        values = np.fromiter(chain.from_iterable(g.values() for _, g in items), dtype=np.float64)
+    except (TypeError, ValueError):
+        for qid, grades in items:
+            for doc, grade in grades.items():
+                try:
+                    float(grade)
+                except (TypeError, ValueError):
+                    raise EvretError(f"qrels: query {qid}: document {doc!r} has a non-numeric grade {grade!r}") from None
+        raise
+    return float(np.fmax(np.fmax.reduce(values), 0.0)) if values.size else 1.0
+
+
+def resolve_judged_defaults(
+    metrics: Sequence[Metric], judgments: Callable[[], Iterable[tuple[str, Mapping[str, float]]]]
+) -> list[Metric]:
+    """``metrics`` with every default that depends on the whole evaluation's judgments resolved, once, before the
+    queries are cut into chunks, batches or shards (so a query's value never depends on which queries share its
+    chunk). ``judgments`` gives every ``(query id, {doc: grade})`` of the evaluation; it is called only when a
+    metric needs it (e.g. ``err`` without ``max_grade``). Names are unchanged; metrics already resolved are kept."""
+    if not any(m.needs_judged_max for m in metrics):
+        return list(metrics)
+    top = judged_max_grade(judgments())
+    return [m.with_judged_max(top) if m.needs_judged_max else m for m in metrics]
 
 
 def cut(matrix: np.ndarray, k: int | None) -> np.ndarray:

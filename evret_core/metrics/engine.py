@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric, RankedBatch, _pad_rows
+from evret_core.metrics.base import Metric, RankedBatch, _pad_rows, resolve_judged_defaults
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator"]
 
@@ -102,9 +102,10 @@ def evaluate_run(
     queries that have judgments are scored, unless ``complete`` (trec_eval -c): then every judged query counts
     and those missing from the run score 0. A document is relevant when its grade is > 0, or >= the
     ``relevance_level`` (trec_eval -l). Returns ``{metric: mean}``, or ``{qid: {metric: value}}`` with
-    ``per_query=True``.
+    ``per_query=True``. Defaults that depend on the judgments (err's ``max_grade``) are resolved over all of
+    ``qrels`` before the queries are cut into chunks of ``chunk_size``, so no value depends on the chunking.
     """
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_judged_defaults(resolve_metrics(metrics), qrels.items)  # err's max_grade: all the qrels
     qids = _query_ids(qrels, run, complete)
     depth = _needed_depth(resolved)
     fast = accelerator()
@@ -129,7 +130,7 @@ def evaluate_rankings(
 
     A document listed twice for a query is an error naming the query and the document.
     """
-    resolved = resolve_metrics(metrics)
+    resolved = resolve_judged_defaults(resolve_metrics(metrics), qrels.items)
     qids = _query_ids(qrels, rankings, complete)
     depth = _needed_depth(resolved)
     empty: Sequence[str] = ()

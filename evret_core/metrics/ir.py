@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -189,8 +190,15 @@ class Bpref(Metric):
 
 class ERR(Metric):
     """err@k, expected reciprocal rank (Chapelle et al., 2009): the user stops at rank r with probability
-    R_r = (2^g - 1) / 2^g_max; ERR = sum_r R_r / r * prod_{i<r} (1 - R_i). ``max_grade`` defaults to the
-    highest grade in the batch's judgments. Not a trec_eval measure.
+    R_r = (2^g - 1) / 2^g_max; ERR = sum_r R_r / r * prod_{i<r} (1 - R_i). Not a trec_eval measure.
+
+    ``max_grade`` defaults to the highest grade judged over the whole evaluation: every judgment given to it
+    (all the qrels, including queries the run lacks; for the evaluator, every query of the dataset), floored at
+    0, 1 when there is none. Each entry point (``evaluate_run``, ``evaluate_rankings``, the evaluator,
+    ``evaluate_run_file``) resolves it once before chunking, through
+    :func:`~evret_core.metrics.base.resolve_judged_defaults`, into ``judged_max`` of a copy that keeps the name
+    ``err@k``. ``compute`` on an unresolved metric takes the batch as the whole evaluation. A grade above an
+    explicit ``max_grade`` counts as ``max_grade``.
     """
 
     family = "err"
@@ -199,6 +207,19 @@ class ERR(Metric):
     def __init__(self, k: int | None = None, max_grade: float | None = None) -> None:
         super().__init__(k)
         self.max_grade = max_grade
+        #: the default of ``max_grade`` resolved over the whole evaluation (see :meth:`with_judged_max`)
+        self.judged_max: float | None = None
+
+    @property
+    def needs_judged_max(self) -> bool:
+        return self.max_grade is None and self.judged_max is None
+
+    def with_judged_max(self, judged_max: float) -> ERR:
+        if not self.needs_judged_max:
+            return self
+        resolved = copy.copy(self)
+        resolved.judged_max = float(judged_max)
+        return resolved
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "max_grade": self.max_grade}
@@ -210,12 +231,13 @@ class ERR(Metric):
         gains = np.where(cut(batch.relevant, self.k), cut(batch.gains, self.k), 0.0)
         if gains.shape[1] == 0:
             return np.zeros(batch.n_queries)
-        top = self.max_grade
+        top = self.max_grade if self.max_grade is not None else self.judged_max
         if top is None:
             top = float(batch.ideal.max()) if batch.ideal.size else 1.0
-        top = max(top, float(gains.max(initial=0.0)))
         if top <= 0:
             return np.zeros(batch.n_queries)
+        # a grade above an explicit max_grade counts as max_grade (per document: never depends on the chunk)
+        gains = np.minimum(gains, top)
         stop = (np.power(2.0, gains) - 1.0) / 2.0**top
         reach = np.cumprod(1.0 - stop, axis=1)
         reach = np.concatenate([np.ones((gains.shape[0], 1)), reach[:, :-1]], axis=1)

@@ -9,10 +9,12 @@ in this process, one after another, or on an executor that has ``map_shards`` (e
 Ray tasks), and joins the per-query columns: the driver never holds the run, only per-query results.
 
 The per-query values are those of ``evaluate_run(read_qrels(qrels), read_run(run), metrics, per_query=True)``,
-queries in the run's order (trec_eval's query set: the run's judged queries). With ``complete=True`` (trec_eval
--c) every judged query counts: after the shards, the driver reads from the qrels file the judgments of the
-queries no shard scored (only theirs) and scores them as absent from the run, after the run's queries in qrels
-order, as ``evaluate_run(..., complete=True)`` does. A query whose lines are not adjacent can land in two shards:
+queries in the run's order (trec_eval's query set: the run's judged queries). Defaults that depend on the
+judgments (err's ``max_grade``) are resolved by the driver over the whole qrels file before the shards start, as
+``evaluate_run`` resolves them over all of its qrels. With ``complete=True`` (trec_eval -c) every judged query
+counts: after the shards, the driver reads from the qrels file the judgments of the queries no shard scored (only
+theirs) and scores them as absent from the run, after the run's queries in qrels order, as
+``evaluate_run(..., complete=True)`` does. A query whose lines are not adjacent can land in two shards:
 that is an error naming the query (sort the run by query: ``sort -s -k1,1``).
 """
 
@@ -116,7 +118,8 @@ def score_shard(
     metrics: Sequence[str | Metric],
     relevance_level: float | None = None,
 ) -> ShardScores:
-    """Score the byte range ``start:stop`` of a run file (what a worker runs; see the module)."""
+    """Score the byte range ``start:stop`` of a run file (what a worker runs; see the module). ``metrics`` come
+    from :func:`evaluate_run_file` with err's default ``max_grade`` already resolved over the whole qrels file."""
     from evret_core.metrics.engine import (
         _compute_chunked,
         _needed_depth,
@@ -180,7 +183,9 @@ def evaluate_run_file(
     """Score a TREC run file against a qrels file shard by shard (see the module), in this process or on
     ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``); ``complete`` also scores the
     judged queries missing from the run (trec_eval -c)."""
+    from evret_core.metrics.base import resolve_judged_defaults
     from evret_core.metrics.engine import resolve_metrics
+    from evret_core.metrics.trec import read_qrels
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
     names = [m.name for m in resolved]
@@ -188,6 +193,8 @@ def evaluate_run_file(
         raise EvretError(f"{qrels_path}: is a folder, not a file")
     if not Path(qrels_path).is_file():
         raise EvretError(f"{qrels_path}: no such qrels file")
+    # err's default max_grade: the highest grade of the whole qrels file, resolved here, once, for every shard
+    resolved = resolve_judged_defaults(resolved, lambda: read_qrels(qrels_path).items())
     ranges = shard_ranges(run_path, shards)
     tasks = [(str(run_path), a, b, str(qrels_path), resolved, relevance_level) for a, b in ranges]
     run_map: Callable[[Callable[..., ShardScores], list[tuple[Any, ...]]], Iterator[ShardScores]] | None = getattr(

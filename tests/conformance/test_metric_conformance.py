@@ -7,8 +7,9 @@ from __future__ import annotations
 from math import log2
 from typing import Any, ClassVar
 
-import pytest
+import numpy as np
 
+from evret_core.metrics.base import judged_max_grade
 from evret_core.testing import MetricConformance
 
 DCG_RETRIEVED = 1 / log2(3) + 1 / log2(5)  # r1 at rank 2, r2 at rank 4
@@ -67,7 +68,7 @@ class TestBpref(MetricConformance):
 
 class TestERR(MetricConformance):
     family = "err"
-    options = "(max_grade=3)"  # the suite's random grades go up to 3; see the xfail below for the default
+    options = "(max_grade=3)"  # the suite's random grades go up to 3; the default: below
     # binary grades, max_grade 1: a relevant document satisfies with probability (2^1 - 1) / 2^1 = 1/2
     known: ClassVar[dict[str, float]] = {"err": 1 / 2 * 1 / 2 + 1 / 4 * 1 / 2 * (1 - 1 / 2), "err@3": 1 / 2 * 1 / 2,
                                          "err(max_grade=3)": 1 / 2 * 1 / 8 + 1 / 4 * 1 / 8 * (1 - 1 / 8)}
@@ -76,14 +77,22 @@ class TestERR(MetricConformance):
 class TestERRDefaultMaxGrade(TestERR):
     options = ""
 
-    @pytest.mark.xfail(strict=True, reason="err's default max_grade is the highest grade of the whole batch, so a "
-                       "query's value depends on the other queries of its chunk (issue 25: left as it is, no behaviour "
-                       "changes); err(max_grade=G) is exact")
     def test_vectorised_agrees_with_each_query_alone(self, batch: Any) -> None:
-        super().test_vectorised_agrees_with_each_query_alone(batch)
-
-    def test_usable_by_the_evaluator(self) -> None:
-        pytest.skip("the evaluator's one batch and a query alone differ for err's default: see the xfail above")
+        # err's default max_grade is the highest grade judged over the whole evaluation: resolved once, as every
+        # entry point does before chunking, a query's value no longer depends on the queries that share its chunk
+        rankings, qrels, ranked = batch
+        top = judged_max_grade((str(i), q) for i, q in enumerate(qrels))
+        assert top == 3.0
+        for name in self.names():
+            metric = self.make(name).with_judged_max(top)
+            assert metric.name == name and not metric.needs_judged_max
+            values = metric.compute(ranked)
+            alone = [metric.score(r, q) for r, q in zip(rankings, qrels, strict=True)]
+            np.testing.assert_allclose(values, alone, rtol=0, atol=1e-12, err_msg=name)
+            chunked = np.concatenate([metric.compute(ranked[s : s + 7]) for s in range(0, 40, 7)])
+            np.testing.assert_array_equal(chunked, values, err_msg=f"{name}: chunks differ from the whole")
+            # resolved, the default is err(max_grade=3)'s value
+            np.testing.assert_array_equal(values, self.make(f"{name}(max_grade=3)").compute(ranked), err_msg=name)
 
 
 class TestRBP(MetricConformance):
