@@ -102,9 +102,13 @@ _EXPORTS: dict[str, str] = {
     "ConditionCase": "evret_core.rag.contexts",
     "Context": "evret_core.rag.contexts",
     "Perturbation": "evret_core.rag.contexts",
+    "ClaimJudge": "evret_core.rag.claims",
+    "ClaimTask": "evret_core.rag.claims",
+    "ClaimVerdict": "evret_core.rag.claims",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
+    "ClaimJudgeConformance": "evret_core.testing",
     "ExecutorConformance": "evret_core.testing",
     "GeneratorConformance": "evret_core.testing",
     "MetricConformance": "evret_core.testing",
@@ -120,6 +124,10 @@ __all__ = [
     "Answer",
     "ChatMessage",
     "Claim",
+    "ClaimJudge",
+    "ClaimJudgeConformance",
+    "ClaimTask",
+    "ClaimVerdict",
     "ConditionCase",
     "Context",
     "ContextColumns",
@@ -225,11 +233,13 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.llm.cache import JudgmentCache
     from evret_core.metrics.base import Metric, RankedBatch
     from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.rag.contexts import ConditionCase, Context, Perturbation
     from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
+    from evret_core.testing.claim_judges import ClaimJudgeConformance
     from evret_core.testing.evaluators import OutputEvaluatorConformance
     from evret_core.testing.executors import ExecutorConformance
     from evret_core.testing.generators import GeneratorConformance

@@ -7,7 +7,7 @@ See docs/rag.md.
 """
 
 from evret_core.rag.answers import exact_match, normalize_answer, squad_scores, token_f1
-from evret_core.rag.claims import ClaimTask, ClaimVerdict, LexicalClaimJudge, claim_scores
+from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge, claim_scores
 from evret_core.rag.contexts import (
     Condition,
     ConditionCase,
@@ -33,6 +33,7 @@ __all__ = [
     "Answer",
     "Claim",
     "ClaimTask",
+    "ClaimJudge",
     "ClaimVerdict",
     "Condition",
     "ConditionCase",

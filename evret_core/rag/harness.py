@@ -24,7 +24,6 @@ from evret_core.rag.answers import behaviour_ok, squad_scores
 from evret_core.rag.claims import LexicalClaimJudge, claim_scores
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.generators import GenerationRequest, resolve_generator
-from evret_core.rag.llm_judge import LLMClaimJudge
 from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
@@ -43,8 +42,9 @@ class RagEvaluator:
         ``generate(question, contexts)``, or a function.
     :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.contexts.Condition` objects.
     :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
-    :param claim_judge: a generation judge (``judge_claims``); ``llm`` for the LLM claim judge (its options in
-        ``claim_judge_options``); or a registered Evret judge name for the lexical one.
+    :param claim_judge: a claim judge object (``judge_claims``), or a registered claim judge's name (``lexical``,
+        ``llm`` for the LLM claim judge, a plugin's; options in ``claim_judge_options``), or a registered Evret
+        judge's name for the lexical claim judge over it.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
     :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
         F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
@@ -348,12 +348,24 @@ def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
 
 
 def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
-    """A claim judge: ``llm`` (the LLM claim judge, with LLM ``options``), a registered Evret judge name or judge
-    object (the lexical claim judge over it), or an object with ``judge_claims``."""
+    """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
+    else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
+    ``judge_claims``. An unknown name lists both."""
+    from evret_core.errors import UnknownNameError
+    from evret_core.plugins import get_registry
+    from evret_core.registry import create_claim_judge
+
     options = dict(options or {})
-    if judge == "llm":
-        return LLMClaimJudge(**options)
     if isinstance(judge, str):
+        registry = get_registry()
+        if judge in registry.names("claim_judge"):
+            return create_claim_judge(judge, **options)
+        try:
+            registry.get("judge", judge)
+        except UnknownNameError as exc:
+            known = ", ".join(registry.names("claim_judge"))
+            raise UnknownNameError(f"unknown claim judge {judge!r}; known claim judges: {known}; or an Evret judge "
+                                   f"for the lexical claim judge: {exc}") from None
         return LexicalClaimJudge(judge, **options)
     if callable(getattr(judge, "judge_claims", None)):
         if options:
