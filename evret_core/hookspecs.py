@@ -127,6 +127,19 @@ def register_claim_judges(register: Register) -> None:
 
 
 @hookspec
+def register_rag_scores(register: Register) -> None:
+    """Register RAG scores: what ``evret rag`` computes per question and condition from the answer, the contexts,
+    the claim verdicts and the question's labels, such as the built-in ``claims``, ``answer-match`` and
+    ``behaviour``.
+
+    :param register: call ``register(name, factory)`` once per score; ``factory()`` returns a
+        :class:`evret_core.rag.RagScore` whose ``metrics`` name the scores ``score(item)`` returns for one
+        :class:`~evret_core.rag.ScoreInput` (numbers, or None when not applicable). Every registered score is
+        computed; its means and intervals appear in the results' ``generation`` section and the terminal table.
+    """
+
+
+@hookspec
 def register_executors(register: Register) -> None:
     """Register executors: engines that run the expensive stages of an evaluation (retrieval batches, judging,
     metric chunks), such as ``ray``. ``local`` (this process) is built in.

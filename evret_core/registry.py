@@ -1,5 +1,5 @@
 """Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
-claim judges and executors by their registered names: :func:`create` for any kind of :data:`evret_core.kinds.KINDS`, typed by
+claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
 Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from evret_core.rag.claims import ClaimJudge
     from evret_core.rag.contexts import Perturbation
     from evret_core.rag.generators import Generator
+    from evret_core.rag.scores import RagScore
     from evret_core.retrievers import Retriever
 
 T = TypeVar("T")
@@ -118,6 +119,11 @@ def create_perturbation(name: str, **options: Any) -> Perturbation:
 def create_claim_judge(name: str, **options: Any) -> ClaimJudge:
     """A RAG claim judge registered as ``name`` (``lexical``, ``llm``)."""
     return create(kinds.CLAIM_JUDGE, name, **options)
+
+
+def create_rag_score(name: str, **options: Any) -> RagScore:
+    """A RAG score registered as ``name`` (``claims``, ``answer-match``, ``behaviour``...)."""
+    return create(kinds.RAG_SCORE, name, **options)
 
 
 def create_executor(name: str, **options: Any) -> Executor:
@@ -213,6 +219,10 @@ def perturbation_names() -> list[str]:
 
 def claim_judge_names() -> list[str]:
     return names(kinds.CLAIM_JUDGE)
+
+
+def rag_score_names() -> list[str]:
+    return names(kinds.RAG_SCORE)
 
 
 def executor_names() -> list[str]:

@@ -105,6 +105,8 @@ _EXPORTS: dict[str, str] = {
     "ClaimJudge": "evret_core.rag.claims",
     "ClaimTask": "evret_core.rag.claims",
     "ClaimVerdict": "evret_core.rag.claims",
+    "RagScore": "evret_core.rag.scores",
+    "ScoreInput": "evret_core.rag.scores",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
@@ -117,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "RetrievalEvaluatorConformance": "evret_core.testing",
     "JudgeConformance": "evret_core.testing",
     "ProviderConformance": "evret_core.testing",
+    "RagScoreConformance": "evret_core.testing",
     "RetrieverConformance": "evret_core.testing",
 }
 
@@ -160,6 +163,8 @@ __all__ = [
     "PluginError",
     "ProviderConformance",
     "QueryExample",
+    "RagScore",
+    "RagScoreConformance",
     "RankedBatch",
     "RankedColumns",
     "RecordsEvaluator",
@@ -170,6 +175,7 @@ __all__ = [
     "RetrieverConformance",
     "Runner",
     "SDKProvider",
+    "ScoreInput",
     "UnknownNameError",
     "batch_retrieve",
     "batched",
@@ -237,6 +243,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.contexts import ConditionCase, Context, Perturbation
     from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
+    from evret_core.rag.scores import RagScore, ScoreInput
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
     from evret_core.testing.claim_judges import ClaimJudgeConformance
@@ -247,6 +254,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.rag_scores import RagScoreConformance
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
     from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder

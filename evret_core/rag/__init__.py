@@ -28,6 +28,7 @@ from evret_core.rag.generators import (
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.results import RagResults
+from evret_core.rag.scores import RagScore, ScoreInput
 
 __all__ = [
     "Answer",
@@ -49,7 +50,9 @@ __all__ = [
     "RagEvaluator",
     "RagQuestion",
     "RagResults",
+    "RagScore",
     "RetrievedCondition",
+    "ScoreInput",
     "claim_scores",
     "exact_match",
     "normalize_answer",

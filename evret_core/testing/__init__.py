@@ -6,8 +6,8 @@ One conformance suite per kind of plugin; subclass your kind's in your plugin's 
 kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
 ``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
-``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges) and
-``ExecutorConformance``.
+``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
+``RagScoreConformance`` and ``ExecutorConformance``.
 
 The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
@@ -41,11 +41,13 @@ if TYPE_CHECKING:
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.rag_scores import RagScoreConformance
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
 __all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
-           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RetrievalEvaluatorConformance",
+           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
+           "RetrievalEvaluatorConformance",
            "RetrieverConformance"]
 
 _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judges",
@@ -56,6 +58,7 @@ _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judges",
            "OutputEvaluatorConformance": "evret_core.testing.evaluators",
            "PerturbationConformance": "evret_core.testing.perturbations",
            "ProviderConformance": "evret_core.testing.providers",
+           "RagScoreConformance": "evret_core.testing.rag_scores",
            "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluators",
            "RetrieverConformance": "evret_core.testing.retrievers"}
 
