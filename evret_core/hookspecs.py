@@ -114,6 +114,32 @@ def register_perturbations(register: Register) -> None:
 
 
 @hookspec
+def register_claim_judges(register: Register) -> None:
+    """Register RAG claim judges: they decide whether each claim of an answer is supported by the contexts the
+    generator saw, such as the built-in ``lexical`` (any Evret judge per claim and context) and ``llm``.
+
+    :param register: call ``register(name, factory)`` once per claim judge; ``factory(**options)`` returns a
+        :class:`evret_core.rag.ClaimJudge`: ``judge_claims(tasks)`` gives one list of
+        :class:`~evret_core.rag.ClaimVerdict` per :class:`~evret_core.rag.ClaimTask` (optionally ``async
+        ajudge_task(task)`` for one task). ``name`` is what ``RagEvaluator(claim_judge=...)`` and ``evret rag
+        --claim-judge`` take; a name no claim judge has is taken as an Evret judge's for the lexical claim judge.
+    """
+
+
+@hookspec
+def register_rag_scores(register: Register) -> None:
+    """Register RAG scores: what ``evret rag`` computes per question and condition from the answer, the contexts,
+    the claim verdicts and the question's labels, such as the built-in ``claims``, ``answer-match`` and
+    ``behaviour``.
+
+    :param register: call ``register(name, factory)`` once per score; ``factory()`` returns a
+        :class:`evret_core.rag.RagScore` whose ``metrics`` name the scores ``score(item)`` returns for one
+        :class:`~evret_core.rag.ScoreInput` (numbers, or None when not applicable). Every registered score is
+        computed; its means and intervals appear in the results' ``generation`` section and the terminal table.
+    """
+
+
+@hookspec
 def register_executors(register: Register) -> None:
     """Register executors: engines that run the expensive stages of an evaluation (retrieval batches, judging,
     metric chunks), such as ``ray``. ``local`` (this process) is built in.

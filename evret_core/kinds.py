@@ -29,8 +29,10 @@ if TYPE_CHECKING:
     from evret_core.judges import Judge
     from evret_core.llm import LLMProvider
     from evret_core.metrics.base import Metric
+    from evret_core.rag.claims import ClaimJudge
     from evret_core.rag.contexts import Perturbation
     from evret_core.rag.generators import Generator
+    from evret_core.rag.scores import RagScore
     from evret_core.retrievers import Retriever
 
 T = TypeVar("T")
@@ -98,11 +100,15 @@ GENERATOR: Kind[Generator] = Kind("generator", "register_generators", "evret_cor
 PERTURBATION: Kind[Perturbation] = Kind("perturbation", "register_perturbations",
                                         "evret_core.rag.contexts:Perturbation", "perturbations",
                                         "evret_core.testing:PerturbationConformance")
+CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", "evret_core.rag.claims:ClaimJudge",
+                                     "claim judges", "evret_core.testing:ClaimJudgeConformance")
+RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.rag.scores:RagScore", "rag scores",
+                                  "evret_core.testing:RagScoreConformance")
 EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.executors:Executor", "executors",
                                   "evret_core.testing:ExecutorConformance")
 
 KINDS: tuple[Kind[Any], ...] = (JUDGE, METRIC, RETRIEVER, EVALUATOR, RETRIEVAL_EVALUATOR, LLM_PROVIDER, GENERATOR,
-                                PERTURBATION, EXECUTOR)
+                                PERTURBATION, CLAIM_JUDGE, RAG_SCORE, EXECUTOR)
 """Every kind, in the order the docs list their hooks."""
 
 BY_NAME: dict[str, Kind[Any]] = {kind.name: kind for kind in KINDS}

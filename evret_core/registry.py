@@ -1,5 +1,5 @@
 """Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
-and executors by their registered names: :func:`create` for any kind of :data:`evret_core.kinds.KINDS`, typed by
+claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
 Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from evret_core.judges import Judge
     from evret_core.llm import LLMProvider
     from evret_core.metrics.base import Metric
+    from evret_core.rag.claims import ClaimJudge
     from evret_core.rag.contexts import Perturbation
     from evret_core.rag.generators import Generator
+    from evret_core.rag.scores import RagScore
     from evret_core.retrievers import Retriever
 
 T = TypeVar("T")
@@ -112,6 +114,16 @@ def create_generator(name: str, **options: Any) -> Generator:
 def create_perturbation(name: str, **options: Any) -> Perturbation:
     """An adversarial perturbation family registered as ``name`` (``counterfactual``, ``injection``...)."""
     return create(kinds.PERTURBATION, name, **options)
+
+
+def create_claim_judge(name: str, **options: Any) -> ClaimJudge:
+    """A RAG claim judge registered as ``name`` (``lexical``, ``llm``)."""
+    return create(kinds.CLAIM_JUDGE, name, **options)
+
+
+def create_rag_score(name: str, **options: Any) -> RagScore:
+    """A RAG score registered as ``name`` (``claims``, ``answer-match``, ``behaviour``...)."""
+    return create(kinds.RAG_SCORE, name, **options)
 
 
 def create_executor(name: str, **options: Any) -> Executor:
@@ -203,6 +215,14 @@ def generator_names() -> list[str]:
 
 def perturbation_names() -> list[str]:
     return names(kinds.PERTURBATION)
+
+
+def claim_judge_names() -> list[str]:
+    return names(kinds.CLAIM_JUDGE)
+
+
+def rag_score_names() -> list[str]:
+    return names(kinds.RAG_SCORE)
 
 
 def executor_names() -> list[str]:

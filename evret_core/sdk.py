@@ -102,9 +102,15 @@ _EXPORTS: dict[str, str] = {
     "ConditionCase": "evret_core.rag.contexts",
     "Context": "evret_core.rag.contexts",
     "Perturbation": "evret_core.rag.contexts",
+    "ClaimJudge": "evret_core.rag.claims",
+    "ClaimTask": "evret_core.rag.claims",
+    "ClaimVerdict": "evret_core.rag.claims",
+    "RagScore": "evret_core.rag.scores",
+    "ScoreInput": "evret_core.rag.scores",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
+    "ClaimJudgeConformance": "evret_core.testing",
     "ExecutorConformance": "evret_core.testing",
     "GeneratorConformance": "evret_core.testing",
     "MetricConformance": "evret_core.testing",
@@ -113,6 +119,7 @@ _EXPORTS: dict[str, str] = {
     "RetrievalEvaluatorConformance": "evret_core.testing",
     "JudgeConformance": "evret_core.testing",
     "ProviderConformance": "evret_core.testing",
+    "RagScoreConformance": "evret_core.testing",
     "RetrieverConformance": "evret_core.testing",
 }
 
@@ -120,6 +127,10 @@ __all__ = [
     "Answer",
     "ChatMessage",
     "Claim",
+    "ClaimJudge",
+    "ClaimJudgeConformance",
+    "ClaimTask",
+    "ClaimVerdict",
     "ConditionCase",
     "Context",
     "ContextColumns",
@@ -152,6 +163,8 @@ __all__ = [
     "PluginError",
     "ProviderConformance",
     "QueryExample",
+    "RagScore",
+    "RagScoreConformance",
     "RankedBatch",
     "RankedColumns",
     "RecordsEvaluator",
@@ -162,6 +175,7 @@ __all__ = [
     "RetrieverConformance",
     "Runner",
     "SDKProvider",
+    "ScoreInput",
     "UnknownNameError",
     "batch_retrieve",
     "batched",
@@ -225,11 +239,14 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.llm.cache import JudgmentCache
     from evret_core.metrics.base import Metric, RankedBatch
     from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.rag.contexts import ConditionCase, Context, Perturbation
     from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
+    from evret_core.rag.scores import RagScore, ScoreInput
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
+    from evret_core.testing.claim_judges import ClaimJudgeConformance
     from evret_core.testing.evaluators import OutputEvaluatorConformance
     from evret_core.testing.executors import ExecutorConformance
     from evret_core.testing.generators import GeneratorConformance
@@ -237,6 +254,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.rag_scores import RagScoreConformance
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
     from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder

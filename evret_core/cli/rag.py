@@ -40,8 +40,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="generator option (repeatable), e.g. provider=openai, model=..., max_concurrency=20")
     p.add_argument("--conditions", help="comma-separated context conditions: gold, retrieved (default both)")
     p.add_argument("-k", "--k", type=int, help="retrieved contexts the generator sees (default 5)")
-    p.add_argument("--claim-judge", help="llm (LLM claim extraction and verification) or an Evret judge deciding "
-                                         "claim support lexically (default token-overlap)")
+    p.add_argument("--claim-judge", help="a registered claim judge (llm: LLM claim extraction and verification; "
+                                         "lexical; a plugin's) or an Evret judge deciding claim support lexically "
+                                         "(default token-overlap)")
     p.add_argument("--claim-judge-option", action="append", metavar="KEY=VALUE",
                    help="claim judge option (repeatable), e.g. provider=openai for --claim-judge llm")
     p.add_argument("--relevance", help="answer relevance: lexical (offline, default), llm, or none")

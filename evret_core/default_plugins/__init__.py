@@ -18,6 +18,8 @@ BUILTIN_PLUGINS = (
     "evret_core.default_plugins.criteria_judges",
     "evret_core.default_plugins.generators",
     "evret_core.default_plugins.perturbations",
+    "evret_core.default_plugins.claim_judges",
+    "evret_core.default_plugins.rag_scores",
     "evret_core.default_plugins.retrievers",
     "evret_core.default_plugins.executors",
 )

@@ -7,7 +7,7 @@ See docs/rag.md.
 """
 
 from evret_core.rag.answers import exact_match, normalize_answer, squad_scores, token_f1
-from evret_core.rag.claims import ClaimTask, ClaimVerdict, LexicalClaimJudge, claim_scores
+from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge, claim_scores
 from evret_core.rag.contexts import (
     Condition,
     ConditionCase,
@@ -28,11 +28,13 @@ from evret_core.rag.generators import (
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.results import RagResults
+from evret_core.rag.scores import RagScore, ScoreInput
 
 __all__ = [
     "Answer",
     "Claim",
     "ClaimTask",
+    "ClaimJudge",
     "ClaimVerdict",
     "Condition",
     "ConditionCase",
@@ -48,7 +50,9 @@ __all__ = [
     "RagEvaluator",
     "RagQuestion",
     "RagResults",
+    "RagScore",
     "RetrievedCondition",
+    "ScoreInput",
     "claim_scores",
     "exact_match",
     "normalize_answer",

@@ -10,6 +10,10 @@ and asks any Evret judge (``token-overlap`` by default; ``exact``, ``regex``, ``
 matches a context, the claim as the expected text and the context as the retrieved text. A lexical judge cannot
 see a contradiction, so it never says ``contradicted``. The LLM claim judge
 (:mod:`evret_core.rag.llm_judge`), which extracts and verifies claims, plugs in through the same ``judge_claims``.
+
+Claim judges are a plugin kind (:class:`ClaimJudge`, hook ``register_claim_judges``): the built-ins are ``lexical``
+and ``llm``; ``evret rag --claim-judge NAME`` takes a registered claim judge's name, or an Evret judge's name for the
+lexical claim judge over that judge.
 """
 
 from __future__ import annotations
@@ -68,7 +72,24 @@ def claims_of(answer: Answer) -> tuple[Claim, ...]:
     return tuple(Claim(text=s) for s in split_sentences(answer.text))
 
 
-class LexicalClaimJudge:
+class ClaimJudge:
+    """What the RAG harness calls to judge claims (the base of the ``claim_judge`` kind).
+
+    Implement :meth:`judge_claims`: one list of :class:`ClaimVerdict` per :class:`ClaimTask`, in order, one verdict
+    per claim of the task (a judge that extracts claims, for a task with ``extract`` set, may return another
+    number). Optionally ``async ajudge_task(task)`` (the verdicts on one task; the pipelined harness judges each
+    answer as it arrives through it) and :meth:`config` (what the results record as ``config.claim_judge``)."""
+
+    name = "claim-judge"
+
+    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+class LexicalClaimJudge(ClaimJudge):
     """Claim support by an Evret judge (``token-overlap`` without the query boost by default).
 
     :param judge: a judge object or a registered judge name.

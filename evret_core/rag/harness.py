@@ -20,16 +20,16 @@ from evret_core.executors import GenerateRun
 from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.adversarial_scores import summarise_adversarial
-from evret_core.rag.answers import behaviour_ok, squad_scores
-from evret_core.rag.claims import LexicalClaimJudge, claim_scores
+from evret_core.rag.answers import behaviour_ok
+from evret_core.rag.claims import LexicalClaimJudge
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.generators import GenerationRequest, resolve_generator
-from evret_core.rag.llm_judge import LLMClaimJudge
 from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.relevance import resolve_relevance
 from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
+from evret_core.rag.scores import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
@@ -43,8 +43,9 @@ class RagEvaluator:
         ``generate(question, contexts)``, or a function.
     :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.contexts.Condition` objects.
     :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
-    :param claim_judge: a generation judge (``judge_claims``); ``llm`` for the LLM claim judge (its options in
-        ``claim_judge_options``); or a registered Evret judge name for the lexical one.
+    :param claim_judge: a claim judge object (``judge_claims``), or a registered claim judge's name (``lexical``,
+        ``llm`` for the LLM claim judge, a plugin's; options in ``claim_judge_options``), or a registered Evret
+        judge's name for the lexical claim judge over it.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
     :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
         F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
@@ -118,6 +119,7 @@ class RagEvaluator:
 
         self.seed = check_int(seed, "seed", 0, MAX_SEED)  # numpy refuses a negative seed only after the work
         self.progress = progress
+        self.scores = registered_scores()
 
     # -- stages ------------------------------------------------------------------------------------------------
     def retrieval_metrics(self) -> list[str]:
@@ -232,12 +234,12 @@ class RagEvaluator:
             if outcome.retrieval is not None:
                 outcome.gold_retrieved = outcome.retrieval.get(f"recall@{self.k}", 0.0) > 0
             for name in cases:
-                outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)))
+                outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)), name)
             per_question[q.question_id] = outcome
         results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
                              per_question=per_question, config=self.config())
-        summarise(results, retrieval, self.n_resamples, self.seed)
+        summarise(results, retrieval, self.n_resamples, self.seed, extra_metrics=self.extra_metrics())
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
                          "generator_calls": len(outcomes),
@@ -256,6 +258,10 @@ class RagEvaluator:
             results.stats["llm"] = llm
         return results
 
+    def extra_metrics(self) -> list[str]:
+        """The score names of the registered scores that are not built in (a plugin's), in order."""
+        return [m for s in self.scores if s.name not in BUILTIN_SCORES for m in s.metrics]
+
     def dry_run(self, questions: QuestionSet) -> dict[str, Any]:
         """Plan without generating or judging: generator, claim-judge and relevance calls and estimated tokens
         after the cache (:func:`~evret_core.rag.planning.plan_run`). Retrieval runs (it builds the contexts);
@@ -265,7 +271,8 @@ class RagEvaluator:
         cases = self.cases(questions, retrieved)
         return plan_run(self, questions, cases, self.requests(questions, cases))
 
-    def _score(self, q: RagQuestion, case: ConditionCase, got: Outcome | None) -> ConditionOutcome:
+    def _score(self, q: RagQuestion, case: ConditionCase, got: Outcome | None,
+               condition: str = "") -> ConditionOutcome:
         expected = case.expected_behaviour or q.expected_behaviour
         answer = None if got is None else got.answer
         verdicts = None if got is None else got.verdicts
@@ -274,17 +281,15 @@ class RagEvaluator:
         if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
-        scores: dict[str, float | None] = {k: clean(v) for k, v in claim_scores(verdicts or []).items()}
+        item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected)
+        scores: dict[str, float | None] = {}
+        builtin = [s for s in self.scores if s.name in BUILTIN_SCORES]
+        apply_scores(builtin, item, scores)  # claims, answer-match, behaviour: the scores below read them
         refused = answer.refused or answer.escalated
-        prediction = "" if refused else answer.text
-        golds = q.answer_strings if expected == "answer" else []
+        prediction = item.prediction
+        golds = item.golds
         has_label = bool(golds) or expected != "answer"
-        if has_label:
-            em, f1 = squad_scores(prediction, golds)
-            scores["exact"], scores["f1"] = em, f1
         behaved = behaviour_ok(expected, answer.refused, answer.escalated)
-        scores["refused"] = float(refused)
-        scores["behaviour_ok"] = float(behaved)
         if self.relevance is not None:
             scores["answer_relevance"] = clean(got.relevance)
         if self.answer_judge is not None and golds and not refused:
@@ -296,6 +301,7 @@ class RagEvaluator:
                 right = behaved and (f1_ok or bool(scores.get("answer_judge")))
             outcome.correct = bool(right)
             scores["correct"] = float(right)
+        apply_scores([s for s in self.scores if s.name not in BUILTIN_SCORES], item, scores)
         outcome.scores = scores
         return outcome
 
@@ -323,12 +329,13 @@ def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = Tr
                 relevance: bool = True) -> list[str]:
     """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.gates.rag_scores`):
     ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
-    (``answer_judge`` and ``answer_relevance`` only when the run has those parts). Known from the settings alone, so
-    a misspelt ``--fail-under`` fails before any work."""
+    (``answer_judge`` and ``answer_relevance`` only when the run has those parts; then plugins' RAG scores). Known
+    from the settings alone, so a misspelt ``--fail-under`` fails before any work."""
     names = [f"retrieval/{m}" for m in retrieval_metric_names(k)] if any(c.needs_retrieval for c in conditions) else []
     off = {"answer_judge"} if not answer_judge else set()
     off |= {"answer_relevance"} if not relevance else set()
-    metrics = [m for m in (*GENERATION_METRICS, *DERIVED_METRICS) if m not in off]
+    extra = [m for score in registered_scores() if score.name not in BUILTIN_SCORES for m in score.metrics]
+    metrics = [m for m in dict.fromkeys((*GENERATION_METRICS, *DERIVED_METRICS, *extra)) if m not in off]
     return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
 
 
@@ -348,12 +355,24 @@ def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
 
 
 def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
-    """A claim judge: ``llm`` (the LLM claim judge, with LLM ``options``), a registered Evret judge name or judge
-    object (the lexical claim judge over it), or an object with ``judge_claims``."""
+    """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
+    else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
+    ``judge_claims``. An unknown name lists both."""
+    from evret_core.errors import UnknownNameError
+    from evret_core.plugins import get_registry
+    from evret_core.registry import create_claim_judge
+
     options = dict(options or {})
-    if judge == "llm":
-        return LLMClaimJudge(**options)
     if isinstance(judge, str):
+        registry = get_registry()
+        if judge in registry.names("claim_judge"):
+            return create_claim_judge(judge, **options)
+        try:
+            registry.get("judge", judge)
+        except UnknownNameError as exc:
+            known = ", ".join(registry.names("claim_judge"))
+            raise UnknownNameError(f"unknown claim judge {judge!r}; known claim judges: {known}; or an Evret judge "
+                                   f"for the lexical claim judge: {exc}") from None
         return LexicalClaimJudge(judge, **options)
     if callable(getattr(judge, "judge_claims", None)):
         if options:

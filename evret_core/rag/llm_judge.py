@@ -30,7 +30,7 @@ from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
-from evret_core.rag.claims import ClaimTask, ClaimVerdict
+from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict
 from evret_core.rag.generators import Claim
 from evret_core.rag.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
@@ -92,7 +92,7 @@ def _checker(ids: Sequence[str]) -> Any:
     return check
 
 
-class LLMClaimJudge(LLMPart):
+class LLMClaimJudge(LLMPart, ClaimJudge):
     """Claim extraction and verification with a chat model (see the module). LLM options as for the ``llm``
     generator (:class:`~evret_core.llm.LLMSettings`, by name or ``settings=``)."""
 

@@ -95,12 +95,21 @@ def correct_rule(config: dict[str, Any]) -> str:
             f"add --answer-judge contains to accept it)")
 
 
+def _rows(results: RagResults) -> list[str]:
+    """The headline metrics, then the scores of plugins' RAG scores (names the built-ins do not give)."""
+    from evret_core.rag.summary import DERIVED_METRICS, GENERATION_METRICS
+
+    known = {*HEADLINE, *GENERATION_METRICS, *DERIVED_METRICS}
+    extra = [m for c in results.conditions for m in results.generation.get(c, {}) if m not in known]
+    return [*HEADLINE, *dict.fromkeys(extra)]
+
+
 def _generation_listing(results: RagResults, level: str, out: TextIO) -> None:
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
     for condition in results.conditions:
         print(f"  [{condition}]", file=out)
         means = results.generation.get(condition, {})
-        for metric in HEADLINE:
+        for metric in _rows(results):
             if metric not in means:
                 continue
             value = means[metric]
@@ -115,7 +124,7 @@ def _generation_table(results: RagResults, out: TextIO) -> None:
     width = max(9, *(len(c) + 1 for c in conditions))
     print("\ngeneration (means; intervals and n: --all-pairs or the results JSON)", file=out)
     print(f"  {'metric':<22}" + "".join(f"{c:>{width}}" for c in conditions), file=out)
-    for metric in HEADLINE:
+    for metric in _rows(results):
         if not any(metric in results.generation.get(c, {}) for c in conditions):
             continue
         cells = []

@@ -3,7 +3,7 @@ differences between conditions, slices by tag, and what could not be measured.""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,8 +42,10 @@ def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
     return out
 
 
-def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, seed: int) -> None:
-    """Fill the summary sections of ``results`` (in place) from its per-question outcomes."""
+def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, seed: int,
+              extra_metrics: Sequence[str] = ()) -> None:
+    """Fill the summary sections of ``results`` (in place) from its per-question outcomes; ``extra_metrics`` are the
+    score names of plugins' RAG scores (after the built-in ones)."""
     from evret_core.stats import bootstrap_interval
 
     level = results.confidence_level
@@ -55,6 +57,7 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
         columns: dict[str, tuple[Callable[[QuestionOutcome, str], bool] | None, str]] = {
             m: (None, m) for m in GENERATION_METRICS}
         columns.update({name: (keep, metric) for name, (keep, metric) in _SUBSETS.items()})
+        columns.update({m: (None, m) for m in extra_metrics if m not in columns})
         for name, (keep, metric) in columns.items():
             values = _values(outcomes, condition, metric, keep)
             counts[name] = len(values)

@@ -6,7 +6,8 @@ One conformance suite per kind of plugin; subclass your kind's in your plugin's 
 kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
 ``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
-``PerturbationConformance`` (adversarial families) and ``ExecutorConformance``.
+``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
+``RagScoreConformance`` and ``ExecutorConformance``.
 
 The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
@@ -32,6 +33,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from evret_core.testing.claim_judges import ClaimJudgeConformance
     from evret_core.testing.evaluators import OutputEvaluatorConformance
     from evret_core.testing.executors import ExecutorConformance
     from evret_core.testing.generators import GeneratorConformance
@@ -39,20 +41,24 @@ if TYPE_CHECKING:
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
+    from evret_core.testing.rag_scores import RagScoreConformance
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
-__all__ = ["ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
-           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RetrievalEvaluatorConformance",
+__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
+           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
+           "RetrievalEvaluatorConformance",
            "RetrieverConformance"]
 
-_SUITES = {"ExecutorConformance": "evret_core.testing.executors",
+_SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judges",
+           "ExecutorConformance": "evret_core.testing.executors",
            "GeneratorConformance": "evret_core.testing.generators",
            "JudgeConformance": "evret_core.testing.judges",
            "MetricConformance": "evret_core.testing.metrics",
            "OutputEvaluatorConformance": "evret_core.testing.evaluators",
            "PerturbationConformance": "evret_core.testing.perturbations",
            "ProviderConformance": "evret_core.testing.providers",
+           "RagScoreConformance": "evret_core.testing.rag_scores",
            "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluators",
            "RetrieverConformance": "evret_core.testing.retrievers"}
 
