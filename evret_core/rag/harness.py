@@ -21,10 +21,10 @@ from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok, squad_scores
-from evret_core.rag.claims import LexicalClaimJudge, claim_scores
+from evret_core.rag.claims import claim_scores
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.generators import GenerationRequest, resolve_generator
-from evret_core.rag.llm_judge import LLMClaimJudge
+from evret_core.rag.llm_judge import resolve_claim_judge
 from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
@@ -345,18 +345,3 @@ def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
 
     contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
     return any(bool(v) for v in judge.batch_judge(contexts))
-
-
-def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
-    """A claim judge: ``llm`` (the LLM claim judge, with LLM ``options``), a registered Evret judge name or judge
-    object (the lexical claim judge over it), or an object with ``judge_claims``."""
-    options = dict(options or {})
-    if judge == "llm":
-        return LLMClaimJudge(**options)
-    if isinstance(judge, str):
-        return LexicalClaimJudge(judge, **options)
-    if callable(getattr(judge, "judge_claims", None)):
-        if options:
-            raise EvretError("claim judge options apply only to a claim judge given by name")
-        return judge
-    return LexicalClaimJudge(judge, **options)

@@ -30,7 +30,7 @@ from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
-from evret_core.rag.claims import ClaimTask, ClaimVerdict
+from evret_core.rag.claims import ClaimTask, ClaimVerdict, LexicalClaimJudge
 from evret_core.rag.generators import Claim
 from evret_core.rag.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
@@ -235,3 +235,18 @@ def _system(value: str | None, default: str, option: str) -> str:
     if not text.strip():
         raise EvretError(f"llm claim judge: option {option!r} must not be empty")
     return text
+
+
+def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
+    """A claim judge: ``llm`` (the LLM claim judge, with LLM ``options``), a registered Evret judge name or judge
+    object (the lexical claim judge over it), or an object with ``judge_claims``."""
+    options = dict(options or {})
+    if judge == "llm":
+        return LLMClaimJudge(**options)
+    if isinstance(judge, str):
+        return LexicalClaimJudge(judge, **options)
+    if callable(getattr(judge, "judge_claims", None)):
+        if options:
+            raise EvretError("claim judge options apply only to a claim judge given by name")
+        return judge
+    return LexicalClaimJudge(judge, **options)
