@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "JudgmentContext": "evret_core.models",
     "QueryExample": "evret_core.models",
     "RetrievalResult": "evret_core.models",
-    "ContextColumns": "evret_core.contexts",
+    "ContextColumns": "evret_core.context_columns",
     # judges
     "Judge": "evret_core.judges",
     "contains_tokens": "evret_core.judges.normalize",
@@ -203,7 +203,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.aio import run_sync
     from evret_core.cache import default_cache_dir
-    from evret_core.contexts import ContextColumns
+    from evret_core.context_columns import ContextColumns
     from evret_core.corpus import read_corpus
     from evret_core.criteria import CriteriaJudge
     from evret_core.errors import EvretError, PluginError, UnknownNameError
