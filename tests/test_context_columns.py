@@ -15,7 +15,7 @@ import pytest
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
 from evret_core.assign import answer_coverage, answer_id, assign_text, rank_priority_matching
 from evret_core.context_columns import ContextColumns
-from evret_core.evaluators.plan import plan_text
+from evret_core.evaluators.judgment_plan import plan_text
 from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
 from evret_core.per_query import QueryTable
 from evret_core.retrievers import RankedColumns

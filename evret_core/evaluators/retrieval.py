@@ -27,7 +27,7 @@ import numpy as np
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.context_columns import AnswerKey
 from evret_core.errors import EvretError
-from evret_core.evaluators.plan import TextPlan, answer_keys, plan_text
+from evret_core.evaluators.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.executors import Executor, JudgeRun, resolve_executor
 from evret_core.metrics.base import Metric
