@@ -153,7 +153,7 @@ def statistics_section(sizes: Sequence[int], repeat: int) -> list[str]:
 
 class TimedJudge:
     """Mixin timing the judge's own methods (``prepare`` and ``batch_judge``, which the evaluator calls with
-    :class:`~evret_core.contexts.ContextColumns`), so the evaluator's share can be told apart."""
+    :class:`~evret_core.context_columns.ContextColumns`), so the evaluator's share can be told apart."""
 
     judge_seconds = 0.0
 

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from evret_core.corpus import iter_json_lines, loads_json, read_corpus, read_text
 from evret_core.errors import EvretError, describe_validation_error
-from evret_core.models import QueryExample, derive_query_id
+from evret_core.queries import QueryExample, derive_query_id
 
 __all__ = ["SquadFile", "SquadQuestion", "beir_examples", "collect_examples", "csv_examples", "csv_list", "csv_tags",
            "example_from_record", "parse_squad", "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
@@ -60,7 +60,7 @@ def example_from_record(record: Any, where: str) -> QueryExample:
 
 def record_id(value: Any, text: str, where: str, field: str) -> str:
     """A record's id as a string: a string as it is, an integer as its decimal string (``0`` is an id like any
-    other); absent or null, an id derived from ``text`` (:func:`~evret_core.models.derive_query_id`). A boolean or
+    other); absent or null, an id derived from ``text`` (:func:`~evret_core.queries.derive_query_id`). A boolean or
     any other type is an error naming ``where`` and ``field``, never its ``str()``."""
     if value is None:
         return derive_query_id(text)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from evret_core.rag.claims import ClaimJudge
     from evret_core.rag.contexts import Perturbation
     from evret_core.rag.generators import Generator
-    from evret_core.rag.scores import RagScore
+    from evret_core.rag.scoring import RagScore
     from evret_core.retrievers import Retriever
 
 T = TypeVar("T")
@@ -102,7 +102,7 @@ PERTURBATION: Kind[Perturbation] = Kind("perturbation", "register_perturbations"
                                         "evret_core.testing:PerturbationConformance")
 CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", "evret_core.rag.claims:ClaimJudge",
                                      "claim judges", "evret_core.testing:ClaimJudgeConformance")
-RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.rag.scores:RagScore", "rag scores",
+RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.rag.scoring:RagScore", "rag scores",
                                   "evret_core.testing:RagScoreConformance")
 EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.executors:Executor", "executors",
                                   "evret_core.testing:ExecutorConformance")

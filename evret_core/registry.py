@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from evret_core.rag.claims import ClaimJudge
     from evret_core.rag.contexts import Perturbation
     from evret_core.rag.generators import Generator
-    from evret_core.rag.scores import RagScore
+    from evret_core.rag.scoring import RagScore
     from evret_core.retrievers import Retriever
 
 T = TypeVar("T")

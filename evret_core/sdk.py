@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "JudgmentContext": "evret_core.models",
     "QueryExample": "evret_core.models",
     "RetrievalResult": "evret_core.models",
-    "ContextColumns": "evret_core.contexts",
+    "ContextColumns": "evret_core.context_columns",
     # judges
     "Judge": "evret_core.judges",
     "contains_tokens": "evret_core.judges.normalize",
@@ -105,8 +105,8 @@ _EXPORTS: dict[str, str] = {
     "ClaimJudge": "evret_core.rag.claims",
     "ClaimTask": "evret_core.rag.claims",
     "ClaimVerdict": "evret_core.rag.claims",
-    "RagScore": "evret_core.rag.scores",
-    "ScoreInput": "evret_core.rag.scores",
+    "RagScore": "evret_core.rag.scoring",
+    "ScoreInput": "evret_core.rag.scoring",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
@@ -217,7 +217,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.aio import run_sync
     from evret_core.cache import default_cache_dir
-    from evret_core.contexts import ContextColumns
+    from evret_core.context_columns import ContextColumns
     from evret_core.corpus import read_corpus
     from evret_core.criteria import CriteriaJudge
     from evret_core.errors import EvretError, PluginError, UnknownNameError
@@ -243,7 +243,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.contexts import ConditionCase, Context, Perturbation
     from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
-    from evret_core.rag.scores import RagScore, ScoreInput
+    from evret_core.rag.scoring import RagScore, ScoreInput
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
     from evret_core.testing.claim_judges import ClaimJudgeConformance

@@ -14,8 +14,8 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
 from evret_core.assign import answer_coverage, answer_id, assign_text, rank_priority_matching
-from evret_core.contexts import ContextColumns
-from evret_core.evaluators.plan import plan_text
+from evret_core.context_columns import ContextColumns
+from evret_core.evaluators.judgment_plan import plan_text
 from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
 from evret_core.per_query import QueryTable
 from evret_core.retrievers import RankedColumns
@@ -271,7 +271,7 @@ def test_a_missing_text_is_an_error_naming_the_query_document_and_rank(shared: b
 
 
 def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evret_core.contexts as contexts_module
+    import evret_core.context_columns as contexts_module
 
     monkeypatch.setattr(contexts_module, "MEMO_LIMIT", 4)
     texts = [f"text {i}" for i in range(10)]

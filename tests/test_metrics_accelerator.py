@@ -251,11 +251,11 @@ def test_unusual_rankings_are_declined_and_give_the_pure_paths_result(monkeypatc
     for rankings in declined:
         pure, compiled, spy = _both_lists(monkeypatch, qrels, rankings)
         assert compiled == pure and spy.read == 0 and spy.declined == 1, rankings
-    for odd_qrels in ({"q": {"a": True, "b": 2}, "r": {"a": 1}}, {"q": ["a", "b"], "r": {"a": 1}},
-                      {"q": {"a": 1, "b": "yes"}, "r": {"a": 1}}):
+    # qrels that are not a mapping, or a grade that is not a number, fail before the reader is asked: err's default
+    # max_grade reads every judgment first (the same error on both paths); a bool grade reaches the reader
+    for odd_qrels, asked in (({"q": {"a": True, "b": 2}, "r": {"a": 1}}, 1), ({"q": ["a", "b"], "r": {"a": 1}}, 0),
+                             ({"q": {"a": 1, "b": "yes"}, "r": {"a": 1}}, 0)):
         pure, compiled, spy = _both_lists(monkeypatch, odd_qrels, {"q": ["b", "a"], "r": ["a"]})
-        # qrels that are not a mapping fail before the reader is asked: err's default reads every judgment first
-        asked = 1 if isinstance(odd_qrels["q"], dict) else 0
         assert compiled == pure and spy.read == 0 and spy.declined == asked, odd_qrels
     # accepted: tuples, numpy float64 grades
     pure, compiled, spy = _both_lists(monkeypatch, {"q": {"a": np.float64(1), "b": 2.0}}, {"q": ("b", "c", "a")})

@@ -208,7 +208,7 @@ def load_questions(s: dict[str, Any]) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.rag import RagEvaluator, RagResults
-    from evret_core.rag.report import print_plan, print_rag
+    from evret_core.rag.tables import print_plan, print_rag
     from evret_core.registry import create_judge
 
     # everything a user can get wrong is checked here, before the question set is read or any part is built

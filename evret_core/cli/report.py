@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     check_outputs({"--output": args.output}, inputs=args.results)
-    from evret_core.cli.compare import _rag_inputs
+    from evret_core.cli.compare_cmd import _rag_inputs
 
     if _rag_inputs(args.results):
         return _report_rag(args)

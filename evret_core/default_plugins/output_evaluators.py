@@ -8,6 +8,6 @@ from evret_core.hookspecs import Register, hookimpl
 
 @hookimpl
 def register_evaluators(register: Register) -> None:
-    register("exact", LazyFactory("evret_core.evaluators.text:ExactOutputEvaluator"))
-    register("regex", LazyFactory("evret_core.evaluators.text:RegexOutputEvaluator"))
+    register("exact", LazyFactory("evret_core.evaluators.text_outputs:ExactOutputEvaluator"))
+    register("regex", LazyFactory("evret_core.evaluators.text_outputs:RegexOutputEvaluator"))
     register("llm-score", LazyFactory("evret_core.evaluators.llm_score:LLMScoreEvaluator"))

@@ -9,6 +9,6 @@ from evret_core.hookspecs import Register, hookimpl
 
 @hookimpl
 def register_rag_scores(register: Register) -> None:
-    register("claims", LazyFactory("evret_core.rag.scores:ClaimScores"))
-    register("answer-match", LazyFactory("evret_core.rag.scores:AnswerMatch"))
-    register("behaviour", LazyFactory("evret_core.rag.scores:Behaviour"))
+    register("claims", LazyFactory("evret_core.rag.scoring:ClaimScores"))
+    register("answer-match", LazyFactory("evret_core.rag.scoring:AnswerMatch"))
+    register("behaviour", LazyFactory("evret_core.rag.scoring:Behaviour"))

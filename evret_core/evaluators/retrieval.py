@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
-from evret_core.contexts import AnswerKey
+from evret_core.context_columns import AnswerKey
 from evret_core.errors import EvretError
-from evret_core.evaluators.plan import TextPlan, answer_keys, plan_text
+from evret_core.evaluators.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.evaluators.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.executors import Executor, JudgeRun, resolve_executor
 from evret_core.metrics.base import Metric, resolve_judged_defaults
@@ -47,7 +47,7 @@ _VERDICT_CODE = {True: 1, False: 0, None: -1}
 
 def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
     """A judgment context from an :func:`answer_keys` entry and a retrieved text (the evaluator itself keeps
-    contexts as :class:`~evret_core.contexts.ContextColumns`, which build theirs the same way)."""
+    contexts as :class:`~evret_core.context_columns.ContextColumns`, which build theirs the same way)."""
     query, expected, aliases = answer
     return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
 

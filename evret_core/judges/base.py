@@ -59,7 +59,7 @@ class Judge(ABC):
     - :meth:`reset_stats` / :meth:`stats` report cost (texts encoded, API calls, tokens) per evaluation;
     - :meth:`plan` estimates the work before any is done (``--dry-run``).
 
-    The evaluator passes ``prepare`` and ``batch_judge`` a :class:`~evret_core.contexts.ContextColumns`: a
+    The evaluator passes ``prepare`` and ``batch_judge`` a :class:`~evret_core.context_columns.ContextColumns`: a
     ``Sequence[JudgmentContext]`` that builds each context when indexed, over the distinct answers and texts. A
     judge whose work is per text reads those columns (``ContextColumns.of(contexts)``) and builds no context.
     """
@@ -74,7 +74,7 @@ class Judge(ABC):
 
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
         """Judge every context, in order; the default judges them one by one (``contexts`` may be
-        :class:`~evret_core.contexts.ContextColumns`, whose contexts are built as they are read)."""
+        :class:`~evret_core.context_columns.ContextColumns`, whose contexts are built as they are read)."""
         return [self.judge(context) for context in contexts]
 
     def batch_score(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:

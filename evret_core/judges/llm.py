@@ -272,7 +272,7 @@ class LLMJudge(Judge):
         self._scan(contexts)
 
     def _scan(self, contexts: Sequence[JudgmentContext]) -> None:
-        from evret_core.contexts import ContextColumns
+        from evret_core.context_columns import ContextColumns
 
         if isinstance(contexts, ContextColumns):  # a chunk holds every text of the run: read only its own
             texts = [contexts.texts[int(i)] for i in dict.fromkeys(contexts.text_index.tolist())]

@@ -15,13 +15,6 @@ from evret_core.llm.cache import JudgmentCache, cache_key, judgment_key, resolve
 from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, gather_all, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce, strip_lookalikes
 from evret_core.llm.injection import InjectionScan, find_injections
-from evret_core.llm.limits import (
-    AdaptiveConcurrency,
-    InFlightLimiter,
-    RateLimiter,
-    shared_limiter,
-    use_shared_limiter,
-)
 from evret_core.llm.providers import (
     FATAL_STATUSES,
     RETRYABLE_STATUSES,
@@ -34,6 +27,13 @@ from evret_core.llm.providers import (
     parse_retry_after,
     redact,
     status_error,
+)
+from evret_core.llm.rate_limits import (
+    AdaptiveConcurrency,
+    InFlightLimiter,
+    RateLimiter,
+    shared_limiter,
+    use_shared_limiter,
 )
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import (

@@ -28,8 +28,16 @@ from typing import BinaryIO, cast
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.trec import TrecRun, check_line, duplicate_error, line_fields, open_binary
-from evret_core.metrics.trecscan import Scan, compiled, scan
+from evret_core.metrics.trecscan import (
+    Scan,
+    TrecRun,
+    check_line,
+    compiled,
+    duplicate_error,
+    line_fields,
+    open_binary,
+    scan,
+)
 
 __all__ = ["ColumnarRun", "read_run_columns"]
 

@@ -47,7 +47,7 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
     """``(start, stop)`` byte ranges covering ``path``, each starting at the first line of a query; ``shards``
     ranges of about equal size (default: one per 256 MiB), fewer when queries are larger than a range; at most
     :data:`MAX_SHARDS`, and never more than the run has queries."""
-    from evret_core.metrics.trec import open_binary
+    from evret_core.metrics.trecscan import open_binary
 
     path = Path(path)
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):

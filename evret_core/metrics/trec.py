@@ -10,89 +10,19 @@ then into dicts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Container, Mapping
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
 from evret_core.errors import EvretError
+from evret_core.metrics.trecscan import TrecRun
 from evret_core.outputs import write_output
 
 __all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
 
 Qrels = dict[str, dict[str, float]]
 Run = dict[str, dict[str, float]]
-
-
-class TrecRun(dict[str, dict[str, float]]):
-    """A run read from a file: ``{query_id: {doc_id: score}}`` plus the run tag of its first line."""
-
-    tag: str = ""
-
-
-def open_binary(path: Path) -> BinaryIO:
-    """``path`` opened for reading bytes, or an EvretError that says it is missing or a folder."""
-    try:
-        return path.open("rb")
-    except FileNotFoundError:
-        raise EvretError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise EvretError(f"{path}: is a folder, not a file") from None
-
-
-def line_fields(raw: bytes, lineno: int, path: Path | str) -> list[str] | None:
-    """One line's whitespace-separated fields, or None for a blank or comment line; bad UTF-8 or a NUL byte is an
-    error naming the file, line and column (a byte-order mark is dropped from line 1)."""
-    try:
-        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-    except UnicodeDecodeError as exc:
-        bad = " ".join(f"0x{b:02x}" for b in raw[exc.start : exc.end])
-        raise EvretError(f"{path}:{lineno}: not UTF-8 text (byte {bad} at column {exc.start + 1})") from None
-    if "\0" in line:
-        raise EvretError(f"{path}:{lineno}: a NUL byte at column {line.index(chr(0)) + 1} (a binary or UTF-16 file?)")
-    fields = line.split()
-    if not fields or fields[0].startswith("#"):
-        return None
-    return fields
-
-
-_LAYOUT = {6: "query_id Q0 doc_id rank score run_tag", 4: "query_id iteration doc_id grade"}
-
-
-def check_line(raw: bytes, lineno: int, path: Path | str, nfields: int) -> list[str] | None:
-    """A run (``nfields=6``) or qrels (4) line's fields, None for a blank or comment line, or the error naming
-    ``path:lineno``: not UTF-8, a NUL byte, too few fields (qrels: not 4), a score or grade not a number or NaN, or
-    twice the fields or more (two lines joined: a run line's 7th to 11th fields are ignored, as trec_eval does)."""
-    fields = line_fields(raw, lineno, path)
-    if fields is None:
-        return None
-    where = f"{path}:{lineno}"
-    count = len(fields)
-    if count < nfields or count >= 2 * nfields or (nfields == 4 and count != 4):
-        why = f"expected {nfields} fields ({_LAYOUT[nfields]}), got {count}"
-        if count >= 2 * nfields:
-            why += (": lines that end in a carriage return alone (old Mac line ends) read as one; convert them to \\n"
-                    if b"\r" in raw.rstrip(b"\r\n") else ": two or more lines joined (a lost line end?)")
-        raise EvretError(f"{where}: {why}")
-    _number(fields[4 if nfields == 6 else 3], "score" if nfields == 6 else "grade", where)
-    return fields
-
-
-def duplicate_error(where: str, qid: str, doc: str, first: int) -> EvretError:
-    """The error for a document ranked twice for one query (``first``: the line it was first ranked on)."""
-    return EvretError(f"{where}: query {qid}: document {doc!r} is ranked twice (first on line {first})")
-
-
-def _number(text: str, what: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise EvretError(f"{where}: {what} {text!r} is not a number") from None
-    if math.isnan(value):
-        raise EvretError(f"{where}: {what} is NaN")
-    return value
 
 
 def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels:

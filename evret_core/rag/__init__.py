@@ -28,7 +28,7 @@ from evret_core.rag.generators import (
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.results import RagResults
-from evret_core.rag.scores import RagScore, ScoreInput
+from evret_core.rag.scoring import RagScore, ScoreInput
 
 __all__ = [
     "Answer",

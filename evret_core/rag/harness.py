@@ -21,15 +21,15 @@ from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.adversarial_scores import summarise_adversarial
 from evret_core.rag.answers import behaviour_ok
-from evret_core.rag.claims import LexicalClaimJudge
 from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.generators import GenerationRequest, resolve_generator
+from evret_core.rag.llm_judge import resolve_claim_judge
 from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions import QuestionSet, RagQuestion
 from evret_core.rag.relevance import resolve_relevance
 from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
-from evret_core.rag.scores import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
+from evret_core.rag.scoring import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
@@ -352,30 +352,3 @@ def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
 
     contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
     return any(bool(v) for v in judge.batch_judge(contexts))
-
-
-def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
-    """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
-    else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
-    ``judge_claims``. An unknown name lists both."""
-    from evret_core.errors import UnknownNameError
-    from evret_core.plugins import get_registry
-    from evret_core.registry import create_claim_judge
-
-    options = dict(options or {})
-    if isinstance(judge, str):
-        registry = get_registry()
-        if judge in registry.names("claim_judge"):
-            return create_claim_judge(judge, **options)
-        try:
-            registry.get("judge", judge)
-        except UnknownNameError as exc:
-            known = ", ".join(registry.names("claim_judge"))
-            raise UnknownNameError(f"unknown claim judge {judge!r}; known claim judges: {known}; or an Evret judge "
-                                   f"for the lexical claim judge: {exc}") from None
-        return LexicalClaimJudge(judge, **options)
-    if callable(getattr(judge, "judge_claims", None)):
-        if options:
-            raise EvretError("claim judge options apply only to a claim judge given by name")
-        return judge
-    return LexicalClaimJudge(judge, **options)

@@ -30,7 +30,7 @@ from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
-from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict
+from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge
 from evret_core.rag.generators import Claim
 from evret_core.rag.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
@@ -235,3 +235,30 @@ def _system(value: str | None, default: str, option: str) -> str:
     if not text.strip():
         raise EvretError(f"llm claim judge: option {option!r} must not be empty")
     return text
+
+
+def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> Any:
+    """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
+    else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
+    ``judge_claims``. An unknown name lists both."""
+    from evret_core.errors import UnknownNameError
+    from evret_core.plugins import get_registry
+    from evret_core.registry import create_claim_judge
+
+    options = dict(options or {})
+    if isinstance(judge, str):
+        registry = get_registry()
+        if judge in registry.names("claim_judge"):
+            return create_claim_judge(judge, **options)
+        try:
+            registry.get("judge", judge)
+        except UnknownNameError as exc:
+            known = ", ".join(registry.names("claim_judge"))
+            raise UnknownNameError(f"unknown claim judge {judge!r}; known claim judges: {known}; or an Evret judge "
+                                   f"for the lexical claim judge: {exc}") from None
+        return LexicalClaimJudge(judge, **options)
+    if callable(getattr(judge, "judge_claims", None)):
+        if options:
+            raise EvretError("claim judge options apply only to a claim judge given by name")
+        return judge
+    return LexicalClaimJudge(judge, **options)

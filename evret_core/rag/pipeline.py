@@ -307,7 +307,7 @@ async def _close(parts: Sequence[Any]) -> None:
 def build_parts(recipes: dict[str, Recipe]) -> dict[str, Any]:
     """The parts ``recipes`` describe, made as :class:`~evret_core.rag.RagEvaluator` makes them."""
     from evret_core.rag.generators import resolve_generator
-    from evret_core.rag.harness import resolve_claim_judge
+    from evret_core.rag.llm_judge import resolve_claim_judge
     from evret_core.rag.relevance import resolve_relevance
 
     out: dict[str, Any] = {}

@@ -19,7 +19,7 @@ from evret_core.dataset_files import (
     squad_paragraph_id as squad_paragraph_id,  # re-exported: ids in tests, notebooks
 )
 from evret_core.errors import EvretError
-from evret_core.models import ids_as_strings, tags_as_strings
+from evret_core.queries import ids_as_strings, tags_as_strings
 
 Behaviour = Literal["answer", "refuse", "escalate"]
 BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")

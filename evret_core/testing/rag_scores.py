@@ -19,7 +19,7 @@ from evret_core.rag.claims import ClaimVerdict
 from evret_core.rag.contexts import Context
 from evret_core.rag.generators import Answer, Claim
 from evret_core.rag.questions import QuestionSet, RagQuestion
-from evret_core.rag.scores import ScoreInput
+from evret_core.rag.scoring import ScoreInput
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")
@@ -75,7 +75,7 @@ class RagScoreConformance:
 
     def test_appears_in_a_run_and_its_table(self) -> None:
         from evret_core.rag import RagEvaluator
-        from evret_core.rag.report import print_rag
+        from evret_core.rag.tables import print_rag
 
         questions = QuestionSet(name="conformance", corpus={c.doc_id: {"text": c.text} for c in (MUSEUM, CAFE)},
                                 questions=[OPENS, FRESCO])

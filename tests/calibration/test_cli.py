@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.calibration.config import save_threshold
+from evret_core.calibration.save_threshold import save_threshold
 from evret_core.cli import main
 from evret_core.errors import EvretError
 

@@ -7,7 +7,7 @@ from evret_core.rag import QuestionSet, RagEvaluator
 from evret_core.rag.contexts import Context
 from evret_core.rag.extractive import ExtractiveGenerator, answer_span, balance_span, bracket_pairs, restate
 from evret_core.rag.generators import GenerationRequest
-from evret_core.rag.report import notes
+from evret_core.rag.tables import notes
 
 from .conftest import squad_path
 

@@ -50,6 +50,7 @@ from evret_core.sdk import (
     Metric,
     RankedBatch,
 )
+from evret_ray.remote_errors import errors_as_evret
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home unless the user asked for it
 
@@ -303,7 +304,7 @@ class RayExecutor(Executor):
         next stage), so that no half-done state is reused."""
         ray = self._ray()
         try:
-            with _errors_as_evret(ray):
+            with errors_as_evret(ray):
                 yield ray
         except BaseException:
             self._reset()
@@ -469,18 +470,6 @@ def spec_of(obj: Any, kind: str) -> tuple[str, Any, dict[str, Any]]:
     if kind == "judge" and isinstance(cache, JudgmentCache):
         options["cache"] = str(cache.path)
     return (kind, made[1], options)
-
-
-@contextmanager
-def _errors_as_evret(ray: Any) -> Iterator[None]:
-    """A user error raised on a worker (an :class:`EvretError`) reads as it would have here."""
-    try:
-        yield
-    except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, EvretError):
-            raise EvretError(str(cause)) from None
-        raise
 
 
 def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:

@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from evret_ray.remote_errors import errors_as_evret
+
 __all__ = ["map_shards"]
 
 
 def map_shards(executor: Any, fn: Callable[..., Any], tasks: Sequence[tuple[Any, ...]]) -> Iterator[Any]:
     """``fn(*task)`` for every task as Ray tasks on ``executor``'s cluster, results in task order."""
     ray = executor._ray()
-    from evret_ray.executor import _errors_as_evret
 
     remote = ray.remote(num_cpus=1, max_retries=1)(fn)
-    with _errors_as_evret(ray):
+    with errors_as_evret(ray):
         yield from executor._bounded(ray, (remote.remote(*task) for task in tasks))

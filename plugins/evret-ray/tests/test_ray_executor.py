@@ -355,7 +355,7 @@ class _SeesColumns:
     name = "sees-columns"
 
     def batch_judge(self, contexts: Any) -> list[bool]:
-        from evret_core.contexts import ContextColumns
+        from evret_core.context_columns import ContextColumns
 
         columns = isinstance(contexts, ContextColumns)
         return [columns and c.expected_text in c.retrieved_text for c in contexts]
@@ -365,7 +365,7 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
     """The Ray executor ships a ContextColumns batch as columns (compact pickles), a list as a list."""
     import pickle
 
-    from evret_core.contexts import ContextColumns
+    from evret_core.context_columns import ContextColumns
     from evret_core.models import JudgmentContext
 
     plain = [JudgmentContext(query=f"q{i}", expected_text=f"a{i % 7}", retrieved_text=f"text a{i % 7} " * 40)

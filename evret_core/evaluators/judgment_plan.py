@@ -4,7 +4,7 @@ Every (retrieved document, expected answer) pair of a text-labelled query is one
 a judge the same (query, expected answer, aliases, retrieved text) share one *context*, judged once. The plan
 keeps the distinct answers and texts and, per element, the index of its context (numpy arrays): no
 :class:`~evret_core.models.JudgmentContext` is built unless a judge asks for one (see
-:class:`~evret_core.contexts.ContextColumns`). The contexts are numbered in first-seen order (queries in dataset
+:class:`~evret_core.context_columns.ContextColumns`). The contexts are numbered in first-seen order (queries in dataset
 order, then rank, then answer), as the evaluator always numbered them.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.contexts import AnswerKey, ContextColumns
+from evret_core.context_columns import AnswerKey, ContextColumns
 from evret_core.errors import EvretError
 from evret_core.models import QueryExample
 from evret_core.retrievers import RankedColumns

@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ppi_truth:
         return _ppi(args)
     from evret_core.calibration import calibrate, calibration_json, read_labels
-    from evret_core.calibration.plan import labels_from_results
+    from evret_core.calibration.label_plan import labels_from_results
 
     if bool(args.labels) == bool(args.results):
         raise EvretError("evret calibrate needs --labels LABELS.jsonl, or --results RESULTS.json with --qrels")
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _save(path: str, results: list[Any]) -> dict[str, Any]:
-    from evret_core.calibration.config import describe, save_threshold
+    from evret_core.calibration.save_threshold import describe, save_threshold
 
     thresholded = [r for r in results if r.best is not None and r.threshold_option]
     if len(thresholded) != 1:
@@ -164,7 +164,7 @@ def _save(path: str, results: list[Any]) -> dict[str, Any]:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from evret_core.calibration.plan import candidates_from_results, plan_sample, write_plan
+    from evret_core.calibration.label_plan import candidates_from_results, plan_sample, write_plan
 
     if not args.results:
         raise EvretError("--plan needs --results RESULTS.json (a text-judged run whose judgments to sample)")
