@@ -274,21 +274,22 @@ def resolve_retriever(obj: Any) -> Retriever | Any:
     Accepts an Evret retriever (anything with both ``retrieve`` and ``batch_retrieve``), an object with only one of
     them or only the async ``aretrieve``/``abatch_retrieve`` (the others are built from it), a precomputed run (a
     mapping of query id to results), a plain callable ``(query, k)``, or any object a plugin's ``adapt_retriever``
-    knows (asked before an object with only one method is wrapped).
+    knows (asked before an object with only one method, or only the async ones, is wrapped).
     """
     if obj is None:
         raise EvretError("no retriever given")
     if isinstance(obj, Retriever) or (hasattr(obj, "batch_retrieve") and hasattr(obj, "retrieve")):
         return obj
-    if not callable(obj) and (hasattr(obj, "aretrieve") or hasattr(obj, "abatch_retrieve")):
-        return _AsyncOnlyRetriever(obj)
     if isinstance(obj, Mapping):
         return PrecomputedRetriever(obj)
     from evret_core.plugins import get_registry
 
+    # adapters first: a foreign retriever may have an ``aretrieve(query)`` of its own (LlamaIndex's takes no k)
     adapted = get_registry().adapt(obj)
     if adapted is not None:
         return adapted
+    if not callable(obj) and (hasattr(obj, "aretrieve") or hasattr(obj, "abatch_retrieve")):
+        return _AsyncOnlyRetriever(obj)
     if hasattr(obj, "retrieve") or hasattr(obj, "batch_retrieve"):
         return _SyncOnlyRetriever(obj)
     if callable(obj):
