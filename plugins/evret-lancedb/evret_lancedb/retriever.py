@@ -86,6 +86,8 @@ class LanceDBRetriever(Retriever):
                              f"{', '.join(existing) or 'none'}); index it first, e.g. with evret_lancedb.index_corpus")
         self.table = db.open_table(table)
         self.table_name = table
+        import pyarrow as pa
+
         schema = self.table.schema
         columns = list(schema.names)
         vectors = _vector_columns(schema)
@@ -102,6 +104,8 @@ class LanceDBRetriever(Retriever):
             raise EvretError(f"lancedb retriever: option 'vector_column': table {table!r} has no vector column "
                              f"{vector_column!r} (vector columns: {', '.join(vectors) or 'none'})")
         self.id_field, self.text_field, self.vector_column = id_field, text_field, vector_column
+        id_type = schema.field(id_field).type
+        self.ids_are_strings = pa.types.is_string(id_type) or pa.types.is_large_string(id_type)
         self.metadata_columns = [c for c in columns if c not in (id_field, text_field, vector_column)]
         self.where, self.prefilter, self.distance_type = where, bool(prefilter), distance_type
         if where:
@@ -124,51 +128,60 @@ class LanceDBRetriever(Retriever):
                              f"{missing[0][:80]!r} ({len(missing)} queries missing)")
         return [[float(x) for x in self.query_embeddings[q]] for q in queries]
 
-    def _search(self, vectors: list[list[float]], k: int) -> Any:
+    def _search(self, vectors: list[list[float]], k: int, columns: list[str]) -> Any:
         query = self.table.search(vectors, vector_column_name=self.vector_column)
         if self.distance_type:
             query = query.distance_type(self.distance_type)
         if self.where:
             query = query.where(self.where, prefilter=self.prefilter)
-        query = query.select([self.id_field, self.text_field, *self.metadata_columns]).limit(k)
+        query = query.select(columns).limit(k)
         try:
             return query.to_arrow()
         except (ValueError, RuntimeError) as exc:
             raise EvretError(f"lancedb retriever: search in table {self.table_name!r} failed (options 'where', "
                              f"'vector_column', 'distance_type'): {exc}") from None
 
-    def _answers(self, queries: Sequence[str], k: int) -> Iterator[dict[str, list[Any]]]:
-        """Per query, its answer rows as columns (best first), from one multi-vector search per batch."""
+    def _answers(self, queries: Sequence[str], k: int, columns: list[str],
+                 python: bool) -> Iterator[tuple[np.ndarray, dict[str, Any]]]:
+        """Per query, (distances, {column: values}) best first, from one multi-vector search per batch; the values
+        are Python lists when ``python``, else numpy arrays (views into the batch's columns)."""
         for chunk in batched(queries, self.batch_size):
-            answer = self._search(self._vectors(chunk), k)
+            answer = self._search(self._vectors(chunk), k, columns)
             n = answer.num_rows
             which = (answer.column("query_index").to_numpy() if "query_index" in answer.column_names
                      else np.zeros(n, dtype=np.int64))
             distances = answer.column("_distance").to_numpy().astype(np.float64)
-            order = np.lexsort((distances, which))
-            bounds = np.searchsorted(which[order], np.arange(len(chunk) + 1))
-            data = answer.take(order).to_pydict()
+            step, gap = np.diff(which), np.diff(distances)
+            if not np.all((step > 0) | ((step == 0) & (gap >= 0))):  # LanceDB answers in order; made sure here
+                order = np.lexsort((distances, which))
+                answer, which, distances = answer.take(order), which[order], distances[order]
+            bounds = np.searchsorted(which, np.arange(len(chunk) + 1))
+            data = ({name: answer.column(name).to_pylist() for name in columns} if python else
+                    {name: answer.column(name).to_numpy(zero_copy_only=False) for name in columns})
             for i in range(len(chunk)):
                 lo, hi = int(bounds[i]), int(bounds[i + 1])
-                yield {name: values[lo:hi] for name, values in data.items()}
+                yield distances[lo:hi], {name: values[lo:hi] for name, values in data.items()}
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result."""
-        return [RankedColumns([str(d) for d in rows[self.id_field]],
-                              -np.asarray(rows["_distance"], dtype=np.float64), list(rows[self.text_field]))
-                for rows in self._answers(queries, k)]
+        out = []
+        for distances, rows in self._answers(queries, k, [self.id_field, self.text_field], python=False):
+            ids = rows[self.id_field]
+            if not self.ids_are_strings:
+                ids = np.array([str(d) for d in ids], dtype=object)
+            out.append(RankedColumns(ids, -distances, rows[self.text_field]))
+        return out
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        columns = [self.id_field, self.text_field, *self.metadata_columns]
         out = []
-        for rows in self._answers(queries, k):
-            results = []
-            for i, doc_id in enumerate(rows[self.id_field]):
-                meta = {c: rows[c][i] for c in self.metadata_columns if c not in _ANSWER_COLUMNS}
-                results.append(distance_result(doc_id, rows[self.text_field][i], rows["_distance"][i], meta))
-            out.append(results)
+        for distances, rows in self._answers(queries, k, columns, python=True):
+            out.append([distance_result(doc_id, rows[self.text_field][i], float(distances[i]),
+                                        {c: rows[c][i] for c in self.metadata_columns if c not in _ANSWER_COLUMNS})
+                        for i, doc_id in enumerate(rows[self.id_field])])
         return out
 
     def config(self) -> dict[str, Any]:

@@ -98,6 +98,9 @@ def test_a_table_built_by_hand_with_other_column_names(tmp_path: Path) -> None:
     top = retriever.retrieve("queens eggs", 2)[0]
     assert (top.doc_id, top.text, top.metadata["year"]) == ("b", "queens lay eggs", 2001)
     assert retriever.config()["vector_column"] == "emb" and top.metadata["extra"] == [1.0]
+    by_year = LanceDBRetriever("docs", embedding=embed, db=db, id_field="year", text_field="body")
+    assert by_year.retrieve("queens eggs", 1)[0].doc_id == "2001"
+    assert list(by_year.batch_retrieve_columns(["queens eggs"], 2)[0].ids) == ["2001", "2000"]
 
 
 def test_precomputed_query_embeddings(store: Path) -> None:
