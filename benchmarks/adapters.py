@@ -1,0 +1,94 @@
+"""Vector-store adapters against calling the store directly, on the same queries in the same run: the adapter's
+overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search).
+
+The corpus is BEIR SciFact (../shared), embedded once with the deterministic hashed embedder of
+``evret_core.testing.vectorstores``; query vectors are computed once and given to both sides (the adapter through
+``query_embeddings``), so the model's cost is out of the comparison and only the adapter's work is measured.
+
+    python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SCIFACT = ROOT / ".." / "shared" / "datasets" / "scifact"
+
+
+def best_of(n: int, fn) -> float:  # type: ignore[no-untyped-def]
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
+    import lancedb
+    from evret_lancedb import LanceDBRetriever, index_corpus
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = lancedb.connect(tmp)
+        n_docs = index_corpus(db, "scifact", SCIFACT / "corpus.jsonl", embed, batch_size=2048)
+        table = db.open_table("scifact")
+        retriever = LanceDBRetriever("scifact", db=db, query_embeddings=dict(zip(queries, vectors, strict=True)))
+        columns = ["doc_id", "text", *retriever.metadata_columns]
+        batch = retriever.batch_size
+
+        def direct_per_query() -> None:  # the obvious way: one search per query, answers as arrow tables
+            for v in vectors:
+                table.search(v).select(columns).limit(k).to_arrow()
+
+        def direct_batched(select: list[str]) -> None:  # LanceDB's multi-vector search, the adapter's batch size
+            for i in range(0, len(vectors), batch):
+                table.search(vectors[i:i + batch]).select(select).limit(k).to_arrow()
+
+        # same answers on both sides (the first query's ranking)
+        direct_ids = table.search(vectors[0]).select(columns).limit(k).to_arrow().column("doc_id").to_pylist()
+        assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids
+
+        t_query = best_of(1, direct_per_query)
+        t_ids = best_of(5, lambda: direct_batched(["doc_id", "text"]))
+        t_columns = best_of(5, lambda: retriever.batch_retrieve_columns(queries, k))
+        t_all = best_of(5, lambda: direct_batched(columns))
+        t_results = best_of(5, lambda: retriever.batch_retrieve(queries, k))
+        print(f"## lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, "
+              f"lancedb {lancedb.__version__}, no ANN index (exact scan)")
+        print("| what | seconds | ratio to its direct peer |")
+        print("|---|---|---|")
+        print(f"| peer A: LanceDB multi-vector search, {batch} queries per call, id and text (to_arrow) | "
+              f"{t_ids:.3f} | 1.00 |")
+        print(f"| evret-lancedb batch_retrieve_columns (ids, scores, texts) | {t_columns:.3f} | "
+              f"{t_columns / t_ids:.2f} (to A) |")
+        print(f"| peer B: the same search, every column but the vector (to_arrow) | {t_all:.3f} | 1.00 |")
+        print(f"| evret-lancedb batch_retrieve (results with text and metadata) | {t_results:.3f} | "
+              f"{t_results / t_all:.2f} (to B) |")
+        print(f"| LanceDB search, one query at a time, every column (to_arrow) | {t_query:.3f} | "
+              f"{t_query / t_all:.2f} (to B) |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--k", type=int, default=100)
+    parser.add_argument("--dim", type=int, default=256)
+    parser.add_argument("--queries", type=int, default=0, help="use the first N queries (0: all)")
+    args = parser.parse_args()
+    from evret_core.testing.vectorstores import hashed_embedder
+
+    embed = hashed_embedder(args.dim)
+    lines = (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = list(dict.fromkeys(json.loads(line)["text"] for line in lines if line))
+    if args.queries:
+        queries = queries[:args.queries]
+    lancedb_section(queries, embed(queries), embed, args.k)
+
+
+if __name__ == "__main__":
+    main()

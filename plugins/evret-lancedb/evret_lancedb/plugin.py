@@ -1,0 +1,10 @@
+"""The hooks evret-lancedb registers: the ``lancedb`` retriever."""
+
+from __future__ import annotations
+
+from evret_core.sdk import Register, hookimpl, lazy
+
+
+@hookimpl
+def register_retrievers(register: Register) -> None:
+    register("lancedb", lazy("evret_lancedb.retriever:LanceDBRetriever"))
