@@ -365,6 +365,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("retriever", "qdrant"): "evret-qdrant",
     ("retriever", "chroma"): "evret-chroma",
     ("retriever", "pgvector"): "evret-pgvector",
+    ("retriever", "milvus"): "evret-milvus",
     ("retriever", "langchain"): "evret-langchain",
     ("judge", "semantic"): "evret-sentence-transformers",
     ("evaluator", "semantic-similarity"): "evret-sentence-transformers",

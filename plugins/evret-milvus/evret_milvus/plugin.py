@@ -1,0 +1,10 @@
+"""The hooks evret-milvus registers: the ``milvus`` retriever."""
+
+from __future__ import annotations
+
+from evret_core.sdk import Register, hookimpl, lazy
+
+
+@hookimpl
+def register_retrievers(register: Register) -> None:
+    register("milvus", lazy("evret_milvus.retriever:MilvusRetriever"))
