@@ -88,7 +88,10 @@ class Retriever:
         return [self.retrieve(query, k) for query in queries]
 
     async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        """Async :meth:`retrieve`; the default calls the sync method."""
+        """Async :meth:`retrieve`; the default asks :meth:`abatch_retrieve` when only that is implemented, else
+        calls the sync method."""
+        if _overrides(self, "abatch_retrieve") and not _overrides(self, "retrieve"):
+            return (await self.abatch_retrieve([query], k))[0]
         return self.retrieve(query, k)
 
     async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:

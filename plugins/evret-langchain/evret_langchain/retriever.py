@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, run_sync
+from evret_core.sdk import EvretError, RetrievalResult, Retriever
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -134,17 +134,6 @@ class LangChainRetriever(Retriever):
             docs_lists = await retriever.abatch(list(queries), config={"max_concurrency": self.max_concurrency})
             answers = [[(doc, None) for doc in docs] for docs in docs_lists]
         return [self._results(q, pairs, k) for q, pairs in zip(queries, answers, strict=True)]
-
-    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return (await self.abatch_retrieve([query], k))[0]
-
-    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return self.batch_retrieve([query], k)[0]
-
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        if not queries:
-            return []
-        return run_sync(self.abatch_retrieve(queries, k))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.vectorstore if self.vectorstore is not None else self.retriever

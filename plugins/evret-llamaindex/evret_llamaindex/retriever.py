@@ -7,7 +7,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, run_sync
+from evret_core.sdk import EvretError, RetrievalResult, Retriever
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -151,17 +151,6 @@ class LlamaIndexRetriever(Retriever):
 
         answers = await asyncio.gather(*(one(q) for q in queries))
         return [self._results(q, hits, k) for q, hits in zip(queries, answers, strict=True)]
-
-    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return (await self.abatch_retrieve([query], k))[0]
-
-    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return self.batch_retrieve([query], k)[0]
-
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        if not queries:
-            return []
-        return run_sync(self.abatch_retrieve(queries, k))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.retriever
