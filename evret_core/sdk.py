@@ -71,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "corpus_batches": "evret_core.vectorstores",
     "distance_result": "evret_core.vectorstores",
     "resolve_embedder": "evret_core.vectorstores",
+    "load_object": "evret_core.vectorstores",
     "default_cache_dir": "evret_core.cache",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluators.retrieval",
@@ -190,6 +191,7 @@ __all__ = [
     "hookimpl",
     "judge_chunk",
     "lazy",
+    "load_object",
     "metric_values",
     "normalized",
     "read_corpus",
@@ -257,4 +259,10 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.rag_scores import RagScoreConformance
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
-    from evret_core.vectorstores import batched, corpus_batches, distance_result, resolve_embedder
+    from evret_core.vectorstores import (
+        batched,
+        corpus_batches,
+        distance_result,
+        load_object,
+        resolve_embedder,
+    )

@@ -105,3 +105,28 @@ def distance_result(doc_id: Any, text: str, distance: float, metadata: dict[str,
     """A result scored by the negated distance (higher is better), the text and the distance kept in metadata."""
     return RetrievalResult(doc_id=str(doc_id), score=-float(distance),
                            metadata={**metadata, "text": text, "distance": float(distance)})
+
+
+def load_object(spec: str, owner: str, option: str = "object") -> Any:
+    """Import ``"package.module:attribute"`` (dots in the attribute walk into it) for the retriever option
+    ``option`` of ``owner`` (``"langchain retriever"``); call it when it is a zero-argument factory function.
+    Errors are :class:`EvretError`s naming the owner, the option and the spec."""
+    import importlib
+    import inspect
+
+    where = f"{owner}: option {option!r} {spec!r}"
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise EvretError(f"{where}: write it as 'package.module:attribute'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise EvretError(f"{where}: cannot import {module_name!r}: {exc}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise EvretError(f"{where}: {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if inspect.isfunction(obj):
+        obj = obj()
+    return obj

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever
+from evret_core.sdk import EvretError, RetrievalResult, Retriever, load_object
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -147,28 +147,6 @@ class LangChainRetriever(Retriever):
         }
 
 
-def load_object(spec: str) -> Any:
-    """Import ``"package.module:attribute"``; call it when it is a zero-argument factory function."""
-    import importlib
-    import inspect
-
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise EvretError(f"langchain retriever: option 'object' {spec!r}: write it as 'package.module:attribute'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise EvretError(f"langchain retriever: option 'object' {spec!r}: cannot import {module_name!r}: {exc}") from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise EvretError(f"langchain retriever: option 'object' {spec!r}: {module_name!r} has no {attr!r}")
-        obj = getattr(obj, part)
-    if inspect.isfunction(obj):
-        obj = obj()
-    return obj
-
-
 def create_langchain_retriever(
     object: str | Any,
     id_key: str | None = None,
@@ -177,6 +155,6 @@ def create_langchain_retriever(
     use_scores: bool = True,
 ) -> LangChainRetriever:
     """The ``langchain`` retriever: ``object`` is a LangChain retriever/vector store, or ``"module:attribute"``."""
-    target = load_object(object) if isinstance(object, str) else object
+    target = load_object(object, "langchain retriever") if isinstance(object, str) else object
     return LangChainRetriever(target, id_key=id_key, max_concurrency=max_concurrency,
                               search_kwargs=search_kwargs, use_scores=use_scores)

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever
+from evret_core.sdk import EvretError, RetrievalResult, Retriever, load_object
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -165,30 +165,6 @@ class LlamaIndexRetriever(Retriever):
         }
 
 
-def load_object(spec: str) -> Any:
-    """Import ``"package.module:attribute"``; call it when it is a zero-argument factory function."""
-    import importlib
-    import inspect
-
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise EvretError(f"llamaindex retriever: option 'object' {spec!r}: write it as 'package.module:attribute'")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise EvretError(
-            f"llamaindex retriever: option 'object' {spec!r}: cannot import {module_name!r}: {exc}"
-        ) from None
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise EvretError(f"llamaindex retriever: option 'object' {spec!r}: {module_name!r} has no {attr!r}")
-        obj = getattr(obj, part)
-    if inspect.isfunction(obj):
-        obj = obj()
-    return obj
-
-
 def create_llamaindex_retriever(
     object: str | Any,
     id_key: str | None = None,
@@ -197,7 +173,7 @@ def create_llamaindex_retriever(
     ids: str = "node",
 ) -> LlamaIndexRetriever:
     """The ``llamaindex`` retriever: ``object`` is a LlamaIndex retriever or index, or ``"module:attribute"``."""
-    target = load_object(object) if isinstance(object, str) else object
+    target = load_object(object, "llamaindex retriever") if isinstance(object, str) else object
     return LlamaIndexRetriever(
         target, id_key=id_key, max_concurrency=max_concurrency, allow_fewer=allow_fewer, ids=ids
     )
