@@ -72,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "distance_result": "evret_core.vectorstores",
     "resolve_embedder": "evret_core.vectorstores",
     "load_object": "evret_core.vectorstores",
+    "QueryVectors": "evret_core.vectorstores",
     "default_cache_dir": "evret_core.cache",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluators.retrieval",
@@ -163,6 +164,7 @@ __all__ = [
     "PerturbationConformance",
     "PluginError",
     "ProviderConformance",
+    "QueryVectors",
     "QueryExample",
     "RagScore",
     "RagScoreConformance",
@@ -260,6 +262,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
     from evret_core.vectorstores import (
+        QueryVectors,
         batched,
         corpus_batches,
         distance_result,

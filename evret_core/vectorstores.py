@@ -130,3 +130,25 @@ def load_object(spec: str, owner: str, option: str = "object") -> Any:
     if inspect.isfunction(obj):
         obj = obj()
     return obj
+
+
+class QueryVectors:
+    """The query vectors of a vector-store retriever: from ``embedding`` (anything :func:`resolve_embedder`
+    takes) or, when it is None, from ``query_embeddings`` (query text -> vector, computed elsewhere). ``label`` is
+    what the retriever's config records; a query with no vector is an :class:`EvretError` naming ``owner``."""
+
+    def __init__(self, embedding: Any, query_embeddings: Any, owner: str) -> None:
+        self.owner = owner
+        self.embed = resolve_embedder(embedding) if embedding is not None else None
+        self.label = (embedding if isinstance(embedding, str) else
+                      "query_embeddings" if embedding is None else type(embedding).__name__)
+        self.query_embeddings = {str(q): list(v) for q, v in (query_embeddings or {}).items()}
+
+    def __call__(self, queries: list[str]) -> list[list[float]]:
+        if self.embed is not None:
+            return self.embed(queries)
+        missing = [q for q in queries if q not in self.query_embeddings]
+        if missing:
+            raise EvretError(f"{self.owner}: option 'query_embeddings' has no vector for the query "
+                             f"{missing[0][:80]!r} ({len(missing)} queries missing)")
+        return [[float(x) for x in self.query_embeddings[q]] for q in queries]

@@ -14,6 +14,7 @@ import numpy as np
 
 from evret_core.sdk import (
     EvretError,
+    QueryVectors,
     RankedColumns,
     RetrievalResult,
     Retriever,
@@ -78,22 +79,10 @@ class ChromaRetriever(Retriever):
                              f"(existing: {', '.join(existing) or 'none'}); index it first, e.g. with "
                              f"evret_chroma.index_corpus")
         self.collection = self.client.get_collection(collection)
-        self.embed = resolve_embedder(embedding) if embedding is not None else None
-        self.embedding_label = (embedding if isinstance(embedding, str) else
-                                "query_embeddings" if embedding is None else type(embedding).__name__)
-        self.query_embeddings = {str(k): list(v) for k, v in (query_embeddings or {}).items()}
+        self._vectors = QueryVectors(embedding, query_embeddings, "chroma retriever")
         self.where = where
         self.where_document = where_document
         self.batch_size = max(1, int(batch_size))
-
-    def _vectors(self, queries: list[str]) -> list[list[float]]:
-        if self.embed is not None:
-            return self.embed(queries)
-        missing = [q for q in queries if q not in self.query_embeddings]
-        if missing:
-            raise EvretError(f"chroma retriever: option 'query_embeddings' has no vector for the query "
-                             f"{missing[0][:80]!r} ({len(missing)} queries missing)")
-        return [[float(x) for x in self.query_embeddings[q]] for q in queries]
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
@@ -119,7 +108,7 @@ class ChromaRetriever(Retriever):
                 for ids, documents, metadatas, distances in self._answers(queries, k)]
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "collection": self.collection.name, "embedding": str(self.embedding_label),
+        return {"name": self.name, "collection": self.collection.name, "embedding": str(self._vectors.label),
                 "where": self.where, "where_document": self.where_document}
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from evret_core.sdk import (
     EvretError,
+    QueryVectors,
     RankedColumns,
     RetrievalResult,
     Retriever,
@@ -113,20 +114,8 @@ class LanceDBRetriever(Retriever):
                 self.table.search().where(where).limit(1).to_arrow()
             except (ValueError, RuntimeError) as exc:
                 raise EvretError(f"lancedb retriever: option 'where' is invalid: {exc}") from None
-        self.embed = resolve_embedder(embedding) if embedding is not None else None
-        self.embedding_label = (embedding if isinstance(embedding, str) else
-                                "query_embeddings" if embedding is None else type(embedding).__name__)
-        self.query_embeddings = {str(q): list(v) for q, v in (query_embeddings or {}).items()}
+        self._vectors = QueryVectors(embedding, query_embeddings, "lancedb retriever")
         self.batch_size = max(1, int(batch_size))
-
-    def _vectors(self, queries: list[str]) -> list[list[float]]:
-        if self.embed is not None:
-            return self.embed(queries)
-        missing = [q for q in queries if q not in self.query_embeddings]
-        if missing:
-            raise EvretError(f"lancedb retriever: option 'query_embeddings' has no vector for the query "
-                             f"{missing[0][:80]!r} ({len(missing)} queries missing)")
-        return [[float(x) for x in self.query_embeddings[q]] for q in queries]
 
     def _search(self, vectors: list[list[float]], k: int, columns: list[str]) -> Any:
         query = self.table.search(vectors, vector_column_name=self.vector_column)
@@ -185,7 +174,7 @@ class LanceDBRetriever(Retriever):
         return out
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "table": self.table_name, "embedding": str(self.embedding_label),
+        return {"name": self.name, "table": self.table_name, "embedding": str(self._vectors.label),
                 "id_field": self.id_field, "text_field": self.text_field, "vector_column": self.vector_column,
                 "where": self.where, "prefilter": self.prefilter, "distance_type": self.distance_type}
 
