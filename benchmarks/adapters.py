@@ -13,21 +13,9 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-SCIFACT = ROOT / ".." / "shared" / "datasets" / "scifact"
-
-
-def best_of(n: int, fn) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from bm25_batch import SCIFACT, best_of  # the benchmarks folder is on sys.path when a script runs
 
 
 def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
