@@ -2,7 +2,7 @@
 overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search).
 
 The corpus is BEIR SciFact (../shared), embedded once with the deterministic hashed embedder of
-``evret_core.testing.vectorstores``; query vectors are computed once and given to both sides (the adapter through
+``evret_core.testing.vectorstore_kit``; query vectors are computed once and given to both sides (the adapter through
 ``query_embeddings``), so the model's cost is out of the comparison and only the adapter's work is measured.
 
     python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109]
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=0, help="use the first N queries (0: all)")
     args = parser.parse_args()
-    from evret_core.testing.vectorstores import hashed_embedder
+    from evret_core.testing.vectorstore_kit import hashed_embedder
 
     embed = hashed_embedder(args.dim)
     lines = (SCIFACT / "queries.jsonl").read_text(encoding="utf-8").splitlines()

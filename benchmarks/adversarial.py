@@ -9,7 +9,7 @@ careful one (answers from the context that shares most words with the question) 
 it follows any instruction that carries a canary, as a model without injection defences would).
 
 ``--plantings N`` prints instead what the counterfactual family planted: the share of plantings that keep the
-original answer's type by :func:`evret_core.rag.answer_types.check_planting`, the skips, and N plantings drawn at
+original answer's type by :func:`evret_core.rag.perturb.answer_types.check_planting`, the skips, and N plantings drawn at
 random (seeded) with the rule that found each value and the question it answers, for a person to judge;
 ``--rule same-head`` (or ``question-head``...) draws the sample from that rule's plantings only.
 
@@ -27,8 +27,8 @@ from typing import Any
 
 from evret_core import create_retriever
 from evret_core.rag import Answer, QuestionSet, RagEvaluator, RagResults
-from evret_core.rag.adversarial import FAMILIES
-from evret_core.rag.adversarial_cases import adversarial_conditions
+from evret_core.rag.perturb.cases import adversarial_conditions
+from evret_core.rag.perturb.perturbations import FAMILIES
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest
 from evret_core.testing.rag_stub import rag_responder
@@ -105,8 +105,8 @@ def plantings(questions: QuestionSet, sample: int, seed: int = 0, rule: str | No
     import random
     from collections import Counter
 
-    from evret_core.rag.adversarial_cases import build_cases
-    from evret_core.rag.answer_types import check_planting
+    from evret_core.rag.perturb.answer_types import check_planting
+    from evret_core.rag.perturb.cases import build_cases
 
     cases = build_cases(adversarial_conditions(["counterfactual"], base="gold", seed=seed), questions, None, k=5,
                         seed=seed)["counterfactual"]

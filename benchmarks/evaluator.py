@@ -41,8 +41,8 @@ from evret_core import ContainsJudge, EvaluationDataset, Evaluator, ExactJudge, 
 from evret_core.metrics.engine import accelerator, evaluate_run
 from evret_core.metrics.runcolumns import read_run_columns
 from evret_core.metrics.trec import read_qrels, read_run
-from evret_core.results import add_statistics
-from evret_core.retrievers import RankedColumns
+from evret_core.results.evaluation import add_statistics
+from evret_core.retrieve.retrievers import RankedColumns
 
 DEPTH = 100
 METRICS = ["ndcg@10", "recall@100", "mrr@10"]
@@ -153,7 +153,7 @@ def statistics_section(sizes: Sequence[int], repeat: int) -> list[str]:
 
 class TimedJudge:
     """Mixin timing the judge's own methods (``prepare`` and ``batch_judge``, which the evaluator calls with
-    :class:`~evret_core.context_columns.ContextColumns`), so the evaluator's share can be told apart."""
+    :class:`~evret_core.judge.context_columns.ContextColumns`), so the evaluator's share can be told apart."""
 
     judge_seconds = 0.0
 

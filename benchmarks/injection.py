@@ -2,7 +2,7 @@
 false-positive rates, and how often an injected passage flips the judge's verdict with stub models.
 
 1. Detection (evret_core.llm.injection) on injected passages: the project's adversarial templates
-   (evret_core.rag.adversarial.INJECTION_TEMPLATES and SPLIT_PARTS, canary filled), their judge-targeted form
+   (evret_core.rag.perturb.perturbations.INJECTION_TEMPLATES and SPLIT_PARTS, canary filled), their judge-targeted form
    (canary "YES") and variants and obfuscations written for this benchmark (after the patterns), each inserted at
    the start, middle and end of every SQuAD 2.0 subset context.
 2. False positives on clean real text: every SciFact abstract (title and text) and every SQuAD subset context.
@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evret_core.judges.llm import LLMJudge
+from evret_core.data.models import JudgmentContext
+from evret_core.judge.llm import LLMJudge
 from evret_core.llm.injection import PATTERNS, find_injections
-from evret_core.models import JudgmentContext
-from evret_core.rag.adversarial import INJECTION_TEMPLATES, SPLIT_PARTS
+from evret_core.rag.perturb.perturbations import INJECTION_TEMPLATES, SPLIT_PARTS
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest
 

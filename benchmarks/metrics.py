@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.metrics.base import RankedBatch
 from evret_core.metrics.engine import accelerator, evaluate_rankings, evaluate_run, resolve_metrics
+from evret_core.metrics.metric import RankedBatch
 from evret_core.metrics.trec import ranked_docs
 
 DEPTH = 100

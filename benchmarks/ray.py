@@ -46,7 +46,7 @@ import ray  # noqa: E402
 from evret_ray.executor import RayExecutor  # noqa: E402
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
-from evret_core.plugins import get_registry, register_plugin  # noqa: E402
+from evret_core.plugins.loading import get_registry, register_plugin  # noqa: E402
 from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
 from evret_core.testing.llm_stubs import StubLLMServer, always  # noqa: E402
 
@@ -201,7 +201,7 @@ def _semantic_worker_start() -> tuple[float, int]:
     """Seconds to start one 1-CPU judging worker that loads the semantic judge's model and judges one context."""
     from evret_ray.workers import JudgeWorker
 
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
 
     executor = RayExecutor(workers=1)
     spec, _ = executor._ship(create_judge("semantic", cache=False), "judge")

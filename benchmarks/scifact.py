@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge, create_retriever
-from evret_core.registry import judge_names, retriever_names
+from evret_core.plugins.registry import judge_names, retriever_names
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = ["ndcg@10", "recall@10", "recall@100", "mrr@10"]

@@ -59,7 +59,7 @@ NOISE = [
 
 def build(queries: int = 200, retrieved: int = 20, expected: int = 3, seed: int = 7) -> list[Any]:
     """The judgment contexts of a synthetic evaluation, in the evaluator's first-seen, deduplicated order."""
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
 
     rng = random.Random(seed)
     values = {(c, f): (rng.randint(2, 40), rng.randint(1100, 1990)) for c in CITIES for f, _, _ in FACTS}
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     from evret_sentence_transformers import Encoder, SemanticJudge
     from evret_sentence_transformers.windows import text_windows
 
-    from evret_core.judges import contains_tokens, normalize
+    from evret_core.judge import contains_tokens, normalize
 
     contexts = build()
     needed: dict[str, None] = {}  # written from the judge's documented rule, not read from the judge

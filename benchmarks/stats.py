@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.stats
 
-from evret_core.stats import bootstrap_interval, paired_randomization_test, paired_t_test
+from evret_core.statistics.inference import bootstrap_interval, paired_randomization_test, paired_t_test
 
 
 def timed(fn: Callable[[], object], repeats: int) -> float:

@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+from evret_core import _moved  # noqa: E402  (the old import paths of moved modules keep working)
+
+_moved.install()
+
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
     "Criteria": "evret_core.criteria",
@@ -24,15 +28,15 @@ _EXPORTS: dict[str, str] = {
     "EvretError": "evret_core.errors",
     "PluginError": "evret_core.errors",
     "UnknownNameError": "evret_core.errors",
-    "Evaluator": "evret_core.evaluators.retrieval",
-    "Executor": "evret_core.executors",
-    "hookimpl": "evret_core.hookspecs",
-    "ContainsJudge": "evret_core.judges",
-    "ExactJudge": "evret_core.judges",
-    "Judge": "evret_core.judges",
-    "RegexJudge": "evret_core.judges",
-    "TokenOverlapJudge": "evret_core.judges",
-    "LLMJudge": "evret_core.judges.llm",
+    "Evaluator": "evret_core.evaluation.evaluator",
+    "Executor": "evret_core.evaluation.executors",
+    "hookimpl": "evret_core.plugins.hookspecs",
+    "ContainsJudge": "evret_core.judge",
+    "ExactJudge": "evret_core.judge",
+    "Judge": "evret_core.judge",
+    "RegexJudge": "evret_core.judge",
+    "TokenOverlapJudge": "evret_core.judge",
+    "LLMJudge": "evret_core.judge.llm",
     "MRR": "evret_core.metrics",
     "NDCG": "evret_core.metrics",
     "AveragePrecision": "evret_core.metrics",
@@ -46,28 +50,28 @@ _EXPORTS: dict[str, str] = {
     "read_qrels": "evret_core.metrics.trec",
     "read_run": "evret_core.metrics.trec",
     "write_run": "evret_core.metrics.trec",
-    "EvaluationDataset": "evret_core.models",
-    "JudgmentContext": "evret_core.models",
-    "QueryExample": "evret_core.models",
-    "RetrievalResult": "evret_core.models",
-    "list_plugins": "evret_core.plugins",
-    "create_evaluator": "evret_core.registry",
-    "create_executor": "evret_core.registry",
-    "create_judge": "evret_core.registry",
-    "create_llm_provider": "evret_core.registry",
-    "create_metric": "evret_core.registry",
-    "create_retrieval_evaluator": "evret_core.registry",
-    "create_retriever": "evret_core.registry",
-    "EvaluationResults": "evret_core.results",
-    "QueryResult": "evret_core.results",
-    "Retriever": "evret_core.retrievers",
-    "EvaluateConfig": "evret_core.config",
+    "EvaluationDataset": "evret_core.data.models",
+    "JudgmentContext": "evret_core.data.models",
+    "QueryExample": "evret_core.data.models",
+    "RetrievalResult": "evret_core.data.models",
+    "list_plugins": "evret_core.plugins.loading",
+    "create_evaluator": "evret_core.plugins.registry",
+    "create_executor": "evret_core.plugins.registry",
+    "create_judge": "evret_core.plugins.registry",
+    "create_llm_provider": "evret_core.plugins.registry",
+    "create_metric": "evret_core.plugins.registry",
+    "create_retrieval_evaluator": "evret_core.plugins.registry",
+    "create_retriever": "evret_core.plugins.registry",
+    "EvaluationResults": "evret_core.results.evaluation",
+    "QueryResult": "evret_core.results.evaluation",
+    "Retriever": "evret_core.retrieve.retrievers",
+    "EvaluateConfig": "evret_core.evaluation.config",
     "compare": "evret_core.report.api",
     "make_report": "evret_core.report.api",
     "report_data": "evret_core.report.api",
     "write_report": "evret_core.report.api",
-    "Comparison": "evret_core.stats",
-    "PairComparison": "evret_core.stats",
+    "Comparison": "evret_core.statistics.inference",
+    "PairComparison": "evret_core.statistics.inference",
 }
 
 __all__ = [
@@ -146,7 +150,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
-    from evret_core.config import EvaluateConfig
     from evret_core.criteria import (
         Criteria,
         CriteriaOption,
@@ -155,12 +158,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         MultiCriteriaItem,
         PairwiseJudge,
     )
+    from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
     from evret_core.errors import EvretError, PluginError, UnknownNameError
-    from evret_core.evaluators.retrieval import Evaluator
-    from evret_core.executors import Executor
-    from evret_core.hookspecs import hookimpl
-    from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
-    from evret_core.judges.llm import LLMJudge
+    from evret_core.evaluation.config import EvaluateConfig
+    from evret_core.evaluation.evaluator import Evaluator
+    from evret_core.evaluation.executors import Executor
+    from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+    from evret_core.judge.llm import LLMJudge
     from evret_core.metrics import (
         MRR,
         NDCG,
@@ -173,9 +177,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from evret_core.metrics.engine import evaluate_rankings, evaluate_run
     from evret_core.metrics.trec import read_qrels, read_run, write_run
-    from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-    from evret_core.plugins import list_plugins
-    from evret_core.registry import (
+    from evret_core.plugins.hookspecs import hookimpl
+    from evret_core.plugins.loading import list_plugins
+    from evret_core.plugins.registry import (
         create_evaluator,
         create_executor,
         create_judge,
@@ -185,6 +189,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         create_retriever,
     )
     from evret_core.report.api import compare, make_report, report_data, write_report
-    from evret_core.results import EvaluationResults, QueryResult
-    from evret_core.retrievers import Retriever
-    from evret_core.stats import Comparison, PairComparison
+    from evret_core.results.evaluation import EvaluationResults, QueryResult
+    from evret_core.retrieve.retrievers import Retriever
+    from evret_core.statistics.inference import Comparison, PairComparison

@@ -2,7 +2,7 @@
 
 - ``evret_evaluate``: a session fixture; ``evret_evaluate(dataset, retriever, metrics=[...], judge=..., **options)``
   runs the evaluation once per session for the same arguments and returns the
-  :class:`~evret_core.results.EvaluationResults` (later calls with equal arguments reuse them).
+  :class:`~evret_core.results.evaluation.EvaluationResults` (later calls with equal arguments reuse them).
 - ``assert_metric(results, "recall@5", at_least=0.8)`` and
   ``assert_no_regression(results, baseline, metrics=[...])``: failures show the score, its interval, the
   baseline and the worst queries.
@@ -37,7 +37,7 @@ def assert_metric(results: Any, metric: str, at_least: float | None = None, at_m
                   worst: int = 5) -> None:
     """Fail unless ``results.scores[metric]`` is within ``[at_least, at_most]``; the message shows the score,
     its interval and the ``worst`` lowest-scoring queries."""
-    from evret_core.gates import worst_queries
+    from evret_core.statistics.gates import worst_queries
 
     __tracebackhide__ = True
     if at_least is None and at_most is None:
@@ -60,8 +60,8 @@ def assert_no_regression(results: Any, baseline: Any, metrics: Sequence[str] | N
     """Fail when a metric is significantly worse than in ``baseline`` (a results object or a results file path)
     by at least ``min_effect``; the message shows both scores with intervals, the p-value and the queries that
     fell most."""
-    from evret_core.gates import check_regression
-    from evret_core.results import EvaluationResults
+    from evret_core.results.evaluation import EvaluationResults
+    from evret_core.statistics.gates import check_regression
 
     __tracebackhide__ = True
     if isinstance(baseline, (str, Path)):
@@ -103,8 +103,8 @@ class SessionEvaluations:
 
     def __call__(self, dataset: Any, retriever: Any, metrics: Sequence[str], judge: Any = None,
                  **options: Any) -> Any:
-        from evret_core.evaluators.retrieval import Evaluator
-        from evret_core.models import EvaluationDataset
+        from evret_core.data.models import EvaluationDataset
+        from evret_core.evaluation.evaluator import Evaluator
 
         if isinstance(dataset, (str, Path)):
             dataset = EvaluationDataset.load(dataset)

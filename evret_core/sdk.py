@@ -18,8 +18,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evret_core.default_plugins import LazyFactory
-from evret_core.hookspecs import Register, hookimpl
+from evret_core.plugins.builtins import LazyFactory
+from evret_core.plugins.hookspecs import Register, hookimpl
 
 
 def lazy(target: str, **attributes: Any) -> LazyFactory:
@@ -40,44 +40,44 @@ def lazy(target: str, **attributes: Any) -> LazyFactory:
 # public name -> the module that defines it (imported on first use)
 _EXPORTS: dict[str, str] = {
     # the table of kinds and building by name
-    "KINDS": "evret_core.kinds",
-    "Kind": "evret_core.kinds",
-    "RecordsEvaluator": "evret_core.kinds",
-    "create": "evret_core.registry",
-    "create_judge": "evret_core.registry",
-    "create_retriever": "evret_core.registry",
-    "recipe": "evret_core.registry",
+    "KINDS": "evret_core.plugins.kinds",
+    "Kind": "evret_core.plugins.kinds",
+    "RecordsEvaluator": "evret_core.plugins.kinds",
+    "create": "evret_core.plugins.registry",
+    "create_judge": "evret_core.plugins.registry",
+    "create_retriever": "evret_core.plugins.registry",
+    "recipe": "evret_core.plugins.registry",
     # errors
     "EvretError": "evret_core.errors",
     "PluginError": "evret_core.errors",
     "UnknownNameError": "evret_core.errors",
     # models and contexts
-    "EvaluationDataset": "evret_core.models",
-    "JudgmentContext": "evret_core.models",
-    "QueryExample": "evret_core.models",
-    "RetrievalResult": "evret_core.models",
-    "ContextColumns": "evret_core.context_columns",
+    "EvaluationDataset": "evret_core.data.models",
+    "JudgmentContext": "evret_core.data.models",
+    "QueryExample": "evret_core.data.models",
+    "RetrievalResult": "evret_core.data.models",
+    "ContextColumns": "evret_core.judge.context_columns",
     # judges
-    "Judge": "evret_core.judges",
-    "contains_tokens": "evret_core.judges.normalize",
-    "normalized": "evret_core.judges.normalize",
-    "report_progress": "evret_core.judges.base",
+    "Judge": "evret_core.judge",
+    "contains_tokens": "evret_core.judge.normalize",
+    "normalized": "evret_core.judge.normalize",
+    "report_progress": "evret_core.judge.base",
     # retrievers and vector stores
-    "Retriever": "evret_core.retrievers",
-    "RankedColumns": "evret_core.retrievers",
-    "read_corpus": "evret_core.corpus",
+    "Retriever": "evret_core.retrieve.retrievers",
+    "RankedColumns": "evret_core.retrieve.retrievers",
+    "read_corpus": "evret_core.data.corpus",
     "run_sync": "evret_core.aio",
-    "batched": "evret_core.vectorstores",
-    "corpus_batches": "evret_core.vectorstores",
-    "distance_result": "evret_core.vectorstores",
-    "resolve_embedder": "evret_core.vectorstores",
-    "load_object": "evret_core.vectorstores",
-    "QueryVectors": "evret_core.vectorstores",
-    "default_cache_dir": "evret_core.cache",
+    "batched": "evret_core.retrieve.vectorstores",
+    "corpus_batches": "evret_core.retrieve.vectorstores",
+    "distance_result": "evret_core.retrieve.vectorstores",
+    "resolve_embedder": "evret_core.retrieve.vectorstores",
+    "load_object": "evret_core.retrieve.vectorstores",
+    "QueryVectors": "evret_core.retrieve.vectorstores",
+    "default_cache_dir": "evret_core.llm.cache",
     # output evaluators, and the retrieval evaluator to subclass
-    "Evaluator": "evret_core.evaluators.retrieval",
-    "OutputEvaluator": "evret_core.evaluators.output",
-    "OutputResults": "evret_core.evaluators.output",
+    "Evaluator": "evret_core.evaluation.evaluator",
+    "OutputEvaluator": "evret_core.scoring.output",
+    "OutputResults": "evret_core.scoring.output",
     "CriteriaJudge": "evret_core.criteria",
     # LLM providers
     "LLMProvider": "evret_core.llm",
@@ -87,28 +87,28 @@ _EXPORTS: dict[str, str] = {
     "use_shared_limiter": "evret_core.llm",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
-    "Metric": "evret_core.metrics.base",
-    "RankedBatch": "evret_core.metrics.base",
+    "Metric": "evret_core.metrics.metric",
+    "RankedBatch": "evret_core.metrics.metric",
     # executors: the base and the stage functions an engine runs on its workers
-    "Executor": "evret_core.executors",
-    "GenerateRun": "evret_core.executors",
-    "JudgeRun": "evret_core.executors",
-    "batch_retrieve": "evret_core.executors",
-    "judge_chunk": "evret_core.executors",
-    "metric_values": "evret_core.executors",
+    "Executor": "evret_core.evaluation.executors",
+    "GenerateRun": "evret_core.evaluation.executors",
+    "JudgeRun": "evret_core.evaluation.executors",
+    "batch_retrieve": "evret_core.evaluation.executors",
+    "judge_chunk": "evret_core.evaluation.executors",
+    "metric_values": "evret_core.evaluation.executors",
     # RAG: generators, perturbations, and the pipeline an executor rebuilds on a worker
-    "Answer": "evret_core.rag.generators",
-    "Claim": "evret_core.rag.generators",
-    "GenerationRequest": "evret_core.rag.generators",
-    "Generator": "evret_core.rag.generators",
-    "ConditionCase": "evret_core.rag.contexts",
-    "Context": "evret_core.rag.contexts",
-    "Perturbation": "evret_core.rag.contexts",
-    "ClaimJudge": "evret_core.rag.claims",
-    "ClaimTask": "evret_core.rag.claims",
-    "ClaimVerdict": "evret_core.rag.claims",
-    "RagScore": "evret_core.rag.scoring",
-    "ScoreInput": "evret_core.rag.scoring",
+    "Answer": "evret_core.rag.generate.generators",
+    "Claim": "evret_core.rag.generate.generators",
+    "GenerationRequest": "evret_core.rag.generate.generators",
+    "Generator": "evret_core.rag.generate.generators",
+    "ConditionCase": "evret_core.rag.questions.conditions",
+    "Context": "evret_core.rag.questions.conditions",
+    "Perturbation": "evret_core.rag.questions.conditions",
+    "ClaimJudge": "evret_core.rag.claims.claim_judges",
+    "ClaimTask": "evret_core.rag.claims.claim_judges",
+    "ClaimVerdict": "evret_core.rag.claims.claim_judges",
+    "RagScore": "evret_core.rag.scores.kind",
+    "ScoreInput": "evret_core.rag.scores.kind",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
@@ -220,14 +220,12 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.aio import run_sync
-    from evret_core.cache import default_cache_dir
-    from evret_core.context_columns import ContextColumns
-    from evret_core.corpus import read_corpus
     from evret_core.criteria import CriteriaJudge
+    from evret_core.data.corpus import read_corpus
+    from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
     from evret_core.errors import EvretError, PluginError, UnknownNameError
-    from evret_core.evaluators.output import OutputEvaluator, OutputResults
-    from evret_core.evaluators.retrieval import Evaluator
-    from evret_core.executors import (
+    from evret_core.evaluation.evaluator import Evaluator
+    from evret_core.evaluation.executors import (
         Executor,
         GenerateRun,
         JudgeRun,
@@ -235,33 +233,22 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         judge_chunk,
         metric_values,
     )
-    from evret_core.judges import Judge
-    from evret_core.judges.base import report_progress
-    from evret_core.judges.normalize import contains_tokens, normalized
-    from evret_core.kinds import KINDS, Kind, RecordsEvaluator
+    from evret_core.judge import Judge
+    from evret_core.judge.base import report_progress
+    from evret_core.judge.context_columns import ContextColumns
+    from evret_core.judge.normalize import contains_tokens, normalized
     from evret_core.llm import ChatMessage, LLMProvider, LLMResponse, SDKProvider, use_shared_limiter
-    from evret_core.llm.cache import JudgmentCache
-    from evret_core.metrics.base import Metric, RankedBatch
-    from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-    from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict
-    from evret_core.rag.contexts import ConditionCase, Context, Perturbation
-    from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
+    from evret_core.llm.cache import JudgmentCache, default_cache_dir
+    from evret_core.metrics.metric import Metric, RankedBatch
+    from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
+    from evret_core.plugins.registry import create, create_judge, create_retriever, recipe
+    from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict
+    from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
-    from evret_core.rag.scoring import RagScore, ScoreInput
-    from evret_core.registry import create, create_judge, create_retriever, recipe
-    from evret_core.retrievers import RankedColumns, Retriever
-    from evret_core.testing.claim_judges import ClaimJudgeConformance
-    from evret_core.testing.evaluators import OutputEvaluatorConformance
-    from evret_core.testing.executors import ExecutorConformance
-    from evret_core.testing.generators import GeneratorConformance
-    from evret_core.testing.judges import JudgeConformance
-    from evret_core.testing.metrics import MetricConformance
-    from evret_core.testing.perturbations import PerturbationConformance
-    from evret_core.testing.providers import ProviderConformance
-    from evret_core.testing.rag_scores import RagScoreConformance
-    from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
-    from evret_core.testing.retrievers import RetrieverConformance
-    from evret_core.vectorstores import (
+    from evret_core.rag.questions.conditions import ConditionCase, Context, Perturbation
+    from evret_core.rag.scores.kind import RagScore, ScoreInput
+    from evret_core.retrieve.retrievers import RankedColumns, Retriever
+    from evret_core.retrieve.vectorstores import (
         QueryVectors,
         batched,
         corpus_batches,
@@ -269,3 +256,15 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         load_object,
         resolve_embedder,
     )
+    from evret_core.scoring.output import OutputEvaluator, OutputResults
+    from evret_core.testing.claim_judge_suite import ClaimJudgeConformance
+    from evret_core.testing.executor_suite import ExecutorConformance
+    from evret_core.testing.generator_suite import GeneratorConformance
+    from evret_core.testing.judge_suite import JudgeConformance
+    from evret_core.testing.metric_suite import MetricConformance
+    from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
+    from evret_core.testing.perturbation_suite import PerturbationConformance
+    from evret_core.testing.provider_suite import ProviderConformance
+    from evret_core.testing.rag_score_suite import RagScoreConformance
+    from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
+    from evret_core.testing.retriever_suite import RetrieverConformance

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.plugins import reset_registry
+from evret_core.plugins.loading import reset_registry
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_ENV = ("EVRET_LOAD_PLUGINS", "EVRET_DISABLE_PLUGINS", "EVRET_STRICT_PLUGINS")

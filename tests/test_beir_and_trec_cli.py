@@ -164,7 +164,7 @@ def test_cli_trec_bad_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_retrieval_evaluator_agrees_with_evaluate_run(tmp_path: Path) -> None:
     from evret_core import Evaluator, evaluate_run
-    from evret_core.retrievers import PrecomputedRetriever
+    from evret_core.retrieve.retrievers import PrecomputedRetriever
 
     dataset = EvaluationDataset.from_beir(
         _beir(tmp_path, "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\n")

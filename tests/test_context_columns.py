@@ -14,11 +14,11 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
 from evret_core.assign import answer_coverage, answer_id, assign_text, rank_priority_matching
-from evret_core.context_columns import ContextColumns
-from evret_core.evaluators.judgment_plan import plan_text
-from evret_core.judges import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
-from evret_core.per_query import QueryTable
-from evret_core.retrievers import RankedColumns
+from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+from evret_core.judge.context_columns import ContextColumns
+from evret_core.judge.judgment_plan import plan_text
+from evret_core.results.per_query import QueryTable
+from evret_core.retrieve.retrievers import RankedColumns
 
 # empty, punctuation only, NFKC / case folding, combining marks, articles, numbers, emoji, spaces
 HOSTILE = ["", " ", "!!!", "Straße", "STRASSE", "ｆｕｌｌ width", "full WIDTH", "café", "cafe\u0301", "the Rhine",
@@ -240,7 +240,7 @@ def test_texts_that_are_not_str_are_judged_by_their_str_form() -> None:
 
 
 def test_the_fast_split_is_the_pattern_split_on_every_code_point() -> None:
-    from evret_core.judges.normalize import _SPLIT, normalize_tokens, strip_punctuation
+    from evret_core.judge.normalize import _SPLIT, normalize_tokens, strip_punctuation
 
     # the basic plane and every whitespace character beyond it, each between tokens
     chars = [*map(chr, range(0x10000)), *filter(str.isspace, map(chr, range(0x10000, 0x110000)))]
@@ -255,7 +255,7 @@ def test_the_fast_split_is_the_pattern_split_on_every_code_point() -> None:
 
 
 def normalize_joiners() -> dict[int, str]:
-    from evret_core.judges.normalize import _JOINERS
+    from evret_core.judge.normalize import _JOINERS
 
     return _JOINERS
 
@@ -271,7 +271,7 @@ def test_a_missing_text_is_an_error_naming_the_query_document_and_rank(shared: b
 
 
 def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evret_core.context_columns as contexts_module
+    import evret_core.judge.context_columns as contexts_module
 
     monkeypatch.setattr(contexts_module, "MEMO_LIMIT", 4)
     texts = [f"text {i}" for i in range(10)]

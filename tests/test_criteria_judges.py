@@ -23,7 +23,7 @@ from evret_core.criteria import (
     MultiCriteriaItem,
     PairwiseJudge,
 )
-from evret_core.registry import evaluator_names
+from evret_core.plugins.registry import evaluator_names
 from evret_core.testing.llm_provider import stub_options as llm
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
 from evret_core.testing.llm_stubs import first_user_prompt as first_prompt

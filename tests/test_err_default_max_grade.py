@@ -10,13 +10,13 @@ import pytest
 
 from evret_core import evaluate_run
 from evret_core.cli import main
+from evret_core.data.models import EvaluationDataset, QueryExample
 from evret_core.errors import EvretError
-from evret_core.evaluators import retrieval
-from evret_core.evaluators.retrieval import Evaluator
+from evret_core.evaluation import evaluator as retrieval
+from evret_core.evaluation.evaluator import Evaluator
 from evret_core.metrics.engine import evaluate_rankings
 from evret_core.metrics.shards import evaluate_run_file
-from evret_core.models import EvaluationDataset, QueryExample
-from evret_core.registry import create_metric
+from evret_core.plugins.registry import create_metric
 
 QRELS = {f"q{i}": {"d1": 1.0, "d2": 0.0} for i in range(1, 9)}
 QRELS["q5"] = {"d1": 3.0, "d2": 1.0}

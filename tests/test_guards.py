@@ -83,7 +83,7 @@ def test_calibration_json_has_no_credentials(stub: StubLLMServer, tmp_path: Path
 
 def test_one_rule_for_names_urls_and_known_values() -> None:
     from evret_core.llm.providers import redact as provider_redact
-    from evret_core.redact import is_secret_name, known_secrets, redact_text
+    from evret_core.results.redact import is_secret_name, known_secrets, redact_text
 
     assert all(is_secret_name(n) for n in ("PGPASSWORD", "authtoken", "clientsecret", "OPENAI_API_KEY"))
     assert not any(is_secret_name(n) for n in ("max_tokens", "keyword", "tokenizer", "XAUTHORITY"))
@@ -248,7 +248,7 @@ def test_gates_naming_a_score_the_run_cannot_compute_fail_before_work(
         raise AssertionError("the run started")
 
     monkeypatch.setattr(QuestionSet, "load", no_work)
-    monkeypatch.setattr("evret_core.config.EvaluateConfig.load_dataset", no_work)
+    monkeypatch.setattr("evret_core.evaluation.config.EvaluateConfig.load_dataset", no_work)
     capsys.readouterr()
     assert main([a.format(base=files["results"], **files) for a in argv]) == 2
     assert re.search(message, one_error(capsys))
@@ -284,8 +284,8 @@ def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pyte
 # -- 5. what a newcomer met --------------------------------------------------------------------------------------
 def test_install_hint_names_the_plugins_folder_of_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
     from evret_core.errors import UnknownNameError
-    from evret_core.plugins import KNOWN_DISTRIBUTIONS
-    from evret_core.registry import create_judge
+    from evret_core.plugins.loading import KNOWN_DISTRIBUTIONS
+    from evret_core.plugins.registry import create_judge
 
     monkeypatch.setitem(KNOWN_DISTRIBUTIONS, ("judge", "elsewhere"), "evret-ray")  # a folder under plugins/
     with pytest.raises(UnknownNameError) as err:
@@ -342,7 +342,7 @@ def test_the_harness_refuses_a_negative_seed_up_front() -> None:
 
 def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
     from evret_core.errors import EvretError
-    from evret_core.outputs import check_outputs
+    from evret_core.results.outputs import check_outputs
 
     (tmp_path / "out.json").write_text("{}")
     (tmp_path / "link.json").symlink_to(tmp_path / "out.json")
@@ -352,7 +352,7 @@ def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
 
 
 def test_option_values_that_are_no_paths_do_not_trip_the_guard(tmp_path: Path) -> None:
-    from evret_core.outputs import check_outputs, files_named
+    from evret_core.results.outputs import check_outputs, files_named
 
     (tmp_path / "corpus.jsonl").write_text("{}\n")
     options = {"prompt_template": "x" * 5000, "stop": "a\x00b", "corpus": str(tmp_path / "corpus.jsonl"),

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.config import EvaluateConfig
+from evret_core.data.models import EvaluationDataset, QueryExample
 from evret_core.errors import EvretError
-from evret_core.models import EvaluationDataset, QueryExample
+from evret_core.evaluation.config import EvaluateConfig
 
 from .conftest import REPO, one_error
 from .test_cli import BASE, env  # noqa: F401  (the fixture)
@@ -214,7 +214,7 @@ def test_results_schema_errors_are_one_line(env: Path, capsys: pytest.CaptureFix
 def test_credentials_in_urls_and_keys_never_reach_results_or_reports(
     env: Path, capsys: pytest.CaptureFixture[str]  # noqa: F811
 ) -> None:
-    from evret_core.results import EvaluationResults, add_statistics
+    from evret_core.results.evaluation import EvaluationResults, add_statistics
 
     results = EvaluationResults.from_json(json.dumps({
         "scores": {"mrr": 1.0}, "metrics": ["mrr"],
@@ -247,7 +247,7 @@ def test_error_messages_are_redacted(env: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_redaction_rules() -> None:
-    from evret_core.redact import is_secret_name, redact
+    from evret_core.results.redact import is_secret_name, redact
 
     assert all(is_secret_name(n) for n in ("api_key", "X-Api-Key", "accessToken", "OPENAI_API_KEY", "secret",
                                            "password", "client_secret", "APIKey", "sig"))
@@ -264,7 +264,7 @@ def _run(code_or_args: list[str], **kwargs: object) -> subprocess.CompletedProce
 
 def test_testing_kit_imports_without_pytest() -> None:
     code = ("import sys; sys.modules['pytest'] = None\n"
-            "import evret_core.testing, evret_core.testing.llm_stubs, evret_core.testing.vectorstores\n"
+            "import evret_core.testing, evret_core.testing.llm_stubs, evret_core.testing.vectorstore_kit\n"
             "try:\n    evret_core.testing.JudgeConformance\nexcept ImportError as exc:\n    print(exc)\n")
     proc = _run(["-c", code])
     assert proc.returncode == 0, proc.stderr

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from evret_core import hookimpl, hookspecs
+from evret_core import hookimpl
 from evret_core.cli import main
-from evret_core.plugins import register_plugin
+from evret_core.plugins import hookspecs
+from evret_core.plugins.loading import register_plugin
 
 from .conftest import REPO
 

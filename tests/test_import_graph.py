@@ -116,8 +116,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_real_imports() -> None:
     graph = import_graph()
-    assert "evret_core.errors" in graph["evret_core.models"]
-    assert "evret_core.rag.llm_judge" in graph["evret_core.rag.pipeline"]  # an import inside a function counts
+    assert "evret_core.errors" in graph["evret_core.data.models"]
+    assert "evret_core.rag.claims.llm_judge" in graph["evret_core.rag.pipeline"]  # an import inside a function counts
     assert "evret_ray.remote_errors" in graph["evret_ray.shards"]
 
 
@@ -164,43 +164,51 @@ def test_the_layout_tree_names_every_module_once() -> None:
     assert "evret_core/rag/harness.py" in named
 
 
-# Module file names that two or more modules of evret_core share today (issue 25 part 4 renames them, a few at a
-# time). The test fails on a new shared name, and on a name here that is no longer shared (drop it from the list).
-# Most are a kind's built-ins in default_plugins/ beside its conformance suite in testing/ (claim_judges.py and
-# rag_scores.py follow that pattern).
-SHARED_NAMES_LEFT = {
-    "base.py", "cache.py", "claim_judges.py", "evaluators.py", "executors.py", "generators.py", "judges.py",
-    "metrics.py", "perturbations.py", "providers.py", "rag_scores.py", "results.py", "retrievers.py",
-    "vectorstores.py",
-}
-
-
 def _deprecated_alias(path: Path) -> bool:
     """Whether ``path`` is only an old import path kept working (its docstring starts "Deprecated alias")."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
     return doc.startswith("Deprecated alias")
 
 
-def test_no_new_module_name_is_shared() -> None:
+def test_no_two_modules_share_a_file_name() -> None:
     by_name: dict[str, list[str]] = {}
     for path in PACKAGES["evret_core"].rglob("*.py"):
         if path.name not in ("__init__.py", "__main__.py") and not _deprecated_alias(path):
             by_name.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
-    shared = {name for name, paths in by_name.items() if len(paths) > 1}
-    assert shared - SHARED_NAMES_LEFT == set(), {n: by_name[n] for n in shared - SHARED_NAMES_LEFT}
-    assert SHARED_NAMES_LEFT - shared == set()
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert shared == {}
 
 
-def test_the_old_contexts_path_still_works_and_warns() -> None:
+def test_every_old_import_path_still_works_and_warns() -> None:
+    """Modules moved when the core was laid out by stage: the old path gives the same module object, with a
+    DeprecationWarning naming the new path; no old path is also a real module."""
     import importlib
     import sys
 
     import pytest
 
-    from evret_core.context_columns import AnswerKey, ContextColumns
+    from evret_core._moved import MOVED
 
-    sys.modules.pop("evret_core.contexts", None)
-    with pytest.warns(DeprecationWarning, match="evret_core.context_columns"):
-        old = importlib.import_module("evret_core.contexts")
-    assert old.ContextColumns is ContextColumns and old.AnswerKey is AnswerKey
-    assert _deprecated_alias(ROOT / "evret_core" / "contexts.py")
+    real = set(_modules())
+    for old, new in MOVED.items():
+        assert old not in real, old
+        assert new in real, new
+        module = importlib.import_module(new)
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
+            assert importlib.import_module(old) is module
+    assert _deprecated_alias(ROOT / "evret_core" / "_moved.py")
+
+
+def test_modules_that_became_packages_keep_their_names() -> None:
+    from evret_core.plugins import register_plugin
+    from evret_core.plugins.loading import register_plugin as moved_register
+    from evret_core.rag.claims import LexicalClaimJudge
+    from evret_core.rag.claims.claim_judges import LexicalClaimJudge as moved_judge
+    from evret_core.rag.questions import QuestionSet
+    from evret_core.rag.questions.question_sets import QuestionSet as moved_set
+    from evret_core.results import EvaluationResults
+    from evret_core.results.evaluation import EvaluationResults as moved_results
+
+    assert register_plugin is moved_register and LexicalClaimJudge is moved_judge
+    assert QuestionSet is moved_set and EvaluationResults is moved_results

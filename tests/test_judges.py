@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evret_core import EvretError, ExactJudge, JudgmentContext, RegexJudge, TokenOverlapJudge, create_judge
-from evret_core.judges import text as text_module
+from evret_core.judge import text as text_module
 from evret_core.testing import JudgeConformance
 
 

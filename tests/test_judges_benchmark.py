@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evret_core import create_judge
-from evret_core.rag.questions import squad_to_questions
+from evret_core.rag.questions.question_sets import squad_to_questions
 from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[1]

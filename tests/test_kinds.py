@@ -1,4 +1,4 @@
-"""The one table of kinds (evret_core.kinds): the registry, the hooks, ``evret plugins``, docs/hooks.md and the
+"""The one table of kinds (evret_core.plugins.kinds): the registry, the hooks, ``evret plugins``, docs/hooks.md and the
 ``create_*`` functions all derive from it, and adding a row is what makes a new kind known."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from evret_core import hookspecs, kinds, registry
 from evret_core.cli import plugins_cmd
-from evret_core.kinds import KINDS, Kind
-from evret_core.plugins import get_registry, register_plugin
+from evret_core.plugins import hookspecs, kinds, registry
+from evret_core.plugins.kinds import KINDS, Kind
+from evret_core.plugins.loading import get_registry, register_plugin
 
 from .conftest import REPO
 

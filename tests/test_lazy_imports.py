@@ -59,7 +59,7 @@ def test_the_probe_sees_heavy_imports() -> None:
 
 
 def test_public_names_resolve_lazily() -> None:
-    from evret_core.judges.llm import LLMJudge
+    from evret_core.judge.llm import LLMJudge
 
     assert evret_core.LLMJudge is LLMJudge
     assert set(evret_core.__all__) <= set(dir(evret_core))
@@ -73,7 +73,7 @@ PLUGIN_HEAVY = ("numpy", "pydantic")
 """What a plugin's module and hooks must not import (docs/writing-a-plugin.md): asyncio is the core's own rule."""
 
 LIST_ONE = """
-from evret_core.plugins import get_registry, list_plugins
+from evret_core.plugins.loading import get_registry, list_plugins
 info = {{p.name: p for p in list_plugins()}}[{name!r}]
 assert info.error is None and info.skipped is None, (info.error, info.skipped)
 assert info.registers or info.hooks, 'registered nothing'

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.cache import JudgmentCache, judgment_key, resolve_cache
 from evret_core.errors import EvretError, UnknownNameError
-from evret_core.judges.llm import LLMJudge, parse_answer
+from evret_core.judge.llm import LLMJudge, parse_answer
 from evret_core.llm import fence, parse_retry_after
-from evret_core.plugins import reset_registry
+from evret_core.llm.cache import JudgmentCache, judgment_key, resolve_cache
+from evret_core.plugins.loading import reset_registry
 
 
 @pytest.fixture(autouse=True)
@@ -107,7 +107,7 @@ def test_cache_location_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 WRITER = """
 import sys
-from evret_core.cache import JudgmentCache
+from evret_core.llm.cache import JudgmentCache
 cache = JudgmentCache(sys.argv[1])
 for i in range(int(sys.argv[3])):
     cache.put(f"{sys.argv[2]}-{i}", "YES", judge="llm", provider="p", model="m", input_tokens=3, output_tokens=1)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from evret_core.llm.injection import PATTERNS, InjectionScan, find_injections, normalise
-from evret_core.rag.adversarial import INJECTION_TEMPLATES, SPLIT_PARTS
+from evret_core.rag.perturb.perturbations import INJECTION_TEMPLATES, SPLIT_PARTS
 from evret_core.testing.shared_data import shared_data
 
 EXAMPLES = {

@@ -18,7 +18,8 @@ from pydantic import BaseModel
 
 from evret_core import EvretError, create_evaluator
 from evret_core.criteria import DirectJudge, PairwiseJudge
-from evret_core.judges.llm import LLMJudge
+from evret_core.data.models import JudgmentContext
+from evret_core.judge.llm import LLMJudge
 from evret_core.llm import (
     AnswerError,
     JudgmentCache,
@@ -29,7 +30,6 @@ from evret_core.llm import (
     strip_lookalikes,
     structured_call,
 )
-from evret_core.models import JudgmentContext
 from evret_core.testing.llm_provider import WireProvider, stub_options
 from evret_core.testing.llm_stubs import (
     OverLimit429,

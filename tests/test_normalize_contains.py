@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from evret_core import ContainsJudge, Evaluator, EvretError, JudgmentContext, create_judge
-from evret_core.judges import DEFAULT_JUDGE, Judge, normalize, normalize_tokens, resolve_judge
-from evret_core.models import EvaluationDataset, QueryExample
+from evret_core.data.models import EvaluationDataset, QueryExample
+from evret_core.judge import DEFAULT_JUDGE, Judge, normalize, normalize_tokens, resolve_judge
 from evret_core.testing import JudgeConformance
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample
-from evret_core.retrievers import resolve_retriever
+from evret_core.retrieve.retrievers import resolve_retriever
 
 DOCS = {"d1": "the queen lays eggs", "d2": "drones are male bees", "d3": "workers make wax"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import PluginError, create_judge, hookimpl, list_plugins
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
 
 from .conftest import FakePlugin
 from .test_plugins import GOOD, run_cli
@@ -259,7 +259,7 @@ def test_the_cores_own_sys_exit_goes_through() -> None:
 
 
 def test_the_cores_own_bugs_keep_their_traceback() -> None:
-    from evret_core.plugins import get_registry
+    from evret_core.plugins.loading import get_registry
 
     get_registry().ensure_loaded()
     try:

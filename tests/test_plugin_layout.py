@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.plugins import list_plugins
+from evret_core.plugins.loading import list_plugins
 
 from .conftest import REPO
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import PluginError, create_judge, sdk
-from evret_core.default_plugins import LazyFactory
+from evret_core.plugins.builtins import LazyFactory
 
 from .conftest import REPO, FakePlugin
 
@@ -50,10 +50,10 @@ def test_plugins_import_only_the_sdk(path: Path) -> None:
 
 def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
     source = tmp_path / "x.py"
-    source.write_text("import evret_core.models\nfrom evret_core import corpus\ndef f():\n"
-                      "    from evret_core.judges import Judge\nfrom evret_core.sdk import Judge\n")
-    assert sorted(core_imports(source)) == [(1, "evret_core.models"), (2, "evret_core.corpus"),
-                                            (4, "evret_core.judges"), (5, "evret_core.sdk")]
+    source.write_text("import evret_core.data.models\nfrom evret_core import assign\ndef f():\n"
+                      "    from evret_core.judge import Judge\nfrom evret_core.sdk import Judge\n")
+    assert sorted(core_imports(source)) == [(1, "evret_core.data.models"), (2, "evret_core.assign"),
+                                            (4, "evret_core.judge"), (5, "evret_core.sdk")]
 
 
 @pytest.mark.parametrize("name", sdk.__all__)
@@ -78,7 +78,7 @@ PLUGIN_NAMES = sorted(p.name for p in REPO.glob("plugins/*") if (p / "pyproject.
 @pytest.mark.parametrize("plugin", PLUGIN_NAMES)
 def test_loading_a_plugin_imports_neither_numpy_nor_pydantic(plugin: str) -> None:
     """Registered through ``lazy(...)``, a plugin's classes (and what they import) load on first use only."""
-    code = ("import json, sys\nfrom evret_core.plugins import list_plugins\n"
+    code = ("import json, sys\nfrom evret_core.plugins.loading import list_plugins\n"
             f"info = [p for p in list_plugins() if p.name == {plugin!r}]\n"
             "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'pydantic'})\n"
             "print(json.dumps([[i.registers, i.error] for i in info] + [heavy]))")

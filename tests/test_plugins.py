@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvretError, PluginError, UnknownNameError, create_judge, list_plugins
-from evret_core.plugins import KNOWN_DISTRIBUTIONS, get_registry, reset_registry
+from evret_core.plugins.loading import KNOWN_DISTRIBUTIONS, get_registry, reset_registry
 
 from .conftest import REPO, FakePlugin
 
 GOOD = """
 from evret_core import hookimpl
-from evret_core.judges import ExactJudge
+from evret_core.judge import ExactJudge
 
 class ShoutJudge(ExactJudge):
     name = "shout"
@@ -272,8 +272,8 @@ def test_plugin_looking_names_up_while_loading_does_not_recurse(fake_plugin: Fak
 
 
 def test_builtin_metric_table_matches_the_metrics_module() -> None:
-    from evret_core.default_plugins.metrics import FAMILIES
     from evret_core.metrics.ir import ALL_METRICS
+    from evret_core.plugins.builtins import FAMILIES
 
     assert FAMILIES == {family: cls.__name__ for family, cls in ALL_METRICS.items()}
     assert all(type(create_judge(name)).__name__ == cls for name, cls in

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvretError
-from evret_core.vectorstores import read_corpus_file, resolve_embedder
+from evret_core.retrieve.vectorstores import read_corpus_file, resolve_embedder
 
 
 def test_corpus_records_join_title_and_text(tmp_path: Path) -> None:
@@ -71,7 +71,7 @@ def test_sentence_transformers_model_by_path() -> None:
 
 
 def test_batched_and_corpus_batches(tmp_path: Path) -> None:
-    from evret_core.vectorstores import batched, corpus_batches, distance_result
+    from evret_core.retrieve.vectorstores import batched, corpus_batches, distance_result
 
     assert list(batched(iter(range(5)), 2)) == [[0, 1], [2, 3], [4]]
     assert list(batched([], 3)) == []

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.stats import check_confidence_level, check_resamples
+from evret_core.statistics.inference import check_confidence_level, check_resamples
 
 MEASURES = ("accuracy", "precision", "recall", "f1", "kappa")
 

@@ -11,9 +11,9 @@ import numpy as np
 from evret_core.calibration.agreement import Agreement, agreement, best_threshold, threshold_sweep
 from evret_core.calibration.labels import LabelledJudgment, labelled_only
 from evret_core.calibration.scores import judge_name, judge_scores, judge_threshold, threshold_option
+from evret_core.data.models import JudgmentContext
 from evret_core.errors import EvretError
-from evret_core.models import JudgmentContext
-from evret_core.redact import redact
+from evret_core.results.redact import redact
 
 
 @dataclass
@@ -102,7 +102,7 @@ def calibrate_judge(
     """Measure one judge (an object or a registered name) against the labelled judgments of ``labels``
     (rows without a label are skipped). Judgments the judge could not make are counted, not scored."""
     if isinstance(judge, str):
-        from evret_core.registry import create_judge
+        from evret_core.plugins.registry import create_judge
 
         judge = create_judge(judge)
     items = labelled_only(labels)

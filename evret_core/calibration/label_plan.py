@@ -46,7 +46,7 @@ def labels_from_results(results: Any, qrels: Mapping[str, Mapping[str, float]]) 
     """Labels derived from ids: one judgment per (text-labelled query with qrels, retrieved document); all of
     the query's expected answers are alternatives, and the label is whether the document is relevant."""
     from evret_core.calibration.labels import derive_labels
-    from evret_core.models import EvaluationDataset, QueryExample
+    from evret_core.data.models import EvaluationDataset, QueryExample
 
     queries = [QueryExample(query_id=qid, query_text=qr.query_text, expected_answers=qr.expected_answers)
                for qid, qr in results.per_query.items() if qr.labelled_by == "text" and qr.expected_answers]
@@ -72,7 +72,7 @@ def plan_sample(
     if not candidates:
         raise EvretError("nothing to plan: no candidate judgments (text-labelled queries with retrieved texts)")
     if isinstance(judge, str):
-        from evret_core.registry import create_judge
+        from evret_core.plugins.registry import create_judge
 
         judge = create_judge(judge)
     scores = unit_scores(judge, candidates)
@@ -126,7 +126,7 @@ def _stratum_label(index: int, strata: int) -> str:
 
 def write_plan(path: str | Path, sample: Sequence[LabelledJudgment]) -> None:
     """Write the sample as JSONL, one judgment per line with ``"label": null`` for a person to fill in."""
-    from evret_core.results import atomic_write_text
+    from evret_core.results.evaluation import atomic_write_text
 
     text = "".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in sample)
     if str(path) == "-":

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.stats import check_confidence_level
+from evret_core.statistics.inference import check_confidence_level
 
 
 @dataclass
@@ -131,7 +131,7 @@ def ppi_for_results(
     Labelled query ids that are not in ``results`` are an error: the subset must come from the judged queries.
     A metric with a known range (:attr:`Metric.value_range`) gets its estimate and interval clipped to it.
     """
-    from evret_core.results import metric_value_range
+    from evret_core.results.evaluation import metric_value_range
 
     level = confidence_level if confidence_level is not None else (results.confidence_level or 0.95)
     names = list(metrics) if metrics is not None else list(results.metrics)

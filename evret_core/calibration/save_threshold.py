@@ -57,7 +57,7 @@ def save_threshold(path: str | Path, judge: str, option: str, value: float) -> s
     check = tomllib.loads(new_text)
     if check.get("judge", {}).get(option) != value or check["judge"].get("name") != judge:  # pragma: no cover
         raise EvretError(f"{path}: could not place {option} in the [judge] table; edit the file by hand")
-    from evret_core.results import atomic_write_text
+    from evret_core.results.evaluation import atomic_write_text
 
     atomic_write_text(path, new_text)
     return new_text

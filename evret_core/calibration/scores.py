@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.models import JudgmentContext
+from evret_core.data.models import JudgmentContext
 
 # the constructor option that holds the threshold, by judge name (for saving a calibrated threshold)
 THRESHOLD_OPTIONS = {"token-overlap": "overlap_ratio", "semantic": "threshold"}
@@ -25,7 +25,7 @@ def judge_name(judge: Any) -> str:
 
 def judge_threshold(judge: Any) -> float | None:
     """The threshold a judge compares its score with, or None when it has none (exact, contains, llm)."""
-    from evret_core.judges.text import TokenOverlapJudge
+    from evret_core.judge.text import TokenOverlapJudge
 
     value = getattr(judge, "threshold", None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):

@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvretError as exc:
         if debug:
             raise
-        from evret_core.redact import known_secrets, redact_text
+        from evret_core.results.redact import known_secrets, redact_text
 
         print(f"evret: error: {redact_text(str(exc), known_secrets(argv))}", file=sys.stderr)
         return 2

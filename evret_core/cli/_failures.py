@@ -1,13 +1,13 @@
 """How the CLI reports an exception that is not an ``EvretError``: one line naming the plugin whose code raised,
 and with ``--debug`` the traceback, in both cases without the secrets the process knows of (the one rule of
-:mod:`evret_core.redact`)."""
+:mod:`evret_core.results.redact`)."""
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Sequence
 
-from evret_core.redact import known_secrets, redact_text
+from evret_core.results.redact import known_secrets, redact_text
 
 __all__ = ["known_secrets", "plugin_failure"]
 
@@ -19,7 +19,7 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
     secret the process knows of masked (a plugin's message may hold an API key); ``debug`` puts the redacted
     traceback before it.
     """
-    from evret_core.plugins import get_registry
+    from evret_core.plugins.loading import get_registry
 
     info = get_registry().plugin_of(exc.__traceback__)
     if info is None:
@@ -28,7 +28,7 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
     where = f"plugin {info.name!r} (distribution {dist}{' ' + info.version if info.version else ''})"
     line = f"evret: error: {where} failed: {type(exc).__name__}"
     if isinstance(exc, SystemExit):  # called outside the guarded stages: the same line as inside them
-        from evret_core.plugins import exit_as_error
+        from evret_core.plugins.loading import exit_as_error
 
         line = f"evret: error: {exit_as_error(exc)}"
         return line if not debug else redact_text("".join(traceback.format_exception(exc)), known_secrets(argv)) + line

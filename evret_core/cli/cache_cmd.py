@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.cache import resolve_cache
+    from evret_core.llm.cache import resolve_cache
 
     if args.cache_command is None:
         args._parser.print_help()

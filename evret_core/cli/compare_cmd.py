@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
 def _rag_inputs(paths: list[str]) -> bool:
     """True when every file is a RAG run; a mix of RAG and retrieval runs is an error."""
     from evret_core.errors import EvretError
-    from evret_core.rag.compare import is_rag_file
+    from evret_core.report.rag_compare import is_rag_file
 
     kinds = {is_rag_file(p) for p in paths}
     if len(kinds) > 1:
@@ -59,7 +59,7 @@ def _rag_inputs(paths: list[str]) -> bool:
 
 
 def _compare_rag(args: argparse.Namespace) -> int:
-    from evret_core.rag.compare import compare_rag, flat_means, load_rag_runs
+    from evret_core.report.rag_compare import compare_rag, flat_means, load_rag_runs
     from evret_core.report.terminal import print_comparison
 
     runs = load_rag_runs(args.results)

@@ -10,15 +10,15 @@ from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_
 from evret_core.cli.options import load_config, parse_options
 from evret_core.errors import EvretError
 
-if TYPE_CHECKING:  # evret_core.config needs pydantic: imported when the command runs, so `evret --help` stays light
-    from evret_core.config import EvaluateConfig
+if TYPE_CHECKING:  # evret_core.evaluation.config needs pydantic: imported when the command runs, so `evret --help` stays light
+    from evret_core.evaluation.config import EvaluateConfig
 
 __all__ = ["add_parser", "build_retriever", "run"]
 
 
 def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
-    """A registered retriever, given the dataset when its factory takes one (see :mod:`evret_core.config`)."""
-    from evret_core.config import build_retriever as build
+    """A registered retriever, given the dataset when its factory takes one (see :mod:`evret_core.evaluation.config`)."""
+    from evret_core.evaluation.config import build_retriever as build
 
     return build(name, options, dataset)
 
@@ -65,7 +65,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
     ``--judge NAME`` naming another judge than the file's drops the file's judge options (they were written for
     that judge); ``--judge-option`` adds to the options of whichever judge is used. The same for retrievers.
     """
-    from evret_core.config import FLAGS, EvaluateConfig, file_settings
+    from evret_core.evaluation.config import FLAGS, EvaluateConfig, file_settings
 
     data: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -102,7 +102,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
             spec["name"] = name
             sources[kind] = f"--{kind}"
         if spec.get("name") is None and kind == "judge":
-            from evret_core.judges.base import DEFAULT_JUDGE
+            from evret_core.judge.base import DEFAULT_JUDGE
 
             spec["name"] = DEFAULT_JUDGE
         if spec.get("name") is None and kind == "executor":
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     floors = check_gate_arguments(args, config.metrics)
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
-        from evret_core.results import EvaluationResults
+        from evret_core.results.evaluation import EvaluationResults
 
         baseline = EvaluationResults.from_json(args.baseline)
     dataset = config.load_dataset()
@@ -171,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
 def _note_default_judge() -> None:
     """Says which judge decided the matches when none was named: a strict default must not read as a bad
     retriever."""
-    from evret_core.judges.base import DEFAULT_JUDGE
+    from evret_core.judge.base import DEFAULT_JUDGE
 
     print(f"note: matches judged by the default judge, {DEFAULT_JUDGE} (an expected answer matches only a passage "
           f"that holds all its words, normalised, as one contiguous run); for answers labelled as whole sentences "

@@ -35,12 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.corpus import iter_corpus
+    from evret_core.data.corpus import iter_corpus
     from evret_core.errors import EvretError
-    from evret_core.generate import TestsetGenerator, stratified_sample
-    from evret_core.generate.sampling import parse_mix
     from evret_core.limits import MAX_SEED, check_float, check_int
-    from evret_core.outputs import check_outputs
+    from evret_core.results.outputs import check_outputs
+    from evret_core.testsets import TestsetGenerator, stratified_sample
+    from evret_core.testsets.sampling import parse_mix
 
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n, "-n", 1, 100_000)

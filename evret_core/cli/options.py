@@ -41,7 +41,7 @@ def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
 
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a TOML config file; errors name the file and line."""
-    from evret_core.config import load_toml
+    from evret_core.evaluation.config import load_toml
 
     return load_toml(path)
 

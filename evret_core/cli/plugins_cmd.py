@@ -14,8 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.kinds import BY_NAME
-    from evret_core.plugins import list_plugins
+    from evret_core.plugins.kinds import BY_NAME
+    from evret_core.plugins.loading import list_plugins
 
     plugins = [p for p in list_plugins() if args.all or not p.builtin]
     if args.json:

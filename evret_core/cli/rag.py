@@ -156,9 +156,9 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
     """A registered retriever over the question set's corpus unless the options name another corpus."""
     import inspect
 
-    from evret_core.models import EvaluationDataset
-    from evret_core.plugins import get_registry
-    from evret_core.registry import create_retriever
+    from evret_core.data.models import EvaluationDataset
+    from evret_core.plugins.loading import get_registry
+    from evret_core.plugins.registry import create_retriever
 
     factory = get_registry().get("retriever", name)
     try:
@@ -183,7 +183,7 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
 def check_rag_outputs(s: dict[str, Any], args: argparse.Namespace) -> None:
     """The output guard, before any work: --output and --write-cases against each other and every input (the
     question set, corpus, cases, config, baseline, a precomputed answers file, files named by options)."""
-    from evret_core.outputs import check_outputs
+    from evret_core.results.outputs import check_outputs
 
     check_outputs({"--output": s.get("output"), "--write-cases": s.get("write_cases")},
                   inputs=[s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline],
@@ -201,15 +201,15 @@ def load_questions(s: dict[str, Any]) -> Any:
         raise EvretError(f"dataset_format: unknown format {fmt!r}; use {', '.join(DATASET_FORMATS)}")
     if s.get("corpus"):
         raise EvretError(f"--dataset-format {fmt}: the file carries its own passages; drop --corpus")
-    from evret_core.rag.rgb import read_rgb
+    from evret_core.rag.questions.rgb import read_rgb
 
     return read_rgb(s["dataset"])
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.plugins.registry import create_judge
     from evret_core.rag import RagEvaluator, RagResults
-    from evret_core.rag.tables import print_plan, print_rag
-    from evret_core.registry import create_judge
+    from evret_core.report.rag_tables import print_plan, print_rag
 
     # everything a user can get wrong is checked here, before the question set is read or any part is built
     s = settings_from(args)
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     floors = check_gate_arguments(args, score_names(conditions, s), "--conditions or --adversarial")
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
-        from evret_core.gates import rag_scores
+        from evret_core.statistics.gates import rag_scores
 
         baseline = rag_scores(RagResults.from_json(args.baseline))
     check_rag_outputs(s, args)
@@ -253,11 +253,11 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         print_plan(plan, file=sys.stdout)
         return 0
-    from evret_core.outputs import STDOUT
+    from evret_core.results.outputs import STDOUT
 
     # written first, printed after: a closed pipe on standard output must not lose the files
     if s.get("write_cases"):
-        from evret_core.rag.adversarial_cases import write_cases
+        from evret_core.rag.perturb.cases import write_cases
 
         written = {name: column for name, column in evaluator.last_cases.items() if name not in BUILTIN_CONDITIONS}
         results.config["adversarial_cases"] = {"path": s["write_cases"],
@@ -270,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
     for key, what in (("write_cases", "adversarial cases"), ("output", "results")):
         if s.get(key) and s[key] != STDOUT:
             print(f"{what} written to {s[key]}", file=sys.stderr)
-    from evret_core.gates import rag_scores
+    from evret_core.statistics.gates import rag_scores
 
     return run_gates(args, floors, rag_scores(results), lambda _path: baseline)
 
@@ -280,12 +280,12 @@ def rag_conditions(s: dict[str, Any]) -> list[Any]:
     a bad cases file fails before any work)."""
     conditions: list[Any] = list(s["conditions"])
     if s.get("adversarial"):
-        from evret_core.rag.adversarial_cases import adversarial_conditions
+        from evret_core.rag.perturb.cases import adversarial_conditions
 
         base = s.get("adversarial_base") or ("retrieved" if s.get("retriever") else "gold")
         conditions += adversarial_conditions(s["adversarial"], base=base, seed=s.get("seed", 0))
     if s.get("cases"):
-        from evret_core.rag.adversarial_cases import read_cases
+        from evret_core.rag.perturb.cases import read_cases
 
         conditions += read_cases(s["cases"])
     return conditions
@@ -306,8 +306,8 @@ def check_numbers(args: argparse.Namespace, s: dict[str, Any]) -> None:
 def score_names(conditions: list[Any], s: dict[str, Any]) -> list[str]:
     """The gateable scores a run over ``conditions`` with settings ``s`` can have (``retrieval/recall@5``,
     ``gold/correct``...)."""
-    from evret_core.rag.contexts import resolve_conditions
     from evret_core.rag.harness import score_names as names
+    from evret_core.rag.questions.conditions import resolve_conditions
 
     return names(resolve_conditions(conditions), s.get("k", 5), answer_judge=bool(s.get("answer_judge")),
                  relevance=s.get("relevance", "lexical") not in (None, "none"))

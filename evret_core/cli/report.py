@@ -30,8 +30,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.outputs import check_outputs, write_output
     from evret_core.report.api import make_report, report_data
+    from evret_core.results.outputs import check_outputs, write_output
 
     if args.max_k is not None:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
@@ -47,8 +47,8 @@ def run(args: argparse.Namespace) -> int:
         raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
                          "context texts); retrieval results hold their texts already")
     if args.format == "csv":
-        from evret_core.frames import runs_to_csv
         from evret_core.report.api import named_runs
+        from evret_core.results.frames import runs_to_csv
 
         write_output(args.output or "-", runs_to_csv(named_runs(tuple(args.results)), args.level),
                      option="--output")
@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
 def _report_rag(args: argparse.Namespace) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
     from evret_core.errors import EvretError
-    from evret_core.outputs import write_output
-    from evret_core.rag.compare import compare_rag, load_rag_runs, rag_html, rag_markdown
+    from evret_core.report.rag_compare import compare_rag, load_rag_runs, rag_html, rag_markdown
+    from evret_core.results.outputs import write_output
 
     if args.format not in ("markdown", "html"):
         raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "
@@ -82,7 +82,7 @@ def _report_rag(args: argparse.Namespace) -> int:
     questions = None
     if args.dataset:
         from evret_core.cli.rag import load_questions
-        from evret_core.rag.compare import check_questions
+        from evret_core.report.rag_compare import check_questions
 
         questions = load_questions({"dataset": args.dataset, "corpus": args.corpus,
                                     "dataset_format": args.dataset_format})

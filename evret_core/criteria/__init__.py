@@ -1,6 +1,5 @@
 """Criteria judges: an LLM grades outputs against criteria, directly (pick an option) or pairwise (compare)."""
 
-from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias
 from evret_core.criteria.direct import (
     CriterionScore,
     DirectInstanceResult,
@@ -10,6 +9,7 @@ from evret_core.criteria.direct import (
     MultiCriteriaResults,
 )
 from evret_core.criteria.pairwise import PairVerdict, PairwiseInstanceResult, PairwiseJudge, PairwiseResults
+from evret_core.criteria.shared import Consistency, CriteriaJudge, PositionalBias
 from evret_core.criteria.types import Criteria, CriteriaOption, MultiCriteria, MultiCriteriaItem
 
 __all__ = [

@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evret_core.criteria.base import Consistency, CriteriaJudge, PositionalBias, bias_summary, majority_vote
-from evret_core.criteria.base import mean as _mean
+from evret_core.criteria.shared import Consistency, CriteriaJudge, PositionalBias, bias_summary, majority_vote
+from evret_core.criteria.shared import mean as _mean
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.errors import EvretError
 from evret_core.llm.fencing import fence_notice, new_nonce
@@ -133,7 +133,7 @@ class DirectJudge(CriteriaJudge):
 
     ``generate_feedback`` asks for an actionable suggestion whenever the option chosen is not the best one.
     Invalid answers and options that do not exist are sent back with the error, up to ``max_tries``; then the
-    instance is unmeasured and reported. Other options: see :class:`~evret_core.criteria.base.CriteriaJudge`. ``criteria`` may be a :class:`Criteria`, a sentence (yes/no) or a
+    instance is unmeasured and reported. Other options: see :class:`~evret_core.criteria.shared.CriteriaJudge`. ``criteria`` may be a :class:`Criteria`, a sentence (yes/no) or a
     :class:`MultiCriteria`.
     """
 

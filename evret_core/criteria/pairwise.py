@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evret_core.criteria.base import (
+from evret_core.criteria.shared import (
     Consistency,
     CriteriaJudge,
     PositionalBias,

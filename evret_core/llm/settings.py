@@ -149,7 +149,7 @@ class LLMSettings(BaseModel):
 
     def provider_factory(self) -> Any:
         """The registered factory of :attr:`provider` (a name); an error naming the plugin to install."""
-        from evret_core.plugins import KNOWN_DISTRIBUTIONS, get_registry
+        from evret_core.plugins.loading import KNOWN_DISTRIBUTIONS, get_registry
 
         name = self.provider_name
         try:
@@ -184,7 +184,7 @@ class LLMSettings(BaseModel):
         factory = self.provider_factory()
         if "timeout" in _parameters(factory):
             options.setdefault("timeout", self.timeout)
-        from evret_core.registry import create_llm_provider
+        from evret_core.plugins.registry import create_llm_provider
 
         provider = create_llm_provider(self.provider_name, **options)
         if not isinstance(provider, LLMProvider):

@@ -1,6 +1,5 @@
-"""IR metrics with trec_eval semantics, the vectorised engine, and TREC file readers and writers."""
+"""Stage 5, metrics: IR metrics with trec_eval semantics, the vectorised engine, and TREC file readers and writers."""
 
-from evret_core.metrics.base import Metric, RankedBatch
 from evret_core.metrics.engine import evaluate_rankings, evaluate_run
 from evret_core.metrics.ir import (
     ERR,
@@ -19,6 +18,7 @@ from evret_core.metrics.ir import (
     Recall,
     RPrecision,
 )
+from evret_core.metrics.metric import Metric, RankedBatch
 from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
 from evret_core.metrics.trec import read_qrels, read_run, write_run
 

@@ -23,7 +23,7 @@
  * listed twice (None: the pure path raises its error naming query and document) and gives each judged document's
  * 0-based position (-1 when not listed). Same buffers as rank_chunk.
  *
- * resample_sums(index, matrix, out) is the bootstrap's inner loop (evret_core.stats): for each row of drawn
+ * resample_sums(index, matrix, out) is the bootstrap's inner loop (evret_core.statistics.inference): for each row of drawn
  * indexes it counts how often each of the n rows was drawn, then sums count x value per metric, in row order. It
  * reads only native int64/float64 C-contiguous 2-D buffers (anything else is a TypeError), checks the shapes, and
  * runs without the GIL while it holds the buffers (so they cannot be resized); each index is read once and checked

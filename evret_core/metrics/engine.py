@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric, RankedBatch, _pad_rows, resolve_judged_defaults
+from evret_core.metrics.metric import Metric, RankedBatch, _pad_rows, resolve_judged_defaults
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator"]
 
@@ -47,7 +47,7 @@ _SORT_FACTOR = 16
 
 def resolve_metrics(metrics: Iterable[MetricSpec] | MetricSpec) -> list[Metric]:
     """Metric instances from names such as ``"ndcg@10"`` (any registered family) or ready instances."""
-    from evret_core.registry import create_metric
+    from evret_core.plugins.registry import create_metric
 
     if isinstance(metrics, str | Metric):
         metrics = [metrics]

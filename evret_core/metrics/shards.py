@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.metrics.base import Metric
+from evret_core.metrics.metric import Metric
 
 __all__ = ["RunFileScores", "ShardScores", "evaluate_run_file", "score_shard", "shard_ranges"]
 
@@ -183,8 +183,8 @@ def evaluate_run_file(
     """Score a TREC run file against a qrels file shard by shard (see the module), in this process or on
     ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``); ``complete`` also scores the
     judged queries missing from the run (trec_eval -c)."""
-    from evret_core.metrics.base import resolve_judged_defaults
     from evret_core.metrics.engine import resolve_metrics
+    from evret_core.metrics.metric import resolve_judged_defaults
     from evret_core.metrics.trec import read_qrels
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])

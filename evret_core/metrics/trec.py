@@ -17,7 +17,7 @@ import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.metrics.trecscan import TrecRun
-from evret_core.outputs import write_output
+from evret_core.results.outputs import write_output
 
 __all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
 

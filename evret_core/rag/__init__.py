@@ -6,18 +6,15 @@ and F1), behaviour (refusals) and retrieval, and attributes each failure to the 
 See docs/rag.md.
 """
 
-from evret_core.rag.answers import exact_match, normalize_answer, squad_scores, token_f1
-from evret_core.rag.claims import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge, claim_scores
-from evret_core.rag.contexts import (
-    Condition,
-    ConditionCase,
-    Context,
-    GoldCondition,
-    PerturbedCondition,
-    RetrievedCondition,
+from evret_core.rag.claims.claim_judges import (
+    ClaimJudge,
+    ClaimTask,
+    ClaimVerdict,
+    LexicalClaimJudge,
+    claim_scores,
 )
-from evret_core.rag.extractive import ExtractiveGenerator
-from evret_core.rag.generators import (
+from evret_core.rag.generate.extractive import ExtractiveGenerator
+from evret_core.rag.generate.generators import (
     Answer,
     Claim,
     GenerationRequest,
@@ -26,9 +23,18 @@ from evret_core.rag.generators import (
     resolve_generator,
 )
 from evret_core.rag.harness import RagEvaluator
-from evret_core.rag.questions import QuestionSet, RagQuestion
-from evret_core.rag.results import RagResults
-from evret_core.rag.scoring import RagScore, ScoreInput
+from evret_core.rag.questions.conditions import (
+    Condition,
+    ConditionCase,
+    Context,
+    GoldCondition,
+    PerturbedCondition,
+    RetrievedCondition,
+)
+from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
+from evret_core.rag.scores.answers import exact_match, normalize_answer, squad_scores, token_f1
+from evret_core.rag.scores.kind import RagScore, ScoreInput
+from evret_core.results.rag_results import RagResults
 
 __all__ = [
     "Answer",

@@ -3,10 +3,10 @@
 1. retrieval (only when a condition needs it): ``batch_retrieve`` once, scored by the retrieval
    :class:`~evret_core.Evaluator` against the gold ids (or the answer texts, by the retrieval judge); the
    generator never changes these scores;
-2. contexts per condition (:mod:`evret_core.rag.contexts`);
+2. contexts per condition (:mod:`evret_core.rag.questions.conditions`);
 3. generation, claim judging and answer relevance (:mod:`evret_core.rag.pipeline`): pipelined when a part calls
    an LLM (each answer judged as soon as it arrives, all calls through one shared pool), else one batch each;
-4. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.summary`).
+4. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.scores.summary`).
 """
 
 from __future__ import annotations
@@ -15,22 +15,22 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from evret_core.data.models import EvaluationDataset, QueryExample, RetrievalResult
 from evret_core.errors import EvretError
-from evret_core.executors import GenerateRun
-from evret_core.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.evaluation.executors import GenerateRun
 from evret_core.progress import ProgressCallback, report_progress
-from evret_core.rag.adversarial_scores import summarise_adversarial
-from evret_core.rag.answers import behaviour_ok
-from evret_core.rag.contexts import Condition, ConditionCase, resolve_conditions
-from evret_core.rag.generators import GenerationRequest, resolve_generator
-from evret_core.rag.llm_judge import resolve_claim_judge
+from evret_core.rag.claims.llm_judge import resolve_claim_judge
+from evret_core.rag.generate.generators import GenerationRequest, resolve_generator
 from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
 from evret_core.rag.planning import plan_run
-from evret_core.rag.questions import QuestionSet, RagQuestion
-from evret_core.rag.relevance import resolve_relevance
-from evret_core.rag.results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
-from evret_core.rag.scoring import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
-from evret_core.rag.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
+from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
+from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
+from evret_core.rag.scores.adversarial_scores import summarise_adversarial
+from evret_core.rag.scores.answers import behaviour_ok
+from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
+from evret_core.rag.scores.relevance import resolve_relevance
+from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
+from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
 
@@ -41,7 +41,7 @@ class RagEvaluator:
     :param retriever: anything :class:`~evret_core.Evaluator` accepts (needed for the ``retrieved`` condition).
     :param generator: a registered generator name, a ``.jsonl`` answers file, a generator object, an object with
         ``generate(question, contexts)``, or a function.
-    :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.contexts.Condition` objects.
+    :param conditions: ``gold``, ``retrieved`` and/or :class:`~evret_core.rag.questions.conditions.Condition` objects.
     :param k: contexts the generator sees under ``retrieved`` (context precision is precision@k).
     :param claim_judge: a claim judge object (``judge_claims``), or a registered claim judge's name (``lexical``,
         ``llm`` for the LLM claim judge, a plugin's; options in ``claim_judge_options``), or a registered Evret
@@ -57,7 +57,7 @@ class RagEvaluator:
         False runs generation, judging and relevance one after the other (same results).
     :param executor: where retrieval, its judging and metrics, and generation with its judges run: ``"local"``
         (default), a plugin's (``"ray"`` with evret-ray: chunks of questions on workers that rebuild the parts),
-        or an :class:`~evret_core.executors.Executor`; ``executor_options`` for one given by name.
+        or an :class:`~evret_core.evaluation.executors.Executor`; ``executor_options`` for one given by name.
     :param progress: called as ``progress(stage, done, total)`` (:mod:`evret_core.progress`) while retrieving
         (``retrieve``, and ``judge`` for questions labelled by answer texts), generating (``generate``, per
         answer as it arrives), judging claims (``claims``) and scoring relevance (``relevance``).
@@ -85,8 +85,8 @@ class RagEvaluator:
         seed: int = 0,
         progress: ProgressCallback | None = None,
     ) -> None:
-        from evret_core.registry import create_judge
-        from evret_core.stats import check_confidence_level, check_resamples
+        from evret_core.plugins.registry import create_judge
+        from evret_core.statistics.inference import check_confidence_level, check_resamples
 
         self.conditions = resolve_conditions(conditions)
         if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
@@ -95,7 +95,7 @@ class RagEvaluator:
         self.retriever = retriever
         if retriever is None and any(c.needs_retrieval for c in self.conditions):
             raise EvretError("the retrieved condition needs a retriever (or use --conditions gold)")
-        from evret_core.executors import resolve_executor
+        from evret_core.evaluation.executors import resolve_executor
 
         self.executor = resolve_executor(executor, executor_options)
         self.generator = resolve_generator(generator, **(generator_options or {}))
@@ -129,7 +129,7 @@ class RagEvaluator:
         """The retrieved lists (None when no condition needs them) and the retrieval section."""
         if not any(c.needs_retrieval for c in self.conditions):
             return None, {}
-        from evret_core.evaluators.retrieval import Evaluator
+        from evret_core.evaluation.evaluator import Evaluator
 
         depth = max(10, self.k)
         evaluator = Evaluator(self.retriever, metrics=self.retrieval_metrics(), judge=self.retrieval_judge,
@@ -327,7 +327,7 @@ def retrieval_metric_names(k: int) -> list[str]:
 
 def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = True,
                 relevance: bool = True) -> list[str]:
-    """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.gates.rag_scores`):
+    """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.statistics.gates.rag_scores`):
     ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
     (``answer_judge`` and ``answer_relevance`` only when the run has those parts; then plugins' RAG scores). Known
     from the settings alone, so a misspelt ``--fail-under`` fails before any work."""
@@ -348,7 +348,7 @@ def _retrieval_example(q: RagQuestion) -> QueryExample:
 
 
 def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
 
     contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
     return any(bool(v) for v in judge.batch_judge(contexts))

@@ -38,7 +38,7 @@ from evret_core.llm.structured import (
     structured_call,
     structured_key,
 )
-from evret_core.rag.contexts import Context
+from evret_core.rag.questions.conditions import Context
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -26,8 +26,8 @@ from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.progress import ProgressCallback, report_progress
-from evret_core.rag.claims import ClaimTask, ClaimVerdict, claim_task
-from evret_core.rag.generators import Answer, GenerationRequest, is_answers_file
+from evret_core.rag.claims.claim_judges import ClaimTask, ClaimVerdict, claim_task
+from evret_core.rag.generate.generators import Answer, GenerationRequest, is_answers_file
 
 Slot = tuple[str, int]  # (condition, question index)
 CHUNK = 64
@@ -306,9 +306,9 @@ async def _close(parts: Sequence[Any]) -> None:
 
 def build_parts(recipes: dict[str, Recipe]) -> dict[str, Any]:
     """The parts ``recipes`` describe, made as :class:`~evret_core.rag.RagEvaluator` makes them."""
-    from evret_core.rag.generators import resolve_generator
-    from evret_core.rag.llm_judge import resolve_claim_judge
-    from evret_core.rag.relevance import resolve_relevance
+    from evret_core.rag.claims.llm_judge import resolve_claim_judge
+    from evret_core.rag.generate.generators import resolve_generator
+    from evret_core.rag.scores.relevance import resolve_relevance
 
     out: dict[str, Any] = {}
     for role, (how, what, options) in recipes.items():

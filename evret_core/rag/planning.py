@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evret_core.errors import EvretError
-from evret_core.rag.claims import claim_task
-from evret_core.rag.contexts import ConditionCase
-from evret_core.rag.extractive import ExtractiveGenerator
-from evret_core.rag.generators import Answer, GenerationRequest, PrecomputedGenerator
-from evret_core.rag.questions import QuestionSet
+from evret_core.rag.claims.claim_judges import claim_task
+from evret_core.rag.generate.extractive import ExtractiveGenerator
+from evret_core.rag.generate.generators import Answer, GenerationRequest, PrecomputedGenerator
+from evret_core.rag.questions.conditions import ConditionCase
+from evret_core.rag.questions.question_sets import QuestionSet
 
 DEFAULT_CLAIMS_GUESS = 3
 PROMPT_OVERHEAD_TOKENS = 250  # system prompt, schema and instructions of one judge call

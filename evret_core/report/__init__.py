@@ -1,4 +1,4 @@
-"""Reports of evaluation results: terminal tables, Markdown, HTML (one self-contained file) and LaTeX."""
+"""Stage 8, report: reports of retrieval and RAG results: terminal tables, Markdown, HTML (one self-contained file) and LaTeX."""
 
 from __future__ import annotations
 

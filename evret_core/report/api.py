@@ -1,6 +1,6 @@
 """The Python API of comparisons and reports; ``evret compare`` and ``evret report`` are thin layers over it.
 
-Runs are given as :class:`~evret_core.results.EvaluationResults`, as paths of results files, or as one mapping
+Runs are given as :class:`~evret_core.results.evaluation.EvaluationResults`, as paths of results files, or as one mapping
 of run name -> either; unnamed runs are called ``run1``, ``run2``... (files: their name without ``.json``).
 """
 
@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from evret_core.errors import EvretError
-from evret_core.redact import redact_results
 from evret_core.report import FORMATS, render_report
 from evret_core.report.common import ReportData, build_report_data, compare_runs, run_names
-from evret_core.results import EvaluationResults, atomic_write_text
-from evret_core.stats import DEFAULT_TEST_RESAMPLES, Comparison
+from evret_core.results.evaluation import EvaluationResults, atomic_write_text
+from evret_core.results.redact import redact_results
+from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
 
 Run = EvaluationResults | str | os.PathLike[str]
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
@@ -70,8 +70,8 @@ def compare(
     ``test`` is ``t``, ``randomization`` or ``bootstrap``; p-values are Holm-Bonferroni adjusted over all the
     comparisons and ``significant`` means ``p_adjusted < alpha``. The runs must score the same queries unless
     ``intersection`` is true (then the common queries are compared and ``Comparison.warnings`` says how many were
-    dropped). Returns a :class:`~evret_core.stats.Comparison`: ``pairs`` holds one
-    :class:`~evret_core.stats.PairComparison` per (metric, pair) with ``delta`` = mean of b - mean of a.
+    dropped). Returns a :class:`~evret_core.statistics.inference.Comparison`: ``pairs`` holds one
+    :class:`~evret_core.statistics.inference.PairComparison` per (metric, pair) with ``delta`` = mean of b - mean of a.
     """
     named = named_runs(runs)
     if len(named) < 2:

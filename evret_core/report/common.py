@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evret_core.errors import EvretError
-from evret_core.results import EvaluationResults
-from evret_core.stats import Comparison, compare_scores, format_interval
+from evret_core.results.evaluation import EvaluationResults
+from evret_core.statistics.inference import Comparison, compare_scores, format_interval
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -82,7 +82,7 @@ def compare_runs(
     seed: int = 0,
     intersection: bool = False,
 ) -> Comparison:
-    """Paired comparison of every pair of runs on their common metrics (see :func:`evret_core.stats.compare_scores`)."""
+    """Paired comparison of every pair of runs on their common metrics (see :func:`evret_core.statistics.inference.compare_scores`)."""
     metrics = common_metrics(runs)
     if not metrics:
         raise EvretError("the runs have no metric in common")

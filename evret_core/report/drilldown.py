@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from evret_core.report.common import ReportData
-from evret_core.results import QueryResult
+from evret_core.results.evaluation import QueryResult
 
 FORMAT = 1
 MAX_DOCS_PER_QUERY = 20

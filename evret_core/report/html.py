@@ -24,7 +24,7 @@ from markupsafe import Markup
 
 from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
 from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, truncation_notes
-from evret_core.stats import format_interval
+from evret_core.statistics.inference import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
 MANIFEST_CHARS = 100_000  # per run; a results file can carry any config

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
-from evret_core.stats import format_interval
+from evret_core.statistics.inference import format_interval
 
 
 def md_escape(text: str) -> str:

@@ -6,8 +6,8 @@ import sys
 from typing import TextIO
 
 from evret_core.report.common import ppi_cell
-from evret_core.results import EvaluationResults
-from evret_core.stats import Comparison, format_interval
+from evret_core.results.evaluation import EvaluationResults
+from evret_core.statistics.inference import Comparison, format_interval
 
 
 def print_scores(results: EvaluationResults, title: str | None = None, file: TextIO | None = None) -> None:

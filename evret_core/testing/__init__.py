@@ -1,5 +1,5 @@
 """Testing kit for Evret and its plugins: conformance suites, (``evret_core.testing.llm_stubs``) HTTP stub
-servers speaking the LLM providers' wire formats, and (``evret_core.testing.vectorstores``) a small corpus and a
+servers speaking the LLM providers' wire formats, and (``evret_core.testing.vectorstore_kit``) a small corpus and a
 deterministic embedder for vector-store retriever tests.
 
 One conformance suite per kind of plugin; subclass your kind's in your plugin's tests so that every plugin of a
@@ -33,34 +33,34 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evret_core.testing.claim_judges import ClaimJudgeConformance
-    from evret_core.testing.evaluators import OutputEvaluatorConformance
-    from evret_core.testing.executors import ExecutorConformance
-    from evret_core.testing.generators import GeneratorConformance
-    from evret_core.testing.judges import JudgeConformance
-    from evret_core.testing.metrics import MetricConformance
-    from evret_core.testing.perturbations import PerturbationConformance
-    from evret_core.testing.providers import ProviderConformance
-    from evret_core.testing.rag_scores import RagScoreConformance
-    from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
-    from evret_core.testing.retrievers import RetrieverConformance
+    from evret_core.testing.claim_judge_suite import ClaimJudgeConformance
+    from evret_core.testing.executor_suite import ExecutorConformance
+    from evret_core.testing.generator_suite import GeneratorConformance
+    from evret_core.testing.judge_suite import JudgeConformance
+    from evret_core.testing.metric_suite import MetricConformance
+    from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
+    from evret_core.testing.perturbation_suite import PerturbationConformance
+    from evret_core.testing.provider_suite import ProviderConformance
+    from evret_core.testing.rag_score_suite import RagScoreConformance
+    from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
+    from evret_core.testing.retriever_suite import RetrieverConformance
 
 __all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
            "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
            "RetrievalEvaluatorConformance",
            "RetrieverConformance"]
 
-_SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judges",
-           "ExecutorConformance": "evret_core.testing.executors",
-           "GeneratorConformance": "evret_core.testing.generators",
-           "JudgeConformance": "evret_core.testing.judges",
-           "MetricConformance": "evret_core.testing.metrics",
-           "OutputEvaluatorConformance": "evret_core.testing.evaluators",
-           "PerturbationConformance": "evret_core.testing.perturbations",
-           "ProviderConformance": "evret_core.testing.providers",
-           "RagScoreConformance": "evret_core.testing.rag_scores",
-           "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluators",
-           "RetrieverConformance": "evret_core.testing.retrievers"}
+_SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judge_suite",
+           "ExecutorConformance": "evret_core.testing.executor_suite",
+           "GeneratorConformance": "evret_core.testing.generator_suite",
+           "JudgeConformance": "evret_core.testing.judge_suite",
+           "MetricConformance": "evret_core.testing.metric_suite",
+           "OutputEvaluatorConformance": "evret_core.testing.output_evaluator_suite",
+           "PerturbationConformance": "evret_core.testing.perturbation_suite",
+           "ProviderConformance": "evret_core.testing.provider_suite",
+           "RagScoreConformance": "evret_core.testing.rag_score_suite",
+           "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluator_suite",
+           "RetrieverConformance": "evret_core.testing.retriever_suite"}
 
 
 def __getattr__(name: str) -> Any:

@@ -114,7 +114,7 @@ _factory.default_model = WireProvider.default_model  # type: ignore[attr-defined
 
 
 class _Plugin:
-    from evret_core.hookspecs import hookimpl as _hookimpl
+    from evret_core.plugins.hookspecs import hookimpl as _hookimpl
 
     @_hookimpl
     def register_llm_providers(self, register: Any) -> None:
@@ -123,7 +123,7 @@ class _Plugin:
 
 def register_stub_provider() -> None:
     """Register :class:`WireProvider` as the LLM provider ``stub`` (once per registry)."""
-    from evret_core.plugins import get_registry, register_plugin
+    from evret_core.plugins.loading import get_registry, register_plugin
 
     if "evret-testing-stub" not in get_registry().plugins:
         register_plugin(_Plugin(), name="evret-testing-stub")

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evret_core.judges.llm import LLMJudge
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
+    from evret_core.judge.llm import LLMJudge
 
 __all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "OverLimit429", "always", "EXPECTED_FENCE", "expected_text",
            "judgment_context", "isolate_llm_env", "stub_judge", "openai_options", "first_user_prompt"]
@@ -386,7 +386,7 @@ def expected_text(request_text: str) -> str:
 
 def judgment_context(i: int, retrieved: str = "passage") -> JudgmentContext:
     """The i-th test judgment: query ``query i``, expected ``answer-i``, retrieved ``<retrieved> i``."""
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
 
     return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"{retrieved} {i}")
 
@@ -403,10 +403,10 @@ def isolate_llm_env(monkeypatch: Any, tmp_path: Path, *env_names: str) -> Path:
 
 def stub_judge(provider: str, server: StubLLMServer, api_key: str, *, base_url: str | None = None,
                backoff_base: float | None = 0.01, **options: Any) -> LLMJudge:
-    """An uncached (unless ``cache=`` is given) :class:`~evret_core.judges.llm.LLMJudge` of ``provider`` pointed
+    """An uncached (unless ``cache=`` is given) :class:`~evret_core.judge.llm.LLMJudge` of ``provider`` pointed
     at ``server`` (``base_url`` defaults to :attr:`StubLLMServer.url`); ``backoff_base`` shortens retry waits
     (None keeps the client's default)."""
-    from evret_core.judges.llm import LLMJudge
+    from evret_core.judge.llm import LLMJudge
 
     options.setdefault("cache", False)
     judge = LLMJudge(provider=provider, api_key=api_key, base_url=base_url or server.url, **options)

@@ -19,9 +19,9 @@ import json
 import re
 from typing import Any
 
-from evret_core.rag.llm_generator import DEFAULT_SYSTEM_PROMPT
-from evret_core.rag.llm_judge import EXTRACT_SYSTEM_PROMPT, VERIFY_SYSTEM_PROMPT
-from evret_core.rag.relevance import RELEVANCE_SYSTEM_PROMPT
+from evret_core.rag.claims.llm_judge import EXTRACT_SYSTEM_PROMPT, VERIFY_SYSTEM_PROMPT
+from evret_core.rag.generate.llm_generator import DEFAULT_SYSTEM_PROMPT
+from evret_core.rag.scores.relevance import RELEVANCE_SYSTEM_PROMPT
 from evret_core.testing.llm_stubs import StubReply, StubRequest, first_user_prompt
 
 _FENCED = re.compile(r"<(question|answer|claim|context)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.DOTALL)

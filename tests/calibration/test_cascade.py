@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, RetrievalResult, create_judge
+from evret_core.data.models import JudgmentContext
 from evret_core.errors import EvretError
-from evret_core.judges.base import Judge
-from evret_core.judges.cascade import CascadeJudge, Stage
-from evret_core.judges.text import TokenOverlapJudge
-from evret_core.models import JudgmentContext
+from evret_core.judge.base import Judge
+from evret_core.judge.cascade import CascadeJudge, Stage
+from evret_core.judge.text import TokenOverlapJudge
 from evret_core.testing.llm_stubs import StubLLMServer, always, isolate_llm_env, stub_judge
 
 

@@ -135,7 +135,7 @@ def test_reports_show_the_prediction_powered_interval(results_file: Path, tmp_pa
     terminal summary, beside the judge-only bootstrap interval."""
     from evret_core.calibration import add_prediction_powered
     from evret_core.report.terminal import print_scores
-    from evret_core.results import EvaluationResults
+    from evret_core.results.evaluation import EvaluationResults
 
     results = EvaluationResults.from_json(results_file)
     keep = sorted(results.per_query)[:4]

@@ -7,7 +7,7 @@ import pytest
 
 from evret_core.calibration.ppi import add_prediction_powered, ppi_mean
 from evret_core.errors import EvretError
-from evret_core.results import EvaluationResults, QueryResult
+from evret_core.results.evaluation import EvaluationResults, QueryResult
 
 
 def test_rectifier_removes_a_constant_bias_exactly() -> None:

@@ -10,7 +10,7 @@ import pytest
 from evret_core import EvaluationDataset, QueryExample
 from evret_core.calibration import calibrate_judge, derive_labels
 from evret_core.calibration.calibrate import unit_verdicts
-from evret_core.judges.cascade import CascadeJudge
+from evret_core.judge.cascade import CascadeJudge
 from evret_core.testing.shared_data import shared_data
 
 

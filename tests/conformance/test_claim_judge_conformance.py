@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.registry import claim_judge_names, create_claim_judge
+from evret_core.plugins.registry import claim_judge_names, create_claim_judge
 from evret_core.testing import ClaimJudgeConformance
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, isolate_llm_env

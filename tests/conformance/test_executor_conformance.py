@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evret_core.executors import LocalExecutor
+from evret_core.evaluation.executors import LocalExecutor
 from evret_core.testing import ExecutorConformance
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.registry import create_generator
+from evret_core.plugins.registry import create_generator
 from evret_core.testing import GeneratorConformance
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, isolate_llm_env

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evret_core.metrics.base import judged_max_grade
+from evret_core.metrics.metric import judged_max_grade
 from evret_core.testing import MetricConformance
 
 DCG_RETRIEVED = 1 / log2(3) + 1 / log2(5)  # r1 at rank 2, r2 at rank 4
@@ -122,7 +122,7 @@ class TestNumRet(MetricConformance):
 
 
 def test_every_built_in_family_has_a_conformance_class() -> None:
-    from evret_core.default_plugins.metrics import FAMILIES
+    from evret_core.plugins.builtins import FAMILIES
 
     tested = {cls.family for cls in list(globals().values())
               if isinstance(cls, type) and issubclass(cls, MetricConformance) and cls is not MetricConformance}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.registry import create_evaluator
+from evret_core.plugins.registry import create_evaluator
 from evret_core.testing import OutputEvaluatorConformance
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, first_user_prompt, isolate_llm_env

@@ -22,7 +22,7 @@ class TestIrrelevantOnlyConformance(PerturbationConformance):
 
 
 def test_every_built_in_family_has_a_conformance_class() -> None:
-    from evret_core.rag.adversarial import FAMILIES
+    from evret_core.rag.perturb.perturbations import FAMILIES
 
     tested = {cls.family for cls in list(globals().values())
               if isinstance(cls, type) and issubclass(cls, PerturbationConformance) and cls.family}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evret_core.registry import rag_score_names
+from evret_core.plugins.registry import rag_score_names
 from evret_core.testing import RagScoreConformance
 
 

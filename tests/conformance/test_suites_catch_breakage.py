@@ -9,18 +9,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evret_core.executors import JudgeRun, LocalExecutor
-from evret_core.rag.contexts import ConditionCase, Context
-from evret_core.rag.generators import Answer, Claim, GenerationRequest
-from evret_core.registry import create_evaluator, create_generator
+from evret_core.evaluation.executors import JudgeRun, LocalExecutor
+from evret_core.plugins.registry import create_evaluator, create_generator
+from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest
+from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.testing import (
     ExecutorConformance,
     GeneratorConformance,
     OutputEvaluatorConformance,
     PerturbationConformance,
 )
-from evret_core.testing.generators import CAFE, MUSEUM, PARKING, request
-from evret_core.testing.perturbations import CORPUS, QUESTIONS
+from evret_core.testing.generator_suite import CAFE, MUSEUM, PARKING, request
+from evret_core.testing.perturbation_suite import CORPUS, QUESTIONS
 
 REQUESTS = [request("q1", "When does the museum open?", CAFE, MUSEUM),
             request("q2", "How much does parking cost per hour?", PARKING, MUSEUM)]
@@ -114,7 +114,7 @@ class MutatingFamily(PerturbationConformance):
 
 
 def test_perturbation_suite_catches_a_family_that_changes_its_input() -> None:
-    from evret_core.rag.questions import QuestionSet
+    from evret_core.rag.questions.question_sets import QuestionSet
 
     with pytest.raises(AssertionError, match="base contexts were changed"):
         MutatingFamily().test_inputs_are_left_as_they_were(QuestionSet(corpus=CORPUS, questions=QUESTIONS))

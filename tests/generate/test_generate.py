@@ -12,13 +12,13 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.errors import EvretError
-from evret_core.generate import TestsetGenerator, apply_filters, stratified_sample
-from evret_core.generate.filters import FilterReport
-from evret_core.generate.sampling import _strata, parse_mix
 from evret_core.rag import QuestionSet
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
 from evret_core.testing.shared_data import shared_data
+from evret_core.testsets import TestsetGenerator, apply_filters, stratified_sample
+from evret_core.testsets.filters import FilterReport
+from evret_core.testsets.sampling import _strata, parse_mix
 
 REPO = Path(__file__).resolve().parents[2]
 _DOC = re.compile(r"<document_\d+-[0-9a-f]{16}>\n(.*?)\n</document_\d+-[0-9a-f]{16}>", re.DOTALL)

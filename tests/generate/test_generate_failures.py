@@ -11,9 +11,9 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.errors import EvretError
-from evret_core.generate import TestsetGenerator, stratified_sample
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, StubRequest, isolate_llm_env
+from evret_core.testsets import TestsetGenerator, stratified_sample
 
 CORPUS = {f"d{i}": {"title": f"Hive {i}", "text": f"Hive {i} holds {i + 2} thousand bees in the warmest month."}
           for i in range(6)}

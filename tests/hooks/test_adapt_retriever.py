@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from evret_core import RetrievalResult, hookimpl
-from evret_core.plugins import register_plugin
-from evret_core.retrievers import resolve_retriever
+from evret_core.plugins.loading import register_plugin
+from evret_core.retrieve.retrievers import resolve_retriever
 
 
 class Thing:

@@ -11,9 +11,9 @@ import pytest
 
 from evret_core import EvretError, hookimpl
 from evret_core.cli import main
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
+from evret_core.plugins.registry import claim_judge_names, create_claim_judge
 from evret_core.rag import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge, QuestionSet, RagEvaluator
-from evret_core.registry import claim_judge_names, create_claim_judge
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from evret_core import UnknownNameError, create_evaluator, hookimpl
-from evret_core.plugins import register_plugin
-from evret_core.registry import evaluator_names
+from evret_core.plugins.loading import register_plugin
+from evret_core.plugins.registry import evaluator_names
 
 
 class Nonempty:

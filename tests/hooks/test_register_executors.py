@@ -10,9 +10,9 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_executor, hookimpl
 from evret_core.errors import EvretError
-from evret_core.executors import Executor, JudgeRun, LocalExecutor
-from evret_core.metrics.base import Metric, RankedBatch
-from evret_core.plugins import register_plugin
+from evret_core.evaluation.executors import Executor, JudgeRun, LocalExecutor
+from evret_core.metrics.metric import Metric, RankedBatch
+from evret_core.plugins.loading import register_plugin
 
 
 class Counting(Executor):

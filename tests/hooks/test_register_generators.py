@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from evret_core import EvretError, hookimpl
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
+from evret_core.plugins.registry import create_generator, generator_names
 from evret_core.rag import Answer, GenerationRequest, Generator, QuestionSet, RagEvaluator
-from evret_core.registry import create_generator, generator_names
 
 
 class Parrot(Generator):

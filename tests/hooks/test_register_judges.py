@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evret_core import ExactJudge, create_judge, hookimpl, list_plugins
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
 
 
 class Strict(ExactJudge):

@@ -7,7 +7,7 @@ from typing import Any
 
 from evret_core import create_llm_provider, hookimpl
 from evret_core.llm import LLMProvider, LLMResponse
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
 
 
 class Upper(LLMProvider):

@@ -13,7 +13,7 @@ from evret_core import (
     create_metric,
     hookimpl,
 )
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
 
 
 class Retrieved(Metric):

@@ -11,9 +11,9 @@ import pytest
 
 from evret_core import EvretError, hookimpl
 from evret_core.cli import main
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
+from evret_core.plugins.registry import create_rag_score, rag_score_names
 from evret_core.rag import QuestionSet, RagEvaluator, RagScore, ScoreInput
-from evret_core.registry import create_rag_score, rag_score_names
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTIONS = QuestionSet.from_records(

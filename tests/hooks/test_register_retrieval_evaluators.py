@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_retrieval_evaluator, hookimpl
-from evret_core.plugins import register_plugin
-from evret_core.registry import evaluator_names, retrieval_evaluator_names
+from evret_core.plugins.loading import register_plugin
+from evret_core.plugins.registry import evaluator_names, retrieval_evaluator_names
 
 
 class CountingEvaluator:

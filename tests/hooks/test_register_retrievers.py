@@ -6,7 +6,7 @@ from typing import Any
 
 from evret_core import EvaluationDataset, QueryExample, RetrievalResult, Retriever, create_retriever, hookimpl
 from evret_core.cli.evaluate import build_retriever
-from evret_core.plugins import register_plugin
+from evret_core.plugins.loading import register_plugin
 
 
 class CorpusRetriever(Retriever):

@@ -8,18 +8,18 @@ from pathlib import Path
 import pytest
 
 from evret_core.errors import EvretError
-from evret_core.rag.adversarial import (
+from evret_core.rag.generate.generators import Answer
+from evret_core.rag.harness import RagEvaluator
+from evret_core.rag.perturb.answer_types import check_planting
+from evret_core.rag.perturb.cases import adversarial_conditions, build_cases, read_cases, write_cases
+from evret_core.rag.perturb.perturbations import (
     INJECTION_TEMPLATES,
     POSITIONS,
     contains_answer,
 )
-from evret_core.rag.adversarial_cases import adversarial_conditions, build_cases, read_cases, write_cases
-from evret_core.rag.adversarial_scores import outcome_scores, summarise_adversarial
-from evret_core.rag.answer_types import check_planting
-from evret_core.rag.generators import Answer
-from evret_core.rag.harness import RagEvaluator
-from evret_core.rag.questions import QuestionSet
-from evret_core.rag.results import ConditionOutcome
+from evret_core.rag.questions.question_sets import QuestionSet
+from evret_core.rag.scores.adversarial_scores import outcome_scores, summarise_adversarial
+from evret_core.results.rag_results import ConditionOutcome
 
 from .conftest import squad_path
 

@@ -7,9 +7,9 @@ import itertools
 
 import pytest
 
-from evret_core.rag.adversarial_scores import CONFLICT, outcome_scores, rejects
-from evret_core.rag.generators import Answer
-from evret_core.rag.results import ConditionOutcome
+from evret_core.rag.generate.generators import Answer
+from evret_core.rag.scores.adversarial_scores import CONFLICT, outcome_scores, rejects
+from evret_core.results.rag_results import ConditionOutcome
 
 CF = {"family": "counterfactual", "planted_answer": "1067"}
 GOLD = ["1066"]

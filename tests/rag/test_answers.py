@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from evret_core.rag.answers import behaviour_ok, exact_match, normalize_answer, squad_scores, token_f1
+from evret_core.rag.scores.answers import behaviour_ok, exact_match, normalize_answer, squad_scores, token_f1
 
 
 @pytest.mark.parametrize(("text", "normalised"), [

@@ -8,7 +8,7 @@ import pytest
 
 from evret_core import Judge, JudgmentContext
 from evret_core.rag import Answer, Claim, ClaimTask, ClaimVerdict, Context, LexicalClaimJudge, claim_scores
-from evret_core.rag.claims import claims_of
+from evret_core.rag.claims.claim_judges import claims_of
 
 CONTEXTS = (Context("d1", "The library closes at 5 pm on Saturdays."), Context("d2", "Films are lent for a week."))
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from evret_core.rag import QuestionSet
-from evret_core.rag.adversarial_cases import adversarial_conditions, build_cases
-from evret_core.rag.answer_types import check_planting, question_cue, shape, value_type
-from evret_core.rag.counterfactual import shifted
+from evret_core.rag.perturb.answer_types import check_planting, question_cue, shape, value_type
+from evret_core.rag.perturb.cases import adversarial_conditions, build_cases
+from evret_core.rag.perturb.counterfactual import shifted
 
 from .conftest import squad_path
 
@@ -91,7 +91,7 @@ def test_squad_plantings_keep_their_type_and_avoid_the_question() -> None:
 # -- plantings a reader takes for the same kind of thing (issue 27 follow-up) ------------------------------------------
 
 def test_head_nouns_of_values_and_questions() -> None:
-    from evret_core.rag.answer_types import head_of, question_head
+    from evret_core.rag.perturb.answer_types import head_of, question_head
 
     assert head_of("Swiss-Austrian border") == ("border", ["Swiss-Austrian"], "")
     assert head_of("greater density of cold water") == ("density", ["greater"], " of cold water")
@@ -172,7 +172,7 @@ def test_one_value_is_not_replaced_by_a_list_nor_by_its_own_stem() -> None:
 
 
 def test_squad_phrases_and_names_keep_their_head_noun() -> None:
-    from evret_core.rag.answer_types import head_of
+    from evret_core.rag.perturb.answer_types import head_of
 
     questions = QuestionSet.from_squad(squad_path())
     cases = build_cases(adversarial_conditions(["counterfactual"], base="gold"), questions, None, k=5,

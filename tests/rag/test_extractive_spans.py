@@ -4,10 +4,16 @@ the paraphrase mode, an offline baseline whose groundedness and citation precisi
 from __future__ import annotations
 
 from evret_core.rag import QuestionSet, RagEvaluator
-from evret_core.rag.contexts import Context
-from evret_core.rag.extractive import ExtractiveGenerator, answer_span, balance_span, bracket_pairs, restate
-from evret_core.rag.generators import GenerationRequest
-from evret_core.rag.tables import notes
+from evret_core.rag.generate.extractive import (
+    ExtractiveGenerator,
+    answer_span,
+    balance_span,
+    bracket_pairs,
+    restate,
+)
+from evret_core.rag.generate.generators import GenerationRequest
+from evret_core.rag.questions.conditions import Context
+from evret_core.report.rag_tables import notes
 
 from .conftest import squad_path
 

@@ -13,9 +13,9 @@ import pytest
 from evret_core.cli import main
 from evret_core.errors import EvretError
 from evret_core.rag import QuestionSet, RagEvaluator, RagResults
-from evret_core.rag.adversarial_cases import adversarial_conditions, build_cases, read_cases, write_cases
-from evret_core.rag.contexts import gold_contexts
-from evret_core.rag.generators import resolve_generator
+from evret_core.rag.generate.generators import resolve_generator
+from evret_core.rag.perturb.cases import adversarial_conditions, build_cases, read_cases, write_cases
+from evret_core.rag.questions.conditions import gold_contexts
 
 from .conftest import EXAMPLE, squad_path
 

@@ -13,12 +13,12 @@ import pytest
 
 from evret_core import EvretError
 from evret_core.cli import main
+from evret_core.plugins.registry import create_generator
 from evret_core.rag import Answer, Claim, Context, GenerationRequest, QuestionSet, RagEvaluator, RagQuestion
-from evret_core.rag.claims import ClaimTask
-from evret_core.rag.llm_generator import LLMGenerator
-from evret_core.rag.llm_judge import LLMClaimJudge
-from evret_core.rag.relevance import LexicalRelevance, lexical_relevance
-from evret_core.registry import create_generator
+from evret_core.rag.claims.claim_judges import ClaimTask
+from evret_core.rag.claims.llm_judge import LLMClaimJudge
+from evret_core.rag.generate.llm_generator import LLMGenerator
+from evret_core.rag.scores.relevance import LexicalRelevance, lexical_relevance
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import (
     StubLLMServer,
@@ -48,7 +48,7 @@ def opts(server: StubLLMServer, **more: Any) -> dict[str, Any]:
 
 
 def small_set() -> tuple[QuestionSet, dict[str, list[Any]]]:
-    from evret_core.models import RetrievalResult
+    from evret_core.data.models import RetrievalResult
 
     corpus = {"a": {"text": "The museum opens at 9 am. Entry is free on Sundays."},
               "b": {"text": "The cafe is not open on Mondays."},

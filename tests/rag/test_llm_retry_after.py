@@ -10,10 +10,10 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.errors import EvretError
-from evret_core.generate.testset import TestsetGenerator
 from evret_core.rag import RagEvaluator
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, isolate_llm_env
+from evret_core.testsets.testset import TestsetGenerator
 
 from .test_llm_parts import small_set
 

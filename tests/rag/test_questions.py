@@ -9,7 +9,7 @@ import pytest
 
 from evret_core import EvretError
 from evret_core.rag import QuestionSet
-from evret_core.rag.questions import squad_paragraph_id
+from evret_core.rag.questions.question_sets import squad_paragraph_id
 
 from .conftest import squad_path
 

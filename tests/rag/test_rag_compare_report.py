@@ -9,7 +9,7 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.rag import RagResults
-from evret_core.rag.compare import compare_rag
+from evret_core.report.rag_compare import compare_rag
 
 from .conftest import EXAMPLE
 
@@ -65,7 +65,7 @@ def test_cli_compare_and_report(two_runs: tuple[Path, Path], capsys: pytest.Capt
 def test_report_escapes_texts_from_the_results_file(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     """Tag values and run names come from user files: a pipe must not break a Markdown table and markup must not
     reach the HTML page."""
-    from evret_core.rag.compare import rag_html, rag_markdown
+    from evret_core.report.rag_compare import rag_html, rag_markdown
 
     results = RagResults.from_json(two_runs[0])
     tag = next(iter(results.slices))

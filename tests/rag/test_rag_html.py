@@ -10,8 +10,8 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.rag import RagResults
-from evret_core.rag.compare import rag_html
-from evret_core.rag.document import question_drilldown
+from evret_core.report.rag_compare import rag_html
+from evret_core.report.rag_document import question_drilldown
 
 from .conftest import EXAMPLE
 
@@ -133,7 +133,7 @@ def test_a_large_run_with_texts_stays_within_the_page_budget(capsys: pytest.Capt
     import random
 
     from evret_core.rag import QuestionSet, RagQuestion
-    from evret_core.rag.results import ConditionOutcome, QuestionOutcome
+    from evret_core.results.rag_results import ConditionOutcome, QuestionOutcome
 
     rng = random.Random(0)
     words = ["river", "bridge", "<tag>", "&", "caf\u00e9", "1932", "north", "opened", "the", "a"]

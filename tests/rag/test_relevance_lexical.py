@@ -9,8 +9,8 @@ import random
 from pathlib import Path
 
 from evret_core.cli import main
-from evret_core.rag.questions import squad_to_questions
-from evret_core.rag.relevance import lexical_relevance
+from evret_core.rag.questions.question_sets import squad_to_questions
+from evret_core.rag.scores.relevance import lexical_relevance
 from evret_core.testing.shared_data import shared_data
 
 REPO = Path(__file__).resolve().parents[2]

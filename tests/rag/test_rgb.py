@@ -13,9 +13,9 @@ import pytest
 from evret_core.cli import main
 from evret_core.errors import EvretError
 from evret_core.rag import QuestionSet, RagResults
-from evret_core.rag.contexts import Context
-from evret_core.rag.counterfactual import Counterfactual
-from evret_core.rag.rgb import read_rgb
+from evret_core.rag.perturb.counterfactual import Counterfactual
+from evret_core.rag.questions.conditions import Context
+from evret_core.rag.questions.rgb import read_rgb
 
 RECORDS = [
     {"id": 0, "query": "Who won the women's singles Wimbledon in 2019?", "answer": "Simona Halep",

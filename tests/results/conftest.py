@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, RetrievalResult
-from evret_core.results import EvaluationResults
+from evret_core.results.evaluation import EvaluationResults
 from evret_core.testing.shared_data import shared_data
 
 
@@ -161,8 +161,8 @@ def synthetic_runs(n_queries: int = LARGE_QUERIES, k: int = 10, seed: int = 0) -
     """
     import random
 
-    from evret_core.judges import Judge
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
+    from evret_core.judge import Judge
 
     class ContainsJudge(Judge):
         name = "contains-test"

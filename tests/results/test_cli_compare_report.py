@@ -11,8 +11,8 @@ import pytest
 import scipy.stats
 
 from evret_core.cli import main
-from evret_core.results import EvaluationResults
-from evret_core.stats import holm_bonferroni
+from evret_core.results.evaluation import EvaluationResults
+from evret_core.statistics.inference import holm_bonferroni
 
 
 def evret(*args: str) -> subprocess.CompletedProcess[str]:

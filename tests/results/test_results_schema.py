@@ -12,7 +12,7 @@ import pytest
 from evret_core import EvaluationDataset, Evaluator, QueryExample
 from evret_core.errors import EvretError
 from evret_core.report.terminal import print_scores
-from evret_core.results import SCHEMA_VERSION, EvaluationResults
+from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults
 
 
 def test_evaluator_adds_intervals_slices_and_manifest(id_runs, id_dataset) -> None:  # type: ignore[no-untyped-def]
@@ -110,7 +110,7 @@ def test_curves_from_stored_judgments_equal_the_scores(text_dataset, retrievers,
 
 
 def test_manifest_records_judge_model_and_prompt_hash(text_dataset, retrievers) -> None:  # type: ignore[no-untyped-def]
-    from evret_core.judges import Judge
+    from evret_core.judge import Judge
 
     class PromptJudge(Judge):
         name = "prompt-judge"

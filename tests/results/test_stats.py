@@ -10,7 +10,7 @@ import pytest
 import scipy.stats
 
 from evret_core.errors import EvretError
-from evret_core.stats import (
+from evret_core.statistics.inference import (
     betainc,
     bootstrap_interval,
     bootstrap_intervals,
@@ -129,7 +129,7 @@ def test_bootstrap_intervals_share_resamples_and_chunk() -> None:
     values = np.linspace(0, 1, 101)
     both = bootstrap_intervals({"a": values, "b": values}, n_resamples=500, seed=2)
     assert both["a"] == both["b"]
-    import evret_core.stats as stats
+    import evret_core.statistics.inference as stats
 
     saved = stats._CHUNK_CELLS
     try:
@@ -142,7 +142,7 @@ def test_bootstrap_intervals_share_resamples_and_chunk() -> None:
 
 def test_resampled_means_drawn_in_a_second_thread_are_the_one_stream() -> None:
     """Many chunks go through the drawing thread; the means must be those of one generator's draws, in order."""
-    import evret_core.stats as stats
+    import evret_core.statistics.inference as stats
 
     matrix = np.random.default_rng(5).random((37, 2))
     saved = stats._CHUNK_CELLS
@@ -231,7 +231,7 @@ def test_compiled_resample_sums_agree_with_the_numpy_path(monkeypatch: pytest.Mo
     """Same draws, sums added in another order: the means agree to 1e-12 and so do the intervals."""
     import os
 
-    import evret_core.stats as stats
+    import evret_core.statistics.inference as stats
 
     real = stats._resample_kernel()
     if real is None:

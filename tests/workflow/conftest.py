@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, RetrievalResult
-from evret_core.results import EvaluationResults
+from evret_core.results.evaluation import EvaluationResults
 
 REPO = Path(__file__).resolve().parents[2]
 DATASET = REPO / "examples" / "dataset.jsonl"

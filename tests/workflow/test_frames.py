@@ -8,7 +8,7 @@ import io
 import pytest
 
 from evret_core.errors import EvretError
-from evret_core.frames import columns, to_csv, to_pandas
+from evret_core.results.frames import columns, to_csv, to_pandas
 
 
 def test_query_rows_hold_every_metric_and_tag(good_results) -> None:  # type: ignore[no-untyped-def]

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from evret_core.errors import EvretError
-from evret_core.gates import FlatScores, check_fail_under, check_regression
-from evret_core.results import EvaluationResults, metric_value_range
+from evret_core.results.evaluation import EvaluationResults, metric_value_range
+from evret_core.statistics.gates import FlatScores, check_fail_under, check_regression
 
 from .conftest import REPO
 

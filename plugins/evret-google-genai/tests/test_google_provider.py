@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvretError
-from evret_core.judges.llm import LLMJudge
+from evret_core.judge.llm import LLMJudge
 from evret_core.testing import ProviderConformance
 from evret_core.testing.llm_stubs import (
     StubLLMServer,

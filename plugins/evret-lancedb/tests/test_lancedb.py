@@ -12,7 +12,7 @@ from evret_lancedb import LanceDBRetriever, index_corpus
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.cli import main
 from evret_core.testing import RetrieverConformance
-from evret_core.testing.vectorstores import (
+from evret_core.testing.vectorstore_kit import (
     BEE_QUERIES,
     assert_plugin_load_leaves_unimported,
     hashed_embedder,

@@ -16,7 +16,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
-from evret_core.retrievers import resolve_retriever
+from evret_core.retrieve.retrievers import resolve_retriever
 from evret_core.testing import RetrieverConformance
 
 TEXTS = {
@@ -177,7 +177,7 @@ def test_plugin_load_and_foreign_adapt_do_not_import_langchain() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from evret_core.plugins import get_registry
+        from evret_core.plugins.loading import get_registry
         reg = get_registry()
         assert "langchain" in reg.names("retriever"), reg.names("retriever")
         assert reg.adapt(object()) is None

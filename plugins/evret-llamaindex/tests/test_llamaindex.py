@@ -17,7 +17,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
-from evret_core.retrievers import resolve_retriever
+from evret_core.retrieve.retrievers import resolve_retriever
 from evret_core.testing import RetrieverConformance
 
 TEXTS = {
@@ -224,7 +224,7 @@ def test_plugin_load_and_foreign_adapt_do_not_import_llama_index() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from evret_core.plugins import get_registry
+        from evret_core.plugins.loading import get_registry
         reg = get_registry()
         assert "llamaindex" in reg.names("retriever"), reg.names("retriever")
         assert reg.adapt(object()) is None

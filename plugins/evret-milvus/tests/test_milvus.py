@@ -16,7 +16,7 @@ from pymilvus import MilvusClient
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.testing import RetrieverConformance
-from evret_core.testing.vectorstores import (
+from evret_core.testing.vectorstore_kit import (
     BEE_QUERIES,
     assert_plugin_load_leaves_unimported,
     hashed_embedder,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from evret_core.rag import QuestionSet, RagEvaluator, RagQuestion
-from evret_core.rag.llm_generator import LLMGenerator
+from evret_core.rag.generate.llm_generator import LLMGenerator
 from evret_core.testing.llm_stubs import StubLLMServer, isolate_llm_env, openai_options
 from evret_core.testing.rag_stub import rag_responder
 
@@ -77,7 +77,7 @@ def test_an_injected_context_is_counted_once_and_warned_once_per_part(
     assert results.config["claim_judge"]["injection_scan"]["flagged"] == 1
     saved = json.loads(results.model_dump_json())
     assert saved["stats"]["llm"]["generator"]["injection"]["flagged"] == 1
-    from evret_core.rag.compare import rag_markdown
+    from evret_core.report.rag_compare import rag_markdown
 
     report = rag_markdown({"run": results})  # the report says so too
     assert "Prompt injections in the contexts sent to the LLM" in report
@@ -94,7 +94,7 @@ def test_the_injection_family_is_counted_with_an_llm_generator(
         server: StubLLMServer, capsys: pytest.CaptureFixture[str]) -> None:
     """Every planted instruction of the adversarial ``injection`` family (six templates, ``split`` in two
     documents) is flagged; the clean documents are not."""
-    from evret_core.rag.adversarial_cases import adversarial_conditions
+    from evret_core.rag.perturb.cases import adversarial_conditions
 
     conditions = ["gold", *adversarial_conditions(["injection"], base="gold", positions=["last"])]
     results = evaluator(server, conditions=conditions).evaluate(questions())

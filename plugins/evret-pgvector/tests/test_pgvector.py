@@ -22,7 +22,7 @@ from evret_pgvector import PgVectorRetriever, create_index, index_corpus
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
 from evret_core.testing import RetrieverConformance
-from evret_core.testing.vectorstores import (
+from evret_core.testing.vectorstore_kit import (
     BEE_DOCS,
     BEE_QUERIES,
     assert_plugin_load_leaves_unimported,

@@ -8,7 +8,7 @@
 - **Judging**: the distinct contexts are cut into batches (``judge_batch_size``, smaller when that gives a worker
   fewer than eight) and spread over ``workers`` actors, up to ``batches_per_worker`` batches out on each:
   a worker starts its next batch as soon as one ends. Each actor builds the judge once from the name and options
-  it was created with (:func:`evret_core.registry.recipe`: an embedding model is loaded on the worker, never
+  it was created with (:func:`evret_core.plugins.registry.recipe`: an embedding model is loaded on the worker, never
   pickled), or unpickles a judge object that was not made by name. An LLM judge's batches run concurrently on
   the actor's event loop (one client, its connections kept); other judges run one batch at a time. The judge's
   answer cache (SQLite, WAL) is the same file on every worker of one machine or a shared filesystem, so answers

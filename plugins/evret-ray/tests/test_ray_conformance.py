@@ -10,7 +10,7 @@ import evret_ray
 import pytest
 from evret_ray.executor import RayExecutor
 
-from evret_core.plugins import get_registry, register_plugin
+from evret_core.plugins.loading import get_registry, register_plugin
 from evret_core.testing import ExecutorConformance
 
 

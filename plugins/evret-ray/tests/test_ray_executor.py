@@ -22,7 +22,7 @@ from evret_ray.executor import RayExecutor, merge_stats
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge
 from evret_core.cli import main
 from evret_core.errors import EvretError
-from evret_core.plugins import get_registry, register_plugin
+from evret_core.plugins.loading import get_registry, register_plugin
 from evret_core.testing.llm_provider import register_stub_provider, stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always
 
@@ -359,7 +359,7 @@ class _SeesColumns:
     name = "sees-columns"
 
     def batch_judge(self, contexts: Any) -> list[bool]:
-        from evret_core.context_columns import ContextColumns
+        from evret_core.judge.context_columns import ContextColumns
 
         columns = isinstance(contexts, ContextColumns)
         return [columns and c.expected_text in c.retrieved_text for c in contexts]
@@ -369,8 +369,8 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
     """The Ray executor ships a ContextColumns batch as columns (compact pickles), a list as a list."""
     import pickle
 
-    from evret_core.context_columns import ContextColumns
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
+    from evret_core.judge.context_columns import ContextColumns
 
     plain = [JudgmentContext(query=f"q{i}", expected_text=f"a{i % 7}", retrieved_text=f"text a{i % 7} " * 40)
              for i in range(400)]
@@ -389,7 +389,7 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
 def test_a_second_executor_whose_cpus_another_one_keeps_is_told_so() -> None:
     """Two RayExecutor objects in one process on a 2-CPU cluster: the second one's stage would wait forever for
     CPUs the first one's kept workers hold; it is an error naming the way out, and works after shutdown()."""
-    from evret_core.models import JudgmentContext
+    from evret_core.data.models import JudgmentContext
 
     contexts = [JudgmentContext(query="q", expected_text="a", retrieved_text=f"a {i}") for i in range(20)]
     first, second = RayExecutor(workers=2), RayExecutor(workers=1)

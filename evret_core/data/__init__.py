@@ -1,0 +1,1 @@
+"""Stage 1, data in: queries and datasets, dataset and corpus files, run files, the dataset's content hash."""

@@ -1,0 +1,5 @@
+"""The retrieval evaluation: its config, the ``Evaluator`` that runs stages 2 to 7, and the executors they run on."""
+
+from evret_core.evaluation.evaluator import MATCHING_MODES, Evaluator, UnmeasuredJudgmentsError
+
+__all__ = ["Evaluator", "MATCHING_MODES", "UnmeasuredJudgmentsError"]

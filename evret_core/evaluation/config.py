@@ -1,0 +1,369 @@
+"""``EvaluateConfig``: the settings of a retrieval evaluation, one typed model for the CLI, TOML files and Python.
+
+A TOML file (``evret evaluate --config eval.toml``) holds the same keys as the model; ``retriever`` and ``judge``
+are a name or a table with ``name`` and the component's options::
+
+    dataset = "dataset.jsonl"          # relative paths are relative to the file
+    metrics = ["recall@5", "ndcg@10"]
+    [retriever]
+    name = "bm25"
+    corpus = "corpus.jsonl"
+    [judge]
+    name = "token-overlap"
+    min_tokens = 2
+
+In Python::
+
+    from evret_core.evaluation.config import EvaluateConfig
+    results = EvaluateConfig(dataset="data.jsonl", retriever="bm25", metrics=["recall@5"]).evaluate()
+
+Options belong to the component they were written for: a command line that names another judge than the file's
+(``--judge llm``) drops the file's judge options, and an option the component does not take is reported with
+where it came from (the file's ``[judge]`` table or ``--judge-option``). Every number is bounded
+(:mod:`evret_core.limits`) and errors name the file or flag and the option.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from evret_core.errors import EvretError
+from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, MAX_SLICE_SIZE
+
+if TYPE_CHECKING:
+    from evret_core.data.models import EvaluationDataset
+    from evret_core.evaluation.evaluator import Evaluator
+    from evret_core.results.evaluation import EvaluationResults
+
+__all__ = ["ComponentSpec", "EvaluateConfig", "build_retriever", "load_toml"]
+
+PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
+"""Component options naming files (``corpus``, ``*_path``, ``*_file``, ``*_dir``): relative to a config file."""
+
+FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge", "metrics": "--metric",
+         "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
+         "missing_queries": "--missing-queries",
+         "confidence_level": "--confidence-level", "n_resamples": "--resamples", "seed": "--seed",
+         "min_slice_size": "--min-slice-size"}
+"""Each setting's command-line flag."""
+
+
+class ComponentSpec(BaseModel):
+    """A retriever or judge: its registered ``name`` and the ``options`` its factory is called with.
+
+    Given as a name (``"bm25"``), a mapping with ``name`` and the options beside it (a TOML table), or a mapping
+    ``{"name": ..., "options": {...}}``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    options: dict[str, Any] = Field(default_factory=dict)
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, Mapping):
+            if set(value) <= {"name", "options"} and isinstance(value.get("options", {}), Mapping):
+                return value
+            return {"name": value.get("name"), "options": {k: v for k, v in value.items() if k != "name"}}
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the name is empty")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key, option in value.items():  # TOML and JSON both spell NaN and infinity; no option wants them
+            if isinstance(option, float) and not math.isfinite(option):
+                raise ValueError(f"option {key!r} is {option}; give a finite number")
+        return value
+
+    def source_of(self, option: str) -> str:
+        """Where ``option`` was written: ``eval.toml [judge]``, ``--judge-option``, or ``Python``."""
+        return self._sources.get(option, "Python")
+
+
+def _int_in(low: int, high: int) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value is None:
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"must be an integer from {low} to {high}, got {value!r}")
+        return value
+    return check
+
+
+class EvaluateConfig(BaseModel):
+    """Everything ``evret evaluate`` needs; see the module docs. ``judge`` None means the default judge
+    (contains) for text-labelled queries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    retriever: ComponentSpec
+    metrics: list[str]
+    judge: ComponentSpec | None = None
+    executor: ComponentSpec | None = None
+    matching: Literal["first_match", "any_match"] = "first_match"
+    k: int | None = None
+    output: str | None = None
+    fail_on_unmeasured: bool = False
+    missing_queries: Literal["error", "zero"] = "error"
+    confidence_level: float = 0.95
+    n_resamples: int = 1000
+    seed: int = 0
+    min_slice_size: int = 10
+
+    _check_k = field_validator("k", mode="before")(_int_in(1, MAX_DEPTH))
+    _check_resamples = field_validator("n_resamples", mode="before")(_int_in(1, MAX_RESAMPLES))
+    _check_seed = field_validator("seed", mode="before")(_int_in(0, MAX_SEED))
+    _check_slices = field_validator("min_slice_size", mode="before")(_int_in(0, MAX_SLICE_SIZE))
+
+    @field_validator("dataset", "output", mode="before")
+    @classmethod
+    def _path(cls, value: Any) -> Any:
+        if isinstance(value, Path):
+            value = str(value)
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the path is empty")
+        return value
+
+    @field_validator("metrics", mode="before")
+    @classmethod
+    def _metric_names(cls, value: Any) -> Any:
+        from evret_core.plugins.registry import parse_metric_spec
+
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(m, str) for m in value):
+            raise ValueError("must be a non-empty list of names such as ['ndcg@10']")
+        for name in value:
+            try:
+                parse_metric_spec(name)
+            except EvretError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("fail_on_unmeasured", mode="before")
+    @classmethod
+    def _strict_bool(cls, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {value!r}")
+        return value
+
+    @field_validator("confidence_level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+                or not 0 < value < 1:
+            raise ValueError(f"must be a number between 0 and 1 (exclusive), e.g. 0.95, got {value!r}")
+        return value
+
+    # -- reading ---------------------------------------------------------------------------------------------
+    @classmethod
+    def from_toml(cls, path: str | Path) -> EvaluateConfig:
+        """The settings of a TOML file; relative paths are relative to the file; errors name the file."""
+        data, sources = _file_layer(path)
+        return cls.validated(data, sources)
+
+    @classmethod
+    def validated(cls, data: Mapping[str, Any], sources: Mapping[str, str] | None = None,
+                  option_sources: Mapping[str, Mapping[str, str]] | None = None) -> EvaluateConfig:
+        """Validate ``data``; ``sources`` says where each setting came from (a file or a flag) so that an error
+        names it; ``option_sources`` does the same per retriever / judge option."""
+        sources = sources or {}
+        try:
+            config = cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise _config_error(exc, sources) from None
+        for kind in ("retriever", "judge", "executor"):
+            spec = getattr(config, kind)
+            if spec is not None:
+                spec._sources = dict((option_sources or {}).get(kind, {}))
+        return config
+
+    # -- building --------------------------------------------------------------------------------------------
+    def input_files(self) -> list[str]:
+        """The files this run reads (dataset, and component options naming existing files): never an output."""
+        from evret_core.results.outputs import files_named
+
+        files = [self.dataset]
+        if Path(self.dataset).is_dir():  # a BEIR folder: its corpus, queries and qrels
+            files += [str(p) for p in sorted(Path(self.dataset).rglob("*")) if p.is_file()]
+        return files + files_named(spec.options for spec in (self.retriever, self.judge) if spec)
+
+    def check_output(self, inputs: list[str] | None = None) -> None:
+        """Fail now, before any work, when ``output`` cannot be written (see :mod:`evret_core.results.outputs`)."""
+        from evret_core.results.outputs import check_outputs
+
+        check_outputs({"--output": self.output or None}, inputs=[*self.input_files(), *(inputs or [])])
+
+    def load_dataset(self) -> EvaluationDataset:
+        from evret_core.data.models import EvaluationDataset
+
+        return EvaluationDataset.load(self.dataset)
+
+    def build_judge(self) -> Any:
+        """The judge object, or None for the evaluator's default."""
+        if self.judge is None:
+            return None
+        return _create("judge", self.judge, None)
+
+    def build_evaluator(self, dataset: EvaluationDataset,
+                        progress: Callable[[str, int, int], None] | None = None) -> Evaluator:
+        """The retriever (handed ``dataset`` when its factory takes one), the judge and the evaluator."""
+        from evret_core.evaluation.evaluator import Evaluator
+
+        retriever = _create("retriever", self.retriever, dataset)
+        return Evaluator(
+            retriever=retriever, metrics=self.metrics, judge=self.build_judge(), matching=self.matching, k=self.k,
+            fail_on_unmeasured=self.fail_on_unmeasured, missing_queries=self.missing_queries, progress=progress,
+            executor=self.executor.name if self.executor else None,
+            executor_options=dict(self.executor.options) if self.executor else None,
+            confidence_level=self.confidence_level,
+            n_resamples=self.n_resamples, seed=self.seed, min_slice_size=self.min_slice_size,
+        )
+
+    def evaluate(self, progress: Callable[[str, int, int], None] | None = None) -> EvaluationResults:
+        """Check the output path, load the dataset, evaluate, and write ``output`` when it is set."""
+        self.check_output()
+        dataset = self.load_dataset()
+        results = self.build_evaluator(dataset, progress).evaluate(dataset)
+        if self.output:
+            results.to_json(self.output)
+        return results
+
+
+def _config_error(exc: ValidationError, sources: Mapping[str, str]) -> EvretError:
+    err = exc.errors()[0]
+    loc = [str(p) for p in err.get("loc", ())]
+    field = loc[0] if loc else "config"
+    message = str(err.get("msg", "")).removeprefix("Value error, ")
+    if err.get("type") == "extra_forbidden":
+        known = ", ".join(sorted(EvaluateConfig.model_fields))
+        message = f"unknown setting; known settings are {known}"
+    elif err.get("type") == "missing":
+        message = "missing"
+    name = ".".join(loc) or field
+    source = sources.get(field)
+    if source is None:
+        return EvretError(f"EvaluateConfig: option {name!r}: {message}")
+    if source.startswith("-"):
+        return EvretError(f"{source}: {message}")
+    return EvretError(f"{source}: option {name!r}: {message}")
+
+
+def _relative(base: Path, value: Any) -> Any:
+    if isinstance(value, str) and value and not Path(value).is_absolute():
+        return str(base / value)
+    return value
+
+
+def component_layer(value: Any, base: Path, source: str) -> tuple[Any, dict[str, str]]:
+    """A config file's ``retriever`` / ``judge`` value with its file-naming options made relative to ``base``,
+    and the source of each option (``source``)."""
+    if isinstance(value, Mapping) and not (set(value) <= {"name", "options"} and "options" in value):
+        options = {k: v for k, v in value.items() if k != "name"}
+        value = {"name": value.get("name"), "options": {
+            k: _relative(base, v) if k.endswith(PATH_OPTION_SUFFIXES) else v for k, v in options.items()}}
+        return value, {k: source for k in options}
+    if isinstance(value, Mapping) and isinstance(value.get("options"), Mapping):
+        return value, {k: source for k in value["options"]}
+    return value, {}
+
+
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file (UTF-8; a byte-order mark is dropped); errors name the file and line."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    from evret_core.data.corpus import read_text
+
+    text = read_text(path, "config file")  # a bad byte is reported with its line
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise EvretError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise EvretError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _file_layer(path: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
+    data, _ = file_settings(load_toml(path), path)
+    return data, {key: str(path) for key in data}
+
+
+def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
+    """A config file's settings with paths made relative to the file, and per component the source of each
+    option (``"eval.toml [judge]"``)."""
+    base = Path(path).parent
+    data: dict[str, Any] = dict(raw)
+    option_sources: dict[str, dict[str, str]] = {}
+    for key in ("dataset", "output"):
+        if key in data:
+            data[key] = _relative(base, data[key])
+    for kind in ("retriever", "judge", "executor"):
+        if kind in data:
+            data[kind], option_sources[kind] = component_layer(data[kind], base, f"{path} [{kind}]")
+    return data, option_sources
+
+
+def _create(kind: str, spec: ComponentSpec, dataset: Any) -> Any:
+    """Create a registered component, naming where an option that does not fit was written."""
+    from evret_core.plugins.loading import get_registry
+    from evret_core.plugins.registry import create_judge, create_retriever
+
+    factory = get_registry().get(kind, spec.name)
+    options = dict(spec.options)
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        accepted = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        for option in options:
+            if option not in accepted:
+                raise EvretError(
+                    f"{kind} {spec.name!r}: option {option!r} (from {spec.source_of(option)}) is not an option "
+                    f"of this {kind}; accepted options: {', '.join(accepted) or 'none'}")
+    if kind == "retriever" and params is not None and "dataset" in params and "dataset" not in options:
+        options["dataset"] = dataset
+    create = create_judge if kind == "judge" else create_retriever
+    try:
+        return create(spec.name, **options)
+    except EvretError as exc:
+        given = sorted({spec.source_of(o) for o in spec.options})
+        if not given:
+            raise
+        raise EvretError(f"{exc} (options from {' and '.join(given)})") from None
+
+
+def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
+    """Create a registered retriever, handing it the dataset when its factory accepts ``dataset``."""
+    return _create("retriever", ComponentSpec(name=name, options=options), dataset)

@@ -1,0 +1,362 @@
+"""The retrieval evaluator: retrieve, judge, assign ids, compute metrics.
+
+The pipeline keeps its bulk data as columns: each query's retrieved ids, scores and texts
+(:class:`~evret_core.retrieve.retrievers.RankedColumns`, or a precomputed ``{docid: score}`` dict read as it is), the
+judge's verdicts as one array over the distinct judgment contexts, and one score array per metric. The
+:class:`~evret_core.results.evaluation.EvaluationResults` it returns builds a query's :class:`QueryResult` when asked.
+
+How judgments become id sets (``first_match`` rank-priority matching, ``any_match``) is :mod:`evret_core.assign`.
+A query with ``relevant_doc_ids`` is scored on ids (graded when grades are given), without judging.
+
+Judgments that could not be made (``None`` from a judge, e.g. an LLM call that failed after every retry) are
+reported per query and in ``stats["unmeasured"]``; in the metrics they count as not matching. Pass
+``fail_on_unmeasured=True`` to fail the run instead.
+
+A precomputed run must cover every query of the dataset: missing queries are an error naming them, unless
+``missing_queries="zero"``, which scores them 0 and lists them in ``stats["missing_queries"]``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
+from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+from evret_core.errors import EvretError
+from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
+from evret_core.judge.context_columns import AnswerKey
+from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
+from evret_core.metrics.metric import Metric, resolve_judged_defaults
+from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
+from evret_core.results.per_query import QueryTable, TextJudgments
+from evret_core.retrieve.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
+from evret_core.retrieve.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
+
+__all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "Evaluator", "UnmeasuredJudgmentsError",
+           "answer_id", "answer_keys", "judgment_context"]
+
+DEFAULT_DEPTH = 100
+MISSING_QUERIES = ("error", "zero")
+_CHUNK = 2048  # queries per metric batch: bounds the arrays of the metric step
+_VERDICT_CODE = {True: 1, False: 0, None: -1}
+
+
+def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
+    """A judgment context from an :func:`answer_keys` entry and a retrieved text (the evaluator itself keeps
+    contexts as :class:`~evret_core.judge.context_columns.ContextColumns`, which build theirs the same way)."""
+    query, expected, aliases = answer
+    return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
+
+
+def _verdict_codes(verdicts: Sequence[bool | None]) -> np.ndarray:
+    """1 match / 0 no / -1 unmeasured per verdict, as int8."""
+    if None in verdicts:
+        return np.fromiter(map(_VERDICT_CODE.__getitem__, verdicts), dtype=np.int8, count=len(verdicts))
+    return np.fromiter(verdicts, dtype=bool, count=len(verdicts)).view(np.int8)
+
+
+def _str_ids(ids: Sequence[Any]) -> list[str]:
+    """``ids`` as a list of str (read, not copied, when it already is one)."""
+    if type(ids) is list:
+        try:
+            "".join(ids)  # raises unless every id is a str: a C-speed check, far cheaper than str() per id
+            return ids
+        except TypeError:
+            pass
+    return list(map(str, ids))
+
+
+class UnmeasuredJudgmentsError(EvretError):
+    """Raised with ``fail_on_unmeasured=True`` when some judgments could not be made."""
+
+
+class Evaluator:
+    """Scores a retriever on a dataset.
+
+    :param retriever: an Evret retriever, a function ``(query, k)``, a precomputed run ``{query_id: results}``
+        (results: ``{docid: score}`` as in TREC/pytrec_eval, ranked ids, result objects or dicts), or any object
+        an installed plugin can adapt (a LangChain retriever with evret-langchain).
+    :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.metrics.Metric` objects.
+    :param judge: a judge object or a registered judge name; needed when the dataset has text labels
+        (default: :data:`~evret_core.judge.DEFAULT_JUDGE`, ``contains``).
+    :param matching: ``first_match`` or ``any_match`` (see :mod:`evret_core.assign`).
+    :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
+        A metric cutoff deeper than ``k`` is an error.
+    :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
+    :param progress: called as ``progress(stage, done, total)`` while retrieving and judging; a judge's own
+        long work before judging (the semantic judge's encoding, stage ``"encode"``) reports through it too
+        (:func:`evret_core.judge.base.report_progress`).
+    :param batch_size: queries per ``batch_retrieve`` call.
+    :param judge_batch_size: contexts per ``batch_judge`` call (progress is reported between calls; the judge's
+        ``prepare`` sees every context first, so per-text work such as embedding is still done in one pass).
+    :param confidence_level, n_resamples, seed: the percentile bootstrap intervals of the means (and slices).
+    :param min_slice_size: slices (queries sharing a tag value) smaller than this are flagged ``small``.
+    :param missing_queries: for a precomputed run that lacks some of the dataset's queries: ``"error"``
+        (default) or ``"zero"`` (score them 0 and list them in ``stats["missing_queries"]``).
+    :param executor: where retrieval, judging and metrics run: ``"local"`` (default, this process), a name an
+        installed plugin registers (``"ray"`` with evret-ray), or an :class:`~evret_core.evaluation.executors.Executor`.
+        Every executor gives the same scores; the results' ``config["executor"]`` says which one ran.
+    :param executor_options: options of an executor given by name (``{"address": "auto"}`` for ``ray``).
+    """
+
+    def __init__(
+        self,
+        retriever: Any,
+        metrics: Sequence[str | Metric],
+        judge: Any = None,
+        matching: str = "first_match",
+        k: int | None = None,
+        fail_on_unmeasured: bool = False,
+        progress: Callable[[str, int, int], None] | None = None,
+        batch_size: int = 256,
+        judge_batch_size: int = 1024,
+        confidence_level: float = 0.95,
+        n_resamples: int = 1000,
+        seed: int = 0,
+        min_slice_size: int = 10,
+        missing_queries: str = "error",
+        executor: str | Executor | None = None,
+        executor_options: dict[str, Any] | None = None,
+    ) -> None:
+        from evret_core.judge.base import resolve_judge
+        from evret_core.plugins.registry import create_metric
+        from evret_core.statistics.inference import check_confidence_level, check_resamples
+
+        if not metrics:
+            raise EvretError("no metrics given: name at least one, e.g. recall@10")
+        self.metrics: list[Metric] = [m if isinstance(m, Metric) else create_metric(m) for m in metrics]
+        names = [m.name for m in self.metrics]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise EvretError(f"metric(s) given twice: {', '.join(duplicates)}")
+        self.matching = check_matching(matching)
+        if missing_queries not in MISSING_QUERIES:
+            raise EvretError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, got {missing_queries!r}")
+        self.missing_queries = missing_queries
+        self.retriever = resolve_retriever(retriever)
+        self.judge = resolve_judge(judge) if isinstance(judge, str) else judge
+        depths = [m.depth for m in self.metrics if m.depth is not None]
+        if k is not None and int(k) <= 0:
+            raise EvretError(f"k must be a positive integer, got {k}")
+        self.k = int(k) if k is not None else (max(depths) if depths else DEFAULT_DEPTH)
+        deeper = [m.name for m in self.metrics if m.depth is not None and m.depth > self.k]
+        if deeper:
+            raise EvretError(
+                f"metric {', '.join(deeper)} reads deeper than the retrieval depth k={self.k}: retrieve at least "
+                f"{max(m.depth or 0 for m in self.metrics)} documents (raise k) or lower the cutoff"
+            )
+        self.fail_on_unmeasured = fail_on_unmeasured
+        self.progress = progress
+        self.batch_size = max(1, int(batch_size))
+        self.judge_batch_size = max(1, int(judge_batch_size))
+        self.confidence_level = check_confidence_level(confidence_level)
+        self.n_resamples = check_resamples(n_resamples)
+        self.seed = int(seed)
+        self.min_slice_size = int(min_slice_size)
+        self.executor = resolve_executor(executor, executor_options)
+        self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
+        self._extra: list[str] = []  # the precomputed run's queries that the dataset lacks (ignored)
+        self._unmeasured: dict[int, int] = {}  # query index -> its unmeasured judgments, in the last evaluation
+
+    # -- pipeline ----------------------------------------------------------------------------------------------
+    def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
+        """Ranked results for every query of ``dataset``, cut to ``k``, as objects (the evaluator itself keeps
+        columns: :meth:`retrieve_rows`)."""
+        return self.retrieve_rows(dataset).to_results()
+
+    def retrieve_rows(self, dataset: EvaluationDataset) -> RetrievedRows:
+        """Every query's retrieved row (columns, or a precomputed run's dict), cut to ``k``."""
+        queries = dataset.queries
+        if isinstance(self.retriever, PrecomputedRetriever):
+            return self._precomputed_rows(queries)
+        where = f"retriever {type(self.retriever).__name__}"
+        batches = [[q.query_text for q in queries[start : start + self.batch_size]]
+                   for start in range(0, len(queries), self.batch_size)]
+        self._report("retrieve", 0, len(queries))  # starts the stage's clock and bar (evret_core.progress)
+        got = self.executor.retrieve(self.retriever, batches, self.k,
+                                     lambda done: self._report("retrieve", done, len(queries)))
+        rows: list[Row] = []
+        for start, texts, batch in zip(range(0, len(queries), self.batch_size), batches, got, strict=True):
+            if len(batch) != len(texts):
+                raise EvretError(f"{where} returned {len(batch)} result lists for {len(texts)} queries")
+            chunk = queries[start : start + self.batch_size]
+            rows.extend(coerce_row(raw, f"{where}, query {q.query_id!r}", self.k)
+                        for q, raw in zip(chunk, batch, strict=True))
+        return RetrievedRows(rows, self.k)
+
+    def _precomputed_rows(self, queries: Sequence[QueryExample]) -> RetrievedRows:
+        """A precomputed run's rows; a run read as columns (``read_run_columns``) stays columns (a chunk's dicts
+        are built when its metrics are computed)."""
+        from evret_core.metrics.runcolumns import ColumnarRun
+
+        assert isinstance(self.retriever, PrecomputedRetriever)
+        run = self.retriever.run
+        positions = run.positions([q.query_id for q in queries]) if isinstance(run, ColumnarRun) else None
+        if positions is not None:
+            missing = [queries[i].query_id for i in np.flatnonzero(positions < 0).tolist()]
+        else:
+            missing = [q.query_id for q in queries if q.query_id not in run]
+        if missing and self.missing_queries == "error":
+            shown = ", ".join(repr(q) for q in missing[:5])
+            raise EvretError(
+                f"the precomputed run lacks {len(missing)} of the dataset's {len(queries)} queries ({shown}"
+                f"{', ...' if len(missing) > 5 else ''}); fix the run's query ids, or score them 0 with "
+                f"missing_queries='zero' (CLI: --missing-queries zero)"
+            )
+        self._missing = missing
+        self._extra = extra_run_queries(run, queries)
+        if isinstance(run, ColumnarRun) and positions is not None:
+            from evret_core.retrieve.run_rows import ColumnarRows
+
+            return ColumnarRows(run, positions, self.k)
+        absent = object()  # a dict row is kept as it is, before any per-query message is built
+        return RetrievedRows([EMPTY if (raw := run.get(q.query_id, absent)) is absent else raw if type(raw) is dict
+                              else coerce_row(raw, f"precomputed run, query {q.query_id!r}", self.k)
+                              for q in queries], self.k)
+
+    def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
+        """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
+        rows = retrieved if isinstance(retrieved, RetrievedRows) else RetrievedRows(
+            [RankedColumns.from_results(r) for r in retrieved], self.k)
+        return list(plan_text(dataset.queries, rows.row).contexts)
+
+    def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
+        """The judge's verdict on each context (None: could not be judged)."""
+        return dict(zip(contexts, self._judge(contexts).verdicts, strict=True))
+
+    def _judge(self, contexts: Sequence[JudgmentContext]) -> JudgeRun:
+        if not contexts:
+            return JudgeRun([])
+        if self.judge is None:
+            from evret_core.judge.base import resolve_judge
+
+            self.judge = resolve_judge()
+        self._report("judge", 0, len(contexts))  # before prepare(), whose encoding is part of the stage
+        from evret_core.judge.base import judge_progress
+
+        with judge_progress(self._report if self.progress is not None else None):  # e.g. a judge's encoding
+            run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
+                                      lambda done: self._report("judge", done, len(contexts)))
+        if len(run.verdicts) != len(contexts):
+            raise EvretError(f"executor {self.executor.name!r} returned {len(run.verdicts)} verdicts for "
+                             f"{len(contexts)} contexts")
+        return run
+
+    def evaluate(self, dataset: EvaluationDataset) -> EvaluationResults:
+        """Retrieve, judge and score every query of ``dataset``."""
+        if not isinstance(dataset, EvaluationDataset):
+            raise EvretError(f"evaluate() needs an EvaluationDataset, got {type(dataset).__name__}")
+        started = time.time()
+        self._missing, self._extra = [], []
+        queries = dataset.queries
+        rows = self.retrieve_rows(dataset)
+        plan = plan_text(queries, rows.row)
+        contexts = plan.contexts
+        judged = self._judge(contexts)
+        verdicts = judged.verdicts
+        codes = _verdict_codes(verdicts)
+        text = self._assign(queries, rows, plan, codes)
+        scores = self._scores(queries, rows, text)
+        unmeasured_queries = [queries[i].query_id for i in self._unmeasured]
+        unmeasured = sum(self._unmeasured.values())
+        if unmeasured and self.fail_on_unmeasured:
+            raise UnmeasuredJudgmentsError(
+                f"{unmeasured} judgment(s) could not be made, touching {len(unmeasured_queries)} queries: "
+                f"{', '.join(unmeasured_queries[:10])}{' ...' if len(unmeasured_queries) > 10 else ''}"
+            )
+        stats: dict[str, Any] = {
+            "num_queries": len(queries),
+            "judgments": {
+                "contexts": int(len(plan.context_of)),
+                "unique": len(contexts),
+                "unmeasured": int((codes < 0).sum()),
+            },
+            "unmeasured": {"judgments": unmeasured, "queries": unmeasured_queries,
+                           "counted_as": "not matching"},
+        }
+        if self._missing:
+            stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
+        if self._extra:  # a run's queries that the dataset lacks are ignored, and said so
+            stats["extra_run_queries"] = {"count": len(self._extra), "queries": self._extra[:20], "ignored": True}
+        stats["elapsed_s"] = round(time.time() - started, 6)
+        judge_stats = getattr(self.judge, "stats", None)
+        if judged.stats is None and callable(judge_stats):  # nothing judged this run: the judge's own counters
+            judged.stats = judge_stats()
+        if judged.stats is not None:
+            stats["judge"] = judged.stats
+            for key in ("cost", "parsing", "injection"):  # LLM judges: cost per provider, parse fallbacks, injections
+                if isinstance(stats["judge"], dict) and key in stats["judge"]:
+                    stats[key] = stats["judge"][key]
+        results = EvaluationResults.model_construct(
+            schema_version=SCHEMA_VERSION,
+            scores={name: float(values.mean()) if len(values) else 0.0 for name, values in scores.items()},
+            metrics=[m.name for m in self.metrics],
+            per_query=QueryTable(queries, rows.row, scores, text),
+            config=self.config(),
+            stats=stats,
+        )
+        return add_statistics(results, dataset, self.confidence_level, self.n_resamples, self.seed,
+                              self.min_slice_size)
+
+    def dry_run(self, dataset: EvaluationDataset) -> dict[str, Any]:
+        """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
+        token estimate when the judge can make one (``judge.plan``). Nothing is sent to an LLM."""
+        if self.judge is None:
+            from evret_core.judge.base import resolve_judge
+
+            self.judge = resolve_judge()
+        contexts = plan_text(dataset.queries, self.retrieve_rows(dataset).row).contexts
+        plan = getattr(self.judge, "plan", None)
+        if callable(plan):
+            return dict(plan(contexts))
+        return {"contexts": len(contexts), "unique": len(contexts), "cached": 0, "to_send": 0,
+                "note": f"judge {getattr(self.judge, 'name', type(self.judge).__name__)!r} makes no API calls"}
+
+    def config(self) -> dict[str, Any]:
+        retriever_config = getattr(self.retriever, "config", None)
+        judge_config = getattr(self.judge, "config", None)
+        return {
+            "retriever": retriever_config() if callable(retriever_config) else {"name": type(self.retriever).__name__},
+            "judge": judge_config() if callable(judge_config) else (None if self.judge is None else repr(self.judge)),
+            "metrics": [m.config() for m in self.metrics],
+            "matching": self.matching,
+            "k": self.k,
+            "executor": self.executor.config(),
+        }
+
+    # -- assignment and metrics ----------------------------------------------------------------------------------
+    def _assign(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows, plan: TextPlan, codes: np.ndarray
+    ) -> dict[int, TextJudgments]:
+        """Each text-labelled query's verdicts (``codes`` per context: 1 match / 0 no / -1 unmeasured) as matched
+        answers per rank, then ids through :func:`evret_core.assign.assign_text`."""
+        text: dict[int, TextJudgments] = {}
+        self._unmeasured = {}
+        for i, verdicts in zip(plan.queries, plan.verdicts_by_rank(codes), strict=True):
+            ids = _str_ids(rows.row(i).ids)
+            assignment = assign_text(ids, verdicts.matched, len(queries[i].expected_answers), self.matching,
+                                     verdicts.hits)
+            text[i] = TextJudgments(verdicts.matched, verdicts.missing, assignment)  # type: ignore[arg-type]
+            if verdicts.unmeasured:
+                self._unmeasured[i] = verdicts.unmeasured
+        return text
+
+    def _scores(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows, text: dict[int, TextJudgments]
+    ) -> dict[str, np.ndarray]:
+        """Each metric's per-query values, computed chunk by chunk so the arrays stay bounded."""
+        any_match = self.matching == "any_match"
+        batches = (rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
+                   for start in range(0, len(queries), _CHUNK))
+        # err's default max_grade: the highest grade judged over every query, resolved before the chunks
+        metrics = resolve_judged_defaults(self.metrics, lambda: (
+            (q.query_id, text[i].assignment.relevance if i in text else q.relevance) for i, q in enumerate(queries)))
+        return self.executor.metrics(metrics, batches)
+
+    def _report(self, stage: str, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(stage, done, total)

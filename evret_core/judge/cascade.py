@@ -1,0 +1,276 @@
+"""The ``cascade`` judge: cheap judges settle the clear judgments, expensive ones only the doubtful rest.
+
+Stages run in order, each (by intent) cheaper than the next. Each stage but the last has an uncertainty band
+``[low, high)`` over its score (shared contract 2: a score in [0, 1]): a score below ``low`` settles the judgment
+as no match, a score at or above ``high`` as a match, and a score inside the band (or no score) sends it on. The
+last stage settles everything it is given with its own verdict. A stage may have a budget, ``max_judgments`` or
+``max_tokens`` (estimated with the stage's ``plan()``, as ``--dry-run`` does): judgments beyond it are never
+sent, and those the budget leaves unsettled are unmeasured (None), never guessed.
+
+``stats()`` reports, per stage, the judgments it scored and settled, the unmeasured ones, and the calls saved
+against running the last stage alone; :meth:`CascadeJudge.settled_by` says which stage settled a judgment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evret_core.data.models import JudgmentContext
+from evret_core.errors import EvretError
+from evret_core.judge.base import Judge
+
+_STAGE_KEYS = {"name", "band", "max_judgments", "max_tokens", "options"}
+
+
+@dataclass
+class Stage:
+    """One judge of a cascade with its uncertainty band and budget."""
+
+    judge: Any
+    band: tuple[float, float] | None = None
+    max_judgments: int | None = None
+    max_tokens: int | None = None
+
+    @property
+    def name(self) -> str:
+        return str(getattr(self.judge, "name", None) or type(self.judge).__name__)
+
+
+def _band(value: Any, where: str) -> tuple[float, float]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise EvretError(f"cascade judge: {where}: 'band' must be [low, high], got {value!r}")
+    try:
+        low, high = float(value[0]), float(value[1])
+    except (TypeError, ValueError):
+        raise EvretError(f"cascade judge: {where}: 'band' must hold two numbers, got {value!r}") from None
+    if not (math.isfinite(low) and math.isfinite(high)) or not 0.0 <= low <= high <= 1.0:
+        raise EvretError(f"cascade judge: {where}: 'band' must satisfy 0 <= low <= high <= 1, got {value!r}")
+    return low, high
+
+
+def _budget(value: Any, key: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0 \
+            or value != int(value):
+        raise EvretError(f"cascade judge: {where}: {key!r} must be a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _stage(spec: Any, index: int, last: bool) -> Stage:
+    where = f"stage {index + 1}"
+    if isinstance(spec, Stage):
+        if (spec.band is None) != last:
+            raise EvretError(f"cascade judge: {where}: every stage but the last, and only those, has a 'band'")
+        return spec
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if isinstance(spec, Judge) or (not isinstance(spec, Mapping) and hasattr(spec, "batch_judge")):
+        judge, spec = spec, {}
+    elif isinstance(spec, Mapping):
+        spec = dict(spec)
+        name = spec.pop("name", None)
+        if not isinstance(name, str) or not name:
+            raise EvretError(f"cascade judge: {where}: a stage is a judge name or a table with 'name'")
+        if name == "cascade":
+            raise EvretError(f"cascade judge: {where}: a cascade cannot contain a cascade")
+        from evret_core.plugins.registry import create_judge
+
+        options = dict(spec.pop("options", None) or {})
+        options.update({k: v for k, v in spec.items() if k not in _STAGE_KEYS})
+        spec = {k: v for k, v in spec.items() if k in _STAGE_KEYS}
+        judge = create_judge(name, **options)
+    else:
+        raise EvretError(f"cascade judge: {where}: a stage is a judge name, a judge or a table with 'name', "
+                         f"got {type(spec).__name__}")
+    band = spec.get("band")
+    if band is not None and last:
+        raise EvretError(f"cascade judge: {where}: the last stage settles everything it gets and takes no 'band'")
+    if band is None and not last:
+        raise EvretError(f"cascade judge: {where}: every stage but the last needs a 'band' [low, high]")
+    stage = Stage(judge=judge, band=None if band is None else _band(band, where),
+                  max_judgments=_budget(spec.get("max_judgments"), "max_judgments", where),
+                  max_tokens=_budget(spec.get("max_tokens"), "max_tokens", where))
+    if stage.max_tokens is not None and not _estimates_tokens(judge):
+        raise EvretError(f"cascade judge: {where}: 'max_tokens' needs a judge that estimates tokens (llm); "
+                         f"use 'max_judgments' for {stage.name!r}")
+    return stage
+
+
+class CascadeJudge(Judge):
+    """Ordered judges, each settling the judgments it is sure of (see the module docstring).
+
+    :param stages: judge names, judge objects, or tables ``{"name": ..., "band": [low, high], "max_judgments":
+        ..., "max_tokens": ..., **judge options}``; every stage but the last needs a band
+    """
+
+    name = "cascade"
+    threshold = None
+
+    def __init__(self, stages: Sequence[Any]) -> None:
+        if isinstance(stages, (str, bytes)) or not isinstance(stages, Sequence) or len(stages) < 2:
+            raise EvretError("cascade judge: 'stages' must list at least two judges, cheapest first")
+        self.stages = [_stage(s, i, i == len(stages) - 1) for i, s in enumerate(stages)]
+        self._settled: dict[JudgmentContext, str] = {}
+        self.reset_stats()
+
+    # -- judging -------------------------------------------------------------------------------------------
+    def judge(self, context: JudgmentContext) -> bool:
+        verdict = self.batch_judge([context])[0]
+        if verdict is None:
+            raise EvretError("cascade judge: the judgment was left unsettled (budget spent or a stage failed)")
+        return verdict
+
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        # only the first stage sees every context; preparing later stages would do the work the cascade saves
+        prepare = getattr(self.stages[0].judge, "prepare", None)
+        if callable(prepare):
+            prepare(contexts)
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        from evret_core.calibration.scores import judge_scores, judge_threshold
+
+        verdicts: list[bool | None] = [None] * len(contexts)
+        pending = list(range(len(contexts)))
+        self._counts["judgments"] += len(contexts)
+        for index, stage in enumerate(self.stages):
+            if not pending:
+                break
+            counts = self._counts["stages"][index]
+            sent = self._within_budget(index, stage, [contexts[i] for i in pending])
+            skipped, pending = pending[sent:], pending[:sent]
+            counts["over_budget"] += len(skipped)
+            batch = [contexts[i] for i in pending]
+            counts["scored"] += len(batch)
+            last = stage.band is None
+            if last and judge_threshold(stage.judge) is None:
+                answers: list[Any] = list(stage.judge.batch_judge(batch))
+            else:
+                answers = judge_scores(stage.judge, batch)
+            if len(answers) != len(batch):
+                raise EvretError(f"cascade judge: stage {stage.name!r} returned {len(answers)} answers for "
+                                 f"{len(batch)} contexts")
+            carry: list[int] = []
+            for i, answer in zip(pending, answers, strict=True):
+                verdict = self._settle(stage, answer)
+                if verdict is None:
+                    carry.append(i)
+                    continue
+                verdicts[i] = verdict
+                self._settled[contexts[i]] = stage.name
+                counts["settled"] += 1
+            # judgments skipped for budget at a middle stage go on: a later stage may still settle them
+            pending = carry + skipped if not last else []
+            if last:
+                counts["unmeasured"] += len(carry) + len(skipped)
+        return verdicts
+
+    def _settle(self, stage: Stage, answer: Any) -> bool | None:
+        if answer is None:
+            return None
+        if stage.band is None:  # the last stage: its verdict, or its score against its threshold
+            if isinstance(answer, bool):
+                return answer
+            from evret_core.calibration.scores import judge_threshold
+
+            threshold = judge_threshold(stage.judge)
+            return bool(answer >= threshold) if threshold is not None else bool(answer >= 0.5)
+        low, high = stage.band
+        if answer < low:
+            return False
+        if answer >= high:
+            return True
+        return None
+
+    def _within_budget(self, index: int, stage: Stage, batch: Sequence[JudgmentContext]) -> int:
+        """How many of ``batch`` (a prefix) this stage may still take under its budget."""
+        counts = self._counts["stages"][index]
+        allowed = len(batch)
+        if stage.max_judgments is not None:
+            allowed = min(allowed, max(0, stage.max_judgments - counts["scored"]))
+        if stage.max_tokens is not None:
+            plan = stage.judge.plan
+            left = stage.max_tokens - counts["estimated_tokens"]
+            taken = 0
+            for context in batch[:allowed]:
+                estimate = plan([context])
+                tokens = int(estimate.get("estimated_input_tokens", 0)) + int(
+                    estimate.get("estimated_output_tokens_max", 0))
+                if tokens > left:
+                    break
+                left -= tokens
+                taken += 1
+                counts["estimated_tokens"] += tokens
+            allowed = taken
+        return allowed
+
+    def settled_by(self, context: JudgmentContext) -> str | None:
+        """The name of the stage that settled ``context`` (None when unsettled or never judged)."""
+        return self._settled.get(context)
+
+    # -- accounting ----------------------------------------------------------------------------------------
+    def reset_stats(self) -> None:
+        """Start counting afresh (the evaluator calls this per run), for the cascade and every stage."""
+        self._settled.clear()
+        self._counts: dict[str, Any] = {
+            "judgments": 0,
+            "stages": [{"scored": 0, "settled": 0, "unmeasured": 0, "over_budget": 0, "estimated_tokens": 0}
+                       for _ in self.stages],
+        }
+        for stage in self.stages:
+            reset = getattr(stage.judge, "reset_stats", None)
+            if callable(reset):
+                reset()
+
+    def stats(self) -> dict[str, Any]:
+        """Per stage: judgments scored, settled, unmeasured; the calls the last stage was spared; the stages' own
+        stats (an LLM stage's ``cost`` is also lifted to ``stats()["cost"]`` for the results)."""
+        total = self._counts["judgments"]
+        stages = []
+        cost: dict[str, Any] = {}
+        for stage, counts in zip(self.stages, self._counts["stages"], strict=True):
+            entry: dict[str, Any] = {"judge": stage.name, "band": None if stage.band is None else list(stage.band),
+                                     **{k: v for k, v in counts.items() if v or k in ("scored", "settled")}}
+            inner = getattr(stage.judge, "stats", None)
+            if callable(inner):
+                entry["stats"] = inner()
+                if isinstance(entry["stats"], dict) and isinstance(entry["stats"].get("cost"), dict):
+                    cost.update(entry["stats"]["cost"])
+            stages.append(entry)
+        last = self._counts["stages"][-1]
+        out: dict[str, Any] = {
+            "judgments": total,
+            "stages": stages,
+            "settled_by": {s["judge"]: s["settled"] for s in stages},
+            "unmeasured": last["unmeasured"],
+            "last_judge_calls": last["scored"],
+            "last_judge_calls_saved": total - last["scored"],
+            "last_judge_fraction": (last["scored"] / total) if total else 0.0,
+        }
+        if cost:
+            out["cost"] = cost
+        return out
+
+    def config(self) -> dict[str, Any]:
+        stages = []
+        for stage in self.stages:
+            inner = getattr(stage.judge, "config", None)
+            entry: dict[str, Any] = dict(inner()) if callable(inner) else {"name": stage.name}
+            if stage.band is not None:
+                entry["band"] = list(stage.band)
+            for key in ("max_judgments", "max_tokens"):
+                if getattr(stage, key) is not None:
+                    entry[key] = getattr(stage, key)
+            stages.append(entry)
+        return {"name": self.name, "stages": stages}
+
+
+def _estimates_tokens(judge: Any) -> bool:
+    """Whether the judge's ``plan`` estimates tokens (the base class's default plan estimates none)."""
+    from evret_core.judge.base import Judge
+
+    plan = getattr(type(judge), "plan", None)
+    return callable(plan) and plan is not getattr(Judge, "plan", None)

@@ -1,0 +1,181 @@
+"""Judgment contexts as columns: what the evaluator hands a judge.
+
+An evaluation of 100,000 text-labelled queries x 100 retrieved texts needs up to ten million
+:class:`~evret_core.data.models.JudgmentContext`s, and a pydantic model each costs microseconds. The evaluator keeps
+them as columns instead: the distinct answers (query, expected text, aliases), the distinct retrieved texts, and
+per context the index of its answer and of its text. :class:`ContextColumns` is a ``Sequence[JudgmentContext]``
+over those columns: a judge that indexes or iterates it gets the very contexts it always got (built on access),
+so every judge keeps working unchanged; a judge whose work is per text (the lexical judges: normalise each
+distinct text once) reads the columns directly (:meth:`ContextColumns.of` gives columns for any sequence of
+contexts, so one code path serves both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from evret_core.data.models import JudgmentContext
+
+__all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns"]
+
+_MISSING = object()
+
+#: The most values a :meth:`ContextColumns.memo` holds (the old per-process memo of normalised texts held as many).
+MEMO_LIMIT = 65536
+
+AnswerKey = tuple[str, str, tuple[str, ...]]
+"""What identifies an expected answer to a judge: ``(query, expected_text, aliases)``."""
+
+
+class ContextColumns(Sequence[JudgmentContext]):
+    """Judgment contexts as columns; a ``Sequence[JudgmentContext]`` that builds each context when indexed.
+
+    :param answers: the distinct answers, each ``(query, expected_text, aliases)`` (``aliases``: the answer's
+        other acceptable strings, as in :class:`~evret_core.data.models.JudgmentContext`).
+    :param texts: the distinct retrieved texts.
+    :param answer_index: per context, the index of its answer in ``answers``.
+    :param text_index: per context, the index of its retrieved text in ``texts``.
+
+    Context ``i`` is ``JudgmentContext(query=answers[a][0], expected_text=answers[a][1],
+    retrieved_text=texts[t], aliases=answers[a][2])`` with ``a = answer_index[i]`` and ``t = text_index[i]``.
+    A slice is again columns over the same ``answers`` and ``texts`` (no copy of them), and shares their
+    :meth:`per_text` / :meth:`per_answer` memos, so a judge called chunk by chunk still does its per-text work once
+    per evaluation. Pickling keeps only the answers and texts the contexts use.
+    """
+
+    __slots__ = ("answer_index", "answers", "text_index", "texts", "_memo")
+
+    def __init__(
+        self,
+        answers: Sequence[AnswerKey],
+        texts: Sequence[str],
+        answer_index: np.ndarray | Sequence[int],
+        text_index: np.ndarray | Sequence[int],
+        _memo: dict[Hashable, dict[Any, Any]] | None = None,
+    ) -> None:
+        self.answers = answers
+        self.texts = texts
+        self.answer_index = np.asarray(answer_index, dtype=np.int64)
+        self.text_index = np.asarray(text_index, dtype=np.int64)
+        if self.answer_index.shape != self.text_index.shape or self.answer_index.ndim != 1:
+            raise ValueError("ContextColumns: answer_index and text_index must be 1-d and of the same length")
+        self._memo: dict[Hashable, dict[Any, Any]] = {} if _memo is None else _memo
+
+    @classmethod
+    def of(cls, contexts: Sequence[JudgmentContext]) -> ContextColumns:
+        """``contexts`` as columns: itself when it already is, else columns built from the contexts (each
+        distinct answer and text once, in first-seen order)."""
+        if isinstance(contexts, ContextColumns):
+            return contexts
+        answer_ids: dict[AnswerKey, int] = {}
+        text_ids: dict[str, int] = {}
+        answer_index = [answer_ids.setdefault((c.query, c.expected_text, c.aliases), len(answer_ids))
+                        for c in contexts]
+        text_index = [text_ids.setdefault(c.retrieved_text, len(text_ids)) for c in contexts]
+        return cls(list(answer_ids), list(text_ids), answer_index, text_index)
+
+    # -- Sequence --------------------------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.answer_index)
+
+    @overload
+    def __getitem__(self, index: int) -> JudgmentContext: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> ContextColumns: ...
+
+    def __getitem__(self, index: int | slice) -> JudgmentContext | ContextColumns:
+        if isinstance(index, slice):
+            return ContextColumns(self.answers, self.texts, self.answer_index[index], self.text_index[index],
+                                  self._memo)
+        return self._context(int(self.answer_index[index]), int(self.text_index[index]))
+
+    def __iter__(self) -> Iterator[JudgmentContext]:
+        for a, t in zip(self.answer_index.tolist(), self.text_index.tolist(), strict=True):
+            yield self._context(a, t)
+
+    def _context(self, a: int, t: int) -> JudgmentContext:
+        query, expected, aliases = self.answers[a]
+        return JudgmentContext(query=query, expected_text=expected, retrieved_text=self.texts[t], aliases=aliases)
+
+    def __repr__(self) -> str:
+        return f"ContextColumns({len(self)} contexts, {len(self.answers)} answers, {len(self.texts)} texts)"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        compact = self.compact()
+        return (ContextColumns, (compact.answers, compact.texts, compact.answer_index, compact.text_index))
+
+    # -- for judges --------------------------------------------------------------------------------------------------
+    def pairs(self) -> Iterator[tuple[int, int]]:
+        """``(answer index, text index)`` of each context, in order."""
+        return zip(self.answer_index.tolist(), self.text_index.tolist(), strict=True)
+
+    def per_text(self, key: Hashable, compute: Callable[[str], Any]) -> dict[int, Any]:
+        """``{text index: compute(text)}`` for every text these contexts use. Values are memoised by text value
+        in a memo shared by these columns and all their slices, so chunked calls and a text that occurs twice in
+        ``texts`` (retrieved for two queries) do not redo the work. ``key`` names the computation (include every
+        setting that changes its result, e.g. ``("normalize", remove_articles)``). The memo holds at most
+        :data:`MEMO_LIMIT` values (it starts afresh when full), so memory stays bounded on any run."""
+        by_value = self._bounded(("per_text", key))
+        texts = self.texts
+        out: dict[int, Any] = {}
+        for i in dict.fromkeys(self.text_index.tolist()):
+            text = texts[i]
+            value = by_value.get(text, _MISSING)
+            if value is _MISSING:
+                value = by_value[text] = compute(text)
+            out[i] = value
+        return out
+
+    def per_answer(self, key: Hashable, compute: Callable[[AnswerKey], Any]) -> dict[int, Any]:
+        """``{answer index: compute(answer)}`` for every answer these contexts use (memoised as in
+        :meth:`per_text`, by answer index)."""
+        by_index = self._bounded(("per_answer", key))
+        answers = self.answers
+        out: dict[int, Any] = {}
+        for i in dict.fromkeys(self.answer_index.tolist()):
+            value = by_index.get(i, _MISSING)
+            if value is _MISSING:
+                value = by_index[i] = compute(answers[i])
+            out[i] = value
+        return out
+
+    def memo(self, key: Hashable) -> dict[Any, Any]:
+        """A dict shared by these columns and every slice of them, for a judge's own cache (e.g. by string); it
+        holds at most :data:`MEMO_LIMIT` entries (it is emptied when a new entry would exceed that)."""
+        return self._bounded(("memo", key))
+
+    def _bounded(self, key: Hashable) -> dict[Any, Any]:
+        memo = self._memo.get(key)
+        if memo is None:
+            memo = self._memo[key] = _BoundedMemo()
+        return memo
+
+    def compact(self) -> ContextColumns:
+        """The same contexts over only the answers and texts they use (what is worth shipping to a worker)."""
+        answers, answer_index = _used(self.answers, self.answer_index)
+        texts, text_index = _used(self.texts, self.text_index)
+        return ContextColumns(answers, texts, answer_index, text_index)
+
+
+class _BoundedMemo(dict[Any, Any]):
+    """A dict that empties itself rather than grow past :data:`MEMO_LIMIT` entries."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if len(self) >= MEMO_LIMIT:
+            self.clear()
+        super().__setitem__(key, value)
+
+
+def _used(values: Sequence[Any], index: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """The values ``index`` refers to, in first-use order, and ``index`` renumbered into them."""
+    if not len(index):
+        return [], index.copy()
+    used, first, inverse = np.unique(index, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return [values[i] for i in used[order].tolist()], rank[inverse].astype(np.int64)

@@ -1,0 +1,127 @@
+"""The ``repeats`` judge: N samples of one judge per judgment, the majority verdict and how much they agreed.
+
+Built for LLM judges, whose answers change run to run (temperature > 0) or with the wording of the prompt: each
+sample is its own judge, and a judge with a ``system_prompt`` (``llm``) gets a distinct one-line suffix per sample,
+so that every sample is its own call and its own cache entry (a rerun reads all N back from the cache). The verdict
+is the majority of the samples that answered; a tie, or no answer at all, is unmeasured (None), never guessed.
+
+``stats()`` gives the overall agreement rate (mean over judgments of the share of answers that agree with the
+majority), how many judgments were unanimous and how many tied; :meth:`RepeatedJudge.agreement` gives one
+judgment's rate. Written against the current :class:`~evret_core.judge.llm.LLMJudge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evret_core.data.models import JudgmentContext
+from evret_core.errors import EvretError
+from evret_core.judge.base import Judge
+
+
+class RepeatedJudge(Judge):
+    """``repeats`` samples of the judge registered as ``judge`` (built with ``options``), majority verdict."""
+
+    name = "repeats"
+
+    def __init__(self, judge: str = "llm", repeats: int = 3, options: dict[str, Any] | None = None) -> None:
+        from evret_core.plugins.registry import create_judge
+
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 2:
+            raise EvretError(f"repeats judge: 'repeats' must be an integer >= 2 (odd avoids ties), got {repeats!r}")
+        if not isinstance(judge, str) or judge in ("repeats", "cascade"):
+            raise EvretError(f"repeats judge: 'judge' must name a plain registered judge, got {judge!r}")
+        if options is not None and not isinstance(options, dict):
+            raise EvretError("repeats judge: 'options' must be a table of the sampled judge's options")
+        self.judge_name = judge
+        self.repeats = repeats
+        self.options = dict(options or {})
+        self.samples = [create_judge(judge, **self.options) for _ in range(repeats)]
+        for i, sample in enumerate(self.samples):
+            prompt = getattr(sample, "system_prompt", None)
+            if isinstance(prompt, str):  # an LLM judge (Judge has no prompt): each sample judges independently
+                sample.system_prompt = (  # type: ignore[attr-defined]
+                    prompt + f"\n(Independent judgment, sample {i + 1} of {repeats}.)")
+        self._agreement: dict[JudgmentContext, float] = {}
+        self.reset_stats()
+
+    def judge(self, context: JudgmentContext) -> bool:
+        verdict = self.batch_judge([context])[0]
+        if verdict is None:
+            raise EvretError("repeats judge: no majority (a tie, or no sample answered)")
+        return verdict
+
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        for sample in self.samples:
+            prepare = getattr(sample, "prepare", None)
+            if callable(prepare):
+                prepare(contexts)
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        answers = [list(sample.batch_judge(contexts)) for sample in self.samples]
+        out: list[bool | None] = []
+        for i, context in enumerate(contexts):
+            said = [a[i] for a in answers if a[i] is not None]
+            yes = sum(1 for v in said if v)
+            no = len(said) - yes
+            if not said or yes == no:
+                out.append(None)
+                self._counts["ties" if said else "unanswered"] += 1
+                if said:
+                    self._record(context, 0.5)
+                continue
+            out.append(yes > no)
+            self._record(context, max(yes, no) / len(said))
+            self._counts["unanimous"] += int(yes == 0 or no == 0)
+        return out
+
+    def _record(self, context: JudgmentContext, rate: float) -> None:
+        self._agreement[context] = rate
+        self._counts["judgments"] += 1
+        self._counts["agreement_sum"] += rate
+
+    def agreement(self, context: JudgmentContext) -> float | None:
+        """The share of the answers to ``context`` that agreed with the majority (None: never judged or no answer)."""
+        return self._agreement.get(context)
+
+    def reset_stats(self) -> None:
+        """Start counting afresh, for this judge and every sample."""
+        self._agreement.clear()
+        self._counts: dict[str, Any] = {"judgments": 0, "agreement_sum": 0.0, "unanimous": 0, "ties": 0,
+                                        "unanswered": 0}
+        for sample in self.samples:
+            reset = getattr(sample, "reset_stats", None)
+            if callable(reset):
+                reset()
+
+    def stats(self) -> dict[str, Any]:
+        """Repeats, overall agreement rate, unanimous / tied / unanswered counts, and the samples' summed cost."""
+        counts = self._counts
+        cost: dict[str, dict[str, Any]] = {}
+        for sample in self.samples:
+            inner = getattr(sample, "stats", None)
+            got = inner() if callable(inner) else {}
+            for provider, usage in (got.get("cost") or {}).items():
+                total = cost.setdefault(provider, {})
+                for key, value in usage.items():
+                    if isinstance(value, (int, float)) and not isinstance(value, bool):
+                        total[key] = total.get(key, 0) + value
+                    else:
+                        total[key] = value
+        out: dict[str, Any] = {
+            "repeats": self.repeats,
+            "judgments": counts["judgments"],
+            "agreement_rate": counts["agreement_sum"] / counts["judgments"] if counts["judgments"] else None,
+            "unanimous": counts["unanimous"],
+            "ties": counts["ties"],
+            "unanswered": counts["unanswered"],
+        }
+        if cost:
+            out["cost"] = cost
+        return out
+
+    def config(self) -> dict[str, Any]:
+        inner = getattr(self.samples[0], "config", None)
+        return {"name": self.name, "repeats": self.repeats,
+                "judge": inner() if callable(inner) else {"name": self.judge_name}}

@@ -1,0 +1,179 @@
+"""Generation judges: is each claim of an answer supported by the contexts the generator saw?
+
+A generation judge takes :class:`ClaimTask` s (a question, the answer's claims, the contexts) and returns one
+:class:`ClaimVerdict` per claim: ``supported`` / ``contradicted`` / ``unsupported`` (or ``unmeasured`` when the
+judgment could not be made), with every context id that supports the claim. From the verdicts come groundedness,
+faithfulness and citation precision / recall (:func:`claim_scores`).
+
+The cheap judge, :class:`LexicalClaimJudge`, takes claims as given (or the answer's sentences when it lists none)
+and asks any Evret judge (``token-overlap`` by default; ``exact``, ``regex``, ``semantic``...) whether a claim
+matches a context, the claim as the expected text and the context as the retrieved text. A lexical judge cannot
+see a contradiction, so it never says ``contradicted``. The LLM claim judge
+(:mod:`evret_core.rag.claims.llm_judge`), which extracts and verifies claims, plugs in through the same ``judge_claims``.
+
+Claim judges are a plugin kind (:class:`ClaimJudge`, hook ``register_claim_judges``): the built-ins are ``lexical``
+and ``llm``; ``evret rag --claim-judge NAME`` takes a registered claim judge's name, or an Evret judge's name for the
+lexical claim judge over that judge.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evret_core.data.models import JudgmentContext
+from evret_core.errors import EvretError
+from evret_core.rag.generate.extractive import split_sentences
+from evret_core.rag.generate.generators import Answer, Claim
+from evret_core.rag.questions.conditions import Context
+
+VERDICTS = ("supported", "contradicted", "unsupported", "unmeasured")
+
+
+@dataclass(frozen=True)
+class ClaimTask:
+    """One answer to judge: its question, its claims (with citations) and the contexts it was given.
+
+    ``extract`` says the answer listed no claims (``claims`` are then its sentences): a judge that can extract
+    claims itself (the LLM claim judge) does so from ``answer_text`` instead."""
+
+    question: str
+    claims: tuple[Claim, ...]
+    contexts: tuple[Context, ...]
+    answer_text: str = ""
+    extract: bool = False
+
+
+@dataclass
+class ClaimVerdict:
+    """The verdict on one claim; ``supporting`` lists the ids of the contexts that support it."""
+
+    claim: str
+    citations: list[str]
+    verdict: str
+    supporting: list[str] = field(default_factory=list)
+    contradicting: list[str] = field(default_factory=list)
+
+
+def claim_task(question: str, answer: Answer, contexts: Sequence[Context]) -> ClaimTask:
+    """The :class:`ClaimTask` of one answer."""
+    extract = not answer.claims and not (answer.refused or answer.escalated) and bool(answer.text.strip())
+    return ClaimTask(question, claims_of(answer), tuple(contexts), answer_text=answer.text, extract=extract)
+
+
+def claims_of(answer: Answer) -> tuple[Claim, ...]:
+    """The answer's claims; when it lists none, its sentences (without citations). A refusal makes no claims."""
+    if answer.claims:
+        return tuple(answer.claims)
+    if answer.refused or answer.escalated:
+        return ()
+    return tuple(Claim(text=s) for s in split_sentences(answer.text))
+
+
+class ClaimJudge:
+    """What the RAG harness calls to judge claims (the base of the ``claim_judge`` kind).
+
+    Implement :meth:`judge_claims`: one list of :class:`ClaimVerdict` per :class:`ClaimTask`, in order, one verdict
+    per claim of the task (a judge that extracts claims, for a task with ``extract`` set, may return another
+    number). Optionally ``async ajudge_task(task)`` (the verdicts on one task; the pipelined harness judges each
+    answer as it arrives through it) and :meth:`config` (what the results record as ``config.claim_judge``)."""
+
+    name = "claim-judge"
+
+    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        raise NotImplementedError
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+class LexicalClaimJudge(ClaimJudge):
+    """Claim support by an Evret judge (``token-overlap`` without the query boost by default).
+
+    :param judge: a judge object or a registered judge name.
+    :param options: options for a judge given by name.
+    """
+
+    name = "lexical"
+
+    def __init__(self, judge: Any = "token-overlap", **options: Any) -> None:
+        from evret_core.plugins.registry import create_judge
+
+        if isinstance(judge, str):
+            if judge == "token-overlap":
+                # the question's words say nothing about whether a context supports a claim
+                options.setdefault("query_boost", False)
+            judge = create_judge(judge, **options)
+        elif options:
+            raise EvretError("claim judge options apply only to a judge given by name")
+        self.judge = judge
+
+    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        plan: dict[JudgmentContext, None] = {}
+        for task in tasks:
+            for claim in task.claims:
+                for ctx in task.contexts:
+                    plan.setdefault(JudgmentContext(query=task.question, expected_text=claim.text,
+                                                    retrieved_text=ctx.text), None)
+        contexts = list(plan)
+        prepare = getattr(self.judge, "prepare", None)
+        if callable(prepare) and contexts:
+            prepare(contexts)
+        answers = list(self.judge.batch_judge(contexts)) if contexts else []
+        if len(answers) != len(contexts):
+            raise EvretError(f"judge {self.judge!r} returned {len(answers)} answers for {len(contexts)} contexts")
+        verdicts = dict(zip(contexts, answers, strict=True))
+        out: list[list[ClaimVerdict]] = []
+        for task in tasks:
+            row = []
+            for claim in task.claims:
+                said = [(ctx.doc_id, verdicts[JudgmentContext(query=task.question, expected_text=claim.text,
+                                                              retrieved_text=ctx.text)]) for ctx in task.contexts]
+                supporting = list(dict.fromkeys(doc for doc, v in said if v))
+                if supporting:
+                    verdict = "supported"
+                elif any(v is None for _, v in said):
+                    verdict = "unmeasured"
+                else:
+                    verdict = "unsupported"
+                row.append(ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict=verdict,
+                                        supporting=supporting))
+            out.append(row)
+        return out
+
+    def config(self) -> dict[str, Any]:
+        config = getattr(self.judge, "config", None)
+        return {"name": self.name, "judge": config() if callable(config) else repr(self.judge)}
+
+
+def claim_scores(verdicts: Sequence[ClaimVerdict]) -> dict[str, float]:
+    """Per-answer generation scores (NaN when not applicable, e.g. an answer without claims):
+
+    - ``groundedness``: supported claims / claims;
+    - ``faithfulness``: 1 when every claim is supported (none contradicted, none unsupported), else 0; an
+      unsupported claim is never faithful;
+    - ``contradiction_rate``: contradicted claims / claims;
+    - ``citation_precision``: citations whose context supports their claim / citations (NaN without citations);
+    - ``citation_recall``: claims with a supporting cited context / claims.
+
+    Unmeasured claims are left out of every denominator.
+    """
+    measured = [v for v in verdicts if v.verdict != "unmeasured"]
+    nan = math.nan
+    if not measured:
+        return {"groundedness": nan, "faithfulness": nan, "contradiction_rate": nan, "citation_precision": nan,
+                "citation_recall": nan}
+    n = len(measured)
+    supported = sum(v.verdict == "supported" for v in measured)
+    contradicted = sum(v.verdict == "contradicted" for v in measured)
+    citations = [(c, v) for v in measured for c in v.citations]
+    good = sum(c in v.supporting for c, v in citations)
+    return {
+        "groundedness": supported / n,
+        "faithfulness": float(supported == n),
+        "contradiction_rate": contradicted / n,
+        "citation_precision": good / len(citations) if citations else nan,
+        "citation_recall": sum(any(c in v.supporting for c in v.citations) for v in measured) / n,
+    }

@@ -1,0 +1,1 @@
+"""Adversarial conditions for RAG: the perturbation families and adversarial cases kept as JSONL."""

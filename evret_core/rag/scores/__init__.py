@@ -1,0 +1,1 @@
+"""RAG stage 4, scores: correctness, behaviour, relevance, registrable RAG scores, their summaries."""

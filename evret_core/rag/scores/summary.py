@@ -1,0 +1,163 @@
+"""Aggregates of a RAG run: means and bootstrap intervals per condition, behaviour rates, attribution, paired
+differences between conditions, slices by tag, and what could not be measured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from evret_core.rag.scores.relevance import unmeasured_relevance
+from evret_core.results.rag_results import ATTRIBUTIONS, Difference, QuestionOutcome, RagResults
+
+GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
+                      "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
+DIFFERENCE_METRICS = ("exact", "f1", "correct")
+SLICE_METRICS = ("exact", "f1", "correct", "refused")
+
+# derived rates: name -> (the questions it covers, the per-question score it averages)
+_SUBSETS: dict[str, tuple[Callable[[QuestionOutcome, str], bool], str]] = {
+    "has_ans_exact": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "exact"),
+    "has_ans_f1": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "f1"),
+    "no_ans_exact": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "exact"),
+    "no_ans_f1": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "f1"),
+    "wrong_refusal_rate": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "refused"),
+    "correct_refusal_rate": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "refused"),
+}
+
+DERIVED_METRICS = tuple(_SUBSETS)
+
+
+def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
+            keep: Callable[[QuestionOutcome, str], bool] | None = None) -> list[float]:
+    out = []
+    for q in outcomes:
+        oc = q.conditions.get(condition)
+        if oc is None or (keep is not None and not keep(q, condition)):
+            continue
+        value = oc.scores.get(metric)
+        if value is not None:
+            out.append(float(value))
+    return out
+
+
+def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, seed: int,
+              extra_metrics: Sequence[str] = ()) -> None:
+    """Fill the summary sections of ``results`` (in place) from its per-question outcomes; ``extra_metrics`` are the
+    score names of plugins' RAG scores (after the built-in ones)."""
+    from evret_core.statistics.inference import bootstrap_interval
+
+    level = results.confidence_level
+    outcomes = list(results.per_question.values())
+    for condition in results.conditions:
+        means: dict[str, float | None] = {}
+        intervals: dict[str, list[float]] = {}
+        counts: dict[str, int] = {}
+        columns: dict[str, tuple[Callable[[QuestionOutcome, str], bool] | None, str]] = {
+            m: (None, m) for m in GENERATION_METRICS}
+        columns.update({name: (keep, metric) for name, (keep, metric) in _SUBSETS.items()})
+        columns.update({m: (None, m) for m in extra_metrics if m not in columns})
+        for name, (keep, metric) in columns.items():
+            values = _values(outcomes, condition, metric, keep)
+            counts[name] = len(values)
+            if not values:
+                # an optional part that is off has no row; one that is on but measured nothing shows n/a (n=0)
+                if metric in ("answer_judge", "answer_relevance") and not any(
+                        metric in q.conditions[condition].scores for q in outcomes if condition in q.conditions):
+                    continue
+                means[name] = None
+                continue
+            means[name] = float(np.mean(values))
+            intervals[name] = list(bootstrap_interval(values, level, n_resamples, seed))
+        results.generation[condition] = means
+        results.generation_intervals[condition] = intervals
+        results.generation_n[condition] = counts
+    _attribute(results)
+    results.differences = _differences(results, n_resamples, seed)
+    results.slices = _slices(outcomes, results.conditions)
+    results.unmeasured = _unmeasured(outcomes, results.conditions, retrieval)
+
+
+def _attribute(results: RagResults) -> None:
+    if not {"gold", "retrieved"} <= set(results.conditions):
+        return
+    counts = dict.fromkeys(ATTRIBUTIONS, 0)
+    for q in results.per_question.values():
+        gold, got = q.conditions["gold"].correct, q.conditions["retrieved"].correct
+        if gold is None or got is None:
+            label = "unmeasured"
+        elif not gold:
+            label = "generator_failure"
+        elif got:
+            label = "both_right"
+        elif q.gold_retrieved is None:
+            label = "unmeasured"
+        else:
+            label = "context_noise" if q.gold_retrieved else "retrieval_failure"
+        q.attribution = label
+        counts[label] += 1
+    results.attribution = counts
+
+
+def _differences(results: RagResults, n_resamples: int, seed: int) -> list[Difference]:
+    from evret_core.statistics.inference import bootstrap_interval
+
+    out = []
+    names = results.conditions
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            for metric in DIFFERENCE_METRICS:
+                pairs = [(q.conditions[a].scores.get(metric), q.conditions[b].scores.get(metric))
+                         for q in results.per_question.values()]
+                diffs = [float(y) - float(x) for x, y in pairs if x is not None and y is not None]
+                if not diffs:
+                    continue
+                low, high = bootstrap_interval(diffs, results.confidence_level, n_resamples, seed)
+                out.append(Difference(a=a, b=b, metric=metric, mean=float(np.mean(diffs)), interval=[low, high],
+                                      n=len(diffs)))
+    return out
+
+
+def _slices(outcomes: list[QuestionOutcome], conditions: list[str]
+            ) -> dict[str, dict[str, dict[str, dict[str, float | None]]]]:
+    """``{tag: {value: {condition: {metric: mean, "n": count}}}}`` for the headline metrics."""
+    groups: dict[str, dict[str, list[QuestionOutcome]]] = {}
+    for q in outcomes:
+        for tag, value in q.tags.items():
+            groups.setdefault(tag, {}).setdefault(value, []).append(q)
+    out: dict[str, dict[str, dict[str, dict[str, float | None]]]] = {}
+    for tag in sorted(groups):
+        out[tag] = {}
+        for value in sorted(groups[tag]):
+            members = groups[tag][value]
+            row: dict[str, dict[str, float | None]] = {}
+            for condition in conditions:
+                cell: dict[str, float | None] = {"n": float(len(members))}
+                for metric in SLICE_METRICS:
+                    values = _values(members, condition, metric)
+                    cell[metric] = float(np.mean(values)) if values else None
+                row[condition] = cell
+            out[tag][value] = row
+    return out
+
+
+def _unmeasured(outcomes: list[QuestionOutcome], conditions: list[str], retrieval: dict[str, Any]) -> dict[str, Any]:
+    """What could not be scored, by stage, so that nothing is dropped silently (``retrieval_unlabelled``: questions
+    to refuse without gold ids, which have nothing to score retrieval against)."""
+    missing_answers = {c: [q.question_id for q in outcomes
+                           if q.conditions[c].answer is None and q.conditions[c].skipped is None] for c in conditions}
+    skipped = {c: [q.question_id for q in outcomes if q.conditions[c].skipped] for c in conditions}
+    claims = {c: sum(cl.verdict == "unmeasured" for q in outcomes for cl in q.conditions[c].claims)
+              for c in conditions}
+    no_label = [q.question_id for q in outcomes if q.expected_behaviour == "answer" and not q.answers]
+    relevance = {c: unmeasured_relevance(outcomes, c) for c in conditions}
+    return {
+        "answers": {c: ids for c, ids in missing_answers.items() if ids},
+        "relevance": {c: ids for c, ids in relevance.items() if ids},
+        "skipped": {c: ids for c, ids in skipped.items() if ids},
+        "claims": {c: n for c, n in claims.items() if n},
+        "correctness_unlabelled": no_label,
+        "retrieval_unlabelled": list(retrieval.get("unlabelled", [])),
+        "retrieval_judgments": int(retrieval.get("unmeasured_judgments", 0) or 0),
+    }

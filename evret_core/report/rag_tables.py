@@ -1,0 +1,227 @@
+"""Plain-text tables of a RAG run for the terminal."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
+from evret_core.statistics.inference import format_interval
+
+HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
+            "wrong_refusal_rate", "correct_refusal_rate", "groundedness", "faithfulness", "citation_precision",
+            "citation_recall", "contradiction_rate", "answer_relevance", "answer_judge")
+
+
+def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
+              all_pairs: bool = False) -> None:
+    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured.
+
+    With more than two conditions (an adversarial run) the default is compact: one table of means (conditions as
+    columns), each condition's difference against the clean one (``retrieved``, else ``gold``), and one row per
+    adversarial family. ``all_pairs`` prints every condition's intervals, every pairwise difference and the
+    families' weakest slices instead (the results JSON holds all of them either way)."""
+    out = file or sys.stdout
+    if title:
+        print(title, file=out)
+    level = f"{results.confidence_level:.0%} CI"
+    # only questions to refuse or escalate may lack gold ids and answers (a question set refuses any other): they
+    # have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
+    unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
+    if results.retrieval:
+        scored = len(results.per_question) - len(unlabelled)
+        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse or escalate "
+                f"have no gold" if unlabelled else "")
+        print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
+        for metric, mean in results.retrieval.items():
+            print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
+    compact = not all_pairs and len(results.conditions) > 2
+    if compact:
+        _generation_table(results, out)
+    else:
+        _generation_listing(results, level, out)
+    clean = clean_condition(results.conditions)
+    if results.attribution:
+        total = sum(results.attribution.values()) or 1
+        print("\nattribution (gold vs retrieved context)", file=out)
+        for label in ATTRIBUTIONS:
+            count = results.attribution.get(label, 0)
+            print(f"  {label:<22} {count:>5}  {count / total:6.1%}", file=out)
+    if compact and clean is not None:
+        _differences_table(results, clean, level, out)
+    elif results.differences:
+        print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
+        for d in results.differences:
+            print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
+    if results.adversarial:
+        if compact:
+            adversarial_table(results.adversarial, level, out)
+        else:
+            print_adversarial(results.adversarial, level, out)
+    for line in notes(results):
+        print(f"note: {line}", file=out)
+    for line in unmeasured_lines(results.unmeasured):
+        print(f"WARNING: {line}", file=out)
+    if results.stats.get("dropped_citations"):
+        print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
+              f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
+
+
+def clean_condition(conditions: list[str]) -> str | None:
+    """The condition others are compared with: ``retrieved`` when the run has it, else ``gold``."""
+    return next((c for c in ("retrieved", "gold") if c in conditions), None)
+
+
+def notes(results: RagResults) -> list[str]:
+    """What a reader needs to read the scores right (which judge decided ``correct``, scores that are fixed by
+    construction), from the run's config."""
+    lines = [f"'correct' decided by: {correct_rule(results.config)}"] if results.config else []
+    generator = results.config.get("generator")
+    if isinstance(generator, dict) and generator.get("name") == "extractive" and generator.get("answer") != "paraphrase":
+        lines.append("groundedness, faithfulness and citation precision are 1.000 by construction for the extractive "
+                     "generator (its one claim is a sentence copied from the context it cites); "
+                     "--generator-option answer=paraphrase is an offline baseline whose claims can fail them")
+    return lines
+
+
+def correct_rule(config: dict[str, Any]) -> str:
+    """How the run decided ``correct`` for a question expected to be answered, in words."""
+    rule = f"exact match or token F1 > {config.get('correct_f1', 0.5):g}"
+    judge = config.get("answer_judge")
+    if judge:
+        name = judge.get("name", judge) if isinstance(judge, dict) else judge
+        return f"{rule}, or the answer judge {name!r} (--answer-judge) accepting the answer"
+    return (f"{rule} (no answer judge: a verbose answer that holds the gold answer counts as wrong; "
+            f"add --answer-judge contains to accept it)")
+
+
+def _rows(results: RagResults) -> list[str]:
+    """The headline metrics, then the scores of plugins' RAG scores (names the built-ins do not give)."""
+    from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS
+
+    known = {*HEADLINE, *GENERATION_METRICS, *DERIVED_METRICS}
+    extra = [m for c in results.conditions for m in results.generation.get(c, {}) if m not in known]
+    return [*HEADLINE, *dict.fromkeys(extra)]
+
+
+def _generation_listing(results: RagResults, level: str, out: TextIO) -> None:
+    print(f"\ngeneration ({level}; n = questions measured)", file=out)
+    for condition in results.conditions:
+        print(f"  [{condition}]", file=out)
+        means = results.generation.get(condition, {})
+        for metric in _rows(results):
+            if metric not in means:
+                continue
+            value = means[metric]
+            n = results.generation_n.get(condition, {}).get(metric, 0)
+            text = "n/a" if value is None else format_interval(
+                value, results.generation_intervals.get(condition, {}).get(metric))
+            print(f"  {metric:<22} {text}  (n={n})", file=out)
+
+
+def _generation_table(results: RagResults, out: TextIO) -> None:
+    conditions = results.conditions
+    width = max(9, *(len(c) + 1 for c in conditions))
+    print("\ngeneration (means; intervals and n: --all-pairs or the results JSON)", file=out)
+    print(f"  {'metric':<22}" + "".join(f"{c:>{width}}" for c in conditions), file=out)
+    for metric in _rows(results):
+        if not any(metric in results.generation.get(c, {}) for c in conditions):
+            continue
+        cells = []
+        for c in conditions:
+            value = results.generation.get(c, {}).get(metric)
+            cells.append(f"{'n/a' if value is None else f'{value:.3f}':>{width}}")
+        print(f"  {metric:<22}" + "".join(cells), file=out)
+    counts = [results.generation_n.get(c, {}).get("correct", 0) for c in conditions]
+    print(f"  {'n (correct)':<22}" + "".join(f"{n:>{width}}" for n in counts), file=out)
+
+
+def _differences_table(results: RagResults, clean: str, level: str, out: TextIO) -> None:
+    """Each condition minus ``clean``, one row per condition, a column per metric (mean [interval])."""
+    rows: dict[str, dict[str, str]] = {}
+    for d in results.differences:
+        if clean not in (d.a, d.b):
+            continue
+        if d.a == clean:
+            other, mean, low, high = d.b, d.mean, d.interval[0], d.interval[1]
+        else:
+            other, mean, low, high = d.a, -d.mean, -d.interval[1], -d.interval[0]
+        rows.setdefault(other, {})[d.metric] = format_interval(mean + 0.0, [low + 0.0, high + 0.0])  # no "-0.000"
+    if not rows:
+        return
+    metrics = list(dict.fromkeys(m for cells in rows.values() for m in cells))
+    width = max(len(c) for c in rows) + 2
+    print(f"\ndifferences against {clean} (condition - {clean}; paired bootstrap, {level}; every pair: --all-pairs)",
+          file=out)
+    print((f"  {'condition':<{width}}" + "".join(f"{m:<26}" for m in metrics)).rstrip(), file=out)
+    for other, cells in rows.items():
+        print(f"  {other:<{width}}" + "".join(f"{cells.get(m, 'n/a'):<26}" for m in metrics).rstrip(), file=out)
+
+
+def adversarial_table(summary: dict[str, Any], level: str, out: TextIO) -> None:
+    """One row per adversarial condition: n, skipped and its family's rates (with the clean condition's wrong
+    refusals beside a refusal rate, so refusing everything cannot look good)."""
+    print("\nadversarial conditions (rates; intervals and weakest slices: --all-pairs)", file=out)
+    for condition, entry in summary.items():
+        rates = ", ".join(f"{rate} {value:.3f}" for rate, value in entry.get("rates", {}).items())
+        refusals = (f"; clean wrong refusals {entry['clean_wrong_refusal_rate']:.3f}"
+                    if "clean_wrong_refusal_rate" in entry and "refused" in entry.get("rates", {}) else "")
+        print(f"  {condition:<16} n={entry.get('n', 0)} skipped={entry.get('skipped', 0)}: {rates}{refusals}",
+              file=out)
+
+
+def print_adversarial(summary: dict[str, Any], level: str, out: TextIO) -> None:
+    """Each adversarial condition's rates, its drop against the clean condition, and its weakest slices."""
+    print(f"\nadversarial conditions ({level})", file=out)
+    for condition, entry in summary.items():
+        print(f"  [{condition}] n={entry.get('n', 0)}, skipped={entry.get('skipped', 0)}", file=out)
+        for rate, value in entry.get("rates", {}).items():
+            print(f"  {rate:<22} {format_interval(value, entry['intervals'].get(rate))}", file=out)
+        if "clean_wrong_refusal_rate" in entry:
+            print(f"  {'clean wrong refusals':<22} {entry['clean_wrong_refusal_rate']:.3f}  "
+                  f"(refusing everything must not look good)", file=out)
+        drop = entry.get("drop") or {}
+        if drop.get("n"):
+            print(f"  {'correct vs ' + str(entry['clean']):<22} {format_interval(drop['delta'], drop['interval'])}"
+                  f"  ({drop['clean']:.3f} -> {drop['adversarial']:.3f}, n={drop['n']})", file=out)
+        worst = sorted(((key, value, s["drop"]) for key, values in entry.get("slices", {}).items()
+                        for value, s in values.items() if (s.get("drop") or {}).get("n", 0) >= 5),
+                       key=lambda item: item[2]["delta"])[:3]
+        for key, value, d in worst:
+            print(f"    weakest slice {key}={value}: {format_interval(d['delta'], d['interval'])} (n={d['n']})",
+                  file=out)
+
+
+def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
+    lines = []
+    for condition, ids in (unmeasured.get("answers") or {}).items():
+        lines.append(f"{len(ids)} answer(s) missing under {condition} (e.g. {ids[0]}); left out of the means")
+    for condition, ids in (unmeasured.get("skipped") or {}).items():
+        lines.append(f"{len(ids)} question(s) have no case under {condition} (e.g. {ids[0]}; the reason is in "
+                     f"its per-question 'skipped'); not generated, left out of the means")
+    for condition, ids in (unmeasured.get("relevance") or {}).items():
+        lines.append(f"{len(ids)} answer relevance grade(s) unmeasured under {condition} (e.g. {ids[0]}; the scorer "
+                     f"failed, see stats.llm.relevance); left out of answer_relevance")
+    for condition, n in (unmeasured.get("claims") or {}).items():
+        lines.append(f"{n} claim judgment(s) unmeasured under {condition}")
+    if unmeasured.get("correctness_unlabelled"):
+        lines.append(f"{len(unmeasured['correctness_unlabelled'])} question(s) expected to be answered have no "
+                     f"expected answers: no exact match, F1 or correctness for them")
+    if unmeasured.get("retrieval_judgments"):
+        lines.append(f"{unmeasured['retrieval_judgments']} retrieval judgment(s) unmeasured")
+    return lines
+
+
+def print_plan(plan: dict[str, Any], file: TextIO | None = None) -> None:
+    out = file or sys.stdout
+    print(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
+          f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
+          f"{plan['contexts']} context(s)", file=out)
+    for part in ("generator", "claim_judge", "relevance", "llm_total"):
+        section = plan.get(part) or {}
+        if section:
+            print(f"  {part}:", file=out)
+        for key, value in section.items():
+            print(f"    {key}: {value}", file=out)
+    if plan.get("note"):
+        print(plan["note"], file=out)

@@ -1,0 +1,428 @@
+"""Evaluation results: means with intervals, per-query detail, slices and the manifest that reproduces them.
+
+The JSON written by :meth:`EvaluationResults.to_json` is a versioned schema (``schema_version``), documented in
+``docs/results.md``. Version 2 added ``intervals``, ``confidence_level``, ``slices`` and ``manifest``; version 1
+files still load (those fields are empty).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from evret_core.assign import answer_coverage, coverage_matrix
+from evret_core.data.corpus import loads_json, read_text
+from evret_core.errors import EvretError, describe_validation_error
+from evret_core.results.outputs import write_output
+from evret_core.results.per_query import Judgment, QueryResult, QueryTable
+from evret_core.results.redact import redact, redact_sections
+
+__all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
+           "atomic_write_text", "build_manifest", "check_results", "metric_value_range"]
+
+if TYPE_CHECKING:
+    from evret_core.data.models import EvaluationDataset
+
+SCHEMA_VERSION = 2
+
+
+class SliceResult(BaseModel):
+    """Metrics over the queries sharing one tag value; ``small`` when fewer than ``min_slice_size`` queries."""
+
+    n: int
+    scores: dict[str, float]
+    intervals: dict[str, list[float]] = Field(default_factory=dict)
+    small: bool = False
+
+
+class Manifest(BaseModel):
+    """What it takes to reproduce a run: the dataset's hash, the retriever and judge settings, model and prompt
+    identifiers the judge and retriever expose in ``config()``, the executor that ran it, versions, the seed and
+    the time."""
+
+    model_config = ConfigDict(extra="allow")
+
+    evret_version: str
+    created_at: str
+    dataset: dict[str, Any] = Field(default_factory=dict)
+    retriever: dict[str, Any] | None = None
+    judge: dict[str, Any] | str | None = None
+    models: dict[str, Any] = Field(default_factory=dict)
+    metrics: list[dict[str, Any]] = Field(default_factory=list)
+    matching: str | None = None
+    k: int | None = None
+    executor: dict[str, Any] | None = None
+    plugins: dict[str, str | None] = Field(default_factory=dict)
+    seed: int = 0
+    statistics: dict[str, Any] = Field(default_factory=dict)
+    python: str = ""
+    platform: str = ""
+
+
+class EvaluationResults(BaseModel):
+    """The outcome of an evaluation: ``scores`` (metric -> mean) with ``intervals`` (metric -> [low, high]),
+    ``per_query`` detail, ``slices`` per tag value, and the ``manifest`` that says how it was produced.
+
+    From the evaluator, ``per_query`` is a :class:`~evret_core.results.per_query.QueryTable`: a mapping that builds a
+    query's :class:`QueryResult` when it is looked up (``results.per_query["q1"]``) and streams when iterated;
+    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    scores: dict[str, float]
+    metrics: list[str]
+    intervals: dict[str, list[float]] = Field(default_factory=dict)
+    confidence_level: float | None = None
+    slices: dict[str, dict[str, SliceResult]] = Field(default_factory=dict)
+    manifest: Manifest | None = None
+    # metric -> prediction-powered estimate with an interval covering judge error (evret_core.calibration.ppi)
+    prediction_powered: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # the bulk comes last so the summary fields head the JSON file
+    per_query: Mapping[str, QueryResult]
+    config: dict[str, Any] = Field(default_factory=dict)
+    stats: dict[str, Any] = Field(default_factory=dict)
+
+    @field_serializer("per_query")
+    def _dump_per_query(self, per_query: Mapping[str, QueryResult]) -> dict[str, QueryResult]:
+        return dict(per_query.items())  # a QueryTable builds every view here: to_json streams instead
+
+    def __getitem__(self, metric: str) -> float:
+        return self.scores[metric]
+
+    @property
+    def num_queries(self) -> int:
+        return len(self.per_query)
+
+    def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str | None:
+        """The results as JSON text; with ``path``, streamed there instead (atomically: all or nothing) and None
+        returned, so a large run is never one string in memory."""
+        if path is not None:
+            atomic_write_text(Path(path), self.iter_json(indent))
+            return None
+        return "".join(self.iter_json(indent)).rstrip("\n")
+
+    def iter_json(self, indent: int | None = 2) -> Iterator[str]:
+        """The results JSON in chunks (one per query for ``per_query``), ending with a newline."""
+        # keys and URL credentials never reach a results file, whoever built the results
+        head = redact_sections(json.loads(self.model_dump_json(exclude={"per_query"})))
+        pad = "" if indent is None else " " * indent
+        nl = "" if indent is None else "\n"
+        sep = ": " if indent is not None else ":"
+
+        def dump(value: Any, depth: int) -> str:
+            separators = None if indent is not None else (",", ":")
+            try:
+                text = json.dumps(value, indent=indent, separators=separators, allow_nan=False)
+            except ValueError:  # NaN or infinity (a retriever's score): null, as pydantic writes them
+                text = json.dumps(_finite(value), indent=indent, separators=separators)
+            return text.replace("\n", "\n" + pad * depth) if indent is not None else text
+
+        keys = [k for k in type(self).model_fields if k in head or k == "per_query"]
+        yield "{" + nl
+        for n, key in enumerate(keys):
+            comma = "," if n < len(keys) - 1 else ""
+            if key != "per_query":
+                yield f"{pad}{json.dumps(key)}{sep}{dump(head[key], 1)}{comma}{nl}"
+                continue
+            items = _query_records(self.per_query)
+            first = next(items, None)
+            if first is None:
+                yield f"{pad}\"per_query\"{sep}{{}}{comma}{nl}"
+                continue
+            yield f"{pad}\"per_query\"{sep}{{{nl}"
+            qid, record = first
+            for nxt in items:
+                yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)},{nl}"
+                qid, record = nxt
+            yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)}{nl}{pad}}}{comma}{nl}"
+        yield "}\n"
+
+    @classmethod
+    def from_json(cls, path_or_text: str | Path) -> EvaluationResults:
+        """Read results written by :meth:`to_json` (a path, or the JSON text itself)."""
+        if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
+            path = Path(path_or_text)
+            text, source = read_text(path, "results file"), str(path)
+        else:
+            text, source = str(path_or_text), "<json>"
+        data = loads_json(text, source)
+        if not isinstance(data, dict) or "per_query" not in data or "scores" not in data:
+            raise EvretError(f"{source}: not an Evret results file (no 'scores' and 'per_query')")
+        version = data.get("schema_version", 1)
+        if not isinstance(version, int) or version > SCHEMA_VERSION:
+            raise EvretError(f"{source}: results schema_version {version!r} is newer than this Evret reads "
+                             f"({SCHEMA_VERSION}); upgrade evret-core")
+        try:
+            results = cls.model_validate(data)
+        except ValidationError as exc:  # one line naming the file and the field
+            raise EvretError(f"{source}: not an Evret results file ({describe_validation_error(exc)})") from None
+        check_results(results, source)
+        return results
+
+    def to_pandas(self, level: str = "query") -> Any:
+        """A pandas DataFrame with one row per query (``level="query"``: metrics, tags) or per judged document
+        (``level="judgment"``); pandas is the optional extra ``evret-core[pandas]`` (see :mod:`evret_core.results.frames`)."""
+        from evret_core.results.frames import to_pandas
+
+        return to_pandas(self, level)
+
+    def per_query_scores(self) -> dict[str, dict[str, float]]:
+        """query id -> metric -> value."""
+        if isinstance(self.per_query, QueryTable):
+            columns = {m: v.tolist() for m, v in self.per_query.score_columns().items()}
+            return {qid: {m: values[i] for m, values in columns.items()} for i, qid in enumerate(self.per_query)}
+        return {qid: dict(qr.scores) for qid, qr in self.per_query.items()}
+
+    def score_columns(self) -> tuple[list[str], dict[str, np.ndarray], list[dict[str, str]]]:
+        """(query ids, metric -> per-query values, per-query tags), in query order, without building views."""
+        if isinstance(self.per_query, QueryTable):
+            table = self.per_query
+            columns = table.score_columns()
+            return list(table), {m: columns.get(m, np.zeros(len(table))) for m in self.metrics}, table.tags()
+        queries = list(self.per_query.values())
+        return ([q.query_id for q in queries],
+                {m: np.asarray([q.scores.get(m, 0.0) for q in queries], dtype=np.float64) for m in self.metrics},
+                [q.tags for q in queries])
+
+    def metric_curves(self, max_k: int | None = None) -> dict[str, list[float]]:
+        """Mean ``family@k`` for k = 1..K for each metric family of this run, from the stored judgments alone.
+
+        K is ``max_k`` or the longest ranking. Families whose metric cannot be created here (a plugin metric
+        that is not installed) are left out.
+        """
+        from evret_core.metrics.metric import RankedBatch
+        from evret_core.plugins.registry import create_metric, parse_metric_name
+
+        queries = list(self.per_query.values())
+        depth = max((len(q.judgments) for q in queries), default=0)
+        depth = min(depth, max_k) if max_k else depth
+        if not queries or depth == 0:
+            return {}
+        batch = RankedBatch.from_rankings([q.ranking for q in queries], [q.relevant_ids for q in queries])
+        if self.config.get("matching") == "any_match":  # recall counts expected answers: the same coverage
+            by_text = [q.labelled_by == "text" and bool(q.expected_answers) for q in queries]
+            found = [answer_coverage([j.matched for j in q.judgments]) if t else None
+                     for q, t in zip(queries, by_text, strict=True)]
+            counts = [len(q.expected_answers) if t else 0 for q, t in zip(queries, by_text, strict=True)]
+            batch.set_answer_coverage(coverage_matrix(found, batch.depth), np.asarray(counts))
+        options: dict[str, dict[str, Any]] = {}
+        for entry in self.config.get("metrics", []):
+            if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+                options[parse_metric_name(entry["name"])[0]] = {k: v for k, v in entry.items() if k != "name"}
+        curves: dict[str, list[float]] = {}
+        for name in self.metrics:
+            family = parse_metric_name(name)[0]
+            if family in curves:
+                continue
+            values: list[float] = []
+            try:
+                for k in range(1, depth + 1):
+                    metric = create_metric(f"{family}@{k}", **options.get(family, {}))
+                    values.append(float(np.asarray(metric.compute(batch), dtype=np.float64).mean()))
+            except EvretError:
+                continue
+            curves[family] = values
+        return curves
+
+
+def metric_value_range(name: str) -> tuple[float, float] | None:
+    """The [low, high] that every per-query value of metric ``name`` lies in (``recall@5``: [0, 1]), or None when
+    the metric does not say or cannot be created here (a plugin's metric that is not installed)."""
+    from evret_core.plugins.registry import create_metric
+
+    try:
+        bounds = getattr(create_metric(name), "value_range", None)
+    except EvretError:
+        return None
+    return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
+
+
+# a stored mean may differ from the mean recomputed here by summation order only
+_MEAN_TOLERANCE = 1e-9
+# a value just outside its range by rounding is still in it
+_RANGE_TOLERANCE = 1e-9
+
+
+def check_results(results: EvaluationResults, source: str) -> None:
+    """Refuse results whose numbers cannot be what Evret wrote: a per-query score that is NaN, infinite or outside
+    its metric's range, a ``per_query`` key holding another query's record, a mean that is not the mean of its
+    per-query values, an interval that is not ``[low, high]`` with finite ``low <= high``. Errors name ``source``,
+    the query and the metric, so a hand-edited or damaged file never reaches a report or a gate."""
+    ranges: dict[str, tuple[float, float] | None] = {}
+
+    def bounds(metric: str) -> tuple[float, float] | None:
+        if metric not in ranges:
+            ranges[metric] = metric_value_range(metric)
+        return ranges[metric]
+
+    def check_value(value: float, metric: str, where: str) -> None:
+        if not math.isfinite(value):
+            raise EvretError(f"{source}: {where}: {metric} is {value!r}, not a finite number; the file was "
+                             f"edited or damaged (re-run the evaluation)")
+        limits = bounds(metric)
+        if limits is not None and not limits[0] - _RANGE_TOLERANCE <= value <= limits[1] + _RANGE_TOLERANCE:
+            raise EvretError(f"{source}: {where}: {metric} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], "
+                             f"the range of {metric}; the file was edited or damaged (re-run the evaluation)")
+
+    columns: dict[str, list[float]] = {}
+    for qid, qr in results.per_query.items():
+        if qr.query_id != qid:
+            raise EvretError(f"{source}: per_query key {qid!r} holds the record of query {qr.query_id!r}; the "
+                             f"file was edited or damaged")
+        for metric, value in qr.scores.items():
+            check_value(value, metric, f"query {qid!r}")
+            columns.setdefault(metric, []).append(value)
+    n = len(results.per_query)
+    for metric, stored in results.scores.items():
+        check_value(stored, metric, "scores")
+        values = columns.get(metric)
+        if not values:
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            present = float(np.mean(values))
+            filled = float(np.sum(values)) / n if n else present  # a query without the metric counted as 0
+        if not any(math.isfinite(m) and abs(stored - m) <= _MEAN_TOLERANCE * max(1.0, abs(m))
+                   for m in (present, filled)):
+            raise EvretError(f"{source}: scores.{metric} is {stored!r} but the mean of its {len(values)} per-query "
+                             f"values is {present!r}; the file was edited or damaged (re-run the evaluation)")
+    intervals = [(f"intervals.{m}", m, v) for m, v in results.intervals.items()]
+    for tag, groups in results.slices.items():
+        for group, sliced in groups.items():
+            for metric, value in sliced.scores.items():
+                check_value(value, metric, f"slices.{tag}.{group}.scores")
+            intervals += [(f"slices.{tag}.{group}.intervals.{m}", m, v) for m, v in sliced.intervals.items()]
+    for where, metric, interval in intervals:
+        if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:
+            raise EvretError(f"{source}: {where} is {interval!r}; an interval is [low, high] with finite "
+                             f"low <= high (the file was edited or damaged)")
+        for x in interval:
+            check_value(x, metric, where)
+
+
+def _model_identifiers(config: Any, prefix: str) -> dict[str, Any]:
+    """Entries of a (nested) config naming a model, a prompt, a revision or a hash: ``{"judge.model": ...}``."""
+    found: dict[str, Any] = {}
+    if not isinstance(config, dict):
+        return found
+    for key, value in config.items():
+        path = f"{prefix}.{key}"
+        if isinstance(value, dict):
+            found.update(_model_identifiers(value, path))
+        elif any(word in str(key).lower() for word in ("model", "prompt", "hash", "revision")):
+            found[path] = value
+    return found
+
+
+def _plugin_versions() -> dict[str, str | None]:
+    try:
+        from evret_core.plugins.loading import list_plugins
+
+        return {p.name: p.version for p in list_plugins() if not p.builtin}
+    except Exception:  # the manifest must never fail a finished run
+        return {}
+
+
+def build_manifest(
+    results: EvaluationResults,
+    dataset: EvaluationDataset | None = None,
+    seed: int = 0,
+    statistics: dict[str, Any] | None = None,
+) -> Manifest:
+    """The reproducibility manifest of ``results``, from its ``config`` and the dataset it was scored on."""
+    from evret_core import __version__
+
+    config = redact(results.config)  # keys and URL credentials never reach a results file
+    dataset_info: dict[str, Any] = {"num_queries": results.num_queries}
+    if dataset is not None:
+        dataset_info.update(name=dataset.name, hash=dataset.content_hash(), num_queries=len(dataset))
+    models = {**_model_identifiers(config.get("retriever"), "retriever"),
+              **_model_identifiers(config.get("judge"), "judge")}
+    return Manifest(
+        evret_version=__version__,
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        dataset=dataset_info,
+        retriever=config.get("retriever"),
+        judge=config.get("judge"),
+        models=models,
+        metrics=list(config.get("metrics", [])),
+        matching=config.get("matching"),
+        k=config.get("k"),
+        executor=config.get("executor"),
+        plugins=_plugin_versions(),
+        seed=seed,
+        statistics=statistics or {},
+        python=platform.python_version(),
+        platform=platform.platform(terse=True),
+    )
+
+
+def add_statistics(
+    results: EvaluationResults,
+    dataset: EvaluationDataset | None = None,
+    confidence_level: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    min_slice_size: int = 10,
+) -> EvaluationResults:
+    """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place)."""
+    from evret_core.statistics.inference import bootstrap_intervals, slice_scores
+
+    _, columns, tags = results.score_columns()
+    results.config = redact(results.config)
+    results.confidence_level = confidence_level
+    settings = {"confidence_level": confidence_level, "n_resamples": n_resamples, "interval": "percentile bootstrap",
+                "min_slice_size": min_slice_size}
+
+    def resample() -> tuple[dict[str, list[float]], dict[str, Any]]:
+        return (bootstrap_intervals(columns, confidence_level, n_resamples, seed),
+                slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size))
+
+    if dataset is None:
+        intervals, sliced = resample()
+        manifest = build_manifest(results, None, seed, settings)
+    else:
+        # the bootstrap is numpy and C work that runs without the GIL; the dataset's hash is Python work: on two
+        # cores they run side by side (the hash lets the bootstrap's threads in at each of its digest updates)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evret-statistics") as pool:
+            pending = pool.submit(resample)
+            manifest = build_manifest(results, dataset, seed, settings)
+            intervals, sliced = pending.result()
+    results.intervals = intervals
+    results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
+                      for tag, values in sliced.items()}
+    results.manifest = manifest
+    return results
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _query_records(per_query: Mapping[str, QueryResult]) -> Iterator[tuple[str, Any]]:
+    if isinstance(per_query, QueryTable):
+        yield from per_query.records()
+        return
+    for qid, qr in per_query.items():
+        yield qid, json.loads(qr.model_dump_json())
+
+
+def atomic_write_text(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (a string, or an iterable of chunks written as they come) to ``path`` safely: regular files
+    atomically, through a temporary file and a rename (see :mod:`evret_core.results.outputs`)."""
+    write_output(path, text)

@@ -1,0 +1,65 @@
+"""The retrieved rows of a precomputed run read as columns (:class:`~evret_core.metrics.runcolumns.ColumnarRun`).
+
+The Evaluator never turns such a run into dicts as a whole: a metric chunk builds its 2,048 queries' dicts, scores
+them as the dict path does (:class:`~evret_core.retrieve.retrieved.RetrievedRows` over the chunk, so the results
+are the same by construction) and drops them; a query's ranked row is built when its detail is asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evret_core.data.models import QueryExample
+from evret_core.metrics.metric import RankedBatch
+from evret_core.metrics.runcolumns import ColumnarRun
+from evret_core.results.per_query import TextJudgments
+from evret_core.retrieve.retrieved import EMPTY, RetrievedRows, Row
+
+__all__ = ["ColumnarRows"]
+
+
+class _LazyRows(Sequence[Row]):
+    """``rows[i]``: query ``i``'s ``{doc_id: score}`` dict (or the empty row), built on each access."""
+
+    def __init__(self, owner: ColumnarRows) -> None:
+        self.owner = owner
+
+    def __len__(self) -> int:
+        return len(self.owner.positions)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self.owner.raw(j) for j in range(*i.indices(len(self)))]
+        return self.owner.raw(int(i))
+
+
+class ColumnarRows(RetrievedRows):
+    """Every dataset query's row, read from a :class:`ColumnarRun` when asked for (``positions[i]``: query
+    ``i``'s place in the run, -1 when the run lacks it). ``len`` and ``row(i)`` are the base class's, over the
+    lazy rows."""
+
+    def __init__(self, run: ColumnarRun, positions: np.ndarray, k: int) -> None:
+        self.run = run
+        self.positions = positions
+        super().__init__(_LazyRows(self), k)  # type: ignore[arg-type]
+
+    def raw(self, i: int) -> Row:
+        at = int(self.positions[i])
+        return EMPTY if at < 0 else self.run.query(at)
+
+    def batch(
+        self,
+        queries: Sequence[QueryExample],
+        start: int,
+        stop: int,
+        text: Mapping[int, TextJudgments],
+        any_match: bool,
+    ) -> RankedBatch:
+        """As :meth:`RetrievedRows.batch`, over this chunk's dicts only."""
+        dicts = self.run.queries(self.positions[start:stop].tolist())
+        chunk = RetrievedRows([d if d else EMPTY for d in dicts], self.k)
+        shifted = {i - start: judged for i, judged in text.items() if start <= i < stop}
+        return chunk.batch(queries[start:stop], 0, stop - start, shifted, any_match)

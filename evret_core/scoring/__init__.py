@@ -1,0 +1,1 @@
+"""Output evaluators: score what a pipeline produced, record by record (``evret score``)."""
