@@ -231,6 +231,26 @@ def test_no_credential_reaches_any_file_of_the_store(stub: StubLLMServer, tmp_pa
     assert run.data.params["generator.base_url"].endswith("?api-key=***")
 
 
+def test_paths_under_the_current_folder_are_not_masked_as_secrets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The shell's PWD ("pwd" reads as password) is no secret: a parameter or a message naming a file under the
+    current folder keeps its path; a variable holding a real password still is one."""
+    from evret_core.redact import known_secrets
+
+    assert known_secrets(environ={"PWD": "/home/me/project", "OLDPWD": "/home/me", "DB_PWD": "hunter22"}) == \
+        ["hunter22"]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PWD", str(tmp_path))
+    run_file = tmp_path / "run.trec"
+    run_file.write_text("q1 Q0 d1 1 1.0 tag\n", encoding="utf-8")
+    (tmp_path / "qrels").write_text("q1 0 d1 1\n", encoding="utf-8")
+    assert main(["trec", str(tmp_path / "qrels"), str(run_file), "-m", "ap", "--mlflow", str(tmp_path / "m")]) == 0
+    assert only_run(tmp_path / "m", "Default").data.params["run"] == str(run_file)
+    capsys.readouterr()
+    assert main(["trec", str(tmp_path / "qrels"), str(run_file), "--mlflow", str(run_file)]) == 2
+    assert f"--mlflow {run_file}: is also an input" in one_error(capsys)
+
+
 # -- errors: before any work, one line --------------------------------------------------------------------------------
 BLOCK = """
 import sys
