@@ -130,6 +130,19 @@ def test_evaluate_logs_params_scores_intervals_manifest_and_report(tmp_path: Pat
     assert all(name in html for name in results["scores"]) and "bm25 token-overlap" in html
 
 
+def test_the_logged_report_renders_in_a_browser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from .results.test_html_report import SECTIONS, render
+
+    store = tmp_path / "mlruns"
+    assert main([*EVALUATE, "--mlflow", str(store), "--mlflow-run-name", "bm25"]) == 0
+    run = only_run(store, "Default")
+    page = Path(client(store).download_artifacts(run.info.run_id, "report.html"))
+    dom, console = render(page, tmp_path)
+    assert console == [] and 'data-ready="yes"' in dom  # no script error, the page's script ran to its end
+    assert all(f'id="{section}"' in dom for section in SECTIONS if section != "comparison")
+    assert "ndcg@10" in dom and "bm25" in dom
+
+
 def test_without_a_value_the_run_goes_to_mlflow_tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     store = tmp_path / "from-env"
