@@ -349,7 +349,7 @@ def _log(uri: str, experiment: str | None, run_name: str | None, run: TrackedRun
         for start in range(0, len(pairs), BATCH):
             client.log_batch(run_id, tags=[RunTag(k, v) for k, v in pairs[start:start + BATCH]])
         with tempfile.TemporaryDirectory(prefix="evret-mlflow-") as folder:
-            written = {"manifest.json": lambda p: p.write_text(json.dumps(manifest, indent=2) + "\n", "utf-8"),
+            written = {"manifest.json": lambda p: p.write_text(json.dumps(manifest, indent=2, default=str) + "\n", "utf-8"),
                        "metric_names.json": lambda p: p.write_text(json.dumps(
                            {key: evret for key, (evret, _) in metrics.items()}, indent=2) + "\n", "utf-8"),
                        **run.files}
