@@ -20,6 +20,7 @@ EXAMPLES = [
     ("docs/results.md", "Comparisons and reports in Python",
      {"report.md": ["titles only", "titles and text", "| recall@5 |", "| mrr@10 |"],
       "report.html": ["titles", "full", "mrr@10"]}),
+    ("docs/tracking.md", "Logging from Python", {}),
 ]
 
 
@@ -45,6 +46,8 @@ def run_example(page: str, heading: str, cwd: Path) -> tuple[subprocess.Complete
 @pytest.mark.parametrize(("page", "heading", "writes"), EXAMPLES)
 def test_doc_example_runs_as_written(page: str, heading: str, writes: dict[str, list[str]], tmp_path: Path) -> None:
     pytest.importorskip("evret_bm25", reason="the examples use evret-bm25 (make demo installs it)")
+    if page == "docs/tracking.md":
+        pytest.importorskip("mlflow", reason="the example logs to MLflow (the extra evret-core[mlflow])")
     proc, shown = run_example(page, heading, tmp_path)
     assert proc.returncode == 0, proc.stderr
     if shown is not None:

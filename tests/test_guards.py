@@ -98,7 +98,7 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
 
 
 # -- 2. one output guard for every command that writes -----------------------------------------------------------
-OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold"}
+OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold", "mlflow"}
 """The destinations of options that write a file; every command that has one is in GUARDED below."""
 
 
@@ -132,7 +132,11 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
     # (command, option) -> [(argv, the input it must not destroy)]: output == one of the command's inputs
     ("evaluate", "output"): [(["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option",
                                "corpus={corpus}", "--metric", "recall@3", "--output", "{corpus}"], "corpus")],
+    ("evaluate", "mlflow"): [(["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option",
+                               "corpus={corpus}", "--metric", "recall@3", "--mlflow", "{corpus}"], "corpus")],
     ("rag", "output"): [([*RAG, "--generator", "{answers}", "--output", "{answers}"], "answers")],  # A14
+    ("rag", "mlflow"): [([*RAG, "--generator", "{answers}", "--mlflow", "{answers}"], "answers")],
+    ("trec", "mlflow"): [(["trec", "{dataset}", "{corpus}", "--mlflow", "{corpus}"], "corpus")],  # before reading
     ("rag", "write_cases"): [
         ([*RAG, "--generator", "{answers}", "--adversarial", "missing-gold", "--write-cases", "{answers}"],
          "answers"),  # A15

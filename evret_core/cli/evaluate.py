@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
 from evret_core.errors import EvretError
@@ -53,6 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--min-slice-size", type=int, help="flag slices with fewer queries than this (default 10)")
     p.add_argument("--no-progress", action="store_true", help="never show progress")
     add_gate_arguments(p)
+    add_tracking_arguments(p)
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many judgments would be sent (after dedupe and cache) and "
                         "a token estimate, without judging or calling any LLM")
@@ -127,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     config = _settings(args)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
     config.check_output(inputs=inputs)  # before any work, not after the spend
+    tracking = check_tracking_arguments(args, [*config.input_files(), *inputs])
     floors = check_gate_arguments(args, config.metrics)
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
@@ -165,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
         _note_default_judge()
     if config.output and config.output != "-":
         print(f"results written to {config.output}", file=sys.stderr)
+    log_run(args, tracking, results)  # after the results file: a tracking failure must not lose it
     return run_gates(args, floors, results, lambda _path: baseline)
 
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import config_error, load_config, parse_options
 from evret_core.errors import EvretError
@@ -72,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="print every condition's intervals, every pairwise condition difference and the adversarial "
                         "families' weakest slices (default with more than two conditions: a compact table)")
     add_gate_arguments(p, example="retrieved/correct=0.5")
+    add_tracking_arguments(p)
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print the generator, claim-judge and relevance calls and estimated tokens "
                         "(after the cache) without calling any LLM")
@@ -180,14 +182,17 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
                          f"question set's gold ids point into ({exc})") from None
 
 
-def check_rag_outputs(s: dict[str, Any], args: argparse.Namespace) -> None:
+def check_rag_outputs(s: dict[str, Any], args: argparse.Namespace) -> str | None:
     """The output guard, before any work: --output and --write-cases against each other and every input (the
-    question set, corpus, cases, config, baseline, a precomputed answers file, files named by options)."""
-    from evret_core.results.outputs import check_outputs
+    question set, corpus, cases, config, baseline, a precomputed answers file, files named by options), and the
+    --mlflow store against the inputs; returns the tracking URI (None without --mlflow)."""
+    from evret_core.results.outputs import check_outputs, files_named
 
-    check_outputs({"--output": s.get("output"), "--write-cases": s.get("write_cases")},
-                  inputs=[s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline],
-                  options=[s.get(key) for key in NAMED_KEYS] + [s[f"{key}_options"] for key in NAMED_KEYS])
+    inputs = [s.get("dataset"), s.get("corpus"), s.get("cases"), args.config, args.baseline]
+    options = [s.get(key) for key in NAMED_KEYS] + [s[f"{key}_options"] for key in NAMED_KEYS]
+    check_outputs({"--output": s.get("output"), "--write-cases": s.get("write_cases")}, inputs=inputs,
+                  options=options)
+    return check_tracking_arguments(args, [*inputs, *files_named(options)])
 
 
 def load_questions(s: dict[str, Any]) -> Any:
@@ -224,7 +229,7 @@ def run(args: argparse.Namespace) -> int:
         from evret_core.statistics.gates import rag_scores
 
         baseline = rag_scores(RagResults.from_json(args.baseline))
-    check_rag_outputs(s, args)
+    tracking = check_rag_outputs(s, args)
     questions = load_questions(s)
     retriever = build_retriever(s["retriever"], s["retriever_options"], questions) if s.get("retriever") else None
     answer_judge = None
@@ -270,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
     for key, what in (("write_cases", "adversarial cases"), ("output", "results")):
         if s.get(key) and s[key] != STDOUT:
             print(f"{what} written to {s[key]}", file=sys.stderr)
+    log_run(args, tracking, results)  # after the results files: a tracking failure must not lose them
     from evret_core.statistics.gates import rag_scores
 
     return run_gates(args, floors, rag_scores(results), lambda _path: baseline)

@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                                       "executor, e.g. ray (evret-ray)")
     p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
                    help="executor option (repeatable), e.g. address=auto for ray")
+    from evret_core.cli._tracking import add_tracking_arguments
+
+    add_tracking_arguments(p)  # after QRELS RUN: `evret trec QRELS RUN --mlflow DIR` (or --mlflow=DIR anywhere)
     p.set_defaults(func=run)
 
 
@@ -89,12 +92,14 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.cli._tracking import check_tracking_arguments, log_run
     from evret_core.limits import check_float
     from evret_core.metrics.engine import resolve_metrics
 
     if args.relevance_level is not None:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
+    tracking = check_tracking_arguments(args, [args.qrels, args.run])
     tag, per_query = _scores(args, metrics)
     qids = sorted(per_query)
     aggregate: dict[str, float] = {}
@@ -107,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         if args.per_query:
             out["per_query"] = {q: per_query[q] for q in qids}
         print(json.dumps(out, indent=2))
+        log_run(args, tracking, _tracked(args, metrics, tag, aggregate, per_query))
         return 0
     width = max(22, *(len(m.name) + 1 for m in metrics))
     lines: list[str] = []
@@ -117,4 +123,27 @@ def run(args: argparse.Namespace) -> int:
     lines.append(f"{'num_q':<{width}}\tall\t{len(qids)}")
     lines += [f"{m.name:<{width}}\tall\t{_format(m.family, aggregate[m.name])}" for m in metrics]
     print("\n".join(lines))
+    log_run(args, tracking, _tracked(args, metrics, tag, aggregate, per_query))
     return 0
+
+
+def _tracked(args: argparse.Namespace, metrics: list[Any], tag: str, aggregate: dict[str, float],
+             per_query: dict[str, dict[str, float]]) -> Any:
+    """What ``--mlflow`` logs of a scored run file: the options, the `all` values (no intervals: trec_eval has
+    none) and, as ``results.json``, the ``--json --per-query`` document."""
+    import platform
+    from pathlib import Path
+
+    from evret_core import __version__
+    from evret_core.results.tracking import TrackedRun
+
+    params = {"qrels": args.qrels, "run": args.run, "metrics": [m.name for m in metrics], "complete": args.complete,
+              "relevance_level": args.relevance_level, "shards": args.shards, "executor": args.executor}
+    document = {"run": tag, "num_q": len(per_query), "all": aggregate, "per_query": dict(sorted(per_query.items()))}
+
+    def write(path: Path) -> None:
+        path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+    manifest = {"evret_version": __version__, "run_tag": tag, "num_q": len(per_query),
+                "python": platform.python_version(), "platform": platform.platform(terse=True)}
+    return TrackedRun("trec", params, aggregate, {}, manifest, {"results.json": write})

@@ -6,41 +6,80 @@ and F1), behaviour (refusals) and retrieval, and attributes each failure to the 
 See docs/rag.md.
 """
 
-from evret_core.rag.claims.claim_judges import (
-    ClaimJudge,
-    ClaimTask,
-    ClaimVerdict,
-    LexicalClaimJudge,
-    claim_scores,
-)
-from evret_core.rag.generate.extractive import ExtractiveGenerator
-from evret_core.rag.generate.generators import (
-    Answer,
-    Claim,
-    GenerationRequest,
-    Generator,
-    PrecomputedGenerator,
-    resolve_generator,
-)
-from evret_core.rag.harness import RagEvaluator
-from evret_core.rag.questions.conditions import (
-    Condition,
-    ConditionCase,
-    Context,
-    GoldCondition,
-    PerturbedCondition,
-    RetrievedCondition,
-)
-from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
-from evret_core.rag.scores.answers import exact_match, normalize_answer, squad_scores, token_f1
-from evret_core.rag.scores.kind import RagScore, ScoreInput
-from evret_core.results.rag_results import RagResults
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evret_core.rag.claims.claim_judges import (
+        ClaimJudge,
+        ClaimTask,
+        ClaimVerdict,
+        LexicalClaimJudge,
+        claim_scores,
+    )
+    from evret_core.rag.generate.extractive import ExtractiveGenerator
+    from evret_core.rag.generate.generators import (
+        Answer,
+        Claim,
+        GenerationRequest,
+        Generator,
+        PrecomputedGenerator,
+        resolve_generator,
+    )
+    from evret_core.rag.harness import RagEvaluator
+    from evret_core.rag.questions.conditions import (
+        Condition,
+        ConditionCase,
+        Context,
+        GoldCondition,
+        PerturbedCondition,
+        RetrievedCondition,
+    )
+    from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
+    from evret_core.rag.scores.answers import exact_match, normalize_answer, squad_scores, token_f1
+    from evret_core.rag.scores.kind import RagScore, ScoreInput
+    from evret_core.results.rag_results import RagResults
+
+# public name -> the module that defines it; imported on first use, so that importing one RAG module (or
+# evret_core.results.rag_results) does not import the whole harness
+_EXPORTS: dict[str, str] = {
+    "Answer": "evret_core.rag.generate.generators",
+    "Claim": "evret_core.rag.generate.generators",
+    "ClaimJudge": "evret_core.rag.claims.claim_judges",
+    "ClaimTask": "evret_core.rag.claims.claim_judges",
+    "ClaimVerdict": "evret_core.rag.claims.claim_judges",
+    "Condition": "evret_core.rag.questions.conditions",
+    "ConditionCase": "evret_core.rag.questions.conditions",
+    "Context": "evret_core.rag.questions.conditions",
+    "ExtractiveGenerator": "evret_core.rag.generate.extractive",
+    "GenerationRequest": "evret_core.rag.generate.generators",
+    "Generator": "evret_core.rag.generate.generators",
+    "GoldCondition": "evret_core.rag.questions.conditions",
+    "LexicalClaimJudge": "evret_core.rag.claims.claim_judges",
+    "PerturbedCondition": "evret_core.rag.questions.conditions",
+    "PrecomputedGenerator": "evret_core.rag.generate.generators",
+    "QuestionSet": "evret_core.rag.questions.question_sets",
+    "RagEvaluator": "evret_core.rag.harness",
+    "RagQuestion": "evret_core.rag.questions.question_sets",
+    "RagResults": "evret_core.results.rag_results",
+    "RagScore": "evret_core.rag.scores.kind",
+    "RetrievedCondition": "evret_core.rag.questions.conditions",
+    "ScoreInput": "evret_core.rag.scores.kind",
+    "claim_scores": "evret_core.rag.claims.claim_judges",
+    "exact_match": "evret_core.rag.scores.answers",
+    "normalize_answer": "evret_core.rag.scores.answers",
+    "resolve_generator": "evret_core.rag.generate.generators",
+    "squad_scores": "evret_core.rag.scores.answers",
+    "token_f1": "evret_core.rag.scores.answers",
+}
 
 __all__ = [
     "Answer",
     "Claim",
-    "ClaimTask",
     "ClaimJudge",
+    "ClaimTask",
     "ClaimVerdict",
     "Condition",
     "ConditionCase",
@@ -66,3 +105,9 @@ __all__ = [
     "squad_scores",
     "token_f1",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"evaluation", "frames", "outputs", "per_query", "rag_results", "redact"})
+_SUBMODULES = frozenset({"evaluation", "frames", "outputs", "per_query", "rag_results", "redact", "tracking"})
 
 
 def __getattr__(name: str) -> Any:

@@ -10,6 +10,8 @@ The rules every ``--output`` follows:
 - A FIFO or a device (``/dev/null``, ``/dev/stdout``, a terminal) is written through, never replaced.
 - A folder, a socket, a missing folder, an unwritable folder, a read-only file, or one of the run's own input
   files is refused by :func:`check_output_path` before any work is done.
+- An output that is a folder (an MLflow store, ``--mlflow DIR``) is checked by :func:`check_output_folder`: never
+  an input, never a file, and writable.
 
 Every command that writes calls :func:`check_outputs` once, before any work, with all its outputs and all its
 inputs: each output is checked as above, against every input and against the command's other outputs.
@@ -27,7 +29,7 @@ from typing import Any
 
 from evret_core.errors import EvretError
 
-__all__ = ["STDOUT", "check_output_path", "check_outputs", "files_named", "write_output"]
+__all__ = ["STDOUT", "check_output_folder", "check_output_path", "check_outputs", "files_named", "write_output"]
 
 STDOUT = "-"
 """The output name meaning standard output."""
@@ -88,6 +90,36 @@ def check_output_path(path: str | Path, inputs: Sequence[str | Path] = (), optio
         raise _fail(option, path, f"{folder} is not a folder")
     try:  # os.access says yes to root on a read-only mount: only a real file answers for sure
         fd, probe = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".check", dir=folder)
+    except OSError as exc:
+        raise _fail(option, path, f"cannot write in folder {folder} ({exc.strerror})") from None
+    os.close(fd)
+    os.unlink(probe)
+
+
+def check_output_folder(path: str | Path, inputs: Sequence[str | Path] = (), option: str = "--output") -> None:
+    """Raise an :class:`EvretError` naming ``option`` when folder ``path`` cannot take a command's files (an
+    MLflow store, ``--mlflow DIR``): it is one of ``inputs`` (a BEIR dataset folder) or an input file, it is a
+    file, or neither it nor its parent folder (when it is new) exists and can be written in. Writes nothing that
+    stays: call it before any work. Whether an existing folder holds the right kind of files is the caller's check."""
+    if not str(path):
+        raise _fail(option, "''", "empty folder name")
+    target = Path(os.path.realpath(path))
+    for source in inputs:
+        if str(source) == STDOUT:
+            continue
+        try:
+            same = os.path.samefile(target, source)
+        except OSError:
+            same = os.path.abspath(target) == os.path.abspath(source)
+        if same:
+            raise _fail(option, path, f"is also an input of this run ({source}); give another folder")
+    if target.exists() and not target.is_dir():
+        raise _fail(option, path, "is a file, not a folder")
+    folder = target if target.exists() else target.parent
+    if not folder.is_dir():
+        raise _fail(option, path, f"folder {folder} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".evret.", suffix=".check", dir=folder)
     except OSError as exc:
         raise _fail(option, path, f"cannot write in folder {folder} ({exc.strerror})") from None
     os.close(fd)

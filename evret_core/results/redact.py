@@ -42,6 +42,9 @@ SECRET_WORDS = frozenset({
 _SECRET_ENDINGS = ("password", "passwd", "secret", "token", "apikey", "credential", "credentials")
 # a known secret shorter than this is not masked in free text: it would mask ordinary words and numbers
 MIN_KNOWN_SECRET = 4
+# environment variables whose names read as secrets but hold none: the shell's working folders ("pwd" is also the
+# abbreviation of password); masking their values masked every path under the current folder in messages
+NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
@@ -117,10 +120,11 @@ def url_secrets(text: str) -> list[str]:
 
 def known_secrets(argv: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> list[str]:
     """Values that must never be printed: environment variables and ``KEY=VALUE`` or ``--flag VALUE`` options
-    with a secret name (:func:`is_secret_name`), and the secrets of URLs (:func:`url_secrets`) in either.
-    Values under 6 characters are left out (a short value would mask ordinary words)."""
+    with a secret name (:func:`is_secret_name`; not ``PWD`` and ``OLDPWD``, the shell's working folders), and the
+    secrets of URLs (:func:`url_secrets`) in either. Values under 6 characters are left out (a short value would
+    mask ordinary words)."""
     env = os.environ if environ is None else environ
-    found = [value for name, value in env.items() if is_secret_name(name)]
+    found = [value for name, value in env.items() if is_secret_name(name) and name not in NOT_SECRET_VARIABLES]
     for value in env.values():
         if "://" in value:
             found += url_secrets(value)
