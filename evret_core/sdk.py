@@ -74,6 +74,9 @@ _EXPORTS: dict[str, str] = {
     "load_object": "evret_core.vectorstores",
     "QueryVectors": "evret_core.vectorstores",
     "default_cache_dir": "evret_core.cache",
+    # credentials out of messages (the one redaction rule)
+    "redact_text": "evret_core.redact",
+    "redact_url": "evret_core.redact",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluators.retrieval",
     "OutputEvaluator": "evret_core.evaluators.output",
@@ -198,6 +201,8 @@ __all__ = [
     "normalized",
     "read_corpus",
     "recipe",
+    "redact_text",
+    "redact_url",
     "report_progress",
     "resolve_embedder",
     "run_sync",
@@ -248,6 +253,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
     from evret_core.rag.scoring import RagScore, ScoreInput
+    from evret_core.redact import redact_text, redact_url
     from evret_core.registry import create, create_judge, create_retriever, recipe
     from evret_core.retrievers import RankedColumns, Retriever
     from evret_core.testing.claim_judges import ClaimJudgeConformance
