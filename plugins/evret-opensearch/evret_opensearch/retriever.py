@@ -343,10 +343,12 @@ class OpenSearchRetriever(Retriever):
             results = []
             for rank, hit in enumerate(hits, 1):
                 doc_id, text = self._id_text(hit, query, rank)
-                metadata = {key: value for key, value in (hit.get("_source") or {}).items()
-                            if key not in (self.text_field, self.id_field)}
-                results.append(RetrievalResult(doc_id=doc_id, score=float(hit["_score"]),
-                                               metadata={**metadata, "text": text}))
+                metadata = dict(hit.get("_source") or ())  # the other source fields, the text last
+                metadata.pop(self.text_field, None)
+                if self.id_field:
+                    metadata.pop(self.id_field, None)
+                metadata["text"] = text
+                results.append(RetrievalResult(doc_id=doc_id, score=float(hit["_score"]), metadata=metadata))
             out.append(results)
         return out
 

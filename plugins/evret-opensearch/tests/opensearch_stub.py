@@ -177,7 +177,8 @@ class Index:
                                 "lengths": lengths, "N": having, "avgdl": total / having if having else 1.0}
         return self._cache[key]  # type: ignore[no-any-return]
 
-    def vectors(self, name: str, path: str) -> tuple[np.ndarray, np.ndarray]:
+    def vectors(self, name: str, path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The field's vectors as a matrix (a row per document), which documents have one, and the rows' norms."""
         key = f"vector:{name}"
         if key not in self._cache:
             dim = int(self.fields()[name][1]["dimension"])
@@ -186,7 +187,7 @@ class Index:
                 found = _values(source, path)
                 if found:
                     matrix[doc], present[doc] = found[0], True
-            self._cache[key] = (matrix, present)
+            self._cache[key] = (matrix, present, np.linalg.norm(matrix, axis=1))
         return self._cache[key]  # type: ignore[no-any-return]
 
 
@@ -359,9 +360,9 @@ class Searcher:
                           f"Dimension should be: {mapping['dimension']}")
         if "k" not in params:
             raise Failure(400, "parsing_exception", "[knn] requires k, max_distance or min_score")
-        matrix, present = self.index.vectors(field, path)
+        matrix, present, norms = self.index.vectors(field, path)
         allowed = present & (self.run(params["filter"])[0] if params.get("filter") else True)
-        scores = _knn_scores(matrix, vector, mapping) * float(params.get("boost", 1.0))
+        scores = _knn_scores(matrix, norms, vector, mapping) * float(params.get("boost", 1.0))
         candidates = np.flatnonzero(allowed)
         best = candidates[np.lexsort((candidates, -scores[candidates]))][: int(params["k"])]
         mask = np.zeros(self.n, dtype=bool)
@@ -369,11 +370,11 @@ class Searcher:
         return mask, np.where(mask, scores, 0.0)
 
 
-def _knn_scores(matrix: np.ndarray, vector: np.ndarray, mapping: dict[str, Any]) -> np.ndarray:
+def _knn_scores(matrix: np.ndarray, norms: np.ndarray, vector: np.ndarray, mapping: dict[str, Any]) -> np.ndarray:
     method = mapping.get("method", {})
     space = mapping.get("space_type") or method.get("space_type") or "l2"
     if space == "cosinesimil":
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(vector) or 1.0)
+        norms = norms * (np.linalg.norm(vector) or 1.0)
         distance = 1 - (matrix @ vector) / np.where(norms == 0, 1.0, norms)
         return (2 - distance) / 2 if method.get("engine", "lucene") == "lucene" else 2 - distance
     if space == "innerproduct":
