@@ -242,6 +242,8 @@ class OpenSearchRetriever(Retriever):
                 vector_field = self.vector_fields[0]
             wanted.append(("vector_field", vector_field))
         for option, name in wanted:
+            if name not in mapping and option in ("text_field", "id_field") and self._stored(name):
+                continue  # kept in _source without being indexed (a mapping with "dynamic": false)
             if name not in mapping:
                 raise EvretError(f"{_OWNER}: option {option!r}: index {self.index!r} has no field {name!r} "
                                  f"(its fields: {', '.join(sorted(mapping)) or 'none'})")
@@ -254,6 +256,15 @@ class OpenSearchRetriever(Retriever):
                                  f"field; BM25 searches text fields")
         self.vector_field = vector_field
         self.dimension = mapping[vector_field].get("dimension") if vector_field else None
+
+    def _stored(self, name: str) -> bool:
+        """Whether the first document's ``_source`` has the field ``name`` (an unmapped field may be stored)."""
+        body = {"size": 1, "_source": [name], "query": {"match_all": {}}}
+        hits = self._call("reading a document", self.client.search, index=self.index, body=body)["hits"]["hits"]
+        try:
+            return bool(hits) and _source_value(hits[0].get("_source") or {}, name) is not None
+        except KeyError:
+            return False
 
     def _check_filter(self) -> None:
         """Run the filter once (no hits asked) so that a bad clause fails here, before any query is embedded."""

@@ -4,7 +4,7 @@ server can be installed here).
 
 - Indices: ``PUT /{index}`` (settings and mappings), ``HEAD``/``DELETE /{index}``, ``GET /{index}/_mapping``,
   ``GET /_cat/indices?format=json`` (and ``/_cat/plugins``: the k-NN plugin), ``POST [/{index}]/_bulk`` (NDJSON; unmapped fields are mapped dynamically as
-  OpenSearch does: strings as text with a keyword sub-field), ``POST [/{index}]/_refresh``.
+  OpenSearch does, strings as text with a keyword sub-field, unless the mapping says ``"dynamic": false``), ``POST [/{index}]/_refresh``.
 - Search: ``POST /{index}/_search`` and ``POST [/{index}]/_msearch`` (NDJSON header/body pairs, one answer per
   pair, a failed search answered in place) with ``size``, ``from``, ``_source`` filtering, ``track_total_hits``
   and the queries ``match``, ``multi_match`` (best_fields, most_fields), ``term``, ``terms``, ``range``,
@@ -116,6 +116,7 @@ class Index:
         self.name = name
         self.settings = body.get("settings", {})
         self.properties: dict[str, Any] = copy.deepcopy(body.get("mappings", {}).get("properties", {}))
+        self.dynamic = str(body.get("mappings", {}).get("dynamic", "true")).lower() == "true"
         self.ids: list[str] = []
         self.sources: list[dict[str, Any]] = []
         self.position: dict[str, int] = {}
@@ -135,7 +136,7 @@ class Index:
 
     def put(self, doc_id: str, source: dict[str, Any]) -> str:
         for name, value in source.items():
-            if name not in self.properties and value is not None:
+            if self.dynamic and name not in self.properties and value is not None:
                 self.properties[name] = _dynamic(value)
         for name, (path, field) in self.fields().items():
             if field.get("type") == "knn_vector":
@@ -483,7 +484,8 @@ class OpenSearchStub:
             return self.index_admin(method, name, raw)
         if endpoint == "_mapping" and name is not None:
             index = self._index(name)
-            return 200, {name: {"mappings": {"properties": index.properties}}}
+            return 200, {name: {"mappings": {"properties": index.properties,
+                                             **({} if index.dynamic else {"dynamic": "false"})}}}
         if endpoint == "_cat" and parts[1:2] == ["plugins"]:
             return 200, [{"name": "stub", "component": "opensearch-knn", "version": "2.19.0"}]
         if endpoint == "_cat":

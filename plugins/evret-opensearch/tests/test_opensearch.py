@@ -129,6 +129,19 @@ def test_an_index_built_by_hand_with_other_names(client: Any) -> None:
     assert list(by_os_id.batch_retrieve_columns(["queens eggs"], 2)[0].ids) == ["os-1"]
 
 
+def test_unmapped_fields_kept_in_source(client: Any) -> None:
+    """With ``"dynamic": false`` the id and other fields are stored, not indexed: still usable as id and metadata."""
+    client.indices.create(index="lean", body={"mappings": {"dynamic": False, "properties": {
+        "body": {"type": "text"}}}})
+    client.bulk(body=[{"index": {"_index": "lean", "_id": "1"}}, {"body": "honey bees", "ref": "doc-a", "n": 1},
+                      {"index": {"_index": "lean", "_id": "2"}}, {"body": "queens", "ref": "doc-b", "n": 2}])
+    assert "ref" not in client.indices.get_mapping(index="lean")["lean"]["mappings"]["properties"]
+    top = OpenSearchRetriever("lean", client=client, text_field="body", id_field="ref").retrieve("bees", 2)
+    assert [(r.doc_id, r.text, r.metadata["n"]) for r in top] == [("doc-a", "honey bees", 1)]
+    with pytest.raises(EvretError, match=r"option 'id_field': index 'lean' has no field 'reference'"):
+        OpenSearchRetriever("lean", client=client, text_field="body", id_field="reference")
+
+
 def test_precomputed_query_embeddings(stub: Any, bees: str) -> None:
     queries = ["which bees communicate food direction", "beeswax glands on the abdomen"]
     vectors = dict(zip(queries, embed(queries), strict=True))

@@ -25,19 +25,18 @@ VERIFY = os.environ.get("EVRET_OPENSEARCH_INSECURE", "") not in ("1", "true", "y
 
 
 @pytest.fixture(scope="module")
-def server(real_server: str) -> Iterator[tuple[Any, str, bool]]:
+def server(real_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str, bool]]:
     """(client, index, whether the k-NN plugin is there): the bee documents in a fresh index, deleted after."""
     from opensearchpy import OpenSearch
 
     client = OpenSearch(hosts=[real_server], verify_certs=VERIFY, ssl_show_warn=False)
     knn = any(p.get("component") == "opensearch-knn" for p in client.cat.plugins(format="json"))
     index = f"evret-test-{uuid.uuid4().hex[:8]}"
-    corpus = write_corpus(Path(f"/tmp/{index}.jsonl"))
+    corpus = write_corpus(tmp_path_factory.mktemp("corpus") / "corpus.jsonl")
     try:
         index_corpus(client, index, corpus, embed if knn else None)
         yield client, index, knn
     finally:
-        corpus.unlink()
         client.indices.delete(index=index, ignore_unavailable=True)
         client.close()
 
