@@ -36,8 +36,9 @@ def error_reason(exc: BaseException) -> str:
     if isinstance(error, dict):
         cause = (error.get("root_cause") or [error])[0]
         reason = f"{cause.get('type', 'error')}: {cause.get('reason', '')}".strip()
-        if error.get("caused_by", {}).get("reason") and error["caused_by"]["reason"] not in reason:
-            reason += f" ({error['caused_by']['reason']})"
+        caused_by = error.get("caused_by")
+        if isinstance(caused_by, dict) and caused_by.get("reason") and str(caused_by["reason"]) not in reason:
+            reason += f" ({caused_by['reason']})"
         return reason
     if isinstance(error, str):
         return error
@@ -85,6 +86,13 @@ def _clause(option: str, value: Any) -> Any:
         return value or None
     raise EvretError(f"{_OWNER}: option {option!r}: give an OpenSearch query clause as a JSON object (or a list of "
                      f"them), e.g. {{\"term\": {{\"topic\": \"hive\"}}}}; got {str(value)[:80]!r}")
+
+
+def _params(option: str, value: Any) -> dict[str, Any]:
+    if value is None or isinstance(value, dict):
+        return dict(value or {})
+    raise EvretError(f"{_OWNER}: option {option!r}: give parameters as a JSON object, e.g. "
+                     f"{{\"operator\": \"and\"}}; got {str(value)[:80]!r}")
 
 
 class OpenSearchRetriever(Retriever):
@@ -136,8 +144,8 @@ class OpenSearchRetriever(Retriever):
                              f"mode 'knn'; mode 'bm25' searches text")
         self.mode, self.index, self.text_field, self.id_field = mode, index, text_field, id_field
         self.filter = _clause("filter", filter)
-        self.match_params = dict(_clause("match_params", match_params) or {})
-        self.knn_params = dict(_clause("knn_params", knn_params) or {})
+        self.match_params = _params("match_params", match_params)
+        self.knn_params = _params("knn_params", knn_params)
         self.batch_size = max(1, int(batch_size))
         self._secrets = [password] if password else []
         self.url = url
@@ -147,10 +155,11 @@ class OpenSearchRetriever(Retriever):
         try:
             self._check_index(fields, vector_field)
             self._check_filter()
+            # the model (when one is named) loads only once the index, fields and filter are known to be right
+            self._vectors = QueryVectors(embedding, query_embeddings, _OWNER) if mode == "knn" else None
         except BaseException:
             self.close()
             raise
-        self._vectors = QueryVectors(embedding, query_embeddings, _OWNER) if mode == "knn" else None
 
     # -- connection -------------------------------------------------------------------------------------------
 

@@ -171,6 +171,7 @@ def test_errors_name_the_option(stub: Any, client: Any, bees: str, corpus_file: 
     fails(r"option 'filter' is not a valid query clause: parsing_exception: unknown query \[trem\]",
           filter={"trem": {"topic": "hive"}})
     fails(r"option 'filter': give an OpenSearch query clause as a JSON object", filter="topic = 'hive'")
+    fails(r"option 'match_params': give parameters as a JSON object", match_params=["operator", "and"])
     fails(r"option 'mode': 'hybrid' is not 'bm25' or 'knn'", mode="hybrid")
     fails(r"mode 'knn' needs exactly one of the options 'embedding'", mode="knn")
     fails(r"options 'embedding', 'query_embeddings' and 'vector_field' go with mode 'knn'", mode="bm25",
