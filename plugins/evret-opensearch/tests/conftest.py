@@ -1,5 +1,5 @@
-"""Fixtures of the evret-opensearch tests: the wire-format stub server (``opensearch_stub.py``, loaded by path:
-pytest imports test folders in importlib mode) and, when one is available, a real OpenSearch server.
+"""Fixtures of the evret-opensearch tests: the wire-format stub server (``opensearch_stub.py`` and its engine
+``opensearch_engine.py``, loaded by path: pytest imports test folders in importlib mode) and, when one is available, a real OpenSearch server.
 
 A real server is used when ``EVRET_OPENSEARCH_URL`` names one (the tests create and delete indices named
 ``evret-test-*`` on it), or when a distribution is found (``opensearch`` on PATH, or ``$OPENSEARCH_HOME/bin``):
@@ -27,12 +27,20 @@ import pytest
 from evret_core.testing.vectorstores import BEE_DOCS, hashed_embedder, write_corpus
 
 HERE = Path(__file__).parent
-_spec = importlib.util.spec_from_file_location("opensearch_stub", HERE / "opensearch_stub.py")
-assert _spec is not None and _spec.loader is not None
-stub_module = importlib.util.module_from_spec(_spec)
-sys.modules["opensearch_stub"] = stub_module
-_spec.loader.exec_module(stub_module)
-OpenSearchStub = stub_module.OpenSearchStub
+
+
+def _load(name: str) -> Any:
+    """A module of this folder by its path (the stub imports its engine by name: loaded first, it is found)."""
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_load("opensearch_engine")
+OpenSearchStub = _load("opensearch_stub").OpenSearchStub
 
 embed = hashed_embedder(128)
 
