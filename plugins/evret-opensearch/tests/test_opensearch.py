@@ -56,6 +56,30 @@ def test_bm25_is_lucenes_formula(client: Any) -> None:
                                                        ("a", pytest.approx(expected_a))]
 
 
+def test_bm25_agrees_with_bm25s_lucene_variant(client: Any) -> None:
+    """An independent implementation, bm25s with method="lucene", scores short documents (lengths Lucene stores
+    exactly; no one-letter words, which bm25s's tokenizer drops) as the stub does."""
+    bm25s = pytest.importorskip("bm25s")
+    docs = ["honey bees communicate the direction of food with waggle dance",
+            "bumblebees fly at low temperatures by shivering their muscles",
+            "queen bee can lay up to two thousand eggs in single day and eggs hatch in days",
+            "drones are male bees whose main role is to mate with queen",
+            "beeswax is produced by glands on the abdomen of worker bees",
+            "propolis is resin that bees use to seal gaps in the hive and the hive stays dry"]
+    lines: list[dict[str, Any]] = []
+    for i, doc in enumerate(docs):
+        lines += [{"index": {"_index": "short", "_id": str(i)}}, {"text": doc}]
+    client.bulk(body=lines)
+    model = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
+    model.index(bm25s.tokenize(docs, stopwords=None, show_progress=False), show_progress=False)
+    for query in ("queen eggs bees", "the hive", "bees bees dance", "worker glands wax"):
+        ids, scores = model.retrieve(bm25s.tokenize([query], stopwords=None, show_progress=False), k=len(docs),
+                                     show_progress=False)
+        expected = {str(i): float(s) for i, s in zip(ids[0], scores[0], strict=True) if s > 0}
+        hits = client.search(index="short", body={"size": 10, "query": {"match": {"text": query}}})["hits"]["hits"]
+        assert {h["_id"]: h["_score"] for h in hits} == pytest.approx(expected, rel=1e-6), query
+
+
 def test_scores_ids_texts_and_metadata_are_the_servers(client: Any, stub: Any, bees: str) -> None:
     retriever = OpenSearchRetriever(bees, client=client)
     top = retriever.retrieve("queen eggs per day", 2)
