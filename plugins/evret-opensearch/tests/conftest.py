@@ -10,6 +10,7 @@ PyPI or in Debian's packages, and distribution tarballs cannot be downloaded).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -84,7 +85,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """Whether a server answers ``GET url`` with 200."""
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
             return bool(response.status == 200)
@@ -106,7 +108,15 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         pytest.skip(f"{executable} found, but OpenSearch refuses to run as root: start it as another user and set "
                     f"EVRET_OPENSEARCH_URL")
-    root = tmp_path_factory.mktemp("opensearch")
+    with run_distribution(executable, tmp_path_factory.mktemp("opensearch")) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def run_distribution(executable: str, root: Path, wait_s: float = 180) -> Iterator[str]:
+    """Start an OpenSearch distribution's ``bin/opensearch`` as a single node on a free port of 127.0.0.1 (data
+    and logs under ``root``, the security plugin off when it is installed), wait until it answers, yield its URL,
+    and stop it."""
     port = _free_port()
     distribution = Path(executable).resolve().parent.parent
     command = [executable, "-Ediscovery.type=single-node", "-Enetwork.host=127.0.0.1", f"-Ehttp.port={port}",
@@ -114,21 +124,20 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if (distribution / "plugins" / "opensearch-security").is_dir():
         command.append("-Eplugins.security.disabled=true")
     env = {**os.environ, "OPENSEARCH_JAVA_OPTS": os.environ.get("OPENSEARCH_JAVA_OPTS", "-Xms512m -Xmx512m")}
-    log = (root / "stdout.log").open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while not _answers(url):
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{executable} did not start (see {root / 'stdout.log'})")
-            time.sleep(1)
-        yield url
-    finally:
-        process.terminate()
+    with (root / "stdout.log").open("wb") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        url = f"http://127.0.0.1:{port}"
         try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+            deadline = time.monotonic() + wait_s
+            while not answers(url):
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"{executable} did not start (see {root / 'stdout.log'})")
+                time.sleep(0.2)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -48,7 +48,8 @@ from opensearch_engine import Failure, Index, Searcher, filter_source, one_claus
 class OpenSearchStub:
     """The server (see the module docs): ``with OpenSearchStub() as stub: OpenSearch(hosts=[stub.url])``."""
 
-    def __init__(self, auth: tuple[str, str] | None = None, fail: dict[str, int] | None = None) -> None:
+    def __init__(self, auth: tuple[str, str] | None = None, fail: dict[str, int] | None = None,
+                 port: int = 0) -> None:
         self.indices: dict[str, Index] = {}
         self.requests: Counter[tuple[str, str]] = Counter()
         self.auth, self.fail = auth, dict(fail or {})
@@ -75,7 +76,7 @@ class OpenSearchStub:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)

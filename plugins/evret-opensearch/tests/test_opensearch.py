@@ -17,7 +17,7 @@ from evret_core.cli import main
 from evret_core.testing import RetrieverConformance
 from evret_core.testing.vectorstores import BEE_QUERIES, assert_plugin_load_leaves_unimported
 
-from .conftest import OpenSearchStub, embed
+from .conftest import HERE, OpenSearchStub, answers, embed, run_distribution
 
 HIVE = {"term": {"topic.keyword": "hive"}}
 
@@ -293,6 +293,36 @@ def test_close_closes_only_its_own_client(stub: Any, client: Any, bees: str) -> 
     given = OpenSearchRetriever(bees, client=client)
     given.close()
     assert given.client is client and client.indices.exists(index=bees)
+
+
+def test_a_distribution_is_started_and_stopped(tmp_path: Path, corpus_file: Path) -> None:
+    """What the real-server tests do with a distribution they find (``opensearch`` on PATH, ``OPENSEARCH_HOME``),
+    here with a stand-in ``bin/opensearch`` that serves the stub on the port it is given."""
+    import sys
+
+    from opensearchpy import OpenSearch
+
+    home = tmp_path / "opensearch-9.9"
+    (home / "plugins" / "opensearch-security").mkdir(parents=True)
+    (home / "bin").mkdir()
+    executable = home / "bin" / "opensearch"
+    executable.write_text(
+        f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(HERE)!r})\n"
+        f"open({str(tmp_path / 'argv.txt')!r}, 'w').write(' '.join(sys.argv[1:]))\n"
+        "port = int(next(a for a in sys.argv if a.startswith('-Ehttp.port=')).split('=')[1])\n"
+        "from opensearch_stub import OpenSearchStub\nimport time\n"
+        "with OpenSearchStub(port=port):\n    time.sleep(600)\n", encoding="utf-8")
+    executable.chmod(0o755)
+    (tmp_path / "run").mkdir()
+    with run_distribution(str(executable), tmp_path / "run", wait_s=60) as url:
+        client = OpenSearch(hosts=[url])
+        index_corpus(client, "bees", corpus_file)
+        assert OpenSearchRetriever("bees", url=url).retrieve("resin seal", 1)[0].doc_id == "d6"
+        client.close()
+    argv = (tmp_path / "argv.txt").read_text(encoding="utf-8").split()
+    assert "-Ediscovery.type=single-node" in argv and "-Eplugins.security.disabled=true" in argv
+    assert f"-Epath.data={tmp_path / 'run' / 'data'}" in argv
+    assert not answers(url)  # stopped
 
 
 def test_plugin_load_does_not_import_opensearchpy() -> None:
