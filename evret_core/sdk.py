@@ -74,6 +74,9 @@ _EXPORTS: dict[str, str] = {
     "load_object": "evret_core.retrieve.vectorstores",
     "QueryVectors": "evret_core.retrieve.vectorstores",
     "default_cache_dir": "evret_core.llm.cache",
+    # credentials out of messages (the one redaction rule)
+    "redact_text": "evret_core.results.redact",
+    "redact_url": "evret_core.results.redact",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluation.evaluator",
     "OutputEvaluator": "evret_core.scoring.output",
@@ -198,6 +201,8 @@ __all__ = [
     "normalized",
     "read_corpus",
     "recipe",
+    "redact_text",
+    "redact_url",
     "report_progress",
     "resolve_embedder",
     "run_sync",
@@ -247,6 +252,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.pipeline import Runner, build_parts
     from evret_core.rag.questions.conditions import ConditionCase, Context, Perturbation
     from evret_core.rag.scores.kind import RagScore, ScoreInput
+    from evret_core.results.redact import redact_text, redact_url
     from evret_core.retrieve.retrievers import RankedColumns, Retriever
     from evret_core.retrieve.vectorstores import (
         QueryVectors,

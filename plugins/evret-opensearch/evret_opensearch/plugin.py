@@ -1,0 +1,10 @@
+"""The hooks evret-opensearch registers: the ``opensearch`` retriever."""
+
+from __future__ import annotations
+
+from evret_core.sdk import Register, hookimpl, lazy
+
+
+@hookimpl
+def register_retrievers(register: Register) -> None:
+    register("opensearch", lazy("evret_opensearch.retriever:OpenSearchRetriever"))
