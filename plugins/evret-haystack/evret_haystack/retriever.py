@@ -85,16 +85,16 @@ class HaystackRetriever(Retriever):
         self.max_concurrency = int(max_concurrency)
         self.use_async = self.wiring.has_async and self.max_concurrency > 1
         self.vectors: QueryVectors | None = None
+        sockets = ", ".join(self.wiring.describe()["query_input"])
         if self.wiring.vector_sockets:
             if embedding is None and query_embeddings is None:
-                raise EvretError(f"{OWNER}: the query goes to {', '.join(self.wiring.describe()['query_input'])}, a vector: set "
+                raise EvretError(f"{OWNER}: the query goes to {sockets}, a vector: set "
                                  f"option 'embedding' (the model the documents were embedded with) or "
                                  f"'query_embeddings', or evaluate a pipeline with its text embedder in front")
             self.vectors = QueryVectors(embedding, query_embeddings, OWNER)
         elif embedding is not None or query_embeddings is not None:
             raise EvretError(f"{OWNER}: options 'embedding' and 'query_embeddings' are for a query_embedding input; "
-                             f"this {self.wiring.what} takes the query text at "
-                             f"{', '.join(self.wiring.describe()['query_input'])}")
+                             f"this {self.wiring.what} takes the query text at {sockets}")
 
     # -- documents to results ----------------------------------------------------------------------------------
     def _results(self, query: str, docs: list[Any], k: int) -> list[RetrievalResult]:
