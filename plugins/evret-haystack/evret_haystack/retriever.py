@@ -6,7 +6,15 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, QueryVectors, RetrievalResult, Retriever, load_object, run_sync
+from evret_core.sdk import (
+    EvretError,
+    QueryVectors,
+    RankedColumns,
+    RetrievalResult,
+    Retriever,
+    load_object,
+    run_sync,
+)
 from evret_haystack.wiring import OWNER, Wiring
 
 DEFAULT_MAX_CONCURRENCY = 8
@@ -97,36 +105,43 @@ class HaystackRetriever(Retriever):
                              f"this {self.wiring.what} takes the query text at {sockets}")
 
     # -- documents to results ----------------------------------------------------------------------------------
-    def _results(self, query: str, docs: list[Any], k: int) -> list[RetrievalResult]:
+    def _ranked(self, query: str, docs: list[Any], k: int) -> list[tuple[str, float, Any]]:
+        """``(doc id, score, document)`` best first, at most ``k``: the one place ids, scores and the k rule live."""
         if len(docs) < k and self.wiring.top_k is None and not self.allow_fewer:
             raise EvretError(
                 f"{OWNER}: the {self.wiring.what} returned {len(docs)} documents for query {query[:60]!r} but k is "
                 f"{k}, and k reaches no top_k input (option 'top_k_input'); make it return at least {k}, or set "
                 f"option 'allow_fewer' to evaluate the shorter lists"
             )
-        results = []
+        ranked = []
         seen: set[str] = set()
         for rank, doc in enumerate(docs, 1):
-            metadata = dict(doc.meta or {})
             if self.id_key is None:
                 doc_id = str(doc.id)
-            elif metadata.get(self.id_key) is None:
-                raise EvretError(
-                    f"{OWNER}: document at rank {rank} for query {query[:60]!r} has no meta field {self.id_key!r} "
-                    f"(option 'id_key'); its meta fields are {sorted(metadata) or 'none'}"
-                )
             else:
-                doc_id = str(metadata[self.id_key])
+                meta = doc.meta or {}
+                if meta.get(self.id_key) is None:
+                    raise EvretError(
+                        f"{OWNER}: document at rank {rank} for query {query[:60]!r} has no meta field "
+                        f"{self.id_key!r} (option 'id_key'); its meta fields are {sorted(meta) or 'none'}"
+                    )
+                doc_id = str(meta[self.id_key])
                 if doc_id in seen:
                     continue  # another chunk of a document already ranked at its best chunk
                 seen.add(doc_id)
+            # without a score from Haystack, a descending rank score keeps the order in exported runs
+            ranked.append((doc_id, float(len(docs) - rank + 1) if doc.score is None else float(doc.score), doc))
+            if len(ranked) == k:
+                break
+        return ranked
+
+    def _results(self, query: str, docs: list[Any], k: int) -> list[RetrievalResult]:
+        results = []
+        for doc_id, score, doc in self._ranked(query, docs, k):
+            metadata = dict(doc.meta or {})
             if doc.content is not None:
                 metadata["text"] = doc.content
-            # without a score from Haystack, a descending rank score keeps the order in exported runs
-            score = float(len(docs) - rank + 1) if doc.score is None else float(doc.score)
             results.append(RetrievalResult(doc_id=doc_id, score=score, metadata=metadata))
-            if len(results) == k:
-                break
         return results
 
     def _raise_filter_error(self, exc: BaseException) -> None:
@@ -143,33 +158,21 @@ class HaystackRetriever(Retriever):
         )
         return [self.wiring.payload(q, v, k) for q, v in zip(queries, vectors, strict=True)]
 
-    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return self.batch_retrieve([query], k)[0]
-
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """One ranked list per query: through ``run_async`` when Haystack has it (and ``max_concurrency`` is above
-        1), else ``run``, query by query."""
-        if not queries:
-            return []
+    def _documents(self, queries: Sequence[str], k: int) -> list[list[Any]]:
+        """Each query's documents: through ``run_async`` when Haystack has it (and ``max_concurrency`` is above 1),
+        else ``run``, query by query."""
         if self.use_async:
-            return run_sync(self.abatch_retrieve(queries, k))
+            return run_sync(self._adocuments(queries, k))
         try:
             outputs = [self.wiring.run(p) for p in self._payloads(queries, k)]
         except Exception as exc:
             self._raise_filter_error(exc)
             raise
-        return [self._results(q, self.wiring.documents(out, q), k) for q, out in zip(queries, outputs, strict=True)]
+        return [self.wiring.documents(out, q) for q, out in zip(queries, outputs, strict=True)]
 
-    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        return (await self.abatch_retrieve([query], k))[0]
-
-    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """The native path: ``run_async``, at most ``max_concurrency`` queries in flight (``run`` when Haystack
-        offers no ``run_async`` or ``max_concurrency`` is 1)."""
-        if not queries:
-            return []
+    async def _adocuments(self, queries: Sequence[str], k: int) -> list[list[Any]]:
         if not self.use_async:
-            return self.batch_retrieve(queries, k)
+            return self._documents(queries, k)
         gate = asyncio.Semaphore(self.max_concurrency)
 
         async def one(payload: dict[str, Any]) -> Any:
@@ -181,7 +184,38 @@ class HaystackRetriever(Retriever):
         except Exception as exc:
             self._raise_filter_error(exc)
             raise
-        return [self._results(q, self.wiring.documents(out, q), k) for q, out in zip(queries, outputs, strict=True)]
+        return [self.wiring.documents(out, q) for q, out in zip(queries, outputs, strict=True)]
+
+    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return self.batch_retrieve([query], k)[0]
+
+    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """One ranked list per query, each result with its text and ``Document.meta``."""
+        if not queries:
+            return []
+        return [self._results(q, docs, k) for q, docs in zip(queries, self._documents(queries, k), strict=True)]
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """What the evaluator reads: ids, scores and texts as columns, without an object per document."""
+        if not queries:
+            return []
+        columns = []
+        for query, docs in zip(queries, self._documents(queries, k), strict=True):
+            ranked = self._ranked(query, docs, k)
+            columns.append(RankedColumns([r[0] for r in ranked], [r[1] for r in ranked],
+                                         [r[2].content for r in ranked]))
+        return columns
+
+    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
+        return (await self.abatch_retrieve([query], k))[0]
+
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """The native path: ``run_async``, at most ``max_concurrency`` queries in flight (``run`` when Haystack
+        offers no ``run_async`` or ``max_concurrency`` is 1)."""
+        if not queries:
+            return []
+        docs = await self._adocuments(queries, k)
+        return [self._results(q, d, k) for q, d in zip(queries, docs, strict=True)]
 
     def config(self) -> dict[str, Any]:
         wrapped = self.obj

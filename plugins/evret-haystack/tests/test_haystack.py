@@ -204,6 +204,8 @@ def test_ids_from_a_meta_field_rank_a_document_at_its_best_chunk() -> None:
     results = wrapped.retrieve("waggle dance", 3)
     assert [r.doc_id for r in results] == ["bees", "dogs"]  # chunk ids are content hashes; the doc id is stable
     assert results[0].metadata["chunk"] == 1 and results[0].text.startswith("Bees dance")
+    columns = wrapped.batch_retrieve_columns(["waggle dance"], 3)[0]  # what the evaluator reads: the same rows
+    assert list(columns.ids) == ["bees", "dogs"] and list(columns.texts or []) == [r.text for r in results]
     with pytest.raises(EvretError, match=r"no meta field 'nope' \(option 'id_key'\).*\['chunk', 'doc_id'\]"):
         HaystackRetriever(InMemoryBM25Retriever(store), id_key="nope").retrieve("waggle", 1)
 
