@@ -349,7 +349,7 @@ RAG_MODULE = textwrap.dedent(
 
     def build():
         store = InMemoryDocumentStore()
-        store.write_documents([Document(id=i, content=t) for i, t in {texts!r}.items()])
+        store.write_documents([Document(id=i, content=t, meta={{"topic": {topics!r}[i]}}) for i, t in {texts!r}.items()])
         pipeline = Pipeline()
         pipeline.add_component("retriever", InMemoryBM25Retriever(store))
         return pipeline
@@ -360,7 +360,7 @@ RAG_MODULE = textwrap.dedent(
 def test_evret_evaluate_with_a_config_naming_the_object(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "my_hs_rag.py").write_text(RAG_MODULE.format(texts=TEXTS))
+    (tmp_path / "my_hs_rag.py").write_text(RAG_MODULE.format(texts=TEXTS, topics=TOPICS))
     monkeypatch.syspath_prepend(str(tmp_path))
     rows = [{"query_id": f"q-{i}", "query": q, "expected_answers": [" ".join(TEXTS[i].split()[1:4])]}
             for i, q in KEYWORDS.items()]
@@ -387,6 +387,14 @@ def test_evret_evaluate_with_a_config_naming_the_object(
                  "documents_output=retriever.docs", "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "option 'documents_output' 'retriever.docs'" in err
+    # the same from flags, with a filter as JSON: only the hive documents (d3, d4) can be found
+    hive = '{"field": "meta.topic", "operator": "==", "value": "hive"}'
+    assert main(["evaluate", "--dataset", str(tmp_path / "eval.jsonl"), "--retriever", "haystack", "--retriever-option",
+                 "object=my_hs_rag:build", "--retriever-option", f"filters={hive}", "--metric", "recall@1",
+                 "--judge", "contains", "--output", str(out), "--no-progress"]) == 0
+    per_query = json.loads(out.read_text())["per_query"]
+    assert {qid: q["scores"]["recall@1"] for qid, q in per_query.items()} == {"q-d1": 0.0, "q-d3": 1.0, "q-d5": 0.0,
+                                                                              "q-d6": 0.0}
     retriever = create_retriever("haystack", object="my_hs_rag:build", top_k_input="")
     with pytest.raises(EvretError, match=r"returned \d documents .* k is 50"):
         retriever.retrieve("queen eggs", 50)
