@@ -121,9 +121,9 @@ class Wiring:
                                  f"its outputs are {_listing(outputs)}")
             return address
         found = [(comp, "documents") for comp, sockets in outputs.items() if "documents" in sockets]
-        if self.is_pipeline and len(found) > 1:  # a retriever feeding a ranker: the last one's documents
-            leaves = set(self.obj.outputs())
-            found = [address for address in found if address[0] in leaves] or found
+        if self.is_pipeline and len(found) > 1:  # a retriever feeding a ranker: the documents that feed nothing
+            unconnected = self.obj.outputs()
+            found = [address for address in found if "documents" in unconnected.get(address[0], {})] or found
         if len(found) != 1:
             raise EvretError(f"{OWNER}: the {self.what} has {'no' if not found else len(found)} 'documents' outputs "
                              f"({', '.join(map(_label, found)) or 'its outputs are ' + _listing(outputs)}); "

@@ -262,6 +262,30 @@ def test_pipeline_with_two_query_inputs_and_a_mandatory_extra(store: InMemoryDoc
     assert {r.doc_id for r in wrapped.retrieve("queen bees", 6)} == {"d3", "d4"}
 
 
+def test_pipeline_documents_default_to_the_ones_that_feed_nothing() -> None:
+    @component
+    class WithDebug:
+        """A retriever with a second, unconnected output: its component is a leaf, its documents are not."""
+
+        @component.output_types(documents=list[Document], debug=str)
+        def run(self, query: str) -> dict[str, Any]:
+            return {"documents": [Document(id=i, content=TEXTS[i]) for i in TEXTS], "debug": query}
+
+    @component
+    class Reverse:
+        @component.output_types(documents=list[Document])
+        def run(self, documents: list[Document]) -> dict[str, Any]:
+            return {"documents": documents[::-1]}
+
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", WithDebug())
+    pipeline.add_component("ranker", Reverse())
+    pipeline.connect("retriever.documents", "ranker.documents")
+    wrapped = HaystackRetriever(pipeline)
+    assert wrapped.config()["documents_output"] == "ranker.documents"
+    assert [r.doc_id for r in wrapped.retrieve("q", 2)] == ["d6", "d5"]
+
+
 # -- sync and async --------------------------------------------------------------------------------------------
 def test_run_async_is_used_with_bounded_concurrency() -> None:
     slow = SlowAsync()
