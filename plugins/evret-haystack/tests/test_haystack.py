@@ -286,6 +286,25 @@ def test_pipeline_documents_default_to_the_ones_that_feed_nothing() -> None:
     assert [r.doc_id for r in wrapped.retrieve("q", 2)] == ["d6", "d5"]
 
 
+def test_hybrid_pipeline_gets_the_query_at_both_retrievers(store: InMemoryDocumentStore, model: Any) -> None:
+    from haystack.components.joiners import DocumentJoiner
+
+    pipeline = embedding_pipeline(store, model)
+    pipeline.add_component("bm25", InMemoryBM25Retriever(store))
+    pipeline.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion"))
+    pipeline.connect("retriever.documents", "joiner.documents")
+    pipeline.connect("bm25.documents", "joiner.documents")
+    wrapped = HaystackRetriever(pipeline, inputs={"retriever": {"top_k": 6}, "bm25": {"top_k": 6}})
+    config = wrapped.config()
+    assert config["query_input"] == ["text_embedder.text", "bm25.query"]  # pipeline order: both get the query
+    assert config["documents_output"] == "joiner.documents" and config["top_k_input"] == "joiner.top_k"
+    batch = wrapped.batch_retrieve(list(QUESTIONS.values()), 3)
+    for question, results in zip(QUESTIONS.values(), batch, strict=True):  # what the pipeline itself answers
+        direct = pipeline.run({"text_embedder": {"text": question}, "bm25": {"query": question, "top_k": 6},
+                               "retriever": {"top_k": 6}, "joiner": {"top_k": 3}})["joiner"]["documents"]
+        assert [(r.doc_id, r.score, r.text) for r in results] == [(d.id, d.score, d.content) for d in direct]
+
+
 # -- sync and async --------------------------------------------------------------------------------------------
 def test_run_async_is_used_with_bounded_concurrency() -> None:
     slow = SlowAsync()
