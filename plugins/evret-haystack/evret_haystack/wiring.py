@@ -61,10 +61,12 @@ class Wiring:
         filters: Mapping[str, Any] | None,
         inputs: Mapping[str, Any] | None,
     ) -> None:
-        from haystack.core.pipeline.base import PipelineBase
+        import haystack
 
+        # Haystack 3 has one Pipeline (run and run_async); Haystack 2 also has AsyncPipeline
+        pipelines = tuple(c for c in (getattr(haystack, n, None) for n in ("Pipeline", "AsyncPipeline")) if c)
         self.obj = obj
-        self.is_pipeline = isinstance(obj, PipelineBase)
+        self.is_pipeline = isinstance(obj, pipelines)
         if not self.is_pipeline and not (hasattr(obj, "__haystack_input__") and callable(getattr(obj, "run", None))):
             raise EvretError(f"{OWNER}: expected a Haystack component or Pipeline, got {type(obj).__name__}")
         self.what = "pipeline" if self.is_pipeline else f"component {type(obj).__name__}"
