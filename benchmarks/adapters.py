@@ -1,5 +1,6 @@
 """Vector-store adapters against calling the store directly, on the same queries in the same run: the adapter's
-overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search), ``opensearch``
+overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search), ``haystack``
+(evret-haystack against calling the Haystack component's or pipeline's ``run`` directly), ``opensearch``
 (evret-opensearch against opensearch-py's ``msearch`` on the same server: the wire-format stub of the plugin's tests,
 in its own process, since no OpenSearch server can be installed here).
 
@@ -7,7 +8,7 @@ The corpus is BEIR SciFact (../shared), embedded once with the deterministic has
 ``evret_core.testing.vectorstore_kit``; query vectors are computed once and given to both sides (the adapter through
 ``query_embeddings``), so the model's cost is out of the comparison and only the adapter's work is measured.
 
-    python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109] [--section all|lancedb|opensearch]
+    python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109] [--section lancedb --section haystack ...]
 """
 
 from __future__ import annotations
@@ -64,12 +65,107 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
               f"{t_query / t_all:.2f} (to B) |")
 
 
+def haystack_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
+    """evret-haystack's ``batch_retrieve_columns`` (what the evaluator calls) against a loop calling the same
+    object's ``run`` (peer A) and ``run_async`` (peer B) directly, on three objects over an InMemoryDocumentStore
+    of SciFact and of its first 500 documents (where Haystack's own work per query is small, so the adapter's
+    cost shows). The in-memory store scores every document in Python for each query, so each store size gets the
+    number of queries in ``HAYSTACK_RUNS``. Timings are interleaved (one round of every variant, best of
+    ``ROUNDS``), so a change in the machine's load hits them alike."""
+    import os
+
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage events from a benchmark
+    from evret_core.corpus import read_corpus
+
+    corpus = [(doc_id, f"{d['title']} {d['text']}".strip()) for doc_id, d in read_corpus(SCIFACT / "corpus.jsonl").items()]
+    for n_docs, n_queries in HAYSTACK_RUNS:
+        _haystack_run(corpus[:n_docs], queries[:n_queries], vectors[:n_queries], embed, k)
+
+
+def _haystack_run(docs: list[tuple[str, str]], queries: list[str], vectors: list[list[float]], embed: Any,
+                  k: int) -> None:
+    import asyncio
+    import time
+
+    from evret_haystack import HaystackRetriever
+    from haystack import Document, Pipeline
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from haystack.version import __version__ as haystack_version
+
+    store = InMemoryDocumentStore(embedding_similarity_function="dot_product")
+    store.write_documents([Document(id=i, content=t, meta={"source": "scifact"}, embedding=v)
+                           for (i, t), v in zip(docs, embed([t for _, t in docs]), strict=True)])
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", InMemoryBM25Retriever(store))
+    # name -> (label, the object, its inputs for one query, adapter options)
+    cases: dict[str, tuple[str, Any, Any, dict[str, Any]]] = {
+        "bm25": ("InMemoryBM25Retriever", InMemoryBM25Retriever(store), lambda i: {"query": queries[i]}, {}),
+        "dense": ("InMemoryEmbeddingRetriever (query vectors given)", InMemoryEmbeddingRetriever(store),
+                  lambda i: {"query_embedding": vectors[i]},
+                  {"query_embeddings": dict(zip(queries, vectors, strict=True))}),
+        "pipeline": ("Pipeline(InMemoryBM25Retriever)", pipeline, lambda i: {"retriever": {"query": queries[i]}}, {}),
+    }
+    print(f"## haystack: SciFact, {len(docs)} documents, {len(queries)} queries, k={k}, "
+          f"haystack-ai {haystack_version}, InMemoryDocumentStore, best of {ROUNDS} interleaved rounds")
+    print("CPU seconds of the process (all its threads; the in-memory store is CPU-bound, and CPU time is what a "
+          "shared machine's load disturbs least), wall seconds in brackets")
+    print("| object | A: run() loop | B: run_async() loop | evret-haystack (run_async, 8 in flight) | to B "
+          "| evret-haystack max_concurrency=1 (run) | to A |")
+    print("|---|---|---|---|---|---|---|")
+    for label, obj, inputs, options in cases.values():
+        is_pipeline = isinstance(obj, Pipeline)
+
+        def payload(i: int, obj: Any = obj, inputs: Any = inputs, is_pipeline: bool = is_pipeline) -> Any:
+            data = inputs(i)
+            if is_pipeline:
+                data["retriever"]["top_k"] = k
+            else:
+                data["top_k"] = k
+            return data
+
+        def direct(obj: Any = obj, payload: Any = payload, is_pipeline: bool = is_pipeline) -> None:
+            for i in range(len(queries)):
+                obj.run(payload(i)) if is_pipeline else obj.run(**payload(i))
+
+        async def direct_async(obj: Any = obj, payload: Any = payload, is_pipeline: bool = is_pipeline) -> None:
+            for i in range(len(queries)):
+                await (obj.run_async(payload(i)) if is_pipeline else obj.run_async(**payload(i)))
+
+        fast = HaystackRetriever(obj, **options)
+        sequential = HaystackRetriever(obj, max_concurrency=1, **options)
+        # same answers on every side (the first query's ranking)
+        first = obj.run(payload(0)) if is_pipeline else obj.run(**payload(0))
+        ids = [d.id for d in (first["retriever"] if is_pipeline else first)["documents"]]
+        assert ids == list(fast.batch_retrieve_columns(queries[:1], k)[0].ids)
+        assert ids == list(sequential.batch_retrieve_columns(queries[:1], k)[0].ids)
+        variants = [direct, lambda direct_async=direct_async: asyncio.run(direct_async()),
+                    lambda fast=fast: fast.batch_retrieve_columns(queries, k),
+                    lambda sequential=sequential: sequential.batch_retrieve_columns(queries, k)]
+        cpu = [float("inf")] * len(variants)
+        wall = [float("inf")] * len(variants)
+        for _ in range(ROUNDS):
+            for n, fn in enumerate(variants):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                fn()
+                cpu[n] = min(cpu[n], time.process_time() - start_cpu)
+                wall[n] = min(wall[n], time.perf_counter() - start)
+        a, b, fast, seq = (f"{c:.3f} ({w:.3f})" for c, w in zip(cpu, wall, strict=True))
+        print(f"| {label} | {a} | {b} | {fast} | {cpu[2] / cpu[1]:.2f} ({wall[2] / wall[1]:.2f}) | {seq} | "
+              f"{cpu[3] / cpu[0]:.2f} ({wall[3] / wall[0]:.2f}) |")
+
+
+HAYSTACK_RUNS = ((None, 30), (500, 100))  # (documents: None for all of SciFact, queries)
+ROUNDS = 3
+SECTIONS = {"lancedb": lancedb_section, "haystack": haystack_section, "opensearch": lambda *a: opensearch_section(*a)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=0, help="use the first N queries (0: all)")
-    parser.add_argument("--section", choices=["all", "lancedb", "opensearch"], default="all")
+    parser.add_argument("--section", action="append", choices=sorted(SECTIONS), help="run only these (default: all)")
     args = parser.parse_args()
     from evret_core.testing.vectorstore_kit import hashed_embedder
 
@@ -78,10 +174,8 @@ def main() -> None:
     queries = list(dict.fromkeys(json.loads(line)["text"] for line in lines if line))
     if args.queries:
         queries = queries[:args.queries]
-    if args.section in ("all", "lancedb"):
-        lancedb_section(queries, embed(queries), embed, args.k)
-    if args.section in ("all", "opensearch"):
-        opensearch_section(queries, embed(queries), embed, args.k)
+    for name in args.section or list(SECTIONS):
+        SECTIONS[name](queries, embed(queries), embed, args.k)
 
 
 def opensearch_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
