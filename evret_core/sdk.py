@@ -84,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "SDKProvider": "evret_core.llm",
     "ChatMessage": "evret_core.llm",
     "LLMResponse": "evret_core.llm",
+    "LLMCallError": "evret_core.llm",
     "use_shared_limiter": "evret_core.llm",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
@@ -120,6 +121,7 @@ _EXPORTS: dict[str, str] = {
     "PerturbationConformance": "evret_core.testing",
     "RetrievalEvaluatorConformance": "evret_core.testing",
     "JudgeConformance": "evret_core.testing",
+    "InProcessProviderConformance": "evret_core.testing",
     "ProviderConformance": "evret_core.testing",
     "RagScoreConformance": "evret_core.testing",
     "RetrieverConformance": "evret_core.testing",
@@ -147,12 +149,14 @@ __all__ = [
     "Generator",
     "GeneratorConformance",
     "Judge",
+    "InProcessProviderConformance",
     "JudgeConformance",
     "JudgeRun",
     "JudgmentCache",
     "JudgmentContext",
     "KINDS",
     "Kind",
+    "LLMCallError",
     "LLMProvider",
     "LLMResponse",
     "Metric",
@@ -239,7 +243,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judges.base import report_progress
     from evret_core.judges.normalize import contains_tokens, normalized
     from evret_core.kinds import KINDS, Kind, RecordsEvaluator
-    from evret_core.llm import ChatMessage, LLMProvider, LLMResponse, SDKProvider, use_shared_limiter
+    from evret_core.llm import ChatMessage, LLMCallError, LLMProvider, LLMResponse, SDKProvider, use_shared_limiter
     from evret_core.llm.cache import JudgmentCache
     from evret_core.metrics.base import Metric, RankedBatch
     from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
@@ -255,6 +259,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.executors import ExecutorConformance
     from evret_core.testing.generators import GeneratorConformance
     from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.local_providers import InProcessProviderConformance
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance

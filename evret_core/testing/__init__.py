@@ -4,7 +4,8 @@ deterministic embedder for vector-store retriever tests.
 
 One conformance suite per kind of plugin; subclass your kind's in your plugin's tests so that every plugin of a
 kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
-``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
+``ProviderConformance`` (LLM providers; ``InProcessProviderConformance`` for one that runs a model in
+process), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
 ``RagScoreConformance`` and ``ExecutorConformance``.
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from evret_core.testing.executors import ExecutorConformance
     from evret_core.testing.generators import GeneratorConformance
     from evret_core.testing.judges import JudgeConformance
+    from evret_core.testing.local_providers import InProcessProviderConformance
     from evret_core.testing.metrics import MetricConformance
     from evret_core.testing.perturbations import PerturbationConformance
     from evret_core.testing.providers import ProviderConformance
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     from evret_core.testing.retrieval_evaluators import RetrievalEvaluatorConformance
     from evret_core.testing.retrievers import RetrieverConformance
 
-__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
+__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "InProcessProviderConformance",
+           "JudgeConformance", "MetricConformance",
            "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
            "RetrievalEvaluatorConformance",
            "RetrieverConformance"]
@@ -53,6 +56,7 @@ __all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance
 _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judges",
            "ExecutorConformance": "evret_core.testing.executors",
            "GeneratorConformance": "evret_core.testing.generators",
+           "InProcessProviderConformance": "evret_core.testing.local_providers",
            "JudgeConformance": "evret_core.testing.judges",
            "MetricConformance": "evret_core.testing.metrics",
            "OutputEvaluatorConformance": "evret_core.testing.evaluators",
