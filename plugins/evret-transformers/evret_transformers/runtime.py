@@ -46,6 +46,7 @@ class Loaded:
     lock: threading.Lock = field(default_factory=threading.Lock)
     index: TokenIndex | None = None
     constraints: dict[str, TokenConstraint] = field(default_factory=dict)
+    masks: dict[tuple[int, Any], tuple[Any, Any, int]] = field(default_factory=dict)
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
 
@@ -204,12 +205,11 @@ def generate(loaded: Loaded, ids: list[int], call: Call, rules: TokenConstraint 
             logits = result.logits[0, -1].float().cpu()
             if rules is not None:
                 assert state is not None
-                allowed, costs = _allowed(rules, state, call.max_new_tokens - step - 1)
-                if not allowed:
+                index = _allowed(loaded, rules, state, call.max_new_tokens - step - 1)
+                if index.numel() == 0:
                     raise LLMCallError("transformers: no token of the vocabulary continues the JSON within "
                                        "max_new_tokens", retryable=False)
                 masked = torch.full_like(logits, float("-inf"))
-                index = torch.tensor(allowed, dtype=torch.long)
                 masked[index] = logits[index]
                 logits = masked
             token = _pick(logits, call.temperature, generator)
@@ -226,12 +226,19 @@ def generate(loaded: Loaded, ids: list[int], call: Call, rules: TokenConstraint 
     return out
 
 
-def _allowed(rules: TokenConstraint, state: Any, left: int) -> tuple[list[int], list[int]]:
-    ids, costs = rules.allowed(state)
-    if left >= max(costs, default=0):
-        return ids, costs
-    kept = [(i, c) for i, c in zip(ids, costs, strict=True) if c <= left]
-    return [i for i, _ in kept], [c for _, c in kept]
+def _allowed(loaded: Loaded, rules: TokenConstraint, state: Any, left: int) -> Any:
+    """The ids of the tokens allowed in ``state`` after which the JSON can be closed in ``left`` tokens, as a
+    tensor; the tensors of each state are kept (most states recur: inside a string, between properties)."""
+    key = (id(rules), state)
+    found = loaded.masks.get(key)
+    if found is None:
+        ids, costs = rules.allowed(state)
+        if len(loaded.masks) >= 4096:
+            loaded.masks.clear()
+        found = loaded.masks[key] = (torch.tensor(ids, dtype=torch.long), torch.tensor(costs, dtype=torch.long),
+                                     max(costs, default=0))
+    index, cost, highest = found
+    return index if left >= highest else index[cost <= left]
 
 
 def _pick(logits: Any, temperature: float, generator: Any) -> int:
