@@ -177,3 +177,22 @@ def test_rag_llm_parts_on_the_command_line(tiny_model: Path, tmp_path: Path) -> 
     assert relevance["structured_calls"] > 0 and relevance["calls"] == relevance["structured_calls"]
     assert relevance["unmeasured"] == {} and relevance["failed"] == 0
     assert claims["provider"] == "transformers" and claims["structured_calls"] > 0 and claims["failed"] == 0
+
+
+def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_path: Path) -> None:
+    """A hub id resolves in the Hugging Face cache (here one made in the test, in the hub's layout) without the
+    network; the cached commit is part of the provider's config, so a new snapshot is not served old answers."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-llama"
+    shutil.copytree(tiny_model, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    script = ("import asyncio; from evret_core.llm import ChatMessage; "
+              "from evret_transformers.provider import TransformersProvider as P; "
+              "p = P('tiny-org/tiny-llama', max_new_tokens=4); "
+              "r = asyncio.run(p.acomplete([ChatMessage('user', 'hi')])); "
+              "print(p.config()['fingerprint'], r.output_tokens)")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == [commit, "4"]
