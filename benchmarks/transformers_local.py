@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-from evret_core.llm import ChatMessage
-from evret_core.rag.llm_generator import GeneratedAnswer
 from evret_transformers import runtime
 from evret_transformers.provider import TransformersProvider
 from evret_transformers.tiny import build_tiny_model
+
+from evret_core.llm import ChatMessage
+from evret_core.rag.llm_generator import GeneratedAnswer
 
 N = 96
 REPEATS = 5
