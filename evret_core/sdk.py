@@ -243,7 +243,14 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judges.base import report_progress
     from evret_core.judges.normalize import contains_tokens, normalized
     from evret_core.kinds import KINDS, Kind, RecordsEvaluator
-    from evret_core.llm import ChatMessage, LLMCallError, LLMProvider, LLMResponse, SDKProvider, use_shared_limiter
+    from evret_core.llm import (
+        ChatMessage,
+        LLMCallError,
+        LLMProvider,
+        LLMResponse,
+        SDKProvider,
+        use_shared_limiter,
+    )
     from evret_core.llm.cache import JudgmentCache
     from evret_core.metrics.base import Metric, RankedBatch
     from evret_core.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
