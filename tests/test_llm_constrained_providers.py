@@ -88,3 +88,32 @@ def test_the_one_to_five_ranges_are_in_the_schemas() -> None:
         schema = model.model_json_schema()
         assert schema["properties"][field]["minimum"] == 1 and schema["properties"][field]["maximum"] == 5
         assert field in schema["required"]
+
+
+def test_the_claim_judge_and_direct_judge_schemas_name_the_allowed_values() -> None:
+    """A constraining provider gets the context ids and option names as enums; validation is unchanged."""
+    from evret_core.criteria.direct import DirectAnswer
+    from evret_core.llm.choices import with_choices
+    from evret_core.rag.llm_judge import ClaimCheck, check_schema
+
+    schema = check_schema(["doc-1", "doc-2", "doc-1"]).model_json_schema()
+    for field in ("supporting_context_ids", "contradicting_context_ids"):
+        assert schema["properties"][field]["items"] == {"type": "string", "enum": ["doc-1", "doc-2"]}
+    assert check_schema(["doc-1", "doc-2"]) is check_schema(["doc-1", "doc-2"])  # one class per id set
+    assert issubclass(check_schema(["a"]), ClaimCheck) and check_schema([]) is ClaimCheck
+    assert check_schema(["a"]).model_validate({"verdict": "supported", "supporting_context_ids": ["zz"]})
+
+    class Judging(Constraining):
+        async def acomplete(self, messages: Sequence[ChatMessage], **keywords: Any) -> LLMResponse:
+            self.keywords.append(keywords)
+            return LLMResponse('{"explanation": "fine", "selected_option": "yes"}', 1, 1)
+
+    from evret_core.registry import create_evaluator
+
+    provider = Judging()
+    results = create_evaluator("direct", criteria="Is it polite?", provider=provider, cache=False).evaluate(
+        [{"input": "Hello.", "output": "Thank you."}])
+    sent = provider.keywords[0]["json_schema"]["properties"]["selected_option"]
+    assert sent["enum"] == ["Yes", "No"] and results.scores[0] is not None
+    assert with_choices(DirectAnswer, selected_option=["A"]).model_validate(
+        {"explanation": "e", "selected_option": "B"}).selected_option == "B"

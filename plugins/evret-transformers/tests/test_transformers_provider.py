@@ -148,9 +148,9 @@ def test_the_llm_judge_from_the_command_line(tiny_model: Path, tmp_path: Path) -
 
 def test_rag_llm_parts_on_the_command_line(tiny_model: Path, tmp_path: Path) -> None:
     """`evret rag` with the LLM generator, then the LLM claim judge and LLM relevance, on the local model. The
-    generator's and the relevance grader's answers are usable on the first try. The claim judge's verdicts are
-    schema-valid JSON too, but also pass its own rule that cited ids be among those given (a rule outside its
-    schema), which a random model breaks: those go back for repair as with any provider, and no call fails."""
+    generator's and the relevance grader's answers are usable on the first try. The claim judge's verdicts cite
+    only the given ids (they are in its schema), but a random model may call a claim supported without citing
+    one (a rule outside the schema): those go back for repair as with any provider, and no call fails."""
     folder = tmp_path / "rag"
     shutil.copytree(REPO / "examples" / "rag", folder)
     questions = (folder / "questions.jsonl").read_text().splitlines()
@@ -196,3 +196,16 @@ def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_p
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == [commit, "4"]
+
+
+def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: Path) -> None:
+    """The `direct` judge's schema lists the criterion's options (`with_choices`), so even a random model's
+    constrained answer names one of them: every record measured, one call each."""
+    from evret_core.registry import create_evaluator
+
+    judge = create_evaluator("direct", criteria="Is the answer polite?", provider="transformers",
+                             model=str(tiny_model), provider_options={"max_new_tokens": 64}, cache=False)
+    results = judge.evaluate([{"input": f"question {i}", "output": f"answer {i}"} for i in range(3)])
+    assert results.unmeasured == [] and all(r.measured and r.tries == 1 for r in results.results)
+    assert {r.option for r in results.results} <= {"Yes", "No"}
+    assert results.stats["llm"]["calls"] == 3 and results.stats["llm"]["failed"] == 0
