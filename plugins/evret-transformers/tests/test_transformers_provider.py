@@ -209,3 +209,16 @@ def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: 
     assert results.unmeasured == [] and all(r.measured and r.tries == 1 for r in results.results)
     assert {r.option for r in results.results} <= {"Yes", "No"}
     assert results.stats["llm"]["calls"] == 3 and results.stats["llm"]["failed"] == 0
+
+
+def test_a_prompt_beyond_the_models_context_is_refused_not_truncated(tiny_model: Path) -> None:
+    import asyncio
+
+    from evret_core.llm import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    long = [ChatMessage("user", "bees make honey " * 2000)]  # some 6,000 tokens; the model's context is 4,096
+    with pytest.raises(LLMCallError, match=r"a prompt of \d+ tokens plus max_new_tokens=8 exceeds the model's "
+                                           r"context of 4096 tokens") as info:
+        asyncio.run(provider.acomplete(long))
+    assert not info.value.retryable
