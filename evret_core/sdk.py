@@ -87,6 +87,7 @@ _EXPORTS: dict[str, str] = {
     "SDKProvider": "evret_core.llm",
     "ChatMessage": "evret_core.llm",
     "LLMResponse": "evret_core.llm",
+    "LLMCallError": "evret_core.llm",
     "use_shared_limiter": "evret_core.llm",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
@@ -123,6 +124,7 @@ _EXPORTS: dict[str, str] = {
     "PerturbationConformance": "evret_core.testing",
     "RetrievalEvaluatorConformance": "evret_core.testing",
     "JudgeConformance": "evret_core.testing",
+    "InProcessProviderConformance": "evret_core.testing",
     "ProviderConformance": "evret_core.testing",
     "RagScoreConformance": "evret_core.testing",
     "RetrieverConformance": "evret_core.testing",
@@ -150,12 +152,14 @@ __all__ = [
     "Generator",
     "GeneratorConformance",
     "Judge",
+    "InProcessProviderConformance",
     "JudgeConformance",
     "JudgeRun",
     "JudgmentCache",
     "JudgmentContext",
     "KINDS",
     "Kind",
+    "LLMCallError",
     "LLMProvider",
     "LLMResponse",
     "Metric",
@@ -242,7 +246,14 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judge.base import report_progress
     from evret_core.judge.context_columns import ContextColumns
     from evret_core.judge.normalize import contains_tokens, normalized
-    from evret_core.llm import ChatMessage, LLMProvider, LLMResponse, SDKProvider, use_shared_limiter
+    from evret_core.llm import (
+        ChatMessage,
+        LLMCallError,
+        LLMProvider,
+        LLMResponse,
+        SDKProvider,
+        use_shared_limiter,
+    )
     from evret_core.llm.cache import JudgmentCache, default_cache_dir
     from evret_core.metrics.metric import Metric, RankedBatch
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
@@ -267,6 +278,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.executor_suite import ExecutorConformance
     from evret_core.testing.generator_suite import GeneratorConformance
     from evret_core.testing.judge_suite import JudgeConformance
+    from evret_core.testing.local_providers import InProcessProviderConformance
     from evret_core.testing.metric_suite import MetricConformance
     from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
     from evret_core.testing.perturbation_suite import PerturbationConformance

@@ -12,6 +12,7 @@ from evret_core.criteria.shared import Consistency, CriteriaJudge, PositionalBia
 from evret_core.criteria.shared import mean as _mean
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.errors import EvretError
+from evret_core.llm.choices import with_choices
 from evret_core.llm.fencing import fence_notice, new_nonce
 from evret_core.llm.providers import LLMProvider
 from evret_core.llm.structured import AnswerError, Structured
@@ -231,9 +232,11 @@ class DirectJudge(CriteriaJudge):
         check = self.checker(criterion)
         payload = {"criterion": criterion.model_dump(), "feedback": self.generate_feedback,
                    "fields": {f: record[f] for f in [criterion.to_evaluate_field, *criterion.context_fields]}}
-        runs = [self.sample(*self.messages(record, criterion), DirectAnswer, check, {**payload, "reverse": False})]
+        # the option names in the schema too, so that a provider which constrains its output picks one of them
+        schema = with_choices(DirectAnswer, selected_option=criterion.option_names)
+        runs = [self.sample(*self.messages(record, criterion), schema, check, {**payload, "reverse": False})]
         if self.check_positional_bias:
-            runs.append(self.sample(*self.messages(record, criterion, reverse=True), DirectAnswer, check,
+            runs.append(self.sample(*self.messages(record, criterion, reverse=True), schema, check,
                                     {**payload, "reverse": True}))
         outcomes = await asyncio.gather(*runs)
         answer, error, consistency = self._combine(outcomes[0])

@@ -23,7 +23,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -134,7 +134,8 @@ class LLMClient:
         self.settings = settings
         self.cache = cache
         self.max_retries = settings.retries
-        self.max_concurrency = settings.max_concurrency
+        # a provider that serves fewer calls at once (an in-process model) bounds them here, before the timeout
+        self.max_concurrency = min(settings.max_concurrency, provider.max_concurrency or settings.max_concurrency)
         self.timeout: float | None = settings.timeout
         self.temperature = settings.temperature
         self.backoff_base = float(backoff_base)
@@ -142,7 +143,7 @@ class LLMClient:
         self.max_retry_after = float(settings.max_retry_after if max_retry_after is None else max_retry_after)
         self.limiter = RateLimiter(settings.rpm) if settings.rpm else None
         self.token_limiter = RateLimiter(settings.tpm) if settings.tpm else None
-        self.concurrency = AdaptiveConcurrency(settings.max_concurrency, settings.adaptive_concurrency)
+        self.concurrency = AdaptiveConcurrency(self.max_concurrency, settings.adaptive_concurrency)
         self.shared_limiter = shared
         self.usage = LLMUsage()
         self._resume_at = 0.0
@@ -168,10 +169,15 @@ class LLMClient:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
         """One completion under the policy (``temperature`` defaults to the settings'); raises the last
-        :class:`LLMCallError` when every attempt failed."""
+        :class:`LLMCallError` when every attempt failed. ``json_schema`` reaches providers that
+        :attr:`~evret_core.llm.LLMProvider.constrains_json` (the others get it in the prompt only)."""
         temperature = self.temperature if temperature is None else float(temperature)
+        extra: dict[str, Any] = {}
+        if json_schema is not None and self.provider.constrains_json:
+            extra["json_schema"] = json_schema
         estimate = estimate_tokens(messages) + (max_tokens or 0)
         attempt = 0
         while True:
@@ -195,7 +201,7 @@ class LLMClient:
             try:
                 self.usage.calls += 1
                 try:
-                    call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens)
+                    call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens, **extra)
                     response = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
                 except asyncio.TimeoutError:
                     error = LLMCallError(f"{self.provider.name}: no answer within {self.timeout:g} s",
@@ -292,11 +298,13 @@ class LLMClient:
         *,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> LLMResponse | LLMCallError:
         """:meth:`complete`, with a failure returned rather than raised, except a fatal one (bad key, no access,
         unknown model), which raises an :class:`EvretError` for the whole run."""
         try:
-            return await self.complete(messages, temperature=temperature, max_tokens=max_tokens)
+            return await self.complete(messages, temperature=temperature, max_tokens=max_tokens,
+                                       json_schema=json_schema)
         except LLMCallError as exc:
             if exc.status in FATAL_STATUSES:
                 raise EvretError(

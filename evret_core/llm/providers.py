@@ -66,6 +66,13 @@ class LLMProvider(ABC):
 
     name: str = "provider"
     default_model: str = ""
+    #: True when :meth:`acomplete` takes ``json_schema=`` (a JSON Schema dict) and then answers with JSON that
+    #: always parses and matches it (constrained decoding); :func:`~evret_core.llm.structured_call` passes its
+    #: schema to such providers only, so other providers keep the two-keyword signature.
+    constrains_json: bool = False
+    #: the most calls the provider can serve at once (an in-process model: 1), or None for no bound of its own;
+    #: :class:`~evret_core.llm.LLMClient` queues calls beyond it before their timeout starts.
+    max_concurrency: int | None = None
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model or self.default_model

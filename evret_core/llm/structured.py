@@ -4,7 +4,9 @@ The answer is parsed (the whole text, a fenced block, or the outermost ``{...}``
 schema and an optional ``check``. When it does not validate, the answer goes back to the model with the error,
 up to ``repairs`` times; after that the item is *unmeasured*: :attr:`Structured.unmeasured` says why, and no
 guess replaces it. A call that fails after the client's retries is unmeasured too; a fatal one (bad key, unknown
-model) stops the run. Usable answers are committed to the client's cache as they arrive.
+model) stops the run. Usable answers are committed to the client's cache as they arrive. A provider that
+constrains its output (:attr:`~evret_core.llm.LLMProvider.constrains_json`, such as ``transformers``) is also
+given the schema itself, and answers only JSON that parses and matches it.
 """
 
 from __future__ import annotations
@@ -98,7 +100,8 @@ async def structured_call(
     answers: list[str] = []
     last_error = "no answer"
     for tries in range(1, repairs + 2):
-        response = await client.attempt(conversation, temperature=temperature, max_tokens=max_tokens)
+        response = await client.attempt(conversation, temperature=temperature, max_tokens=max_tokens,
+                                         json_schema=_schema_dict(schema))
         usage.calls += 1
         if not isinstance(response, LLMResponse):
             usage.failed += 1
@@ -146,6 +149,12 @@ def structured_key(
 
 def _with_schema(system: str, schema: type[BaseModel]) -> str:
     return f"{system}\n\nAnswer with only a JSON object that matches this JSON schema: {_schema_text(schema)}"
+
+
+@lru_cache(maxsize=128)
+def _schema_dict(schema: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema that providers which constrain their output get (a shared object: never changed)."""
+    return schema.model_json_schema()
 
 
 @lru_cache(maxsize=128)

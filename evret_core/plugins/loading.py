@@ -369,6 +369,7 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("llm_provider", "openai"): "evret-openai",
     ("llm_provider", "anthropic"): "evret-anthropic",
     ("llm_provider", "google"): "evret-google-genai",
+    ("llm_provider", "transformers"): "evret-transformers",
     ("executor", "ray"): "evret-ray",
 }
 

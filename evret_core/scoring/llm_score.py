@@ -6,7 +6,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from evret_core.errors import EvretError
 from evret_core.llm.cache import resolve_cache
@@ -70,7 +70,8 @@ def template_fields(template: str, label: str = "the template") -> list[str]:
 class ScoreAnswer(BaseModel):
     """The JSON the model must answer with: a score from 1 to 5 and why."""
 
-    score: int
+    # the range in the JSON Schema too, so that a provider which constrains its output keeps it
+    score: int = Field(json_schema_extra={"minimum": 1, "maximum": 5})
     reasoning: str
 
     @field_validator("score", mode="before")

@@ -4,7 +4,8 @@ deterministic embedder for vector-store retriever tests.
 
 One conformance suite per kind of plugin; subclass your kind's in your plugin's tests so that every plugin of a
 kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, ``RetrieverConformance``,
-``ProviderConformance`` (LLM providers), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
+``ProviderConformance`` (LLM providers; ``InProcessProviderConformance`` for one that runs a model in
+process), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
 ``RagScoreConformance`` and ``ExecutorConformance``.
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from evret_core.testing.executor_suite import ExecutorConformance
     from evret_core.testing.generator_suite import GeneratorConformance
     from evret_core.testing.judge_suite import JudgeConformance
+    from evret_core.testing.local_providers import InProcessProviderConformance
     from evret_core.testing.metric_suite import MetricConformance
     from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
     from evret_core.testing.perturbation_suite import PerturbationConformance
@@ -45,7 +47,8 @@ if TYPE_CHECKING:
     from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
     from evret_core.testing.retriever_suite import RetrieverConformance
 
-__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "JudgeConformance", "MetricConformance",
+__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "InProcessProviderConformance",
+           "JudgeConformance", "MetricConformance",
            "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
            "RetrievalEvaluatorConformance",
            "RetrieverConformance"]
@@ -53,6 +56,7 @@ __all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance
 _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judge_suite",
            "ExecutorConformance": "evret_core.testing.executor_suite",
            "GeneratorConformance": "evret_core.testing.generator_suite",
+           "InProcessProviderConformance": "evret_core.testing.local_providers",
            "JudgeConformance": "evret_core.testing.judge_suite",
            "MetricConformance": "evret_core.testing.metric_suite",
            "OutputEvaluatorConformance": "evret_core.testing.output_evaluator_suite",

@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from evret_core.aio import run_sync
 from evret_core.errors import EvretError
+from evret_core.llm.choices import with_choices
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
@@ -74,6 +75,12 @@ class ClaimCheck(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> Any:
         return coerce_ids(value)
+
+
+def check_schema(ids: Sequence[str]) -> type[ClaimCheck]:
+    """:class:`ClaimCheck` whose JSON Schema lists ``ids`` as the only context ids (validation is
+    :func:`_checker`'s), so that a provider which constrains its output cites only those."""
+    return with_choices(ClaimCheck, supporting_context_ids=ids, contradicting_context_ids=ids)
 
 
 def _checker(ids: Sequence[str]) -> Any:
@@ -144,8 +151,9 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
             return ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict="unsupported")
         self.scan_contexts([task.contexts])  # a no-op for texts prepare() or an earlier task scanned
         prompt, extra = self.verify_call(task, claim.text)
-        result = await self.ask(system=self.verify_system_prompt, prompt=prompt, schema=ClaimCheck, extra=extra,
-                                check=_checker([c.doc_id for c in task.contexts]))
+        ids = [c.doc_id for c in task.contexts]
+        result = await self.ask(system=self.verify_system_prompt, prompt=prompt, schema=check_schema(ids),
+                                extra=extra, check=_checker(ids))
         if result.value is None:
             return ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict="unmeasured")
         value = result.value
@@ -213,7 +221,8 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
                     continue
                 for claim in claims:
                     prompt, extra = self.verify_call(task, claim.text)
-                    count("verification_calls", self.verify_system_prompt, prompt, ClaimCheck, extra)
+                    count("verification_calls", self.verify_system_prompt, prompt,
+                          check_schema([c.doc_id for c in task.contexts]), extra)
         except EvretError as exc:
             note = f"cache not checked ({exc})"
         n = calls["extraction_calls"] + calls["verification_calls"]

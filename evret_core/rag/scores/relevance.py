@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from evret_core.errors import EvretError
 from evret_core.llm.fencing import fence
@@ -99,7 +99,8 @@ class LexicalRelevance:
 class RelevanceGrade(BaseModel):
     """The JSON of an LLM relevance grade."""
 
-    grade: int
+    # the range in the JSON Schema too, so that a provider which constrains its output keeps it
+    grade: int = Field(json_schema_extra={"minimum": 1, "maximum": 5})
     reason: str = ""
 
     @field_validator("grade", mode="before")

@@ -1,0 +1,104 @@
+"""The vocabulary as text, and which tokens a :class:`~evret_transformers.grammar.JsonGrammar` state allows.
+
+:class:`TokenIndex` is built once per tokenizer from the token strings (``None`` for tokens that cannot be
+used: special tokens, empty ones, and pieces of a multi-byte character that decode to U+FFFD): the usable tokens
+by first character, and apart the tokens that are plain string content (no quote, backslash or control
+character), which any free string position allows without running them through the grammar.
+:class:`TokenConstraint` answers, for a state, the allowed token ids with the fewest tokens that complete the JSON
+after each, memoised per state. Pure Python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evret_transformers.grammar import JsonGrammar, State
+
+UNSPELLABLE = 1 << 30
+
+
+def _plain(text: str) -> bool:
+    return all(ch not in '"\\' and ord(ch) >= 0x20 for ch in text)
+
+
+class TokenIndex:
+    """The usable token strings of a vocabulary (see the module), grouped by first character. Flat lists, no
+    trie: a vocabulary of 150,000 tokens costs a few megabytes."""
+
+    def __init__(self, strings: Sequence[str | None]) -> None:
+        self.strings = list(strings)
+        self.by_first: dict[str, list[int]] = {}
+        self.special_ids: list[int] = []  # usable tokens that are not plain string content
+        self.plain_ids: list[int] = []
+        self.plain_lengths: list[int] = []
+        self._spellings: dict[str, int] = {}
+        for token_id, text in enumerate(self.strings):
+            if not text or "\ufffd" in text:
+                continue
+            self.by_first.setdefault(text[0], []).append(token_id)
+            self._spellings.setdefault(text, token_id)
+            if _plain(text):
+                self.plain_ids.append(token_id)
+                self.plain_lengths.append(len(text))
+            else:
+                self.special_ids.append(token_id)
+        self._longest = max((len(t) for t in self._spellings), default=0)
+
+    def spell_cost(self, text: str) -> int:
+        """The fewest tokens whose strings concatenate to ``text`` (a very large number when none do)."""
+        best = [0] * (len(text) + 1)
+        for start in range(len(text) - 1, -1, -1):
+            best[start] = min((1 + best[end] for end in range(start + 1, min(len(text), start + self._longest) + 1)
+                               if text[start:end] in self._spellings), default=UNSPELLABLE)
+        return best[0]
+
+
+class TokenConstraint:
+    """Allowed tokens of a grammar over a vocabulary; ``allowed(state)`` is ``(ids, costs)``: the tokens that
+    keep the text valid and, for each, the fewest tokens left to complete the JSON after it."""
+
+    def __init__(self, grammar: JsonGrammar, index: TokenIndex, memo: int = 4096) -> None:
+        self.grammar = grammar
+        self.index = index
+        self._memo: dict[State, tuple[list[int], list[int]]] = {}
+        self._memo_size = memo
+
+    def allowed(self, state: State) -> tuple[list[int], list[int]]:
+        hit = self._memo.get(state)
+        if hit is not None:
+            return hit
+        ids: list[int] = []
+        costs: list[int] = []
+        if self._free_string(state):
+            stack = next(iter(state))
+            rest = self.grammar.cost(frozenset([stack[:-1]]))
+            _, low, high, _esc = stack[-1]
+            for token_id, length in zip(self.index.plain_ids, self.index.plain_lengths, strict=True):
+                if high is None or length <= high:
+                    ids.append(token_id)
+                    costs.append(rest + max(0, low - length) + 1)
+            self._check(state, self.index.special_ids, ids, costs)
+        else:
+            for first, candidates in self.index.by_first.items():
+                if self.grammar.advance(state, first):
+                    self._check(state, candidates, ids, costs)
+        if len(self._memo) >= self._memo_size:
+            self._memo.clear()
+        self._memo[state] = (ids, costs)
+        return ids, costs
+
+    @staticmethod
+    def _free_string(state: State) -> bool:
+        """True when the one stack of ``state`` is inside a string, not in an escape: plain tokens all fit."""
+        if len(state) != 1:
+            return False
+        stack = next(iter(state))
+        return bool(stack) and stack[-1][0] == "S" and stack[-1][3] == 0
+
+    def _check(self, state: State, candidates: list[int], ids: list[int], costs: list[int]) -> None:
+        grammar, strings = self.grammar, self.index.strings
+        for token_id in candidates:
+            after = grammar.advance(state, strings[token_id] or "")
+            if after:
+                ids.append(token_id)
+                costs.append(grammar.cost(after))

@@ -1,0 +1,134 @@
+"""Constrained decoding on a random tiny model: free text never parses, constrained answers always parse and
+validate, for every schema the project's LLM parts ask for, over prompts, temperatures, seeds and budgets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from evret_transformers.grammar import JsonGrammar, SchemaNotSupported
+from evret_transformers.provider import TransformersProvider
+from pydantic import BaseModel
+
+from evret_core.criteria.direct import DirectAnswer
+from evret_core.criteria.pairwise import PairwiseAnswer
+from evret_core.llm import LLMClient, LLMSettings, structured_call
+from evret_core.rag.claims.llm_judge import ClaimCheck, ExtractedClaims
+from evret_core.rag.generate.llm_generator import GeneratedAnswer
+from evret_core.rag.scores.relevance import RelevanceGrade
+from evret_core.scoring.llm_score import ScoreAnswer
+from evret_core.testsets.testset import ClosedBookAnswer, GeneratedQA, GeneratedUnanswerable
+
+# every schema an Evret LLM part passes to structured_call
+PROJECT_SCHEMAS: list[type[BaseModel]] = [GeneratedAnswer, ExtractedClaims, ClaimCheck, RelevanceGrade, ScoreAnswer,
+                                          DirectAnswer, PairwiseAnswer, GeneratedQA, GeneratedUnanswerable,
+                                          ClosedBookAnswer]
+PROMPTS = ["Grade the answer: the queen lays two thousand eggs.", "Which claims does the passage support?",
+           "Compare the responses and say which is better."]
+RUNS = [(0, 0.0), (1, 0.0), (2, 0.0), (0, 1.0), (1, 1.3), (2, 0.7)]  # (prompt, temperature); seed = prompt index
+
+
+def ask(provider: TransformersProvider, schema: type[BaseModel], prompt: str, temperature: float,
+        seed: int) -> Any:
+    provider.seed = seed
+    client = LLMClient(provider, LLMSettings(provider=provider, temperature=temperature), label="test")
+    return asyncio.run(structured_call(client, system="Answer in JSON.", prompt=prompt, schema=schema, repairs=0))
+
+
+@pytest.mark.parametrize("schema", PROJECT_SCHEMAS, ids=lambda s: s.__name__)
+def test_constrained_answers_always_parse_and_validate(tiny_model: Path, schema: type[BaseModel]) -> None:
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=64)
+    for prompt, temperature in RUNS:
+        result = ask(provider, schema, PROMPTS[prompt], temperature, seed=prompt)
+        assert result.value is not None, result.unmeasured
+        assert result.tries == 1 and len(result.answers) == 1
+        jsonschema.validate(json.loads(result.answers[0]), schema.model_json_schema())
+
+
+def test_the_same_model_unconstrained_never_gives_usable_json(tiny_model: Path) -> None:
+    """The control: the same calls with the constraint switched off (as any provider without it) fail."""
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=40)
+    provider.constrains_json = False  # the client then sends the schema in the prompt only
+    for schema in (ClaimCheck, ScoreAnswer, GeneratedAnswer):
+        for prompt, temperature in RUNS:
+            result = ask(provider, schema, PROMPTS[prompt], temperature, seed=prompt)
+            assert result.value is None and "no usable answer" in str(result.unmeasured)
+            assert result.answers and result.answers[0]  # it did answer: with noise
+
+
+def test_a_short_budget_still_closes_the_json(tiny_model: Path) -> None:
+    """With a budget of the fewest tokens the schema's shortest JSON needs, plus two, the decoder must close every
+    string and array in time; with fewer, the call fails at once, naming the option."""
+    from evret_transformers import runtime
+
+    provider = TransformersProvider(str(tiny_model))
+    rules = runtime.constraint(runtime.load(provider.source, "auto", "auto"), GeneratedAnswer.model_json_schema())
+    shortest = rules.grammar.cost(rules.grammar.initial())
+    assert 10 < shortest <= len('{"answer":"","claims":[],"refused":false,"escalated":false}')
+    for seed in range(4):
+        tight = TransformersProvider(str(tiny_model), max_new_tokens=shortest + 2)
+        result = ask(tight, GeneratedAnswer, PROMPTS[seed % 3], 1.0, seed=seed)
+        assert result.value is not None, result.unmeasured
+        assert 0 < result.usage.output_tokens <= shortest + 2
+    too_few = TransformersProvider(str(tiny_model), max_new_tokens=shortest - 1)
+    result = ask(too_few, GeneratedAnswer, PROMPTS[0], 0.0, seed=0)
+    assert result.value is None and f"max_new_tokens={shortest - 1} is too few" in str(result.unmeasured)
+
+
+def test_the_grammar_accepts_exactly_the_schemas_json() -> None:
+    grammar = JsonGrammar(ClaimCheck.model_json_schema())
+    ok = '{"verdict":"contradicted","supporting_context_ids":["d\\"1\\u00e9"],"contradicting_context_ids":[]}'
+    assert grammar.cost(grammar.advance(grammar.initial(), ok)) == 0
+    for bad in ('{"verdict":"maybe"', '{"verdict":"supported","supporting_context_ids":[1]', '{ "verdict"',
+                '{"verdict":"supported","supporting_context_ids":["a\nb"]'):
+        assert not grammar.advance(grammar.initial(), bad), bad
+    ranged = JsonGrammar(ScoreAnswer.model_json_schema())
+    assert ranged.advance(ranged.initial(), '{"score":5,') and not ranged.advance(ranged.initial(), '{"score":6')
+    pair = JsonGrammar(PairwiseAnswer.model_json_schema())
+    assert not pair.advance(pair.initial(), '{"comparisons":[{"responses":[1,2,3')
+    assert pair.advance(pair.initial(), '{"comparisons":[{"responses":[-1,20],')
+
+
+@pytest.mark.parametrize("schema, keyword", [({"type": "string", "pattern": "^a"}, "pattern"),
+                                             ({"type": "string", "format": "date"}, "format"),
+                                             ({"$ref": "#/$defs/Missing"}, "Missing"),
+                                             ({"type": "integer", "maximum": 10**6}, "integer bounds"),
+                                             ({"allOf": [{"type": "string"}, {"minLength": 2}]}, "allOf")])
+def test_schemas_it_cannot_keep_are_refused_not_ignored(schema: dict[str, Any], keyword: str) -> None:
+    with pytest.raises(SchemaNotSupported, match=keyword):
+        JsonGrammar({"type": "object", "properties": {"x": schema}, "$defs": {}})
+
+
+def test_an_unsupported_schema_makes_the_call_unmeasured_with_the_reason(tiny_model: Path) -> None:
+    class Dated(BaseModel):
+        when: str
+
+        model_config = {"json_schema_extra": {"properties": {"when": {"type": "string", "format": "date"}}}}
+
+    result = ask(TransformersProvider(str(tiny_model), max_new_tokens=16), Dated, PROMPTS[0], 0.0, seed=0)
+    assert result.value is None and "'format' is not supported" in str(result.unmeasured)
+
+
+@pytest.mark.parametrize("schema", PROJECT_SCHEMAS, ids=lambda s: s.__name__)
+def test_random_walks_through_the_grammar_are_valid_json(schema: type[BaseModel]) -> None:
+    """Whatever characters a model picks among those the grammar allows, the result validates: 40 random walks
+    per schema over a mixed alphabet, heading for the end once 60 characters are written."""
+    import random
+
+    grammar = JsonGrammar(schema.model_json_schema())
+    alphabet = [chr(c) for c in range(32, 127)] + ["é", "\n", "\\", "\u2028", "日"]
+    rng = random.Random(7)
+    for _ in range(40):
+        state, text = grammar.initial(), ""
+        while grammar.cost(state) > 0:
+            options = [(ch, after) for ch in alphabet if (after := grammar.advance(state, ch))]
+            if len(text) > 60:  # finish: only characters that bring the end nearer
+                options = [o for o in options if grammar.cost(o[1]) < grammar.cost(state)]
+            ch, state = rng.choice(options)
+            text += ch
+        jsonschema.validate(json.loads(text), schema.model_json_schema())
+        schema.model_validate_json(text)

@@ -1,0 +1,224 @@
+"""The ``transformers`` provider on a tiny model built in the test: the in-process provider suite, the prompt
+formats, the ``llm`` judge and the RAG harness's LLM generator and claim judge end to end, from Python and from
+the command line, and bad options."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evret_transformers import runtime
+from evret_transformers.provider import TransformersProvider
+
+from evret_core import EvaluationDataset, Evaluator, EvretError, RetrievalResult
+from evret_core.judge.llm import LLMJudge
+from evret_core.llm import ChatMessage
+from evret_core.testing import InProcessProviderConformance
+from evret_core.testing.llm_stubs import isolate_llm_env
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_llm_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+class TestTransformersConformance(InProcessProviderConformance):
+    @pytest.fixture(autouse=True)
+    def _model(self, tiny_chat_model: Path, tmp_path: Path) -> None:
+        self.model = str(tiny_chat_model)
+        self.tmp = tmp_path
+
+    def options(self) -> dict[str, Any]:
+        return {"provider": "transformers", "model": self.model, "provider_options": {"max_new_tokens": 48}}
+
+    def bad_options(self) -> list[tuple[dict[str, Any], str]]:
+        return [({"model": str(self.tmp / "no-such-model")}, "model"),
+                ({"model": "./relative/missing"}, "model"),
+                ({"model": "nobody-has/this-model-cached"}, "model"),
+                ({"provider_options": {"max_new_tokens": 48, "device": "tpu"}}, "device"),
+                ({"provider_options": {"max_new_tokens": 48, "dtype": "int3"}}, "dtype"),
+                ({"provider_options": {"max_new_tokens": 0}}, "max_new_tokens"),
+                ({"provider_options": {"max_new_tokens": 8, "seed": -1}}, "seed")]
+
+
+def test_a_folder_without_a_model_and_a_file_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(EvretError, match="option 'model': the folder .* holds no config.json"):
+        TransformersProvider(str(tmp_path))
+    (tmp_path / "weights.bin").write_bytes(b"")
+    with pytest.raises(EvretError, match="option 'model': .* is a file"):
+        TransformersProvider(str(tmp_path / "weights.bin"))
+
+
+def test_chat_template_when_the_tokenizer_has_one_else_the_plain_format(tiny_model: Path,
+                                                                         tiny_chat_model: Path) -> None:
+    messages = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hello?")]
+    plain = runtime.load(str(tiny_model.resolve()), "auto", "auto").tokenizer
+    chat = runtime.load(str(tiny_chat_model.resolve()), "auto", "auto").tokenizer
+    assert plain.decode(runtime.prompt_ids(plain, messages), skip_special_tokens=True) == \
+        "System: Be brief.\n\nUser: Hello?\n\nAssistant:"
+    assert chat.decode(runtime.prompt_ids(chat, messages)) == \
+        "<|system|>\nBe brief.\n<|user|>\nHello?\n<|assistant|>\n"
+
+
+def test_the_model_is_loaded_once_per_process(tiny_model: Path) -> None:
+    first = TransformersProvider(str(tiny_model), max_new_tokens=4)
+    second = TransformersProvider(str(tiny_model), max_new_tokens=8, seed=3)
+    for provider in (first, second):
+        LLMJudge(provider=provider, cache=False).batch_judge([judgment(0)])
+    loaded = [v for k, v in runtime._LOADED.items() if k[0] == str(tiny_model.resolve())]
+    assert len(loaded) == 1 and loaded[0].device == "cpu"
+
+
+def test_seeded_sampling_repeats_and_another_seed_differs(tiny_model: Path) -> None:
+    import asyncio
+
+    messages = [ChatMessage("user", "Say something.")]
+
+    def sample(seed: int) -> str:
+        provider = TransformersProvider(str(tiny_model), max_new_tokens=24, seed=seed)
+        return asyncio.run(provider.acomplete(messages, temperature=1.0)).text
+
+    assert sample(5) == sample(5) and sample(5) != sample(6)
+
+
+def judgment(i: int) -> Any:
+    from evret_core.testing.llm_stubs import judgment_context
+
+    return judgment_context(i)
+
+
+def test_the_llm_judge_end_to_end_from_python(tiny_model: Path, tmp_path: Path) -> None:
+    """The real LLMJudge over an Evaluator run: every judgment measured, counted, cached, and served from the
+    cache on a second run."""
+    dataset = EvaluationDataset.from_jsonl(REPO / "examples" / "dataset.jsonl")
+    dataset.queries = dataset.queries[:3]
+    corpus = ["The queen can lay up to two thousand eggs a day.", "Drones mate with queens.", "Bees make honey."]
+
+    def retriever(query: str, k: int) -> list[RetrievalResult]:
+        return [RetrievalResult(doc_id=f"d{i}", score=1.0 - i / 10, metadata={"text": t})
+                for i, t in enumerate(corpus[:k])]
+
+    cache = tmp_path / "judgments.sqlite3"
+    options = {"provider": "transformers", "model": str(tiny_model),
+               "provider_options": {"max_new_tokens": 8}, "cache": str(cache)}
+    results = Evaluator(retriever, metrics=["recall@3", "mrr@3"], judge=LLMJudge(**options)).evaluate(dataset)
+    cost = results.stats["cost"]["transformers"]
+    assert cost["succeeded"] == cost["calls"] > 0 and cost["failed"] == 0
+    assert results.stats["unmeasured"]["judgments"] == 0
+    assert set(results.scores) == {"recall@3", "mrr@3"}
+    again = Evaluator(retriever, metrics=["recall@3", "mrr@3"], judge=LLMJudge(**options)).evaluate(dataset)
+    assert again.scores == results.scores and again.stats["cost"]["transformers"]["calls"] == 0
+
+
+def run_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    return subprocess.run([sys.executable, "-m", "evret_core.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_the_llm_judge_from_the_command_line(tiny_model: Path, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text("".join(line + "\n" for line in
+                               (REPO / "examples" / "dataset.jsonl").read_text().splitlines()[:2]))
+    common = ["evaluate", "--dataset", str(dataset), "--retriever", "bm25",
+              "--retriever-option", f"corpus={REPO / 'examples' / 'corpus.jsonl'}", "--metric", "recall@2",
+              "--judge", "llm", "--judge-option", "provider=transformers", "--no-progress"]
+    done = run_cli(*common, "--judge-option", f"model={tiny_model}",
+                   "--judge-option", 'provider_options={"max_new_tokens": 6, "device": "cpu"}',
+                   "--output", str(tmp_path / "out.json"), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    # q01 has one expected answer, q02 two: (1 + 2) x the top 2 documents, each pair judged once
+    assert results["stats"]["cost"]["transformers"]["succeeded"] == 6
+    assert results["stats"]["unmeasured"]["judgments"] == 0
+    missing = run_cli(*common, "--judge-option", f"model={tmp_path / 'nowhere'}", cwd=tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    lines = missing.stderr.strip().splitlines()
+    assert len(lines) == 1 and "option 'model'" in lines[0] and "nowhere" in lines[0], missing.stderr
+
+
+def test_rag_llm_parts_on_the_command_line(tiny_model: Path, tmp_path: Path) -> None:
+    """`evret rag` with the LLM generator, then the LLM claim judge and LLM relevance, on the local model. The
+    generator's and the relevance grader's answers are usable on the first try. The claim judge's verdicts cite
+    only the given ids (they are in its schema), but a random model may call a claim supported without citing
+    one (a rule outside the schema): those go back for repair as with any provider, and no call fails."""
+    folder = tmp_path / "rag"
+    shutil.copytree(REPO / "examples" / "rag", folder)
+    questions = (folder / "questions.jsonl").read_text().splitlines()
+    (folder / "questions.jsonl").write_text("\n".join(questions[:3]) + "\n")
+
+    def rag(output: str, *parts: str) -> dict[str, Any]:
+        args = ["rag", "--config", str(folder / "rag.toml"), "--conditions", "gold", "--resamples", "20",
+                "--no-progress", "--output", str(tmp_path / output)]
+        for part in parts:
+            args += [f"--{part}", "llm"]
+            for option in ("provider=transformers", f"model={tiny_model}",
+                           'provider_options={"max_new_tokens": 96}'):
+                args += [f"--{part}-option", option]
+        done = run_cli(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        stats: dict[str, Any] = json.loads((tmp_path / output).read_text())["stats"]["llm"]
+        return stats
+
+    generated = rag("generated.json", "generator")["generator"]
+    assert generated["provider"] == "transformers" and generated["structured_calls"] == 3
+    assert generated["calls"] == 3 and generated["failed"] == 0 and generated["unmeasured"] == {}
+    judged = rag("judged.json", "claim-judge", "relevance")  # the extractive generator's answers, judged
+    relevance, claims = judged["relevance"], judged["claim_judge"]
+    assert relevance["structured_calls"] > 0 and relevance["calls"] == relevance["structured_calls"]
+    assert relevance["unmeasured"] == {} and relevance["failed"] == 0
+    assert claims["provider"] == "transformers" and claims["structured_calls"] > 0 and claims["failed"] == 0
+
+
+def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_path: Path) -> None:
+    """A hub id resolves in the Hugging Face cache (here one made in the test, in the hub's layout) without the
+    network; the cached commit is part of the provider's config, so a new snapshot is not served old answers."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-llama"
+    shutil.copytree(tiny_model, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    script = ("import asyncio; from evret_core.llm import ChatMessage; "
+              "from evret_transformers.provider import TransformersProvider as P; "
+              "p = P('tiny-org/tiny-llama', max_new_tokens=4); "
+              "r = asyncio.run(p.acomplete([ChatMessage('user', 'hi')])); "
+              "print(p.config()['fingerprint'], r.output_tokens)")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-2:] == [commit, "4"]
+
+
+def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: Path) -> None:
+    """The `direct` judge's schema lists the criterion's options (`with_choices`), so even a random model's
+    constrained answer names one of them: every record measured, one call each."""
+    from evret_core.plugins.registry import create_evaluator
+
+    judge = create_evaluator("direct", criteria="Is the answer polite?", provider="transformers",
+                             model=str(tiny_model), provider_options={"max_new_tokens": 64}, cache=False)
+    results = judge.evaluate([{"input": f"question {i}", "output": f"answer {i}"} for i in range(3)])
+    assert results.unmeasured == [] and all(r.measured and r.tries == 1 for r in results.results)
+    assert {r.option for r in results.results} <= {"Yes", "No"}
+    assert results.stats["llm"]["calls"] == 3 and results.stats["llm"]["failed"] == 0
+
+
+def test_a_prompt_beyond_the_models_context_is_refused_not_truncated(tiny_model: Path) -> None:
+    import asyncio
+
+    from evret_core.llm import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    long = [ChatMessage("user", "bees make honey " * 2000)]  # some 6,000 tokens; the model's context is 4,096
+    with pytest.raises(LLMCallError, match=r"a prompt of \d+ tokens plus max_new_tokens=8 exceeds the model's "
+                                           r"context of 4096 tokens") as info:
+        asyncio.run(provider.acomplete(long))
+    assert not info.value.retryable
