@@ -106,7 +106,7 @@ utf8_char(const unsigned char *p, const unsigned char *e, int *space)
 static const double pow10s[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
                                   1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* a field as float() reads it: 1 with *out set, 0 when float() refuses it, -1 with an exception set */
+/* a field as float() reads it: 1 with *out set, 0 when float() refuses it or reads NaN, -1 with an exception set */
 static int
 number(const char *s, Py_ssize_t n, double *out)
 {
@@ -175,7 +175,7 @@ number(const char *s, Py_ssize_t n, double *out)
     }
     *out = PyFloat_AS_DOUBLE(f);
     Py_DECREF(f);
-    return 1;
+    return *out == *out; /* NaN: refused (only float() gives one) */
 }
 
 /* the ids of the current stretch of one query: an open-addressing table whose slots belong to the stretch when
@@ -558,7 +558,7 @@ scan(PyObject *self, PyObject *args)
         if (ok && f.count >= nfields && f.count < (nfields == 6 ? 12 : 5)) {
             int got = number((const char *)f.start[value_at], f.len[value_at], &v);
             if (got < 0) goto done;
-            ok = got && v == v;
+            ok = got;
         } else {
             ok = 0;
         }
