@@ -48,7 +48,6 @@
 #define FAST_LEX 1
 #else
 #define FAST_LEX 0
-#define __builtin_ctzll(x) 0
 #endif
 
 /* a dict sized for n entries: CPython's private presizing call where the headers have it (3.8-3.13), else a plain
@@ -357,6 +356,19 @@ typedef struct {
 
 enum { LEX_LINE, LEX_SLOW };
 
+/* the index of the lowest set bit of x (x != 0) */
+static inline int
+lowest_bit(uint64_t x)
+{
+#if FAST_LEX
+    return __builtin_ctzll(x);
+#else
+    int i = 0; /* not used where FAST_LEX is 0 (every line goes to split_line); kept so that the lexer compiles */
+    while (!(x & 1)) { x >>= 1; i++; }
+    return i;
+#endif
+}
+
 static inline uint64_t
 chunk_masks(const unsigned char *p, uint64_t *nl, uint64_t *odd)
 {
@@ -422,7 +434,7 @@ lex_line(lexer *L, fields *f, const unsigned char **stop)
             }
             lex_load(L, L->base + 64, L->ws >> 63);
         }
-        int i = __builtin_ctzll(L->events);
+        int i = lowest_bit(L->events);
         const unsigned char *at = L->base + i;
         uint64_t bit = (uint64_t)1 << i;
         if (at >= L->end) { /* the spaces after the end */
