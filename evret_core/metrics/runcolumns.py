@@ -21,6 +21,7 @@ flags it) is then looked for line by line and reported with both lines, as :func
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -295,7 +296,11 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
     handle.seek(start)
     readinto = cast(io.BufferedReader, handle).readinto
     left = None if stop is None else stop - start
-    buf = bytearray(_BLOCK)
+    try:  # a file smaller than a block gets a buffer of its size (a byte more, to see its end in one read)
+        left_in_file = max(os.fstat(handle.fileno()).st_size - start, 0)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        left_in_file = _BLOCK
+    buf = bytearray(max(1, min(_BLOCK, left_in_file + 1, _BLOCK if left is None else left + 1)))
     have = 0  # the bytes of an unfinished line kept at the front
     while True:
         want = len(buf) - have if left is None else min(len(buf) - have, left)
