@@ -131,8 +131,9 @@ EDGE_LINES = [
 
 def edges(fast: Any) -> int:
     """The bit-mask lexer reads 64 bytes at a time: lines that end at every offset of a 64-byte chunk, blocks cut at
-    every length (a field, a UTF-8 character or a CRLF cut in two), an odd byte (non-ASCII, NUL) at every offset
-    and a bad line after an odd one, scanned alike by both paths."""
+    every length (a field, a UTF-8 character or a CRLF cut in two), joined lines, trailing fields and CR-only line
+    ends starting at every offset, an odd byte (non-ASCII, NUL) at every offset and a bad line after an odd one,
+    scanned alike by both paths."""
     blocks = 0
     text = b"".join(EDGE_LINES * 3)
     for nfields, body in ((6, text), (4, b"q1 0 d1 1\nq1 0 d\xc3\xa92 2\r\nq2 0 d1 0\n\nq2  0 d3 3 \n" * 4)):
@@ -141,6 +142,11 @@ def edges(fast: Any) -> int:
             blocks += 1
         for start in range(0, 130):  # every suffix near the front: the chunks fall elsewhere in the lines
             same(fast, body[start:], nfields, True)
+            blocks += 1
+    for pad in range(70):  # a joined line (12 fields), trailing fields (7-11) and a CR-only pair at every offset
+        head = b"q0 Q0 " + b"x" * pad + b" 1 1 t\n"
+        for tail in (b"q5 Q0 d1 1 2 t q5 Q0 d2 2 1 t\n", b"q5 Q0 d1 1 2 t a b c d e\n", b"q5 Q0 d1 1 2 t\rq5 Q0 d2 2 1 t\r"):
+            same(fast, head + tail + b"q6 Q0 d1 1 1 t\n", 6, True)
             blocks += 1
     base = b"".join(EDGE_LINES[:2]) * 6
     for at in range(len(base)):  # one odd byte at every offset
