@@ -52,6 +52,31 @@ def test_compiled_and_python_scans_agree_on_random_hostile_blocks() -> None:
     assert 50 < stopped < 350  # both clean and bad blocks were tried
 
 
+def test_lines_at_every_offset_of_the_lexers_chunks_scan_alike() -> None:
+    """The compiled scan reads 64-byte chunks as bit masks: every line-end offset, every cut, every odd byte."""
+    assert hostile.edges(_compiled()) > 2000
+
+
+def test_the_dict_scan_merges_a_querys_lines_into_the_dict_given() -> None:
+    """read_run/read_qrels hand the scan their dict: a query's lines in two places (or two blocks) go into one
+    dict, a document met again there sets ``repeats``, and a value that is not a dict is refused."""
+    fast = _compiled()
+    into: dict[str, dict[str, float]] = {}
+    first = trecscan.Scan(*fast.scan(b"q1 Q0 a 1 2 t\nq2 Q0 a 1 1 t\nq1 Q0 b 2 1.5 t\n", 6, True, into))
+    assert first.ids is into and not first.repeats and first.group_qids == ["q1", "q2", "q1"]
+    second = trecscan.Scan(*fast.scan(b"q2 Q0 b 2 3 t\n", 6, True, into))
+    assert into == {"q1": {"a": 2.0, "b": 1.5}, "q2": {"a": 1.0, "b": 3.0}} and not second.repeats
+    assert list(into) == ["q1", "q2"] and list(into["q1"]) == ["a", "b"]
+    again = trecscan.Scan(*fast.scan(b"q1 Q0 b 3 0 t\n", 6, True, into))
+    assert again.repeats and into["q1"]["b"] == 0.0
+    grades: dict[str, dict[str, float]] = {}
+    trecscan.Scan(*fast.scan(b"q1 0 a 1\nq1 0 b 1\nq2 0 a 1\n", 4, False, grades))
+    assert grades == {"q1": {"a": 1.0, "b": 1.0}, "q2": {"a": 1.0}}
+    assert grades["q1"]["a"] is grades["q2"]["a"]  # one float object per value within a call
+    with pytest.raises(TypeError, match="is not a dict"):
+        fast.scan(b"q1 0 a 1\n", 4, False, {"q1": [1.0]})
+
+
 @pytest.mark.parametrize("number", hostile.NUMBERS)
 def test_scores_are_read_as_float_reads_them(number: str) -> None:
     fast = _compiled()
@@ -82,7 +107,10 @@ def test_hostile_blocks_under_the_debug_allocator() -> None:
     assert done.stdout.startswith("ok: "), done.stdout
 
 
-def test_hostile_blocks_against_an_address_sanitizer_build(tmp_path: Path) -> None:
+@pytest.mark.parametrize("variant", ["", "-DTRECSCAN_SCALAR", "-DTRECSCAN_NO_LEXER"])
+def test_hostile_blocks_against_an_address_sanitizer_build(variant: str, tmp_path: Path) -> None:
+    """The extension as built (SSE2 lexer), its byte-loop masks (what a machine without SSE2 runs) and split_line
+    alone (a compiler without __builtin_ctzll), each under AddressSanitizer."""
     gcc = shutil.which("gcc")
     runtime = None
     if gcc is not None:
@@ -95,11 +123,12 @@ def test_hostile_blocks_against_an_address_sanitizer_build(tmp_path: Path) -> No
         skip_or_fail(f"no Python headers at {include}")
     target = tmp_path / f"_trecscan{sysconfig.get_config_var('EXT_SUFFIX')}"
     build = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer",
-                            f"-I{include}", str(SOURCE), "-o", str(target)], capture_output=True, text=True)
+                            *([variant] if variant else []), f"-I{include}", str(SOURCE), "-o", str(target)],
+                           capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
     # PYTHONMALLOC=malloc: pymalloc's arenas would hide small buffers from the sanitizer
     done = _run({"LD_PRELOAD": str(runtime), "ASAN_OPTIONS": "detect_leaks=0", "PYTHONMALLOC": "malloc",
-                 "EVRET_TRECSCAN_SO": str(target)}, rounds=1500)
+                 "EVRET_TRECSCAN_SO": str(target)}, rounds=1500 if not variant else 500)
     assert "AddressSanitizer" not in done.stderr, done.stderr[-6000:]
     assert done.returncode == 0, done.stdout + done.stderr[-4000:]
     assert done.stdout.startswith("ok: "), done.stdout

@@ -93,23 +93,74 @@ def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     expected = trecscan.scan_python(block, nfields, want_tag)
     assert got == expected, (block[:400], got, expected)
     assert got.newlines == block.count(b"\n")
-    if nfields == 6:  # the dict mode: one dict per stretch, the rest as in the columns
-        dicts = trecscan.Scan(*fast.scan(block, nfields, want_tag, True))
-        assert dicts._replace(ids=bytearray(), values=bytearray()) == got._replace(ids=bytearray(), values=bytearray())
-        ids = got.ids.decode().split()
-        values = memoryview(got.values).cast("d").tolist()
-        sizes = memoryview(got.group_sizes).cast("q").tolist()
-        at, expected_dicts = 0, []
-        for size in sizes:
-            expected_dicts.append(dict(zip(ids[at : at + size], values[at : at + size], strict=True)))
-            at += size
-        assert dicts.ids == expected_dicts and dicts.values == bytearray()
+    # the dict mode: each stretch's documents go into its query's dict in `into` (merged with what an earlier
+    # stretch or block put there); `repeats` then also says when a merge met a document already there
+    into: dict[str, dict[str, float]] = {}
+    dicts = trecscan.Scan(*fast.scan(block, nfields, want_tag, into))
+    assert dicts.ids is into and dicts.values == bytearray()
+    ids = got.ids.decode().split()
+    values = memoryview(got.values).cast("d").tolist()
+    sizes = memoryview(got.group_sizes).cast("q").tolist()
+    at, expected, merged_repeat = 0, {}, False
+    for qid, size in zip(got.group_qids, sizes, strict=True):
+        docs = expected.setdefault(qid, {})
+        before = len(docs)
+        docs.update(zip(ids[at : at + size], values[at : at + size], strict=True))
+        merged_repeat = merged_repeat or len(docs) != before + size
+        at += size
+    assert [(q, list(d.items())) for q, d in into.items()] == [(q, list(d.items())) for q, d in expected.items()]
+    assert all(type(d) is dict for d in into.values())
+    assert dicts.repeats == (got.repeats or merged_repeat)
+    assert dicts._replace(ids=None, values=None, repeats=None) == got._replace(ids=None, values=None, repeats=None)
+    if got.error is None and block.count(b"\n") > 1:  # two calls on two halves, into one dict: as one call
+        cut = block.index(b"\n", len(block) // 2) + 1
+        halves: dict[str, dict[str, float]] = {}
+        first = trecscan.Scan(*fast.scan(block[:cut], nfields, want_tag, halves))
+        second = trecscan.Scan(*fast.scan(block[cut:], nfields, want_tag, halves))
+        assert [(q, list(d.items())) for q, d in halves.items()] == [(q, list(d.items())) for q, d in into.items()]
+        assert (first.repeats or second.repeats) == dicts.repeats
     return got.error is not None
+
+
+EDGE_LINES = [
+    b"q1 Q0 d1 1 2.5 t\n", b"q1 Q0 doc-with-a-rather-long-id-0123456789 2 1.25 run\n", b"q2\tQ0\td1\t1\t-3\tt\r\n",
+    b"q2 Q0 d\xc3\xa9 2 1 t\n", b"\n", b"   \n", b"# a comment line\n", b"q3  Q0   d1 1 7 t  \n",
+    b"q3 Q0 d2 2 1e3 t\x0b\n", b"q3\x1cQ0\x1fd3 3 0.5 t\n", b"q4 Q0 d\x01x 1 2 t\n",
+]
+
+
+def edges(fast: Any) -> int:
+    """The bit-mask lexer reads 64 bytes at a time: lines that end at every offset of a 64-byte chunk, blocks cut at
+    every length (a field, a UTF-8 character or a CRLF cut in two), joined lines, trailing fields and CR-only line
+    ends starting at every offset, an odd byte (non-ASCII, NUL) at every offset and a bad line after an odd one,
+    scanned alike by both paths."""
+    blocks = 0
+    text = b"".join(EDGE_LINES * 3)
+    for nfields, body in ((6, text), (4, b"q1 0 d1 1\nq1 0 d\xc3\xa92 2\r\nq2 0 d1 0\n\nq2  0 d3 3 \n" * 4)):
+        for cut in range(len(body) + 1):  # every prefix: truncated lines, a last line without '\n'
+            same(fast, body[:cut], nfields, True)
+            blocks += 1
+        for start in range(0, 130):  # every suffix near the front: the chunks fall elsewhere in the lines
+            same(fast, body[start:], nfields, True)
+            blocks += 1
+    for pad in range(70):  # a joined line (12 fields), trailing fields (7-11) and a CR-only pair at every offset
+        head = b"q0 Q0 " + b"x" * pad + b" 1 1 t\n"
+        for tail in (b"q5 Q0 d1 1 2 t q5 Q0 d2 2 1 t\n", b"q5 Q0 d1 1 2 t a b c d e\n", b"q5 Q0 d1 1 2 t\rq5 Q0 d2 2 1 t\r"):
+            same(fast, head + tail + b"q6 Q0 d1 1 1 t\n", 6, True)
+            blocks += 1
+    base = b"".join(EDGE_LINES[:2]) * 6
+    for at in range(len(base)):  # one odd byte at every offset
+        for odd in (b"\x00", b"\xff", b"\xc2\xa0", b"\xe3\x80"):
+            same(fast, base[:at] + odd + base[at:], 6, True)
+            blocks += 1
+    return blocks
 
 
 def bad_calls(fast: Any) -> int:
     calls = 0
     for args in [(), (b"",), (b"", 6), (b"", 5, True), (b"", 6, True, 1, 2), ("text", 6, True), (None, 6, True),
+                 (b"q1 Q0 d 1 2 t\n", 6, True, True), (b"q1 Q0 d 1 2 t\n", 6, True, []),
+                 (b"q1 Q0 d 1 2 t\n", 6, True, {"q1": 5}), (b"q1 0 d 1\n", 4, True, {"q1": [1]}),
                  (memoryview(bytearray(b"q1 Q0 d 1 2 t\n" * 4))[::2], 6, True)]:
         calls += 1
         try:
@@ -179,9 +230,11 @@ def main() -> int:
     for _ in range(args.rounds):
         nfields = rng.choice([4, 6])
         bad += same(fast, random_block(rng, nfields), nfields, rng.random() < 0.8)
+    edge_blocks = edges(fast)
     calls = bad_calls(fast)
     dicts = dict_cases(fast, rng, args.rounds)
-    print(f"ok: {args.rounds + 2 * len(NUMBERS)} blocks scanned alike ({bad} stopped at a bad line), {calls} bad calls "
+    print(f"ok: {args.rounds + 2 * len(NUMBERS)} blocks scanned alike ({bad} stopped at a bad line), {edge_blocks} "
+          f"blocks at the lexer's chunk edges, {calls} bad calls "
           f"refused, {dicts} query_dicts calls")
     return 0
 

@@ -1,6 +1,6 @@
 /* Optional accelerator of evret_core.metrics.trecscan: one pass over a block of TREC run or qrels lines.
  *
- * scan(data, nfields, want_tag[, as_dicts]) reads `data` (any bytes-like object; whole lines, the last one may lack its
+ * scan(data, nfields, want_tag[, into]) reads `data` (any bytes-like object; whole lines, the last one may lack its
  * '\n'), nfields = 6 (run: query_id Q0 doc_id rank score run_tag) or 4 (qrels: query_id iteration doc_id grade),
  * and returns (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, newlines):
  *   ids          bytearray: each result line's document id followed by a space, in file order;
@@ -12,27 +12,43 @@
  *   error        None, or (line index in the block, start, end) of the first bad line: the outputs then hold the
  *                lines before it, and the caller re-reads that one line with the Python reader for its message;
  *   newlines     the number of '\n' in the block.
- * With as_dicts, ids is instead a list of one {doc_id: value} dict per stretch (values is empty): what the dict
- * readers want, without the columns in between; a repeated document sets `repeats` as in the columns.
+ * With `into` (a dict, not None or False), the lines go into it as {query_id: {doc_id: value}} instead of the
+ * columns: ids is `into` itself and values is empty. A query already in `into` (its lines are not adjacent, or
+ * an earlier block had some) gets its documents added to its dict, and a document already there sets `repeats`.
+ * The float objects are shared within a call (one per distinct value: ties, grades).
  * The rules are those of the Python reader (evret_core.metrics.trec.line_fields): fields are split on what
  * str.split() splits on (ASCII whitespace, 0x1c-0x1f, and the Unicode spaces, read from their UTF-8 bytes); a
  * blank line or one whose first field starts with '#' is skipped; a line is bad when it is not strict UTF-8
  * (overlong forms, surrogates and code points past U+10FFFF included), holds a NUL byte, has another number of
- * fields (run: fewer than 6 or 12 and more, two lines joined; qrels: not 4), or its value is not a number (float()'s grammar: plain decimals are read here, correctly rounded; any
- * other text is handed to float() itself) or is NaN.
+ * fields (run: fewer than 6 or 12 and more, two lines joined; qrels: not 4), or its value is not a number
+ * (float()'s grammar: plain decimals are read here, correctly rounded; any other text is handed to float() itself)
+ * or is NaN. Lines of ASCII are split by a bit-mask lexer (lex_line), any other line by split_line.
  *
  * query_dicts(...) builds a ColumnarRun's per-query dicts from its columns (see the function).
  *
  * Memory safety: the input is held as a buffer for the whole call (it cannot be resized), the outputs are created
- * here and sized from a first count of the block's lines before anything is written (every write is still
- * checked), and no Python code runs: only str creation and float() on an exact str.
+ * here and sized from the block's length before anything is written (every write is still checked), and no
+ * Python code runs but str creation, float() on an exact str and dict operations with exact str keys (a key of
+ * another type put in `into` by the caller could run its __eq__: the dicts written to are held by strong references
+ * meanwhile). Reads of 16 bytes (SSE2) are made only where 16 bytes remain before the end; the last bytes of a
+ * block are copied to a local 64-byte buffer before they are read as masks.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__) && defined(__GNUC__)
+#include <emmintrin.h>
+#endif
 
 #define MAXF 6
+
+/* the bit-mask lexer needs GCC's or Clang's count-trailing-zeros (elsewhere every line is read by split_line) */
+#if defined(__GNUC__) && !defined(TRECSCAN_NO_LEXER)
+#define FAST_LEX 1
+#else
+#define FAST_LEX 0
+#endif
 
 /* a dict sized for n entries: CPython's private presizing call where the headers have it (3.8-3.13), else a plain
  * dict (it then grows as it fills) */
@@ -89,7 +105,7 @@ utf8_char(const unsigned char *p, const unsigned char *e, int *space)
 static const double pow10s[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
                                   1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* a field as float() reads it: 1 with *out set, 0 when float() refuses it, -1 with an exception set */
+/* a field as float() reads it: 1 with *out set, 0 when float() refuses it or reads NaN, -1 with an exception set */
 static int
 number(const char *s, Py_ssize_t n, double *out)
 {
@@ -158,7 +174,7 @@ number(const char *s, Py_ssize_t n, double *out)
     }
     *out = PyFloat_AS_DOUBLE(f);
     Py_DECREF(f);
-    return 1;
+    return *out == *out; /* NaN: refused (only float() gives one) */
 }
 
 /* the ids of the current stretch of one query: an open-addressing table whose slots belong to the stretch when
@@ -175,27 +191,53 @@ typedef struct {
     uint64_t gen;
 } dtable;
 
+static inline uint64_t
+load64(const char *s)
+{
+    uint64_t w;
+    memcpy(&w, s, 8);
+    return w;
+}
+
+static inline uint32_t
+load32(const char *s)
+{
+    uint32_t w;
+    memcpy(&w, s, 4);
+    return w;
+}
+
+/* a hash of s[0:n] that reads only those bytes, each load a whole word (the tail overlaps the last full word, or is
+ * two overlapping 4-byte loads: no byte-by-byte copy, which stalls the load that follows it) */
 static uint64_t
 hash_bytes(const char *s, Py_ssize_t n)
 {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
-    while (n >= 8) {
-        uint64_t w;
-        memcpy(&w, s, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-        s += 8;
-        n -= 8;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n, w;
+    if (n >= 8) {
+        const char *last = s + n - 8;
+        while (s < last) {
+            h = (h ^ load64(s)) * 0xff51afd7ed558ccdULL;
+            h ^= h >> 32;
+            s += 8;
+        }
+        w = load64(last);
+    } else if (n >= 4) {
+        w = ((uint64_t)load32(s) << 32) | load32(s + n - 4);
+    } else if (n > 0) {
+        w = ((uint64_t)(unsigned char)s[0] << 16) | ((uint64_t)(unsigned char)s[n / 2] << 8) | (unsigned char)s[n - 1];
+    } else {
+        w = 0;
     }
-    uint64_t w = 0;
-    memcpy(&w, s, (size_t)n);
     h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 32; /* the table takes the low bits: every input bit reaches them */
+    h *= 0xff51afd7ed558ccdULL;
     return h ^ (h >> 29);
 }
 
-/* add the id at ids[off:off+len] to the table: 1 when it was there already, 0 when added, -1 on no memory */
+/* add the id at ids[off:off+len] to the table: 1 when it was there already, 0 when added, -1 on no memory; its hash
+ * is read from src (the same bytes in the block: reading the copy just written would wait for those stores) */
 static int
-dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len)
+dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len, const char *src)
 {
     if ((t->used + 1) * 2 > t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
@@ -211,7 +253,7 @@ dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len)
         t->slots = slots;
         t->cap = cap;
     }
-    uint64_t h = hash_bytes(ids + off, len);
+    uint64_t h = hash_bytes(src, len);
     size_t k = (size_t)h & (t->cap - 1);
     while (t->slots[k].gen == t->gen) {
         dslot *s = &t->slots[k];
@@ -230,42 +272,229 @@ typedef struct {
     int ascii; /* no byte >= 0x80 on the line */
 } fields;
 
-/* split [p, e) into fields; 0 when the line is bad (not UTF-8, a NUL byte) */
+/* the first byte at or after p that is not printable ASCII (0x21-0x7f: what most of a field is made of), or e; 16
+ * bytes at a time with SSE2 (only ever loading 16 bytes that lie before e), else one at a time. Build with
+ * -DTRECSCAN_SCALAR to test the byte loop on a machine that has SSE2. */
+static inline const unsigned char *
+skip_plain(const unsigned char *p, const unsigned char *e)
+{
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(TRECSCAN_SCALAR)
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (e - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)p);
+        /* signed compare: bytes >= 0x80 are negative, so they are flagged with those <= 0x20 */
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(x, space)) ^ 0xffffu;
+        if (m) return p + __builtin_ctz(m);
+        p += 16;
+    }
+#endif
+    while (p < e && (signed char)*p > 0x20) p++;
+    return p;
+}
+
+/* split the line at p (it ends at the next '\n' or at e) into fields; *stop: where it ends (its '\n', or e). 0 when
+ * the line is bad (not UTF-8, a NUL byte). Field bytes are skipped by skip_plain; only the bytes it stops at
+ * (separators, control bytes, the first byte of a multi-byte character) are looked at one by one. */
 static int
-split_line(const unsigned char *p, const unsigned char *e, fields *f)
+split_line(const unsigned char *p, const unsigned char *e, fields *f, const unsigned char **stop)
 {
     const unsigned char *field = NULL;
     f->count = 0;
     f->ascii = 1;
-    while (p < e) {
-        unsigned char k = cls[*p];
-        if (k == 0) {
+    for (;;) {
+        const unsigned char *q = skip_plain(p, e);
+        if (q != p && !field) field = p;
+        p = q;
+        if (p >= e) break;
+        unsigned char b = *p, k = cls[b];
+        if (k == 0) { /* a control byte that is no separator: part of a field */
             if (!field) field = p;
             p++;
-            while (p < e && cls[*p] == 0) p++;
             continue;
         }
         int step = 1, space = 1;
-        if (k == 2) return 0;
-        if (k == 3) {
+        if (k == 2) goto bad;
+        if (k == 3) { /* a sequence never holds '\n' (continuation bytes are >= 0x80): checked against e */
             f->ascii = 0;
             step = utf8_char(p, e, &space);
-            if (!step) return 0;
+            if (!step) goto bad;
         }
-        if (space && field) {
-            if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = p - field; }
-            f->count++;
-            field = NULL;
-        } else if (!space && !field) {
+        if (space) {
+            if (field) {
+                if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = p - field; }
+                f->count++;
+                field = NULL;
+            }
+            if (b == '\n') break;
+        } else if (!field) {
             field = p;
         }
         p += step;
     }
     if (field) {
-        if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = e - field; }
+        if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = p - field; }
         f->count++;
     }
+    *stop = p;
     return 1;
+bad: {
+        const unsigned char *nl = memchr(p, '\n', (size_t)(e - p));
+        *stop = nl ? nl : e;
+        return 0;
+    }
+}
+
+/* The fast path of split_line, for lines of ASCII without NUL (nearly every line of a real file): 64 bytes at a time
+ * are turned into bit masks (whitespace, '\n', and "odd" bytes: NUL or >= 0x80), and the fields are read off the
+ * bits where whitespace starts or stops, with no byte-by-byte loop and no load that waits on the one before. A line
+ * with an odd byte is handed back (LEX_SLOW) to split_line, which knows UTF-8, and the lexer restarts after it. */
+typedef struct {
+    const unsigned char *base, *end; /* the 64 bytes at base (past end: read as spaces) */
+    uint64_t ws, events;             /* events: the bits still to visit (whitespace edges, '\n', odd bytes) */
+    uint64_t nl, odd;
+} lexer;
+
+enum { LEX_LINE, LEX_SLOW };
+
+/* the index of the lowest set bit of x (x != 0) */
+static inline int
+lowest_bit(uint64_t x)
+{
+#if FAST_LEX
+    return __builtin_ctzll(x);
+#else
+    int i = 0; /* not used where FAST_LEX is 0 (every line goes to split_line); kept so that the lexer compiles */
+    while (!(x & 1)) { x >>= 1; i++; }
+    return i;
+#endif
+}
+
+static inline uint64_t
+chunk_masks(const unsigned char *p, uint64_t *nl, uint64_t *odd)
+{
+    uint64_t ws = 0, n = 0, o = 0;
+#if defined(__SSE2__) && defined(__GNUC__) && !defined(TRECSCAN_SCALAR)
+    const __m128i lf = _mm_set1_epi8('\n'), sp = _mm_set1_epi8(' '), tab = _mm_set1_epi8(0x09),
+                  fs = _mm_set1_epi8(0x1c), four = _mm_set1_epi8(4), three = _mm_set1_epi8(3), one = _mm_set1_epi8(1);
+    for (int k = 0; k < 4; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(p + 16 * k));
+        __m128i a = _mm_sub_epi8(x, tab), b = _mm_sub_epi8(x, fs); /* 0x09-0x0d and 0x1c-0x1f, unsigned ranges */
+        __m128i w = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, sp), _mm_cmpeq_epi8(_mm_min_epu8(a, four), a)),
+                                 _mm_cmpeq_epi8(_mm_min_epu8(b, three), b));
+        ws |= (uint64_t)(unsigned)_mm_movemask_epi8(w) << (16 * k);
+        n |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(x, lf)) << (16 * k);
+        o |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpgt_epi8(one, x)) << (16 * k); /* 0, or >= 0x80 */
+    }
+#else
+    for (int k = 0; k < 64; k++) {
+        unsigned char c = cls[p[k]];
+        ws |= (uint64_t)(c == 1) << k;
+        n |= (uint64_t)(p[k] == '\n') << k;
+        o |= (uint64_t)(c >= 2) << k;
+    }
+#endif
+    *nl = n;
+    *odd = o;
+    return ws;
+}
+
+/* the masks of the 64 bytes at base; carry: whether the byte before base is whitespace */
+static inline void
+lex_load(lexer *L, const unsigned char *base, uint64_t carry)
+{
+    L->base = base;
+    if (L->end - base >= 64) {
+        L->ws = chunk_masks(base, &L->nl, &L->odd);
+    } else { /* the last bytes: a copy, spaces after them (no read past the end) */
+        unsigned char tail[64];
+        memset(tail, ' ', sizeof tail);
+        memcpy(tail, base, (size_t)(L->end - base));
+        L->ws = chunk_masks(tail, &L->nl, &L->odd);
+    }
+    L->events = (L->ws ^ ((L->ws << 1) | carry)) | L->nl | L->odd;
+}
+
+/* read the line at the lexer's position into f; *stop: its '\n' or the end. LEX_SLOW: the line holds an odd byte
+ * (the lexer is then somewhere inside it: the caller restarts it after the line) */
+static inline int
+lex_line(lexer *L, fields *f, const unsigned char **stop)
+{
+    const unsigned char *field = NULL;
+    f->count = 0;
+    f->ascii = 1;
+    for (;;) {
+        while (!L->events) {
+            if (L->end - L->base <= 64) { /* no byte left: the line ends at the end */
+                if (field) {
+                    if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = L->end - field; }
+                    f->count++;
+                }
+                *stop = L->end;
+                return LEX_LINE;
+            }
+            lex_load(L, L->base + 64, L->ws >> 63);
+        }
+        int i = lowest_bit(L->events);
+        const unsigned char *at = L->base + i;
+        uint64_t bit = (uint64_t)1 << i;
+        if (at >= L->end) { /* the spaces after the end */
+            L->events = 0;
+            continue;
+        }
+        L->events ^= bit;
+        if (L->odd & bit) return LEX_SLOW;
+        if (L->ws & bit) {
+            if (field) {
+                if (f->count < MAXF) { f->start[f->count] = field; f->len[f->count] = at - field; }
+                f->count++;
+                field = NULL;
+            }
+            if (L->nl & bit) {
+                *stop = at;
+                return LEX_LINE;
+            }
+        } else {
+            field = at;
+        }
+    }
+}
+
+/* a str of the UTF-8 bytes s[0:n] (already checked by split_line); ascii: the caller knows they are ASCII, so the
+ * compact ASCII str is filled directly */
+static PyObject *
+make_str(const unsigned char *s, Py_ssize_t n, int ascii)
+{
+    if (!ascii) return PyUnicode_DecodeUTF8((const char *)s, n, "strict");
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out) memcpy(PyUnicode_DATA(out), s, (size_t)n);
+    return out;
+}
+
+/* the float objects of one call, by their bits: scores and grades repeat (ties, grades 0-3), and one object per
+ * value saves an allocation and 24 bytes per line; a direct-mapped table, a miss replaces the slot */
+#define FCACHE 1024
+typedef struct {
+    uint64_t bits;
+    PyObject *value;
+} fslot;
+
+static PyObject *
+cached_float(fslot *cache, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    fslot *s = &cache[(bits * 0x9e3779b97f4a7c15ULL) >> 54]; /* the top 10 bits: FCACHE slots */
+    if (s->value && s->bits == bits) {
+        Py_INCREF(s->value);
+        return s->value;
+    }
+    PyObject *value = PyFloat_FromDouble(v);
+    if (!value) return NULL;
+    Py_XDECREF(s->value);
+    Py_INCREF(value);
+    s->value = value;
+    s->bits = bits;
+    return value;
 }
 
 static PyObject *
@@ -273,57 +502,82 @@ scan(PyObject *self, PyObject *args)
 {
     (void)self;
     Py_buffer view;
-    int nfields, want_tag, as_dicts = 0;
-    if (!PyArg_ParseTuple(args, "y*ip|p", &view, &nfields, &want_tag, &as_dicts)) return NULL;
+    int nfields, want_tag;
+    PyObject *into = NULL;
+    if (!PyArg_ParseTuple(args, "y*ip|O", &view, &nfields, &want_tag, &into)) return NULL;
+    if (into == Py_None || into == Py_False) into = NULL;
+    if (into && !PyDict_Check(into)) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "scan: into must be a dict (or None for columns)");
+        return NULL;
+    }
     if (nfields != 4 && nfields != 6) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "scan: nfields must be 4 (qrels) or 6 (run)");
         return NULL;
     }
+    const int as_dicts = into != NULL;
     const unsigned char *data = (const unsigned char *)view.buf, *end = data + view.len;
     const int doc_at = 2, value_at = nfields == 6 ? 4 : 3;
     PyObject *ids = NULL, *values = NULL, *qids = NULL, *sizes = NULL, *bytes = NULL, *tag = NULL, *error = NULL;
-    PyObject *dicts = NULL, *current = NULL; /* as_dicts: one new dict per stretch; current is borrowed from dicts */
+    PyObject *current = NULL; /* as_dicts: the dict of the current stretch's query (a strong reference) */
     PyObject *result = NULL;
     dtable table = {NULL, 0, 0, 1}; /* generation 1: calloc'd slots (generation 0) are empty */
+    fslot *floats = NULL;
     int repeats = 0;
 
-    /* every output is at most one entry per line, and the ids at most the block's bytes (each id is followed by
-     * whitespace or the line end in the block) */
-    Py_ssize_t lines = 1;
-    for (const unsigned char *p = data; (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++) lines++;
+    /* every output is at most one entry per result line, and a result line takes 2 * nfields - 1 bytes at least
+     * (its fields and the separators between them) and a '\n' unless it is the last: so there are at most
+     * (len + 1) / (2 * nfields) of them; the ids take at most the block's bytes (each is followed by whitespace or
+     * the line end in the block) */
+    Py_ssize_t lines = (view.len + 1) / (2 * nfields) + 1, newlines = 0;
     if (lines > PY_SSIZE_T_MAX / 8) { PyErr_NoMemory(); goto done; }
-    ids = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : view.len);
+    ids = as_dicts ? into : PyByteArray_FromStringAndSize(NULL, view.len);
+    Py_XINCREF(as_dicts ? into : NULL);
     values = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : lines * 8);
-    dicts = PyList_New(0);
     sizes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     bytes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     qids = PyList_New(0);
-    if (!ids || !values || !sizes || !bytes || !qids || !dicts) goto done;
-    char *id_out = PyByteArray_AS_STRING(ids);
+    floats = as_dicts ? PyMem_Calloc(FCACHE, sizeof(fslot)) : NULL;
+    if (!ids || !values || !sizes || !bytes || !qids || (as_dicts && !floats)) {
+        if (as_dicts && !floats) PyErr_NoMemory();
+        goto done;
+    }
+    char *id_out = as_dicts ? NULL : PyByteArray_AS_STRING(ids);
     double *value_out = (double *)PyByteArray_AS_STRING(values);
     int64_t *size_out = (int64_t *)PyByteArray_AS_STRING(sizes), *bytes_out = (int64_t *)PyByteArray_AS_STRING(bytes);
     Py_ssize_t n_ids = 0, n_values = 0, groups = 0, line = 0;
     const unsigned char *group_qid = NULL;
     Py_ssize_t group_len = 0;
 
+    lexer lex = {NULL, end, 0, 0, 0, 0};
+    const int fast_lex = FAST_LEX;
+    if (fast_lex && data < end) lex_load(&lex, data, 1);
     for (const unsigned char *p = data; p < end; line++) {
-        const unsigned char *nl = memchr(p, '\n', (size_t)(end - p));
-        const unsigned char *stop = nl ? nl : end, *next = nl ? nl + 1 : end;
+        const unsigned char *stop;
         fields f;
-        int ok = split_line(p, stop, &f);
+        int ok;
+        if (fast_lex && lex_line(&lex, &f, &stop) == LEX_LINE) {
+            ok = 1;
+        } else {
+            ok = split_line(p, end, &f, &stop);
+            if (fast_lex && stop < end) lex_load(&lex, stop + 1, 1); /* after a line split_line read */
+        }
+        const unsigned char *next = stop < end ? stop + 1 : end;
+        newlines += stop < end;
         if (ok && (f.count == 0 || f.start[0][0] == '#')) { p = next; continue; }
         double v = 0.0;
         if (ok && f.count >= nfields && f.count < (nfields == 6 ? 12 : 5)) {
             int got = number((const char *)f.start[value_at], f.len[value_at], &v);
             if (got < 0) goto done;
-            ok = got && v == v;
+            ok = got;
         } else {
             ok = 0;
         }
         if (!ok) {
             error = Py_BuildValue("(nnn)", line, (Py_ssize_t)(p - data), (Py_ssize_t)(stop - data));
             if (!error) goto done;
+            for (const unsigned char *q = next; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) newlines++;
             break;
         }
         Py_ssize_t dl = f.len[doc_at];
@@ -333,41 +587,43 @@ scan(PyObject *self, PyObject *args)
             goto done;
         }
         if (!group_qid || group_len != f.len[0] || memcmp(group_qid, f.start[0], (size_t)group_len) != 0) {
-            PyObject *q = PyUnicode_DecodeUTF8((const char *)f.start[0], f.len[0], "strict");
+            PyObject *q = make_str(f.start[0], f.len[0], f.ascii);
             if (!q) goto done;
-            int bad = PyList_Append(qids, q);
-            Py_DECREF(q);
-            if (bad) goto done;
+            if (PyList_Append(qids, q) < 0) { Py_DECREF(q); goto done; }
             group_qid = f.start[0];
             group_len = f.len[0];
             table.gen++;
             table.used = 0;
             if (as_dicts) {
+                /* the query's dict in `into`: a new one, or the one its earlier lines made (lines not adjacent,
+                 * or on both sides of a block's end), which its documents are added to */
+                Py_CLEAR(current);
                 /* sized for as many documents as the stretch before (runs mostly have one depth): no resizes; at
                  * most 4,096, so that one long query does not oversize the next ones */
                 int64_t hint = groups > 0 ? size_out[groups - 1] : 0;
-                current = NEW_DICT((Py_ssize_t)(hint < 4096 ? hint : 4096));
-                if (!current) goto done;
-                bad = PyList_Append(dicts, current);
-                Py_DECREF(current); /* dicts holds it, and nothing else can reach dicts */
-                if (bad) goto done;
+                PyObject *fresh = NEW_DICT((Py_ssize_t)(hint < 4096 ? hint : 4096));
+                if (!fresh) { Py_DECREF(q); goto done; }
+                current = PyDict_SetDefault(into, q, fresh); /* borrowed; one lookup */
+                Py_DECREF(fresh);
+                if (!current) { Py_DECREF(q); goto done; }
+                Py_INCREF(current);
+                if (!PyDict_CheckExact(current)) {
+                    PyErr_Format(PyExc_TypeError, "scan: into[%R] is not a dict", q);
+                    Py_DECREF(q);
+                    goto done;
+                }
             }
+            Py_DECREF(q);
             size_out[groups] = 0;
             bytes_out[groups] = 0;
             groups++;
         }
         size_out[groups - 1] += 1;
         bytes_out[groups - 1] += dl + 1;
-        if (as_dicts) { /* the dict of the stretch: a repeat leaves its size unchanged */
-            PyObject *key;
-            if (f.ascii) { /* the common case: a compact ASCII str, filled directly */
-                key = PyUnicode_New(dl, 127);
-                if (key) memcpy(PyUnicode_DATA(key), f.start[doc_at], (size_t)dl);
-            } else {
-                key = PyUnicode_DecodeUTF8((const char *)f.start[doc_at], dl, "strict");
-            }
+        if (as_dicts) { /* a repeated document leaves the dict's size unchanged */
+            PyObject *key = make_str(f.start[doc_at], dl, f.ascii);
             if (!key) goto done;
-            PyObject *value = PyFloat_FromDouble(v);
+            PyObject *value = cached_float(floats, v);
             if (!value) { Py_DECREF(key); goto done; }
             Py_ssize_t before = PyDict_GET_SIZE(current);
             int bad = PyDict_SetItem(current, key, value);
@@ -380,7 +636,7 @@ scan(PyObject *self, PyObject *args)
         memcpy(id_out + n_ids, f.start[doc_at], (size_t)dl);
         id_out[n_ids + dl] = ' ';
         if (!repeats) {
-            int seen = dtable_add(&table, id_out, n_ids, dl);
+            int seen = dtable_add(&table, id_out, n_ids, dl, (const char *)f.start[doc_at]);
             if (seen < 0) { PyErr_NoMemory(); goto done; }
             repeats = seen;
         }
@@ -388,21 +644,25 @@ scan(PyObject *self, PyObject *args)
         value_out[n_values++] = v;
     tagged:
         if (want_tag && nfields == 6 && !tag) {
-            tag = PyUnicode_DecodeUTF8((const char *)f.start[5], f.len[5], "strict");
+            tag = make_str(f.start[5], f.len[5], f.ascii);
             if (!tag) goto done;
         }
         p = next;
     }
-    if (PyByteArray_Resize(ids, n_ids) < 0 || PyByteArray_Resize(values, n_values * 8) < 0
+    if ((!as_dicts && PyByteArray_Resize(ids, n_ids) < 0) || PyByteArray_Resize(values, n_values * 8) < 0
         || PyByteArray_Resize(sizes, groups * 8) < 0 || PyByteArray_Resize(bytes, groups * 8) < 0) goto done;
-    result = Py_BuildValue("(OOOOOOOOn)", as_dicts ? dicts : ids, values, qids, sizes, bytes, tag ? tag : Py_None,
-                           repeats ? Py_True : Py_False, error ? error : Py_None, lines - 1);
+    result = Py_BuildValue("(OOOOOOOOn)", ids, values, qids, sizes, bytes, tag ? tag : Py_None,
+                           repeats ? Py_True : Py_False, error ? error : Py_None, newlines);
 
 done:
+    if (floats) {
+        for (int i = 0; i < FCACHE; i++) Py_XDECREF(floats[i].value);
+        PyMem_Free(floats);
+    }
     PyMem_Free(table.slots);
     PyBuffer_Release(&view);
+    Py_XDECREF(current);
     Py_XDECREF(ids);
-    Py_XDECREF(dicts);
     Py_XDECREF(values);
     Py_XDECREF(qids);
     Py_XDECREF(sizes);
@@ -486,8 +746,9 @@ fail:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(data, nfields, want_tag) -> (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, newlines): one block "
-     "of TREC run (nfields=6) or qrels (nfields=4) lines as columns, stopping at the first bad line."},
+     "scan(data, nfields, want_tag[, into]) -> (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, "
+     "newlines): one block of TREC run (nfields=6) or qrels (nfields=4) lines as columns (or into the dict `into`), "
+     "stopping at the first bad line."},
     {"query_dicts", query_dicts, METH_VARARGS,
      "query_dicts(ids, byte_offsets, offsets, scores, first, last) -> the {doc_id: score} dicts of queries "
      "first..last-1 of a ColumnarRun's columns."},

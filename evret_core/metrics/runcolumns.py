@@ -21,6 +21,7 @@ flags it) is then looked for line by line and reported with both lines, as :func
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, cast
@@ -138,9 +139,10 @@ class _Reader:
     ids (joined), the scores or grades, and per stretch of adjacent lines of one query its query, number of lines and
     bytes of ids; it stops at the first bad line, which :meth:`raise_error` reports."""
 
-    def __init__(self, path: Path, start: int, stop: int | None, nfields: int, as_dicts: bool = False) -> None:
+    def __init__(self, path: Path, start: int, stop: int | None, nfields: int,
+                 into: dict[str, dict[str, float]] | None = None) -> None:
         self.path = path
-        self.run: TrecRun | None = TrecRun() if as_dicts else None  # the compiled scan's dicts, merged
+        self.run = into  # the compiled scan's dicts, each query's lines merged into one
         self.start = start
         self.stop = stop
         self.nfields = nfields
@@ -177,28 +179,13 @@ class _Reader:
         lineno = self.lines
         bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
         data = block[len(_BOM):] if bom else block
-        got = Scan(*compiled().scan(data, self.nfields, not self.tag, True)) if self.run is not None else scan(
+        got = Scan(*compiled().scan(data, self.nfields, not self.tag, self.run)) if self.run is not None else scan(
             data, self.nfields, not self.tag)
         if got.tag and not self.tag:
             self.tag = got.tag
-        self.repeats = self.repeats or got.repeats
+        self.repeats = self.repeats or got.repeats  # dicts: also a document met again in a query's later lines
         self.lines += got.newlines
-        if self.run is not None:
-            run = self.run
-            stretches = cast(list[dict[str, float]], got.ids)
-            fresh = dict(zip(got.group_qids, stretches, strict=True))
-            if len(fresh) == len(stretches) and run.keys().isdisjoint(fresh):  # one stretch per query: no merge
-                run.update(fresh)
-                stretches = []
-            for qid, docs in zip(got.group_qids if stretches else [], stretches, strict=True):
-                have = run.get(qid)
-                if have is None:
-                    run[qid] = docs
-                else:  # the query's lines go on after a block's end or another query's lines
-                    before = len(have)
-                    have.update(docs)
-                    self.repeats = self.repeats or len(have) != before + len(docs)
-        elif got.group_qids:
+        if self.run is None and got.group_qids:  # (dicts: the scan put the lines into self.run, merged per query)
             index = self.index
             ids = [index.setdefault(q, len(index)) for q in got.group_qids]
             sizes = np.frombuffer(got.group_sizes, dtype=np.int64)
@@ -309,7 +296,11 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
     handle.seek(start)
     readinto = cast(io.BufferedReader, handle).readinto
     left = None if stop is None else stop - start
-    buf = bytearray(_BLOCK)
+    try:  # a file smaller than a block gets a buffer of its size (a byte more, to see its end in one read)
+        left_in_file = max(os.fstat(handle.fileno()).st_size - start, 0)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        left_in_file = _BLOCK
+    buf = bytearray(max(1, min(_BLOCK, left_in_file + 1, _BLOCK if left is None else left + 1)))
     have = 0  # the bytes of an unfinished line kept at the front
     while True:
         want = len(buf) - have if left is None else min(len(buf) - have, left)
@@ -333,13 +324,13 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
 
 
 def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
-                 as_dicts: bool = False) -> _Reader:
+                 into: dict[str, dict[str, float]] | None = None) -> _Reader:
     """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
-    bad line (see :class:`_Reader`; the caller raises its errors); ``as_dicts`` (compiled scan only): into the
-    reader's ``run`` dicts instead."""
+    bad line (see :class:`_Reader`; the caller raises its errors); ``into`` (compiled scan only): into that dict
+    of ``{query_id: {doc_id: value}}`` instead (the reader's ``run``), no columns in between."""
     path = Path(path)
     handle = open_binary(path)
-    reader = _Reader(path, start, stop, nfields, as_dicts)
+    reader = _Reader(path, start, stop, nfields, into)
     with handle:
         for block in views(handle, start, stop):
             if not reader.block(block):
@@ -379,10 +370,10 @@ def read_run_dicts(path: str | Path) -> TrecRun:
         run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
         run.tag = columns.tag
         return run
-    reader = read_columns(path, 6, as_dicts=True)
+    run = TrecRun()
+    reader = read_columns(path, 6, into=run)
     if reader.repeats:
         reader.raise_repeat(lambda qid: True)
     reader.raise_error()
-    assert reader.run is not None
-    reader.run.tag = reader.tag
-    return reader.run
+    run.tag = reader.tag
+    return run

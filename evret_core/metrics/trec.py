@@ -38,12 +38,12 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels
         return queries is None or qid in queries
 
     if compiled() is not None:  # the dicts built as the file is read
-        reader = read_columns(path, 4, as_dicts=True)
+        qrels: Qrels = {}
+        reader = read_columns(path, 4, into=qrels)
         if reader.repeats:
             reader.raise_repeat(kept, judged=True)  # a repeat in a query not kept is no error
         reader.raise_error()
-        assert reader.run is not None
-        return dict(reader.run) if queries is None else {q: d for q, d in reader.run.items() if q in queries}
+        return qrels if queries is None else {q: d for q, d in qrels.items() if q in queries}
     reader = read_columns(path, 4)
     columns = reader.finish()  # grouped by query, in the order of each query's first line
     keep = range(len(columns)) if queries is None else [i for i, q in enumerate(columns.qids) if q in queries]
