@@ -46,7 +46,11 @@ _EXPORTS: dict[str, str] = {
     "create": "evret_core.plugins.registry",
     "create_judge": "evret_core.plugins.registry",
     "create_retriever": "evret_core.plugins.registry",
-    "recipe": "evret_core.plugins.registry",
+    # recipes: how a part was built, so that an executor rebuilds it on a worker
+    "Recipe": "evret_core.plugins.recipes",
+    "rebuild": "evret_core.plugins.recipes",
+    "recipe": "evret_core.plugins.recipes",
+    "recipe_of": "evret_core.plugins.recipes",
     # errors
     "EvretError": "evret_core.errors",
     "PluginError": "evret_core.errors",
@@ -169,6 +173,7 @@ __all__ = [
     "RagScore",
     "RagScoreConformance",
     "RankedBatch",
+    "Recipe",
     "RankedColumns",
     "RecordsEvaluator",
     "Register",
@@ -197,7 +202,9 @@ __all__ = [
     "metric_values",
     "normalized",
     "read_corpus",
+    "rebuild",
     "recipe",
+    "recipe_of",
     "report_progress",
     "resolve_embedder",
     "run_sync",
@@ -241,7 +248,8 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.llm.cache import JudgmentCache, default_cache_dir
     from evret_core.metrics.metric import Metric, RankedBatch
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
-    from evret_core.plugins.registry import create, create_judge, create_retriever, recipe
+    from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
+    from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
