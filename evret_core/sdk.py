@@ -46,7 +46,11 @@ _EXPORTS: dict[str, str] = {
     "create": "evret_core.plugins.registry",
     "create_judge": "evret_core.plugins.registry",
     "create_retriever": "evret_core.plugins.registry",
-    "recipe": "evret_core.plugins.registry",
+    # recipes: how a part was built, so that an executor rebuilds it on a worker
+    "Recipe": "evret_core.plugins.recipes",
+    "rebuild": "evret_core.plugins.recipes",
+    "recipe": "evret_core.plugins.recipes",
+    "recipe_of": "evret_core.plugins.recipes",
     # errors
     "EvretError": "evret_core.errors",
     "PluginError": "evret_core.errors",
@@ -176,6 +180,7 @@ __all__ = [
     "RagScore",
     "RagScoreConformance",
     "RankedBatch",
+    "Recipe",
     "RankedColumns",
     "RecordsEvaluator",
     "Register",
@@ -204,7 +209,9 @@ __all__ = [
     "metric_values",
     "normalized",
     "read_corpus",
+    "rebuild",
     "recipe",
+    "recipe_of",
     "redact_text",
     "redact_url",
     "report_progress",
@@ -257,7 +264,8 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.llm.cache import JudgmentCache, default_cache_dir
     from evret_core.metrics.metric import Metric, RankedBatch
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
-    from evret_core.plugins.registry import create, create_judge, create_retriever, recipe
+    from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
+    from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts

@@ -55,7 +55,7 @@ def test_docs_list_the_hooks_in_the_tables_order() -> None:
 
 def test_create_is_typed_by_kind_and_builds_the_registered_object() -> None:
     judge = registry.create(kinds.JUDGE, "exact")
-    assert isinstance(judge, kinds.JUDGE.base()) and registry.recipe(judge) == ("judge", "exact", {})
+    assert isinstance(judge, kinds.JUDGE.base()) and registry.recipe(judge) == registry.Recipe("judge", "exact", {})
     metric = registry.create_metric("ndcg@10")
     assert isinstance(metric, kinds.METRIC.base()) and metric.name == "ndcg@10"
 

@@ -67,14 +67,13 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
     ``--judge NAME`` naming another judge than the file's drops the file's judge options (they were written for
     that judge); ``--judge-option`` adds to the options of whichever judge is used. The same for retrievers.
     """
-    from evret_core.evaluation.config import FLAGS, EvaluateConfig, file_settings
+    from evret_core.evaluation.config import FLAGS, EvaluateConfig
 
     data: dict[str, Any] = {}
     sources: dict[str, str] = {}
     option_sources: dict[str, dict[str, str]] = {}
     if args.config:
-        raw = load_config(args.config)
-        data, option_sources = file_settings(raw, args.config)
+        data, option_sources = EvaluateConfig.file_settings(load_config(args.config), args.config)
         sources = {key: str(args.config) for key in data}
     for key, flag in FLAGS.items():
         value = getattr(args, "metric" if key == "metrics" else key, None)
@@ -90,32 +89,12 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
                                                         **({"corpus": args.corpus} if args.corpus else {})}}
         sources["retriever"] = "--run"
         option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
-    for kind in ("retriever", "judge", "executor"):
-        name = getattr(args, kind)
-        flag_options = parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option")
-        if name is None and not flag_options:
-            continue
-        current = data.get(kind)
-        spec = dict(current) if isinstance(current, dict) else {"name": current} if current is not None else {}
-        if name is not None:
-            if spec.get("name") != name:  # the file's options were written for the file's component
-                spec = {"options": {}}
-                option_sources[kind] = {}
-            spec["name"] = name
-            sources[kind] = f"--{kind}"
-        if spec.get("name") is None and kind == "judge":
-            from evret_core.judge.base import DEFAULT_JUDGE
+    from evret_core.evaluation.run_config import layer_component
+    from evret_core.judge.base import DEFAULT_JUDGE
 
-            spec["name"] = DEFAULT_JUDGE
-        if spec.get("name") is None and kind == "executor":
-            spec["name"] = "local"
-        options = spec.get("options")
-        options = dict(options) if isinstance(options, dict) else {}
-        options.update(flag_options)
-        spec["options"] = options
-        option_sources.setdefault(kind, {}).update({key: f"--{kind}-option" for key in flag_options})
-        data[kind] = spec
-        sources.setdefault(kind, f"--{kind}-option")
+    for kind, default in (("retriever", None), ("judge", DEFAULT_JUDGE), ("executor", "local")):
+        layer_component(data, sources, option_sources, kind, getattr(args, kind),
+                        parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option"), default)
     for required, flag in (("dataset", "--dataset"), ("retriever", "--retriever"), ("metrics", "--metric")):
         if not data.get(required):
             raise EvretError(f"missing {flag} (or '{required}' in the --config file)")

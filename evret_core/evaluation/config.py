@@ -27,22 +27,21 @@ from __future__ import annotations
 
 import inspect
 import math
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import field_validator
 
 from evret_core.errors import EvretError
+from evret_core.evaluation.run_config import (
+    PATH_OPTION_SUFFIXES,
+    ComponentSpec,
+    Config,
+    component_layer,
+    int_in,
+    load_toml,
+)
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, MAX_SLICE_SIZE
 
 if TYPE_CHECKING:
@@ -50,10 +49,8 @@ if TYPE_CHECKING:
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.results.evaluation import EvaluationResults
 
-__all__ = ["ComponentSpec", "EvaluateConfig", "build_retriever", "load_toml"]
-
-PATH_OPTION_SUFFIXES = ("corpus", "path", "file", "dir")
-"""Component options naming files (``corpus``, ``*_path``, ``*_file``, ``*_dir``): relative to a config file."""
+__all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "build_retriever", "component_layer",
+           "file_settings", "load_toml"]
 
 FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge", "metrics": "--metric",
          "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
@@ -63,65 +60,13 @@ FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge",
 """Each setting's command-line flag."""
 
 
-class ComponentSpec(BaseModel):
-    """A retriever or judge: its registered ``name`` and the ``options`` its factory is called with.
-
-    Given as a name (``"bm25"``), a mapping with ``name`` and the options beside it (a TOML table), or a mapping
-    ``{"name": ..., "options": {...}}``.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    options: dict[str, Any] = Field(default_factory=dict)
-    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"name": value}
-        if isinstance(value, Mapping):
-            if set(value) <= {"name", "options"} and isinstance(value.get("options", {}), Mapping):
-                return value
-            return {"name": value.get("name"), "options": {k: v for k, v in value.items() if k != "name"}}
-        return value
-
-    @field_validator("name")
-    @classmethod
-    def _named(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("the name is empty")
-        return value
-
-    @field_validator("options")
-    @classmethod
-    def _finite(cls, value: dict[str, Any]) -> dict[str, Any]:
-        for key, option in value.items():  # TOML and JSON both spell NaN and infinity; no option wants them
-            if isinstance(option, float) and not math.isfinite(option):
-                raise ValueError(f"option {key!r} is {option}; give a finite number")
-        return value
-
-    def source_of(self, option: str) -> str:
-        """Where ``option`` was written: ``eval.toml [judge]``, ``--judge-option``, or ``Python``."""
-        return self._sources.get(option, "Python")
-
-
-def _int_in(low: int, high: int) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if value is None:
-            return value
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"must be an integer from {low} to {high}, got {value!r}")
-        return value
-    return check
-
-
-class EvaluateConfig(BaseModel):
+class EvaluateConfig(Config):
     """Everything ``evret evaluate`` needs; see the module docs. ``judge`` None means the default judge
     (contains) for text-labelled queries."""
 
-    model_config = ConfigDict(extra="forbid")
+    PATHS: ClassVar[tuple[str, ...]] = ("dataset", "output")
+    COMPONENTS: ClassVar[tuple[str, ...]] = ("retriever", "judge", "executor")
+    FLAGS: ClassVar[dict[str, str]] = FLAGS
 
     dataset: str
     retriever: ComponentSpec
@@ -138,10 +83,10 @@ class EvaluateConfig(BaseModel):
     seed: int = 0
     min_slice_size: int = 10
 
-    _check_k = field_validator("k", mode="before")(_int_in(1, MAX_DEPTH))
-    _check_resamples = field_validator("n_resamples", mode="before")(_int_in(1, MAX_RESAMPLES))
-    _check_seed = field_validator("seed", mode="before")(_int_in(0, MAX_SEED))
-    _check_slices = field_validator("min_slice_size", mode="before")(_int_in(0, MAX_SLICE_SIZE))
+    _check_k = field_validator("k", mode="before")(int_in(1, MAX_DEPTH))
+    _check_resamples = field_validator("n_resamples", mode="before")(int_in(1, MAX_RESAMPLES))
+    _check_seed = field_validator("seed", mode="before")(int_in(0, MAX_SEED))
+    _check_slices = field_validator("min_slice_size", mode="before")(int_in(0, MAX_SLICE_SIZE))
 
     @field_validator("dataset", "output", mode="before")
     @classmethod
@@ -182,29 +127,6 @@ class EvaluateConfig(BaseModel):
                 or not 0 < value < 1:
             raise ValueError(f"must be a number between 0 and 1 (exclusive), e.g. 0.95, got {value!r}")
         return value
-
-    # -- reading ---------------------------------------------------------------------------------------------
-    @classmethod
-    def from_toml(cls, path: str | Path) -> EvaluateConfig:
-        """The settings of a TOML file; relative paths are relative to the file; errors name the file."""
-        data, sources = _file_layer(path)
-        return cls.validated(data, sources)
-
-    @classmethod
-    def validated(cls, data: Mapping[str, Any], sources: Mapping[str, str] | None = None,
-                  option_sources: Mapping[str, Mapping[str, str]] | None = None) -> EvaluateConfig:
-        """Validate ``data``; ``sources`` says where each setting came from (a file or a flag) so that an error
-        names it; ``option_sources`` does the same per retriever / judge option."""
-        sources = sources or {}
-        try:
-            config = cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise _config_error(exc, sources) from None
-        for kind in ("retriever", "judge", "executor"):
-            spec = getattr(config, kind)
-            if spec is not None:
-                spec._sources = dict((option_sources or {}).get(kind, {}))
-        return config
 
     # -- building --------------------------------------------------------------------------------------------
     def input_files(self) -> list[str]:
@@ -258,80 +180,10 @@ class EvaluateConfig(BaseModel):
         return results
 
 
-def _config_error(exc: ValidationError, sources: Mapping[str, str]) -> EvretError:
-    err = exc.errors()[0]
-    loc = [str(p) for p in err.get("loc", ())]
-    field = loc[0] if loc else "config"
-    message = str(err.get("msg", "")).removeprefix("Value error, ")
-    if err.get("type") == "extra_forbidden":
-        known = ", ".join(sorted(EvaluateConfig.model_fields))
-        message = f"unknown setting; known settings are {known}"
-    elif err.get("type") == "missing":
-        message = "missing"
-    name = ".".join(loc) or field
-    source = sources.get(field)
-    if source is None:
-        return EvretError(f"EvaluateConfig: option {name!r}: {message}")
-    if source.startswith("-"):
-        return EvretError(f"{source}: {message}")
-    return EvretError(f"{source}: option {name!r}: {message}")
-
-
-def _relative(base: Path, value: Any) -> Any:
-    if isinstance(value, str) and value and not Path(value).is_absolute():
-        return str(base / value)
-    return value
-
-
-def component_layer(value: Any, base: Path, source: str) -> tuple[Any, dict[str, str]]:
-    """A config file's ``retriever`` / ``judge`` value with its file-naming options made relative to ``base``,
-    and the source of each option (``source``)."""
-    if isinstance(value, Mapping) and not (set(value) <= {"name", "options"} and "options" in value):
-        options = {k: v for k, v in value.items() if k != "name"}
-        value = {"name": value.get("name"), "options": {
-            k: _relative(base, v) if k.endswith(PATH_OPTION_SUFFIXES) else v for k, v in options.items()}}
-        return value, {k: source for k in options}
-    if isinstance(value, Mapping) and isinstance(value.get("options"), Mapping):
-        return value, {k: source for k in value["options"]}
-    return value, {}
-
-
-def load_toml(path: str | Path) -> dict[str, Any]:
-    """Read a TOML file (UTF-8; a byte-order mark is dropped); errors name the file and line."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
-    from evret_core.data.corpus import read_text
-
-    text = read_text(path, "config file")  # a bad byte is reported with its line
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise EvretError(f"{path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise EvretError(f"{path}: invalid TOML: nested too deeply") from None
-
-
-def _file_layer(path: str | Path) -> tuple[dict[str, Any], dict[str, str]]:
-    data, _ = file_settings(load_toml(path), path)
-    return data, {key: str(path) for key in data}
-
-
 def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
-    """A config file's settings with paths made relative to the file, and per component the source of each
-    option (``"eval.toml [judge]"``)."""
-    base = Path(path).parent
-    data: dict[str, Any] = dict(raw)
-    option_sources: dict[str, dict[str, str]] = {}
-    for key in ("dataset", "output"):
-        if key in data:
-            data[key] = _relative(base, data[key])
-    for kind in ("retriever", "judge", "executor"):
-        if kind in data:
-            data[kind], option_sources[kind] = component_layer(data[kind], base, f"{path} [{kind}]")
-    return data, option_sources
+    """An ``evret evaluate`` config file's settings with paths made relative to the file, and per component the
+    source of each option (``"eval.toml [judge]"``): :meth:`~evret_core.evaluation.run_config.Config.file_settings`."""
+    return EvaluateConfig.file_settings(raw, path)
 
 
 def _create(kind: str, spec: ComponentSpec, dataset: Any) -> Any:

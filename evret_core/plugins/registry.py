@@ -2,12 +2,12 @@
 claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.plugins.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
-Every object built here remembers how it was built (:func:`recipe`), so an executor can rebuild it in another
-process (a Ray worker builds a judge from its name and options instead of receiving a pickled model)."""
+Every object built here remembers how it was built (:func:`~evret_core.plugins.recipes.recipe`, a
+:class:`~evret_core.plugins.recipes.Recipe`), so an executor can rebuild it in another process (a Ray worker builds
+a judge from its name and options instead of receiving a pickled model)."""
 
 from __future__ import annotations
 
-import inspect
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,7 +15,10 @@ from evret_core.errors import EvretError
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import kinds
 from evret_core.plugins.kinds import Kind, RecordsEvaluator
-from evret_core.plugins.loading import get_registry, plugin_exits_as_errors
+from evret_core.plugins.loading import get_registry
+from evret_core.plugins.recipes import Recipe as Recipe
+from evret_core.plugins.recipes import build
+from evret_core.plugins.recipes import recipe as recipe
 
 if TYPE_CHECKING:
     from evret_core.evaluation.evaluator import Evaluator
@@ -34,43 +37,10 @@ T = TypeVar("T")
 _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?:\((?P<options>[^()]*)\))?$")
 
 
-def _build(kind: str, name: str, options: dict[str, Any]) -> Any:
-    factory = get_registry().get(kind, name)
-    try:
-        inspect.signature(factory).bind(**options)
-    except TypeError as exc:
-        accepted = _accepted_options(factory)
-        hint = f"; accepted options: {', '.join(accepted)}" if accepted else ""
-        raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
-    except ValueError:  # builtins without a signature
-        pass
-    with plugin_exits_as_errors():
-        built = factory(**options)
-    try:
-        built.__evret_recipe__ = (kind, name, dict(options))
-    except (AttributeError, TypeError, ValueError):  # slots, frozen or builtin objects: not rebuildable by name
-        pass
-    return built
-
-
-def recipe(obj: Any) -> tuple[str, str, dict[str, Any]] | None:
-    """``(kind, name, options)`` that built ``obj`` through this registry, or None for an object made otherwise."""
-    got = getattr(obj, "__evret_recipe__", None)
-    return got if isinstance(got, tuple) and len(got) == 3 else None
-
-
-def _accepted_options(factory: Any) -> list[str]:
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
 def create(kind: Kind[T], name: str, **options: Any) -> T:
     """The object of kind ``kind`` (a row of :data:`evret_core.plugins.kinds.KINDS`) registered as ``name``, built with
     ``options``; typed as the kind's base (``create(JUDGE, "exact")`` is a ``Judge``). Not checked at run time."""
-    built: T = _build(kind.name, name, options)
+    built: T = build(kind.name, name, options)
     return built
 
 

@@ -21,7 +21,7 @@ from evret_core.evaluation.executors import GenerateRun
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
 from evret_core.rag.generate.generators import GenerationRequest, resolve_generator
-from evret_core.rag.pipeline import Outcome, Runner, Slot, recipe_of
+from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
@@ -101,9 +101,9 @@ class RagEvaluator:
         self.generator = resolve_generator(generator, **(generator_options or {}))
         self.claim_judge = resolve_claim_judge(claim_judge, claim_judge_options)
         self.relevance = resolve_relevance(relevance, relevance_options)
-        self.recipes = {"generator": recipe_of("generator", generator, generator_options, self.generator),
-                        "claim_judge": recipe_of("claim_judge", claim_judge, claim_judge_options, self.claim_judge),
-                        "relevance": recipe_of("relevance", relevance, relevance_options, self.relevance)}
+        self.recipes = {"generator": part_recipe("generator", generator, generator_options, self.generator),
+                        "claim_judge": part_recipe("claim_judge", claim_judge, claim_judge_options, self.claim_judge),
+                        "relevance": part_recipe("relevance", relevance, relevance_options, self.relevance)}
         self.pipelined = bool(pipelined)
         self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
         try:

@@ -25,6 +25,7 @@ from typing import Any
 from evret_core.aio import run_sync
 from evret_core.errors import EvretError
 from evret_core.llm.client import LLMClient, gather_all
+from evret_core.plugins.recipes import Recipe, rebuild, recipe_of
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.claim_judges import ClaimTask, ClaimVerdict, claim_task
 from evret_core.rag.generate.generators import Answer, GenerationRequest, is_answers_file
@@ -76,16 +77,12 @@ def _clients(parts: Sequence[Any]) -> list[LLMClient]:
     return out
 
 
-Recipe = tuple[str, Any, dict[str, Any]]
-"""How a part was made: ``("name", name, options)`` (rebuilt with the harness's own resolver elsewhere) or
-``("object", obj, {})``."""
-
-
 class Runner:
     """Runs the generation side of a RAG evaluation (see the module) for ``requests`` keyed by slot.
 
-    ``recipes`` (role -> :data:`Recipe`) says how each part was made, so that an executor can rebuild the same
-    parts on its workers (:func:`build_parts`). ``progress`` gets ``(stage, done, total)`` (see the module)."""
+    ``recipes`` (role -> :class:`~evret_core.plugins.recipes.Recipe`) says how each part was made, so that an
+    executor can rebuild the same parts on its workers (:func:`build_parts`); by default each part is its own
+    recipe (:meth:`~evret_core.plugins.recipes.Recipe.of_object`). ``progress`` gets ``(stage, done, total)`` (see the module)."""
 
     def __init__(self, generator: Any, claim_judge: Any, relevance: Any, pipelined: bool = True,
                  recipes: dict[str, Recipe] | None = None, progress: ProgressCallback | None = None) -> None:
@@ -94,7 +91,7 @@ class Runner:
         self.relevance = relevance
         self.pipelined = pipelined
         self.progress = progress
-        self.recipes = recipes or {role: ("object", part, {}) for role, part in self.parts().items()}
+        self.recipes = recipes or {role: Recipe.of_object(role, part) for role, part in self.parts().items()}
 
     def parts(self) -> dict[str, Any]:
         return {"generator": self.generator, "claim_judge": self.claim_judge, "relevance": self.relevance}
@@ -305,36 +302,18 @@ async def _close(parts: Sequence[Any]) -> None:
 
 
 def build_parts(recipes: dict[str, Recipe]) -> dict[str, Any]:
-    """The parts ``recipes`` describe, made as :class:`~evret_core.rag.RagEvaluator` makes them."""
-    from evret_core.rag.claims.llm_judge import resolve_claim_judge
-    from evret_core.rag.generate.generators import resolve_generator
-    from evret_core.rag.scores.relevance import resolve_relevance
-
-    out: dict[str, Any] = {}
-    for role, (how, what, options) in recipes.items():
-        if how == "object":
-            out[role] = what
-        elif role == "generator":
-            out[role] = resolve_generator(what, **options)
-        elif role == "claim_judge":
-            out[role] = resolve_claim_judge(what, options or None)
-        else:
-            out[role] = resolve_relevance(what, options or None)
-    return out
+    """The parts ``recipes`` describe (role -> part), made as :class:`~evret_core.rag.RagEvaluator` makes them
+    (:func:`~evret_core.plugins.recipes.rebuild`)."""
+    return {role: rebuild(made) for role, made in recipes.items()}
 
 
-def recipe_of(role: str, given: Any, options: dict[str, Any] | None, built: Any) -> Recipe:
-    """How the harness made ``built`` from ``given`` (a name, or an object used as is), with an LLM part's
-    answer cache pinned to the file the part here uses, so that every worker shares it."""
-    if not isinstance(given, (str, Path)) and given is not None:
-        return ("object", built, {})
-    name = str(given) if given is not None else None
-    if role == "generator" and name is not None and is_answers_file(name):
+def part_recipe(role: str, given: Any, options: dict[str, Any] | None, built: Any) -> Recipe:
+    """The recipe of the part ``built`` for ``role`` from ``given`` (a name, an answers file, or an object used as
+    is) and its ``options`` (:func:`~evret_core.plugins.recipes.recipe_of`: an LLM part's answer cache pinned to
+    the file the part here uses, so that every worker shares it)."""
+    if not isinstance(given, (str, Path)):
+        return recipe_of(role, built)
+    name = str(given)
+    if role == "generator" and is_answers_file(name):
         name = str(Path(name).resolve())
-    options = dict(options or {})
-    from evret_core.llm.cache import JudgmentCache
-
-    if callable(getattr(built, "clients", None)) and hasattr(built, "cache"):  # an LLM part
-        cache = built.cache
-        options["cache"] = str(Path(cache.path).resolve()) if isinstance(cache, JudgmentCache) else False
-    return ("name", name, options)
+    return recipe_of(role, built, name, options)

@@ -8,9 +8,9 @@
 - **Judging**: the distinct contexts are cut into batches (``judge_batch_size``, smaller when that gives a worker
   fewer than eight) and spread over ``workers`` actors, up to ``batches_per_worker`` batches out on each:
   a worker starts its next batch as soon as one ends. Each actor builds the judge once from the name and options
-  it was created with (:func:`evret_core.plugins.registry.recipe`: an embedding model is loaded on the worker, never
-  pickled), or unpickles a judge object that was not made by name. An LLM judge's batches run concurrently on
-  the actor's event loop (one client, its connections kept); other judges run one batch at a time. The judge's
+  it was created with (its :class:`~evret_core.sdk.Recipe`, rebuilt by :func:`~evret_core.sdk.rebuild`: an
+  embedding model is loaded on the worker, never pickled), or unpickles a judge object that was not made by
+  name. An LLM judge's batches run concurrently on the actor's event loop (one client, its connections kept); other judges run one batch at a time. The judge's
   answer cache (SQLite, WAL) is the same file on every worker of one machine or a shared filesystem, so answers
   paid for by a killed run are reused by the next.
 - **LLM calls** obey ``max_in_flight``: one cluster-wide bound on requests in flight, held by an
@@ -49,6 +49,8 @@ from evret_core.sdk import (
     JudgmentContext,
     Metric,
     RankedBatch,
+    Recipe,
+    recipe_of,
 )
 from evret_ray.remote_errors import errors_as_evret
 
@@ -249,26 +251,27 @@ class RayExecutor(Executor):
             self._limiter = start_limiter(self.max_in_flight)
         return self._limiter
 
-    def _ship(self, obj: Any, kind: str) -> tuple[tuple[str, Any, dict[str, Any]], str]:
-        """How workers get ``obj`` (see :func:`spec_of`) and the key its pool is kept under: a part made by name
-        by its recipe, any other object by the digest of its pickle (an object changed since is sent again)."""
+    def _ship(self, made: Recipe) -> tuple[Recipe, str]:
+        """How workers get the part ``made`` describes, and the key its pool is kept under: a part made by name by
+        its recipe, any other object pickled once into the object store (the recipe then carries the reference)
+        and keyed by the digest of its pickle (an object changed since is sent again)."""
         import cloudpickle
 
         ray = self._ray()
-        spec = spec_of(obj, kind)
-        if spec[0] != "object":
-            payload = cloudpickle.dumps((spec, self.worker_setup))
-            return spec, hashlib.sha256(payload).hexdigest()
+        if made.by_name or made.part is None:
+            payload = cloudpickle.dumps((made, self.worker_setup))
+            return made, hashlib.sha256(payload).hexdigest()
+        kind = made.kind.replace("_", " ")
         try:
-            data = cloudpickle.dumps(obj)
+            data = cloudpickle.dumps(made.part)
         except Exception as exc:  # what cannot be pickled says so in many ways
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise EvretError(f"executor 'ray': {kind} {type(obj).__name__} was not made by name and cannot be sent "
-                             f"to the workers ({first})" + (
+            raise EvretError(f"executor 'ray': {kind} {type(made.part).__name__} was not made by name and cannot be "
+                             f"sent to the workers ({first})" + (
                                  "; pass executor option retrieve_on_cluster=false to retrieve in this process"
                                  if kind == "retriever" else "")) from None
         digest = hashlib.sha256(data + cloudpickle.dumps(self.worker_setup)).hexdigest()
-        return ("pickled", ray.put(data), {}), digest
+        return Recipe.of_object(made.kind, ray.put(data)), digest
 
     def _dispatch(self, actors: Sequence[Any], submit: Callable[[Any, Any], Any], items: Sequence[Any],
                   per_actor: int) -> Iterator[Any]:
@@ -318,7 +321,7 @@ class RayExecutor(Executor):
         from evret_ray.workers import RetrieveWorker
 
         with self._stage() as ray:
-            spec, key = self._ship(retriever, "retriever")
+            spec, key = self._ship(recipe_of("retriever", retriever))
             actor = ray.remote(RetrieveWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus)
             actors = self._actors("retrieve", key, lambda: actor.remote(spec, self.worker_setup),
                                   min(self.worker_count(), len(batches)))
@@ -336,7 +339,7 @@ class RayExecutor(Executor):
         from evret_ray.workers import JudgeWorker
 
         with self._stage() as ray:
-            spec, key = self._ship(judge, "judge")
+            spec, key = self._ship(recipe_of("judge", judge))
             workers = self.worker_count()
             # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
             # worker idles while another still starts or finishes a long batch
@@ -375,13 +378,10 @@ class RayExecutor(Executor):
         if not requests:
             return GenerateRun({}, None)
         with self._stage() as ray:
-            recipes: dict[str, Any] = {}
+            recipes: dict[str, Recipe] = {}
             digests: list[str] = []
-            for role, recipe in runner.recipes.items():
-                if recipe[0] == "object" and recipe[1] is not None:  # a part not made by name: pickled
-                    recipes[role], digest = self._ship(recipe[1], role.replace("_", " "))
-                else:
-                    recipes[role], digest = recipe, hashlib.sha256(cloudpickle.dumps(recipe)).hexdigest()
+            for role, made in runner.recipes.items():
+                recipes[role], digest = self._ship(made)
                 digests.append(digest)
             key = hashlib.sha256(cloudpickle.dumps((digests, runner.pipelined, self.worker_setup,
                                                     self.max_in_flight))).hexdigest()
@@ -457,21 +457,6 @@ class RayExecutor(Executor):
                 "max_in_flight": self.max_in_flight}
 
 
-def spec_of(obj: Any, kind: str) -> tuple[str, Any, dict[str, Any]]:
-    """How a worker gets ``obj`` (a judge or a retriever): rebuilt from its registered name and options (a judge's
-    answer cache pinned to the file the driver's judge uses), or, for an object not made by name, the object."""
-    from evret_core.sdk import JudgmentCache, recipe
-
-    made = recipe(obj)
-    if made is None or made[0] != kind:
-        return ("object", obj, {})
-    options = dict(made[2])
-    cache = getattr(obj, "cache", None)
-    if kind == "judge" and isinstance(cache, JudgmentCache):
-        options["cache"] = str(cache.path)
-    return (kind, made[1], options)
-
-
 def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:
     """The runner's parts that scan contexts for prompt injections, each having scanned every request's contexts
     here, once (one WARNING line per part, counts of distinct texts); workers leave the scan to the driver."""
@@ -498,4 +483,4 @@ def merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-__all__ = ["RayExecutor", "merge_stats", "spec_of"]
+__all__ = ["RayExecutor", "merge_stats"]

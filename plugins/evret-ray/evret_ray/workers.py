@@ -15,32 +15,30 @@ from evret_core.sdk import (
     JudgmentContext,
     Metric,
     RankedBatch,
+    Recipe,
     batch_retrieve,
     judge_chunk,
     metric_values,
+    rebuild,
 )
 
-Spec = tuple[str, Any, dict[str, Any]]
-"""``("judge" | "retriever", name, options)``: build with the registry's ``create_<kind>(name, **options)``;
-``("pickled", ref, {})``: an object that was not made by name, pickled once into the object store (the actor
-unpickles it; a reference nested in the spec is not resolved by Ray, so the worker fetches it)."""
 
-
-def build(spec: Spec) -> Any:
-    how, what, options = spec
-    if how == "pickled":
+def build(made: Recipe) -> Any:
+    """The part ``made`` describes (:func:`~evret_core.sdk.rebuild`); an object that was not made by name arrives
+    as a reference to its pickle in the object store (a reference nested in the recipe is not resolved by Ray, so
+    the worker fetches it)."""
+    if not made.by_name and isinstance(made.part, ray.ObjectRef):
         import cloudpickle
 
-        return cloudpickle.loads(ray.get(what) if isinstance(what, ray.ObjectRef) else what)
-    if how == "object":
-        return what
-    from evret_core.sdk import create_judge, create_retriever
-
+        return cloudpickle.loads(ray.get(made.part))
     try:
-        return create_judge(what, **options) if how == "judge" else create_retriever(what, **options)
+        return rebuild(made)
     except EvretError as exc:
-        raise EvretError(f"ray worker: could not build {how} {what!r} ({exc}); install the plugin that "
-                         f"registers it on every node, or register it in the executor's worker_setup") from None
+        if not made.by_name:
+            raise
+        raise EvretError(f"ray worker: could not build {made.kind.replace('_', ' ')} {made.name!r} ({exc}); install "
+                         f"the plugin that registers it on every node, or register it in the executor's "
+                         f"worker_setup") from None
 
 
 def install_limiter(limiter: Any) -> None:
@@ -64,7 +62,7 @@ class JudgeWorker:
     connections live as long as the worker; any other judge runs one batch at a time in a thread. With a
     cluster-wide limiter, the worker's LLM clients acquire from it around every request."""
 
-    def __init__(self, spec: Spec, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
+    def __init__(self, spec: Recipe, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
         if setup is not None:
             setup()
         self.judge = build(spec)
@@ -111,7 +109,7 @@ class JudgeWorker:
 class RetrieveWorker:
     """One retrieval worker: builds (or receives) the retriever once, then retrieves the batches it is given."""
 
-    def __init__(self, spec: Spec, setup: Callable[[], None] | None = None) -> None:
+    def __init__(self, spec: Recipe, setup: Callable[[], None] | None = None) -> None:
         if setup is not None:
             setup()
         self.retriever = build(spec)
@@ -129,15 +127,13 @@ class GenerateWorker:
     :class:`~evret_core.rag.pipeline.Runner`, several at once on its one event loop (their LLM calls share the
     worker's clients and, with a limiter, the cluster-wide bound)."""
 
-    def __init__(self, recipes: dict[str, Spec], pipelined: bool, limiter: Any = None,
+    def __init__(self, recipes: dict[str, Recipe], pipelined: bool, limiter: Any = None,
                  setup: Callable[[], None] | None = None) -> None:
-        from evret_core.sdk import Runner, build_parts
+        from evret_core.sdk import Runner
 
         if setup is not None:
             setup()
-        shipped = {role: (("object", build(spec), {}) if spec[0] == "pickled" else spec)
-                   for role, spec in recipes.items()}
-        parts = build_parts(shipped)
+        parts = {role: build(made) for role, made in recipes.items()}
         for part in parts.values():
             if hasattr(part, "scan_here"):  # the driver scans the run's contexts once (RayExecutor.generate)
                 part.scan_here = False

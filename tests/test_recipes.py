@@ -1,0 +1,156 @@
+"""One recipe format for rebuilding parts on workers (issue 25 part 4): :class:`evret_core.plugins.recipes.Recipe`.
+
+Every part an executor rebuilds (the retrieval evaluator's judge and retriever; the RAG harness's generator, claim
+judge and relevance) round-trips through the same ``recipe_of`` / ``rebuild`` pair, pickled as it travels to a
+worker; the RAG pipeline's ``build_parts`` is that same function; secrets in a recipe's options never show."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evret_core import sdk
+from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
+from evret_core.plugins.registry import create_claim_judge, create_generator, create_judge, create_retriever
+from evret_core.rag import RagEvaluator
+from evret_core.rag.claims.claim_judges import LexicalClaimJudge
+from evret_core.rag.claims.llm_judge import LLMClaimJudge
+from evret_core.rag.generate.generators import PrecomputedGenerator
+from evret_core.rag.pipeline import Runner, build_parts
+from evret_core.rag.scores.relevance import LexicalRelevance, LLMRelevance
+from evret_core.testing.llm_provider import stub_options
+from evret_core.testing.llm_stubs import isolate_llm_env
+
+NOWHERE = type("Server", (), {"openai_base_url": "http://127.0.0.1:9/v1"})()  # never called: parts are only built
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    return isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
+
+
+def travelled(made: Recipe) -> Recipe:
+    """The recipe as a worker receives it: pickled on the way."""
+    back = pickle.loads(pickle.dumps(made))
+    assert back == made
+    return back
+
+
+def config_of(part: Any) -> Any:
+    return part.config() if callable(getattr(part, "config", None)) else vars(part)
+
+
+def test_the_sdk_exports_the_one_format() -> None:
+    assert sdk.Recipe is Recipe and sdk.rebuild is rebuild and sdk.recipe is recipe and sdk.recipe_of is recipe_of
+    assert sdk.build_parts is build_parts
+
+
+def test_judge_round_trip() -> None:
+    judge = create_judge("token-overlap", min_tokens=2)
+    assert recipe(judge) == Recipe("judge", "token-overlap", {"min_tokens": 2})
+    made = recipe_of("judge", judge)
+    again = rebuild(travelled(made))
+    assert type(again) is type(judge) and again is not judge
+    assert again.min_tokens == 2 and recipe(again) == recipe(judge)
+
+
+def test_llm_judge_round_trip_pins_its_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    judge = create_judge("llm", **stub_options(NOWHERE), cache="answers.sqlite3")
+    made = recipe_of("judge", judge)
+    assert made.options["cache"] == str((tmp_path / "answers.sqlite3").resolve())  # absolute: workers share it
+    again = rebuild(travelled(made))
+    assert Path(again.cache.path).resolve() == Path(judge.cache.path).resolve()
+    assert again.model == judge.model
+
+
+def test_retriever_round_trip(tmp_path: Path) -> None:
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"q1": {"d1": 2.0, "d2": 1.0}}), encoding="utf-8")
+    retriever = create_retriever("run", path=str(run))
+    made = recipe_of("retriever", retriever)
+    assert made == Recipe("retriever", "run", {"path": str(run)})
+    again = rebuild(travelled(made))
+    assert type(again) is type(retriever)
+    assert [r.doc_id for r in again.results_for("q1", 2)] == \
+        [r.doc_id for r in retriever.results_for("q1", 2)] == ["d1", "d2"]
+
+
+def test_object_not_made_by_name_is_its_own_recipe() -> None:
+    judge = create_judge("exact")
+    assert recipe_of("retriever", judge) == Recipe.of_object("retriever", judge)  # built as a judge, not a retriever
+    relevance = LexicalRelevance()
+    made = recipe_of("relevance", relevance)
+    assert not made.by_name and rebuild(made) is relevance
+    assert rebuild(recipe_of("relevance", None)) is None
+
+
+def test_generator_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    extractive = create_generator("extractive")
+    assert rebuild(travelled(recipe_of("generator", extractive))).config() == extractive.config()
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"question_id": "q1", "text": "9 am"}\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    evaluator = RagEvaluator(generator="answers.jsonl", conditions=["gold"], relevance="none")
+    made = evaluator.recipes["generator"]
+    assert made == Recipe("generator", str(answers.resolve()), {})  # the file, not its answers, travels
+    again = rebuild(travelled(made))
+    assert isinstance(again, PrecomputedGenerator) and again.answers == evaluator.generator.answers
+
+
+def test_llm_generator_round_trip_keeps_options_and_hides_the_key() -> None:
+    generator = create_generator("llm", **stub_options(NOWHERE), cache=False)
+    made = recipe_of("generator", generator)
+    assert made.options["cache"] is False and made.options["api_key"] == "sk-stub"
+    assert "sk-stub" not in repr(made) and "sk-stub" not in str(made) and "'***'" in repr(made)
+    again = rebuild(travelled(made))
+    assert again.config() == generator.config() and again.cache is None
+
+
+def test_claim_judge_round_trips() -> None:
+    lexical = RagEvaluator(generator="extractive", conditions=["gold"], claim_judge="token-overlap",
+                           claim_judge_options={"min_tokens": 3}).recipes["claim_judge"]
+    assert lexical == Recipe("claim_judge", "token-overlap", {"min_tokens": 3})  # a judge's name: lexical over it
+    again = rebuild(travelled(lexical))
+    assert isinstance(again, LexicalClaimJudge) and again.config() == LexicalClaimJudge(
+        "token-overlap", min_tokens=3).config()
+    llm = create_claim_judge("llm", **stub_options(NOWHERE), cache=False)
+    rebuilt = rebuild(travelled(recipe_of("claim_judge", llm)))
+    assert isinstance(rebuilt, LLMClaimJudge) and rebuilt.config() == llm.config()
+
+
+def test_relevance_round_trips() -> None:
+    evaluator = RagEvaluator(generator="extractive", conditions=["gold"], relevance="llm",
+                             relevance_options={**stub_options(NOWHERE), "cache": False})
+    made = evaluator.recipes["relevance"]
+    assert made.kind == "relevance" and made.name == "llm" and made.options["cache"] is False
+    again = rebuild(travelled(made))
+    assert isinstance(again, LLMRelevance) and again.config() == evaluator.relevance.config()
+    lexical = RagEvaluator(generator="extractive", conditions=["gold"]).recipes["relevance"]
+    assert lexical == Recipe("relevance", "lexical", {}) and isinstance(rebuild(lexical), LexicalRelevance)
+    off = RagEvaluator(generator="extractive", conditions=["gold"], relevance="none").recipes["relevance"]
+    assert rebuild(off) is None
+
+
+def test_rag_and_retrieval_rebuild_through_the_same_function() -> None:
+    judge = create_judge("token-overlap")
+    evaluator = RagEvaluator(generator="extractive", conditions=["gold"], claim_judge=judge)
+    recipes = {**evaluator.recipes, "judge": recipe_of("judge", judge)}
+    parts = build_parts(recipes)
+    assert {role: config_of(p) for role, p in parts.items()} == \
+        {role: config_of(rebuild(made)) for role, made in recipes.items()}
+    # a Runner given no recipes says its parts are their own recipes, in the same format
+    runner = Runner(evaluator.generator, evaluator.claim_judge, evaluator.relevance)
+    assert runner.recipes["generator"] == Recipe.of_object("generator", evaluator.generator)
+    assert build_parts(runner.recipes)["generator"] is evaluator.generator
+
+
+def test_a_registry_recipe_that_no_longer_fits_names_the_kind() -> None:
+    from evret_core.errors import EvretError
+
+    with pytest.raises(EvretError, match="judge 'token-overlap': bad options"):
+        rebuild(Recipe("judge", "token-overlap", {"no_such_option": 1}))
