@@ -20,6 +20,10 @@ before length-sorted chunks) against the judge now (defaults), driven as the eva
 <= 1/5 of the encodes, 0 flips), the times, and the highest cosine among the windows the prefilter skipped.
 SciFact is bounded by ``--scifact-queries`` (its whole run is ~30 min of encoding on 2 CPU cores). With
 ``--device cuda --fp16`` the judge now runs in half precision, so the flips measure fp16's verdict agreement too.
+Per case it also prints the texts each prefilter rule saved (trigrams / word stems) and, per rule, the highest
+cosine among the windows it skipped.
+
+``--stem-margins`` measures the stem rule on near-copies: SciFact texts against edited copies of themselves.
 """
 
 from __future__ import annotations
@@ -150,31 +154,100 @@ def encodes_saved(names: list[str], scifact_queries: int, device: str, fp16: boo
         old, old_s = judge_all(before, contexts)
         new, new_s = judge_all(now, contexts)
         flips = sum(a != b for a, b in zip(old, new, strict=True))
-        # the highest cosine among the windows the prefilter skipped (every window is in ``before``'s table)
-        left: list[str] = []
-        right: list[str] = []
-        for c in contexts:
-            for variant, windows, kept in now._pairs_of(c) or ():
-                keep = set(kept)
-                skipped = [w for w in windows if w not in keep]
-                left.extend([variant] * len(skipped))
-                right.extend(skipped)
-        top = float(paired_cosines(before.table.matrix, before.table.rows(left), before.table.rows(right)).max()) \
-            if left else float("nan")
+        # per rule, the highest cosine among the windows it skipped (every window is in ``before``'s table)
+        tops = []
+        for rule in ("trigrams", "stems"):
+            left: list[str] = []
+            right: list[str] = []
+            for c in contexts:
+                for variant, windows, by_trigrams, kept in now._pairs_of(c) or ():
+                    keep = set(by_trigrams if rule == "trigrams" else kept)
+                    skipped = [w for w in (windows if rule == "trigrams" else by_trigrams) if w not in keep]
+                    left.extend([variant] * len(skipped))
+                    right.extend(skipped)
+            tops.append(float(paired_cosines(before.table.matrix, before.table.rows(left),
+                                             before.table.rows(right)).max()) if left else float("nan"))
         a, b = before.stats()["texts_encoded"], now.stats()["texts_encoded"]
-        rows.append((name, len(contexts), a, b, b / a if a else 0.0, flips, old_s, new_s, top,
-                     sum(bool(v) for v in new), now.stats()))
+        stats = now.stats()
+        saved = f"{stats['prefilter_skipped_trigrams']} / {stats['prefilter_skipped_stems']}"
+        rows.append((name, len(contexts), a, b, b / a if a else 0.0, flips, old_s, new_s, saved, tops,
+                     sum(bool(v) for v in new), stats))
         failed += flips > 0 or (a and b / a > 0.2)
         print(f"{name}: {len(contexts)} contexts, encodes {a} -> {b} ({b / a if a else 0:.3f}), flips {flips}, "
-              f"{old_s:.1f} s -> {new_s:.1f} s, max skipped cosine {top:.3f}", flush=True)
+              f"{old_s:.1f} s -> {new_s:.1f} s, saved by trigrams / stems {saved}, max skipped cosine "
+              f"{tops[0]:.3f} / {tops[1]:.3f}", flush=True)
     print()
     print("| case | contexts | encodes before | encodes now | now / before | verdict flips | time before (s) | "
-          "time now (s) | matches | highest cosine skipped |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for name, n, a, b, ratio, flips, old_s, new_s, top, hits, _ in rows:
-        print(f"| {name} | {n} | {a} | {b} | {ratio:.3f} | {flips} | {old_s:.1f} | {new_s:.1f} | {hits} | {top:.3f} |")
+          "time now (s) | matches | saved by trigrams / stems | highest cosine skipped, trigrams / stems |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, n, a, b, ratio, flips, old_s, new_s, saved, tops, hits, _ in rows:
+        print(f"| {name} | {n} | {a} | {b} | {ratio:.3f} | {flips} | {old_s:.1f} | {new_s:.1f} | {hits} | {saved} | "
+              f"{tops[0]:.3f} / {tops[1]:.3f} |")
     print(f"\njudge stats now (last case): {rows[-1][-1]}")
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    return 1 if failed else 0
+
+
+def perturb(text: str, kind: str, share: float, rng: random.Random, vocabulary: list[str]) -> str:
+    """``text`` edited word by word: ``share`` of its words replaced by others, dropped, given an "s", misspelt
+    (last letter -> "x"), or all shuffled."""
+    words = text.split()
+    hit = [rng.random() < share for _ in words]
+    if kind == "replace":
+        return " ".join(rng.choice(vocabulary) if h else w for w, h in zip(words, hit, strict=True))
+    if kind == "drop":
+        return " ".join(w for w, h in zip(words, hit, strict=True) if not h) or words[0]
+    if kind == "suffix":
+        return " ".join(w + "s" if h else w for w, h in zip(words, hit, strict=True))
+    if kind == "typo":
+        return " ".join(w[:-1] + "x" if h and len(w) > 3 else w for w, h in zip(words, hit, strict=True))
+    rng.shuffle(words)
+    return " ".join(words)
+
+
+def stem_margins(scifact_queries: int, device: str, seed: int = 5) -> int:
+    """The stem rule's margin on near-copies: SciFact's gold abstracts (the answers of the ``scifact`` case),
+    single sentences of retrieved abstracts (8 to 30 words) and runs of three sentences (30 to 90 words), each
+    against edited copies of itself (:func:`perturb`). Prints, per answer length, the lowest stem cover among the
+    pairs at cosine >= 0.93 (must stay above MIN_STEM_COVER) and the highest cosine among the pairs under it."""
+    import numpy as np
+    from evret_sentence_transformers import SemanticJudge
+    from evret_sentence_transformers.models import paired_cosines
+    from evret_sentence_transformers.prefilter import MIN_STEM_COVER, stems
+    from evret_sentence_transformers.windows import sentences
+
+    rng = random.Random(seed)
+    contexts = case_contexts("scifact", scifact_queries)
+    texts = list(dict.fromkeys(c.retrieved_text for c in contexts))[:400]
+    vocabulary = " ".join(texts[:100]).split()
+    short = [s for t in texts for s in sentences(t) if 8 <= len(s.split()) <= 30]
+    runs = [r for t in texts[:200] for i in range(0, len(sentences(t)), 3)
+            if 30 <= len((r := " ".join(sentences(t)[i : i + 3])).split()) <= 90]
+    rng.shuffle(short)
+    rng.shuffle(runs)
+    answers = short[:150] + runs[:120] + list(dict.fromkeys(c.expected_text for c in contexts))
+    pairs = [(a, perturb(a, kind, share, rng, vocabulary)) for a in answers
+             for kind in ("replace", "drop", "suffix", "typo") for share in (0.1, 0.2, 0.3, 0.5)]
+    pairs += [(a, perturb(a, "shuffle", 1.0, rng, vocabulary)) for a in answers]
+    judge = SemanticJudge(prefilter=False, device=device)
+    judge.table.ensure([t for pair in pairs for t in pair], judge.encoder)
+    cosines = paired_cosines(judge.table.matrix, judge.table.rows([a for a, _ in pairs]),
+                             judge.table.rows([b for _, b in pairs]))
+    covers = np.array([len(stems(a) & stems(b)) / len(stems(a)) for a, b in pairs])
+    lengths = np.array([len(a.split()) for a, _ in pairs])
+    print(f"{len(pairs)} edited pairs of {len(answers)} answers; stem rule: MIN_STEM_COVER {MIN_STEM_COVER}")
+    print("| answer words | pairs | at cosine >= 0.93 | lowest stem cover there | under the rule's share | "
+          "highest cosine there |")
+    print("|---|---|---|---|---|---|")
+    failed = 0
+    for low, high in ((8, 15), (16, 30), (31, 90), (91, 10_000)):
+        band = (lengths >= low) & (lengths <= high)
+        near, under = band & (cosines >= 0.93), band & (covers < MIN_STEM_COVER)
+        lowest = float(covers[near].min()) if near.any() else float("nan")
+        top = float(cosines[under].max()) if under.any() else float("nan")
+        failed += bool(near.any() and lowest < MIN_STEM_COVER)
+        print(f"| {low}-{high if high < 10_000 else ''} | {int(band.sum())} | {int(near.sum())} | {lowest:.3f} | "
+              f"{int(under.sum())} | {top:.3f} |")
     return 1 if failed else 0
 
 
@@ -189,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scifact-queries", type=int, default=20, help="SciFact queries judged with --cases")
     parser.add_argument("--fp16", action="store_true",
                         help="with --cases and --device cuda: the judge now in fp16, against float32 before")
+    parser.add_argument("--stem-margins", action="store_true",
+                        help="measure the prefilter's stem rule on edited copies of SciFact texts instead")
     args = parser.parse_args(argv)
+    if args.stem_margins:
+        return stem_margins(args.scifact_queries, args.device)
     if args.cases:
         return encodes_saved([c.strip() for c in args.cases.split(",") if c.strip()], args.scifact_queries,
                              args.device, args.fp16)

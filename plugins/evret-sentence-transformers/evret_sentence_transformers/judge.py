@@ -19,8 +19,10 @@ from evret_sentence_transformers.windows import text_windows
 DEFAULT_THRESHOLD = 0.94
 
 # One (expected variant, retrieved text) pair: None when the variant is in the text verbatim, else the variant,
-# its windows, and those of the windows the lexical prefilter keeps.
-_Pair = tuple[str, tuple[str, ...], tuple[str, ...]] | None
+# its windows, those the prefilter's trigram rule keeps, and those both its rules keep (the ones encoded).
+_Windows = tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]
+_Pair = _Windows | None
+_ALL, _TRIGRAMS, _KEPT = 1, 2, 3  # which of a pair's window tuples
 
 
 class SemanticJudge(Judge):
@@ -35,8 +37,9 @@ class SemanticJudge(Judge):
       score. ``windows=False`` compares with the whole text (the judge's behaviour before windows).
     - **Prefilter.** At a threshold of 0.93 or more, ``batch_judge`` encodes only the windows that hold at least
       a quarter of the answer's character trigrams (:mod:`evret_sentence_transformers.prefilter`, a heuristic
-      checked on real data); a pair with no such window does not match and costs no encode. ``prefilter=False``
-      encodes every window; a number sets the share (and applies at any threshold).
+      checked on real data); for answers of 8 words or more, a window must also hold 0.4 of the answer's word
+      stems. A pair with no such window does not match and costs no encode. ``prefilter=False`` encodes every
+      window; a number sets the trigram share (and applies at any threshold; the stem rule only from 0.93).
     - **Each distinct text is encoded once** per judge (answers and windows), however many contexts and
       ``batch_judge`` calls it appears in; :meth:`prepare` encodes them all in one pass, longest first, reporting
       its progress as stage ``"encode"``; with ``cache`` (true or a SQLite path) reruns read embeddings from
@@ -72,13 +75,16 @@ class SemanticJudge(Judge):
         self.windows = windows.strip().lower() in ("1", "true", "yes", "on") if isinstance(windows, str) \
             else bool(windows)
         self.prefilter = self._min_cover(prefilter, threshold)
+        # the stem rule for long answers, with the prefilter and only at the thresholds it was measured for
+        self.prefilter_stems = lexical.MIN_STEM_COVER if self.prefilter > 0.0 and threshold >= lexical.MIN_THRESHOLD \
+            else 0.0
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
                                what="semantic judge: model", fp16=fp16)
         self.table = EmbeddingTable()
         self._pairs: dict[tuple[str, str], _Pair] = {}
         self._seen: set[str] = set()  # distinct texts compared since the last reset_stats()
         self._verbatim = 0
-        self._skipped = 0
+        self._skipped = {"trigrams": 0, "stems": 0}
 
     @staticmethod
     def _min_cover(prefilter: Any, threshold: float) -> float:
@@ -114,10 +120,10 @@ class SemanticJudge(Judge):
             pair = None
         else:
             windows = (text_windows(retrieved, len(variant.split())) or (retrieved,)) if self.windows else (retrieved,)
-            kept = windows
+            by_trigrams = kept = windows
             if self.prefilter > 0.0:
-                kept = lexical.kept_windows(variant, retrieved, windows, self.prefilter)
-            pair = (variant, windows, kept)
+                by_trigrams, kept = lexical.screen(variant, retrieved, windows, self.prefilter, self.prefilter_stems)
+            pair = (variant, windows, by_trigrams, kept)
         self._pairs[key] = pair
         return pair
 
@@ -125,17 +131,20 @@ class SemanticJudge(Judge):
         """The distinct texts judging ``contexts`` needs embeddings of (answers and windows), in first-seen order;
         answers found verbatim need none. ``exact=False`` (verdicts): the windows the prefilter keeps, and an
         answer only when one of its windows is kept; ``exact=True`` (scores): every window."""
+        return self._texts(contexts, _ALL if exact else _KEPT)
+
+    def _texts(self, contexts: Sequence[JudgmentContext], which: int) -> list[str]:
         texts: dict[str, None] = {}
         for c in contexts:
             pairs = self._pairs_of(c)
             for pair in pairs or ():
-                windows = pair[1] if exact else pair[2]
+                windows = pair[which]
                 if windows:
                     texts[pair[0]] = None
                     texts.update(dict.fromkeys(windows))
         return list(texts)
 
-    def _pairs_of(self, context: JudgmentContext) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None:
+    def _pairs_of(self, context: JudgmentContext) -> list[_Windows] | None:
         """The (variant, windows) pairs to compare for ``context``; None when some variant is in it verbatim."""
         pairs = []
         for variant in context.expected_variants:
@@ -151,10 +160,12 @@ class SemanticJudge(Judge):
         if contexts:
             self.encoder.check()
         texts = self.texts_to_encode(contexts)
-        if self.prefilter > 0.0:
+        if self.prefilter > 0.0:  # the texts each rule saved (a text the trigram rule keeps and stems don't: stems)
             needed = set(texts)
-            self._skipped += sum(1 for t in self.texts_to_encode(contexts, exact=True)
-                                 if t not in needed and t not in self.table)
+            by_trigrams = set(self._texts(contexts, _TRIGRAMS))
+            for t in self.texts_to_encode(contexts, exact=True):
+                if t not in needed and t not in self.table:
+                    self._skipped["stems" if t in by_trigrams else "trigrams"] += 1
         self.table.ensure(texts, self.encoder, lambda done, total: report_progress("encode", done, total))
 
     # -- judging --------------------------------------------------------------------------------------------------
@@ -177,7 +188,7 @@ class SemanticJudge(Judge):
                 self._verbatim += 1
                 continue
             for pair in pairs:
-                windows = pair[1] if exact else pair[2]
+                windows = pair[_ALL if exact else _KEPT]
                 left.extend([pair[0]] * len(windows))
                 right.extend(windows)
                 owner.extend([i] * len(windows))
@@ -204,18 +215,21 @@ class SemanticJudge(Judge):
         """The settings behind the verdicts, and the device, batch size and precision used (the results' manifest
         records them; ``device`` is ``"auto"`` until the first encode resolves it)."""
         return {"name": self.name, "model": self.model, "threshold": self.threshold, "windows": self.windows,
-                "prefilter": self.prefilter, **self.encoder.settings()}
+                "prefilter": self.prefilter, "prefilter_stems": self.prefilter_stems, **self.encoder.settings()}
 
     def reset_stats(self) -> None:
         """Start counting afresh (the evaluator calls this per run); embeddings already made are kept."""
         self.encoder.reset_stats()
         self._seen.clear()
         self._verbatim = 0
-        self._skipped = 0
+        self._skipped = {"trigrams": 0, "stems": 0}
 
     def stats(self) -> dict[str, Any]:
         """Since the last reset: texts encoded, read from the cache, distinct texts compared, judgments settled
-        verbatim without an encode, distinct windows (and answers) the prefilter saved from encoding, and the
-        device and batch size used (``results.stats["judge"]``)."""
+        verbatim without an encode, distinct windows (and answers) the prefilter saved from encoding (in all, and
+        per rule: ``prefilter_skipped_trigrams`` + ``prefilter_skipped_stems``), and the device and batch size used
+        (``results.stats["judge"]``)."""
         return {**self.encoder.stats(), "distinct_texts": len(self._seen), "verbatim_matches": self._verbatim,
-                "prefilter_skipped": self._skipped, **self.encoder.settings()}
+                "prefilter_skipped": sum(self._skipped.values()),
+                "prefilter_skipped_trigrams": self._skipped["trigrams"],
+                "prefilter_skipped_stems": self._skipped["stems"], **self.encoder.settings()}

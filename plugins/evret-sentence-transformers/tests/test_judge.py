@@ -69,7 +69,8 @@ def test_registered_as_semantic_with_options() -> None:
     judge = create_judge("semantic", threshold=0.9, batch_size=8)
     assert isinstance(judge, SemanticJudge)
     assert judge.config() == {"name": "semantic", "model": st_models.DEFAULT_MODEL, "threshold": 0.9, "windows": True,
-                              "prefilter": 0.0, "device": "auto", "batch_size": 8, "fp16": False}
+                              "prefilter": 0.0, "prefilter_stems": 0.0, "device": "auto", "batch_size": 8,
+                              "fp16": False}
     assert create_judge("semantic", windows="false").windows is False
     with pytest.raises(EvretError, match="batch_size"):
         create_judge("semantic", batch_size=0)
@@ -226,5 +227,5 @@ def test_stats_count_per_run_and_the_memo_survives_a_reset(loaded_judge: Semanti
     judge.reset_stats()
     judge.batch_judge(contexts[:1])
     assert judge.stats() == {"texts_encoded": 0, "cache_hits": 0, "encode_calls": 0, "distinct_texts": 2,
-                             "verbatim_matches": 0, "prefilter_skipped": 0, "device": "cpu", "batch_size": 64,
-                             "fp16": False}
+                             "verbatim_matches": 0, "prefilter_skipped": 0, "prefilter_skipped_trigrams": 0,
+                             "prefilter_skipped_stems": 0, "device": "cpu", "batch_size": 64, "fp16": False}
