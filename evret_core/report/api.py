@@ -12,8 +12,9 @@ from pathlib import Path
 
 from evret_core.errors import EvretError
 from evret_core.report import FORMATS, render_report
-from evret_core.report.common import ReportData, build_report_data, compare_runs, run_names
+from evret_core.report.common import ReportData, build_report_data, compare_runs
 from evret_core.results.evaluation import EvaluationResults, atomic_write_text
+from evret_core.results.files import load_results, run_names
 from evret_core.results.redact import redact_results
 from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
 
@@ -50,7 +51,7 @@ def named_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, Evaluatio
             out[name] = run
         elif isinstance(run, (str, os.PathLike)):
             # a file written before redaction existed may hold a key in a URL or an option: redact before showing
-            out[name] = redact_results(EvaluationResults.from_json(Path(run)))
+            out[name] = redact_results(load_results(Path(run), kind="retrieval"))  # type: ignore[arg-type]
         else:
             raise EvretError(f"run {name!r}: expected EvaluationResults or a results file path, "
                              f"got {type(run).__name__}")

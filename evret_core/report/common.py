@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from evret_core.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
@@ -53,19 +51,6 @@ def ppi_rows(data: ReportData) -> list[tuple[str, list[str]]]:
 
 PPI_NOTE = ("prediction-powered estimates and intervals: the judged scores rectified by a labelled subset, so the "
             "interval includes the judge's error (evret calibrate --ppi-truth)")
-
-
-def run_names(paths: Sequence[str | Path]) -> list[str]:
-    """Each results file's name without its suffix; repeated names get ``#1``, ``#2``."""
-    stems = [Path(p).stem for p in paths]
-    return [s if stems.count(s) == 1 else f"{s}#{i + 1}" for i, s in enumerate(stems)]
-
-
-def load_runs(paths: Sequence[str | Path]) -> dict[str, EvaluationResults]:
-    """Read results files, named by :func:`run_names`."""
-    if not paths:
-        raise EvretError("give at least one results file")
-    return {name: EvaluationResults.from_json(Path(p)) for name, p in zip(run_names(paths), paths, strict=True)}
 
 
 def common_metrics(runs: dict[str, EvaluationResults]) -> list[str]:
