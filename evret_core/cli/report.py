@@ -41,16 +41,14 @@ def run(args: argparse.Namespace) -> int:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     check_outputs({"--output": args.output}, inputs=args.results)
+    from evret_core.report.api import any_runs, rag_runs
     from evret_core.results.evaluation import EvaluationResults
-    from evret_core.results.files import load_runs
-    from evret_core.results.rag_results import RagResults
-    from evret_core.results.redact import redact_results
 
-    loaded = load_runs(args.results)  # either kind, not mixed
-    if all(isinstance(r, RagResults) for r in loaded.values()):
-        return _report_rag(args, {n: r for n, r in loaded.items() if isinstance(r, RagResults)})
-    # a file written before redaction existed may hold a key in a URL or an option: redacted before it is shown
-    runs = {n: redact_results(r) for n, r in loaded.items() if isinstance(r, EvaluationResults)}
+    loaded = any_runs(tuple(args.results))  # retrieval or RAG runs, not mixed; redacted before they are shown
+    rag = rag_runs(loaded)
+    if rag is not None:
+        return _report_rag(args, rag)
+    runs = {n: r for n, r in loaded.items() if isinstance(r, EvaluationResults)}
     if args.dataset or args.corpus or args.dataset_format:
         from evret_core.errors import EvretError
 
@@ -77,10 +75,11 @@ def run(args: argparse.Namespace) -> int:
 def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
     from evret_core.errors import EvretError
-    from evret_core.report.rag_compare import compare_rag, rag_html, rag_markdown
+    from evret_core.report import RAG_FORMATS, RagReportData, render_report
+    from evret_core.report.rag_compare import compare_rag
     from evret_core.results.outputs import write_output
 
-    if args.format not in ("markdown", "html"):
+    if args.format not in RAG_FORMATS:
         raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "
                          f"holds everything else)")
     if (args.corpus or args.dataset_format) and not args.dataset:
@@ -96,10 +95,9 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
                                     "dataset_format": args.dataset_format})
         check_questions(runs, questions)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
-    warnings: list[str] = []
-    text = (rag_markdown(runs, comparison) + "\n" if args.format == "markdown"
-            else rag_html(runs, comparison, questions=questions, warnings=warnings))
-    for warning in warnings:
+    data = RagReportData(runs, comparison, questions)
+    text = render_report(data, args.format) + ("\n" if args.format == "markdown" else "")
+    for warning in data.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":

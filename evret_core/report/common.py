@@ -1,13 +1,19 @@
-"""What every report format shows, computed once: the runs, their curves and the comparison of the runs."""
+"""What every report format shows, computed once: the runs, their curves and the comparison of the runs (retrieval:
+`ReportData`; RAG: `RagReportData`)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from evret_core.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.statistics.inference import Comparison, compare_scores, format_interval
+
+if TYPE_CHECKING:
+    from evret_core.rag.questions.question_sets import QuestionSet
+    from evret_core.results.rag_results import RagResults
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -26,6 +32,23 @@ class ReportData:
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what a renderer had to leave out (evret report prints them)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.runs)
+
+
+@dataclass
+class RagReportData:
+    """The RAG runs of a report (name -> results), in order, with their comparison when there are several and the
+    question set they used (the HTML drill-down then shows each context's text). Rendered by the same entry point
+    and renderers as :class:`ReportData` (:func:`evret_core.report.render_report`)."""
+
+    runs: dict[str, RagResults]
+    comparison: Comparison | None = None
+    questions: QuestionSet | None = None
+    warnings: list[str] = field(default_factory=list)  # what a renderer had to leave out (evret report prints them)
+    title: str = ""  # the HTML page's subtitle; default: the run names
 
     @property
     def names(self) -> list[str]:

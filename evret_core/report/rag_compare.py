@@ -1,5 +1,5 @@
 """RAG runs in ``evret compare`` and ``evret report``: paired tests between RAG runs, and the report (Markdown or
-HTML, :mod:`evret_core.report.rag_document`).
+HTML, through :func:`evret_core.report.render_report` like retrieval reports).
 
 Scores are compared under ``SECTION/METRIC`` names (``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``,
 an adversarial condition's ``injection/correct``...): a metric is tested on the questions every run measured it
@@ -15,7 +15,8 @@ import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.rag.questions.question_sets import QuestionSet
-from evret_core.report.rag_document import rag_sections, render_html, render_markdown
+from evret_core.report import render_report
+from evret_core.report.common import RagReportData
 from evret_core.results.model import ScoreView
 from evret_core.results.rag_results import RagResults
 from evret_core.statistics.inference import (
@@ -78,8 +79,8 @@ def flat_means(runs: Mapping[str, RagResults]) -> tuple[dict[str, dict[str, floa
 def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
     """A Markdown report of one or more RAG runs: retrieval, generation per condition, attribution, condition
     differences, slices by tag and condition, adversarial rates, and the comparison of runs when there are several
-    (:mod:`evret_core.report.rag_document`)."""
-    return render_markdown(rag_sections(runs, comparison))
+    (:func:`evret_core.report.render_report` of a :class:`~evret_core.report.common.RagReportData`)."""
+    return render_report(RagReportData(dict(runs), comparison), "markdown")
 
 
 def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None,
@@ -88,8 +89,11 @@ def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = Non
     each context's text when the runs' ``questions`` are given; what was cut to fit goes to ``warnings``."""
     if questions is not None:
         check_questions(runs, questions)
-    return render_html(rag_sections(runs, comparison), ", ".join(runs), runs=runs, questions=questions,
-                       warnings=warnings)
+    data = RagReportData(dict(runs), comparison, questions)
+    html = render_report(data, "html")
+    if warnings is not None:
+        warnings += data.warnings
+    return html
 
 
 def check_questions(runs: Mapping[str, RagResults], questions: QuestionSet, option: str = "--dataset") -> None:

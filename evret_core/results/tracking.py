@@ -115,7 +115,6 @@ def tracked_run(results: Any, label: str = "run") -> TrackedRun:
     the scores and intervals of :meth:`~evret_core.results.model.Results.score_view`, the redacted
     :meth:`~evret_core.results.model.Results.manifest_dict`, the results file and the HTML report; ``label`` names
     the run in the report."""
-    from evret_core.results.evaluation import EvaluationResults
     from evret_core.results.model import Results
     from evret_core.results.rag_results import RagResults
 
@@ -132,12 +131,8 @@ def tracked_run(results: Any, label: str = "run") -> TrackedRun:
 
     def report(path: Path) -> None:
         from evret_core.report.api import make_report
-        from evret_core.report.rag_compare import rag_html
 
-        if isinstance(shown, RagResults):
-            path.write_text(rag_html({label: shown}), encoding="utf-8")
-        elif isinstance(shown, EvaluationResults):
-            path.write_text(make_report({label: shown}, format="html"), encoding="utf-8")
+        path.write_text(make_report({label: shown}, format="html"), encoding="utf-8")
 
     return TrackedRun(results.KIND, params, scores, dict(view.intervals), manifest,
                       {"results.json": _results_file(results), "report.html": report})
