@@ -60,12 +60,12 @@ def assert_no_regression(results: Any, baseline: Any, metrics: Sequence[str] | N
     """Fail when a metric is significantly worse than in ``baseline`` (a results object or a results file path)
     by at least ``min_effect``; the message shows both scores with intervals, the p-value and the queries that
     fell most."""
-    from evret_core.results.evaluation import EvaluationResults
+    from evret_core.results.files import load_results
     from evret_core.statistics.gates import check_regression
 
     __tracebackhide__ = True
     if isinstance(baseline, (str, Path)):
-        baseline = EvaluationResults.from_json(Path(baseline))
+        baseline = load_results(Path(baseline), kind="retrieval")
     failures = check_regression(results, baseline, metrics=metrics, alpha=alpha, min_effect=min_effect, test=test,
                                 worst=worst)
     if failures:

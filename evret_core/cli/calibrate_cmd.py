@@ -88,9 +88,9 @@ def _read_qrels(path: str) -> dict[str, dict[str, float]]:
 
 
 def _load_results(path: str) -> Any:
-    from evret_core.results.evaluation import EvaluationResults
+    from evret_core.results.files import load_results
 
-    return EvaluationResults.from_json(Path(path))
+    return load_results(Path(path), kind="retrieval")
 
 
 def check_before_work(args: argparse.Namespace) -> None:

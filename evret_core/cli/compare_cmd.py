@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 def run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
-    from evret_core.report.api import compare, named_runs
+    from evret_core.report.api import any_runs, compare
     from evret_core.report.terminal import print_comparison
 
     if len(args.results) < 2:
@@ -33,9 +33,7 @@ def run(args: argparse.Namespace) -> int:
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
     check_int(args.seed, "--seed", 0, MAX_SEED)
-    if _rag_inputs(args.results):
-        return _compare_rag(args)
-    runs = named_runs(tuple(args.results))  # files read here are redacted (results written before redaction)
+    runs = any_runs(tuple(args.results))  # retrieval or RAG runs, not mixed; redacted (results written before redaction)
     comparison = compare(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples,
                          seed=args.seed, intersection=args.intersection)
     if args.json:
@@ -43,30 +41,6 @@ def run(args: argparse.Namespace) -> int:
         for warning in comparison.warnings:
             print(f"WARNING: {warning}", file=sys.stderr)
         return 0
-    print_comparison(comparison, {n: r.scores for n, r in runs.items()}, {n: r.intervals for n, r in runs.items()})
-    return 0
-
-
-def _rag_inputs(paths: list[str]) -> bool:
-    """True when every file is a RAG run; a mix of RAG and retrieval runs is an error."""
-    from evret_core.errors import EvretError
-    from evret_core.report.rag_compare import is_rag_file
-
-    kinds = {is_rag_file(p) for p in paths}
-    if len(kinds) > 1:
-        raise EvretError("compare RAG runs (evret rag) with RAG runs and retrieval runs with retrieval runs")
-    return kinds == {True}
-
-
-def _compare_rag(args: argparse.Namespace) -> int:
-    from evret_core.report.rag_compare import compare_rag, flat_means, load_rag_runs
-    from evret_core.report.terminal import print_comparison
-
-    runs = load_rag_runs(args.results)
-    comparison = compare_rag(runs, test=args.test, alpha=args.alpha, n_resamples=args.n_resamples, seed=args.seed)
-    if args.json:
-        print(json.dumps(comparison.to_dict(), indent=2))
-        return 0
-    scores, intervals = flat_means(runs)
-    print_comparison(comparison, scores, intervals)
+    views = {n: r.score_view() for n, r in runs.items()}
+    print_comparison(comparison, {n: v.scores for n, v in views.items()}, {n: v.intervals for n, v in views.items()})
     return 0

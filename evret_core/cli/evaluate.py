@@ -112,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
     floors = check_gate_arguments(args, config.metrics)
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
-        from evret_core.results.evaluation import EvaluationResults
+        from evret_core.results.files import load_results
 
-        baseline = EvaluationResults.from_json(args.baseline)
+        baseline = load_results(args.baseline, kind="retrieval")
     dataset = config.load_dataset()
     for note in dataset.notes:  # what the reader left out of the file (a SQuAD file's unanswerable questions)
         print(f"note: {note}", file=sys.stderr)

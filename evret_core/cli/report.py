@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from evret_core.cli.options import check_float, check_int
 from evret_core.limits import MAX_DEPTH
+
+if TYPE_CHECKING:
+    from evret_core.results.rag_results import RagResults
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -37,25 +41,28 @@ def run(args: argparse.Namespace) -> int:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
     check_outputs({"--output": args.output}, inputs=args.results)
-    from evret_core.cli.compare_cmd import _rag_inputs
+    from evret_core.report.api import any_runs, rag_runs
+    from evret_core.results.evaluation import EvaluationResults
 
-    if _rag_inputs(args.results):
-        return _report_rag(args)
+    loaded = any_runs(tuple(args.results))  # retrieval or RAG runs, not mixed; redacted before they are shown
+    rag = rag_runs(loaded)
+    if rag is not None:
+        return _report_rag(args, rag)
+    runs = {n: r for n, r in loaded.items() if isinstance(r, EvaluationResults)}
     if args.dataset or args.corpus or args.dataset_format:
         from evret_core.errors import EvretError
 
         raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
                          "context texts); retrieval results hold their texts already")
     if args.format == "csv":
-        from evret_core.report.api import named_runs
         from evret_core.results.frames import runs_to_csv
 
-        write_output(args.output or "-", runs_to_csv(named_runs(tuple(args.results)), args.level),
+        write_output(args.output or "-", runs_to_csv(runs, args.level),
                      option="--output")
         if args.output and args.output != "-":
             print(f"csv table written to {args.output}", file=sys.stderr)
         return 0
-    data = report_data(*args.results, test=args.test, alpha=args.alpha, max_k=args.max_k)
+    data = report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
     text = make_report(data, format=args.format)
     for warning in [*(data.comparison.warnings if data.comparison is not None else []), *data.warnings]:
         print(f"WARNING: {warning}", file=sys.stderr)
@@ -65,20 +72,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_rag(args: argparse.Namespace) -> int:
+def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
     from evret_core.errors import EvretError
-    from evret_core.report.rag_compare import compare_rag, load_rag_runs, rag_html, rag_markdown
+    from evret_core.report import RAG_FORMATS, RagReportData, render_report
+    from evret_core.report.rag_compare import compare_rag
     from evret_core.results.outputs import write_output
 
-    if args.format not in ("markdown", "html"):
+    if args.format not in RAG_FORMATS:
         raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "
                          f"holds everything else)")
     if (args.corpus or args.dataset_format) and not args.dataset:
         raise EvretError("--corpus and --dataset-format go with --dataset (the question set the runs used)")
     if args.dataset and args.format != "html":
         raise EvretError("--dataset: context texts are shown by the HTML report's drill-down; add --format html")
-    runs = load_rag_runs(args.results)
     questions = None
     if args.dataset:
         from evret_core.cli.rag import load_questions
@@ -88,10 +95,9 @@ def _report_rag(args: argparse.Namespace) -> int:
                                     "dataset_format": args.dataset_format})
         check_questions(runs, questions)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
-    warnings: list[str] = []
-    text = (rag_markdown(runs, comparison) + "\n" if args.format == "markdown"
-            else rag_html(runs, comparison, questions=questions, warnings=warnings))
-    for warning in warnings:
+    data = RagReportData(runs, comparison, questions)
+    text = render_report(data, args.format) + ("\n" if args.format == "markdown" else "")
+    for warning in data.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"builtins", "hookspecs", "kinds", "loading", "registry"})
+_SUBMODULES = frozenset({"builtins", "hookspecs", "kinds", "loading", "recipes", "registry"})
 
 
 def __getattr__(name: str) -> Any:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from evret_core.errors import EvretError
-from evret_core.report.common import ReportData, build_report_data
+from evret_core.report.common import RagReportData, ReportData, build_report_data
 
 FORMATS = ("markdown", "html", "latex")
+RAG_FORMATS = ("markdown", "html")
 
-__all__ = ["FORMATS", "ReportData", "build_report_data", "render_report"]
+__all__ = ["FORMATS", "RAG_FORMATS", "RagReportData", "ReportData", "build_report_data", "render_report"]
 
 
-def render_report(data: ReportData, fmt: str) -> str:
-    """The report of ``data`` as text in ``fmt``: ``markdown``, ``html`` or ``latex``."""
+def render_report(data: ReportData | RagReportData, fmt: str) -> str:
+    """The report of ``data`` as text in ``fmt``: ``markdown``, ``html`` or ``latex`` (retrieval runs); RAG runs
+    (:class:`RagReportData`) go through the same renderers, as ``markdown`` or ``html``."""
     if fmt == "markdown":
         from evret_core.report.markdown import render_markdown
 
@@ -23,6 +25,9 @@ def render_report(data: ReportData, fmt: str) -> str:
     if fmt == "latex":
         from evret_core.report.latex import render_latex
 
+        if isinstance(data, RagReportData):
+            raise EvretError(f"format {fmt!r}: RAG runs are reported as {' or '.join(RAG_FORMATS)} (the results "
+                             f"JSON holds everything else)")
         return render_latex(data)
     raise EvretError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")
 

@@ -1,7 +1,9 @@
 """The Python API of comparisons and reports; ``evret compare`` and ``evret report`` are thin layers over it.
 
-Runs are given as :class:`~evret_core.results.evaluation.EvaluationResults`, as paths of results files, or as one mapping
-of run name -> either; unnamed runs are called ``run1``, ``run2``... (files: their name without ``.json``).
+Runs are given as results (:class:`~evret_core.results.evaluation.EvaluationResults`, or
+:class:`~evret_core.results.rag_results.RagResults` for RAG runs), as paths of results files of either kind, or as
+one mapping of run name -> either; unnamed runs are called ``run1``, ``run2``... (files: their name without
+``.json``). The runs of one call are all retrieval or all RAG runs.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ from pathlib import Path
 
 from evret_core.errors import EvretError
 from evret_core.report import FORMATS, render_report
-from evret_core.report.common import ReportData, build_report_data, compare_runs, run_names
+from evret_core.report.common import RagReportData, ReportData, build_report_data, compare_runs
 from evret_core.results.evaluation import EvaluationResults, atomic_write_text
-from evret_core.results.redact import redact_results
+from evret_core.results.files import load_results, run_names
+from evret_core.results.model import Results
+from evret_core.results.rag_results import RagResults
 from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
 
-Run = EvaluationResults | str | os.PathLike[str]
+Run = Results | str | os.PathLike[str]
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
 
 
-def named_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, EvaluationResults]:
-    """``runs`` as run name -> results, reading files where paths are given."""
+def any_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, Results]:
+    """``runs`` as run name -> results of either kind (retrieval or RAG, not mixed), reading files where paths are
+    given (:func:`~evret_core.results.files.load_results`; a file's results are redacted before they are shown)."""
     if len(runs) == 1 and isinstance(runs[0], Mapping):
         items = list(runs[0].items())
     else:
@@ -30,31 +35,43 @@ def named_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, Evaluatio
         for i, run in enumerate(runs):
             if isinstance(run, Mapping):
                 raise EvretError("give the runs either as one mapping of name -> results or as separate arguments")
-            if not isinstance(run, (EvaluationResults, str, os.PathLike)):
+            if not isinstance(run, (Results, str, os.PathLike)):
                 raise EvretError(f"run {i + 1}: expected EvaluationResults or a results file path, "
                                  f"got {type(run).__name__}")
             loose.append(run)
-        paths = [r for r in loose if not isinstance(r, EvaluationResults)]
+        paths = [r for r in loose if not isinstance(r, Results)]
         file_names = iter(run_names([Path(p) for p in paths]))
-        items = [(next(file_names) if not isinstance(r, EvaluationResults) else f"run{i + 1}", r)
+        items = [(next(file_names) if not isinstance(r, Results) else f"run{i + 1}", r)
                  for i, r in enumerate(loose)]
     if not items:
         raise EvretError("give at least one run (results or a results file)")
-    out: dict[str, EvaluationResults] = {}
+    out: dict[str, Results] = {}
     for name, run in items:
         if not isinstance(name, str) or not name:
             raise EvretError(f"run names must be non-empty strings, got {name!r}")
         if name in out:
             raise EvretError(f"two runs are named {name!r}")
-        if isinstance(run, EvaluationResults):
+        if isinstance(run, Results):
             out[name] = run
         elif isinstance(run, (str, os.PathLike)):
             # a file written before redaction existed may hold a key in a URL or an option: redact before showing
-            out[name] = redact_results(EvaluationResults.from_json(Path(run)))
+            out[name] = load_results(Path(run)).redacted()
         else:
             raise EvretError(f"run {name!r}: expected EvaluationResults or a results file path, "
                              f"got {type(run).__name__}")
+    if len({type(r) for r in out.values()}) > 1:
+        raise EvretError("compare RAG runs (evret rag) with RAG runs and retrieval runs with retrieval runs")
     return out
+
+
+def _retrieval(runs: Mapping[str, Results]) -> dict[str, EvaluationResults]:
+    return {name: r for name, r in runs.items() if isinstance(r, EvaluationResults)}
+
+
+def rag_runs(runs: Mapping[str, Results]) -> dict[str, RagResults] | None:
+    """``runs`` when they are RAG runs, else None."""
+    rag = {name: r for name, r in runs.items() if isinstance(r, RagResults)}
+    return rag if rag and len(rag) == len(runs) else None
 
 
 def compare(
@@ -73,10 +90,15 @@ def compare(
     dropped). Returns a :class:`~evret_core.statistics.inference.Comparison`: ``pairs`` holds one
     :class:`~evret_core.statistics.inference.PairComparison` per (metric, pair) with ``delta`` = mean of b - mean of a.
     """
-    named = named_runs(runs)
+    named = any_runs(runs)
     if len(named) < 2:
         raise EvretError("a comparison needs at least two runs")
-    return compare_runs(named, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
+    rag = rag_runs(named)
+    if rag is not None:  # on the questions every run measured each score on
+        from evret_core.report.rag_compare import compare_rag
+
+        return compare_rag(rag, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    return compare_runs(_retrieval(named), test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                         intersection=intersection)
 
 
@@ -86,17 +108,24 @@ def report_data(
     alpha: float = 0.05,
     seed: int = 0,
     max_k: int | None = None,
-) -> ReportData:
+) -> ReportData | RagReportData:
     """What every report format shows, computed once: the runs, their metric@k curves (up to ``max_k``) and,
     with several runs, their comparison (``test``, ``alpha``) on the queries they share (a warning in
-    ``comparison.warnings`` when the query sets differ). Pass it to :func:`make_report` for each format."""
+    ``comparison.warnings`` when the query sets differ). Pass it to :func:`make_report` for each format.
+    RAG runs give a :class:`RagReportData` (with their comparison when there are several)."""
     if max_k is not None and (isinstance(max_k, bool) or not isinstance(max_k, int) or max_k <= 0):
         raise EvretError(f"max_k must be a positive integer, got {max_k!r}")
-    return build_report_data(named_runs(runs), test=test, alpha=alpha, seed=seed, max_k=max_k)
+    named = any_runs(runs)
+    rag = rag_runs(named)
+    if rag is not None:
+        from evret_core.report.rag_compare import compare_rag
+
+        return RagReportData(rag, compare_rag(rag, test=test, alpha=alpha, seed=seed) if len(rag) > 1 else None)
+    return build_report_data(_retrieval(named), test=test, alpha=alpha, seed=seed, max_k=max_k)
 
 
 def make_report(
-    *runs: Run | Mapping[str, Run] | ReportData,
+    *runs: Run | Mapping[str, Run] | ReportData | RagReportData,
     format: str = "html",
     test: str = "t",
     alpha: float = 0.05,
@@ -106,15 +135,16 @@ def make_report(
     """The report of one or more runs as text: ``html`` (one self-contained page), ``markdown`` or ``latex``.
 
     With several runs it holds their comparison (``test``, ``alpha``; see :func:`report_data`); ``max_k``
-    bounds the metric@k curves. A single :class:`ReportData` from :func:`report_data` is rendered as it is.
+    bounds the metric@k curves. A single :class:`ReportData` from :func:`report_data` is rendered as it is. RAG
+    runs are reported as ``html`` or ``markdown``, by the same renderers.
     """
     if format not in FORMATS:
         raise EvretError(f"unknown report format {format!r}; use one of {', '.join(FORMATS)}")
-    if len(runs) == 1 and isinstance(runs[0], ReportData):
+    if len(runs) == 1 and isinstance(runs[0], (ReportData, RagReportData)):
         return render_report(runs[0], format)
     given: list[Run | Mapping[str, Run]] = []
     for run in runs:
-        if isinstance(run, ReportData):
+        if isinstance(run, (ReportData, RagReportData)):
             raise EvretError("a ReportData is rendered alone: give it as the only run")
         given.append(run)
     return render_report(report_data(*given, test=test, alpha=alpha, seed=seed, max_k=max_k), format)
@@ -131,7 +161,7 @@ def report_format(path: str | os.PathLike[str]) -> str:
 
 def write_report(
     path: str | os.PathLike[str],
-    *runs: Run | Mapping[str, Run] | ReportData,
+    *runs: Run | Mapping[str, Run] | ReportData | RagReportData,
     format: str | None = None,
     test: str = "t",
     alpha: float = 0.05,

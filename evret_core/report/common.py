@@ -1,15 +1,19 @@
-"""What every report format shows, computed once: the runs, their curves and the comparison of the runs."""
+"""What every report format shows, computed once: the runs, their curves and the comparison of the runs (retrieval:
+`ReportData`; RAG: `RagReportData`)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evret_core.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.statistics.inference import Comparison, compare_scores, format_interval
+
+if TYPE_CHECKING:
+    from evret_core.rag.questions.question_sets import QuestionSet
+    from evret_core.results.rag_results import RagResults
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -28,6 +32,23 @@ class ReportData:
     curves: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # what a renderer had to leave out (evret report prints them)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.runs)
+
+
+@dataclass
+class RagReportData:
+    """The RAG runs of a report (name -> results), in order, with their comparison when there are several and the
+    question set they used (the HTML drill-down then shows each context's text). Rendered by the same entry point
+    and renderers as :class:`ReportData` (:func:`evret_core.report.render_report`)."""
+
+    runs: dict[str, RagResults]
+    comparison: Comparison | None = None
+    questions: QuestionSet | None = None
+    warnings: list[str] = field(default_factory=list)  # what a renderer had to leave out (evret report prints them)
+    title: str = ""  # the HTML page's subtitle; default: the run names
 
     @property
     def names(self) -> list[str]:
@@ -53,19 +74,6 @@ def ppi_rows(data: ReportData) -> list[tuple[str, list[str]]]:
 
 PPI_NOTE = ("prediction-powered estimates and intervals: the judged scores rectified by a labelled subset, so the "
             "interval includes the judge's error (evret calibrate --ppi-truth)")
-
-
-def run_names(paths: Sequence[str | Path]) -> list[str]:
-    """Each results file's name without its suffix; repeated names get ``#1``, ``#2``."""
-    stems = [Path(p).stem for p in paths]
-    return [s if stems.count(s) == 1 else f"{s}#{i + 1}" for i, s in enumerate(stems)]
-
-
-def load_runs(paths: Sequence[str | Path]) -> dict[str, EvaluationResults]:
-    """Read results files, named by :func:`run_names`."""
-    if not paths:
-        raise EvretError("give at least one results file")
-    return {name: EvaluationResults.from_json(Path(p)) for name, p in zip(run_names(paths), paths, strict=True)}
 
 
 def common_metrics(runs: dict[str, EvaluationResults]) -> list[str]:

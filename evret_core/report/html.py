@@ -22,8 +22,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
-from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, truncation_notes
+from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, clean_text, ppi_rows
+from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, text_cap, truncation_notes
 from evret_core.statistics.inference import format_interval
 
 SECTIONS = ("metrics", "curves", "slices", "comparison", "queries", "manifest")
@@ -176,10 +176,12 @@ def _manifest_json(value: dict[str, Any]) -> tuple[str, bool]:
     return text[:MANIFEST_CHARS] + f"\n... ({len(text) - MANIFEST_CHARS:,} more characters in the results file)", True
 
 
-def render_html(data: ReportData, data_budget: int | None = None) -> str:
+def render_html(data: ReportData | RagReportData, data_budget: int | None = None) -> str:
     """The whole report as one HTML document within ``PAGE_BUDGET`` bytes when the page without its drill-down
     fits (``data_budget`` overrides the drill-down's share); it loads nothing from anywhere (a CSP forbids it).
-    What had to be cut is listed on the page and appended to ``data.warnings``."""
+    What had to be cut is listed on the page and appended to ``data.warnings``. RAG runs: :func:`render_rag_html`."""
+    if isinstance(data, RagReportData):
+        return render_rag_html(data, data_budget)
     level = next((r.confidence_level for r in data.runs.values() if r.confidence_level), None)
     manifests, cut_manifests = [], []
     for name, r in data.runs.items():
@@ -212,3 +214,92 @@ def render_html(data: ReportData, data_budget: int | None = None) -> str:
         if note not in data.warnings:
             data.warnings.append(f"HTML report: {note}")
     return template.render(context)
+
+
+def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
+    """The RAG report of ``data`` as one HTML page that loads nothing (the retrieval report's environment, style
+    and content policy): the sections of :func:`~evret_core.report.rag_document.rag_sections`, then the
+    per-question drill-down of the runs (:func:`~evret_core.report.rag_document.question_drilldown`): one collapsed entry per
+    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
+    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
+    that six questions and four conditions share is stored once, not 24 times).
+
+    The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
+    fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
+    do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common
+    length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said on the page and appended to ``data.warnings``."""
+    from evret_core.report.rag_document import MAX_QUESTIONS, PREVIEW_CHARS, question_drilldown, rag_sections
+
+    runs, questions, warnings = data.runs, data.questions, data.warnings
+    sections = rag_sections(runs, data.comparison)
+    title = data.title or ", ".join(runs)
+    budget = PAGE_BUDGET if budget is None else budget
+    template = environment().get_template("rag.html.j2")
+    drill = question_drilldown(runs, questions=questions) if runs else []
+    total = len({qid for r in runs.values() for qid in r.per_question})
+    notes: list[str] = []
+
+    def stored(shown: list[dict[str, Any]]) -> list[str]:
+        return list(dict.fromkeys(d["text"] for q in shown for d in q["texts"] if d["text"] is not None))
+
+    def page(shown: list[dict[str, Any]], cap: int | None, preview: int) -> str:
+        index = {t: n for n, t in enumerate(stored(shown), start=1)}
+        ids: dict[int, list[str]] = {}
+        rows = []
+        for q in shown:
+            texts = []
+            for d in q["texts"]:
+                ref = index.get(d["text"]) if d["text"] is not None else None
+                if ref is not None and d["id"] not in ids.setdefault(ref, []):
+                    ids[ref].append(d["id"])
+                texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
+            rows.append({**q, "texts": texts})
+        store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
+        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
+                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
+
+    margin = 4096  # the notes
+    size = len(page(drill, 0, 0).encode("utf-8"))
+    while drill and size > budget - margin:  # the markup alone is too big: fewer questions
+        drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
+        size = len(page(drill, 0, 0).encode("utf-8"))
+    texts = stored(drill)
+    for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
+        html = page(drill, None, preview)
+        if len(html.encode("utf-8")) <= budget - margin:
+            break
+    if len(html.encode("utf-8")) > budget - margin:
+        with_previews = len(page(drill, 0, preview).encode("utf-8"))
+        if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
+            preview = 0
+        else:
+            size = with_previews
+        room = budget - margin - size
+        cap = text_cap(texts, room)
+        html = page(drill, cap, preview)
+        for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
+            over = len(html.encode("utf-8")) - (budget - margin)
+            if over <= 0:
+                break
+            room -= over + 1024
+            cap = text_cap(texts, max(0, room))
+            html = page(drill, cap, preview)
+    else:
+        cap = None
+    if runs and len(drill) < min(total, MAX_QUESTIONS):
+        notes.append(f"the drill-down holds the first {len(drill)} of {total} questions: the others do not fit the "
+                     f"report's {budget / 1e6:g} MB budget (the results file holds them all)")
+    if questions is not None and not preview:
+        notes.append(f"the drill-down links each context to its text without a preview, to fit the report's "
+                     f"{budget / 1e6:g} MB budget")
+    if cap is not None:
+        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} distinct context texts are cut to "
+                     f"{cap} characters to fit the report's {budget / 1e6:g} MB budget")
+    if notes:
+        html = page(drill, cap, preview)
+        warnings += [f"HTML report: {n}" for n in notes]
+    return html
+
+
+def _cut(text: str | None, cap: int | None) -> str | None:
+    return text if text is None or cap is None or len(text) <= cap else text[:cap] + "\u2026"

@@ -1,9 +1,20 @@
-"""Markdown report: metrics with intervals, slices and the comparison of runs, as GitHub-flavoured tables."""
+"""Markdown report: metrics with intervals, slices and the comparison of runs, as GitHub-flavoured tables.
+
+One Markdown writer for both kinds of runs: retrieval reports (:class:`ReportData`) and RAG reports
+(:class:`RagReportData`, whose document of titled tables comes from :mod:`evret_core.report.rag_document`) use the
+same table, heading and escaping rules.
+"""
 
 from __future__ import annotations
 
-from evret_core.report.common import PPI_NOTE, ReportData, clean_text, ppi_rows
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, clean_text, ppi_rows
 from evret_core.statistics.inference import format_interval
+
+if TYPE_CHECKING:
+    from evret_core.report.rag_document import Section
 
 
 def md_escape(text: str) -> str:
@@ -12,13 +23,34 @@ def md_escape(text: str) -> str:
             .replace("\r", " ").replace("\n", " "))
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """The lines of a GitHub-flavoured table (cells as given: escape them with :func:`md_escape` first)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines
 
 
-def render_markdown(data: ReportData) -> str:
+
+def render_sections(title: str, sections: Sequence[Section]) -> str:
+    """A document of titled tables (headings, notes, tables; every text escaped) under ``# title``."""
+    lines = [f"# {title}", ""]
+    for s in sections:
+        lines += ["#" * s.level + " " + md_escape(s.title), ""]
+        if s.note:
+            lines += [md_escape(s.note), ""]
+        if s.header:
+            lines += md_table([md_escape(h) for h in s.header], [[md_escape(c) for c in row] for row in s.rows])
+            lines.append("")
+    return "\n".join(lines)
+
+
+def render_markdown(data: ReportData | RagReportData) -> str:
+    """The Markdown report of ``data``: retrieval runs, or RAG runs (the sections of
+    :func:`evret_core.report.rag_document.rag_sections`)."""
+    if isinstance(data, RagReportData):
+        from evret_core.report.rag_document import rag_sections
+
+        return render_sections("RAG evaluation", rag_sections(data.runs, data.comparison))
     lines: list[str] = ["# Evret report", ""]
     for name, results in data.runs.items():
         m = results.manifest
@@ -27,13 +59,13 @@ def render_markdown(data: ReportData) -> str:
         lines.append(f"- **{md_escape(name)}**: {md_escape(str(dataset))}, {results.num_queries} queries{level}"
                      + (f", dataset hash `{m.dataset.get('hash', '')[:12]}`" if m and m.dataset.get("hash") else ""))
     lines += ["", "## Metrics", ""]
-    lines += _table(["metric"] + [md_escape(n) for n in data.names],
+    lines += md_table(["metric"] + [md_escape(n) for n in data.names],
                     [[md_escape(metric)] + [format_interval(r.scores[metric], r.intervals.get(metric))
                                             for r in data.runs.values()] for metric in data.metrics])
     ppi = ppi_rows(data)
     if ppi:
         lines += ["", "## Intervals that include judge error", "", PPI_NOTE[0].upper() + PPI_NOTE[1:] + ".", ""]
-        lines += _table(["metric"] + [md_escape(n) for n in data.names],
+        lines += md_table(["metric"] + [md_escape(n) for n in data.names],
                         [[md_escape(metric)] + cells for metric, cells in ppi])
     if data.comparison is not None:
         c = data.comparison
@@ -45,7 +77,7 @@ def render_markdown(data: ReportData) -> str:
             delta = f"{p.delta:+.4f}"
             rows.append([md_escape(p.metric), md_escape(f"{p.b} vs {p.a}"), f"**{delta}**" if p.significant else delta,
                          f"{p.p_value:.4g}", f"{p.p_adjusted:.4g}", f"{p.effect_size:+.2f}"])
-        lines += _table(["metric", "pair", "delta", "p", "p_adjusted", "effect size (d)"], rows)
+        lines += md_table(["metric", "pair", "delta", "p", "p_adjusted", "effect size (d)"], rows)
         for warning in c.warnings:
             lines += ["", f"> WARNING: {md_escape(warning)}"]
     for name, results in data.runs.items():
@@ -54,5 +86,5 @@ def render_markdown(data: ReportData) -> str:
             rows = [[md_escape(value) + (" (small)" if sl.small else ""), str(sl.n)]
                     + [format_interval(sl.scores[m], sl.intervals.get(m)) for m in data.metrics]
                     for value, sl in values.items()]
-            lines += _table(["value", "N"] + [md_escape(m) for m in data.metrics], rows)
+            lines += md_table(["value", "N"] + [md_escape(m) for m in data.metrics], rows)
     return "\n".join(lines) + "\n"

@@ -1,5 +1,5 @@
 """RAG runs in ``evret compare`` and ``evret report``: paired tests between RAG runs, and the report (Markdown or
-HTML, :mod:`evret_core.report.rag_document`).
+HTML, through :func:`evret_core.report.render_report` like retrieval reports).
 
 Scores are compared under ``SECTION/METRIC`` names (``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``,
 an adversarial condition's ``injection/correct``...): a metric is tested on the questions every run measured it
@@ -9,16 +9,16 @@ Holm-Bonferroni correction that retrieval comparisons use.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 
 import numpy as np
 
 from evret_core.errors import EvretError
 from evret_core.rag.questions.question_sets import QuestionSet
-from evret_core.report.rag_document import rag_sections, render_html, render_markdown
+from evret_core.report import render_report
+from evret_core.report.common import RagReportData
+from evret_core.results.model import ScoreView
 from evret_core.results.rag_results import RagResults
-from evret_core.statistics.gates import FlatScores, rag_scores
 from evret_core.statistics.inference import (
     TESTS,
     Comparison,
@@ -31,23 +31,6 @@ from evret_core.statistics.inference import (
 HEADLINE = ("retrieval/recall@5", "retrieval/mrr@10", "retrieval/ndcg@10")
 
 
-def is_rag_file(path: str | Path) -> bool:
-    """Whether ``path`` holds RAG results (``"schema": "evret-rag"`` among its first bytes)."""
-    try:
-        with Path(path).open("rb") as handle:
-            head = handle.read(512)
-    except OSError:
-        return False
-    return b'"evret-rag"' in head
-
-
-def load_rag_runs(paths: Sequence[str | Path]) -> dict[str, RagResults]:
-    """RAG results files by run name (the file name without suffix; repeated names get ``#1``, ``#2``)."""
-    from evret_core.report.common import run_names
-
-    return {name: RagResults.from_json(Path(p)) for name, p in zip(run_names(paths), paths, strict=True)}
-
-
 def compare_rag(runs: Mapping[str, RagResults], test: str = "t", alpha: float = 0.05, n_resamples: int = 10000,
                 seed: int = 0, top: int = 5) -> Comparison:
     """Every pair of runs on every score they share, paired over the questions measured in both."""
@@ -55,7 +38,7 @@ def compare_rag(runs: Mapping[str, RagResults], test: str = "t", alpha: float = 
         raise EvretError(f"unknown test {test!r}; use one of {', '.join(TESTS)}")
     if len(runs) < 2:
         raise EvretError("a comparison needs at least two runs")
-    flat: dict[str, FlatScores] = {name: rag_scores(r) for name, r in runs.items()}
+    flat: dict[str, ScoreView] = {name: r.score_view() for name, r in runs.items()}
     names = list(flat)
     questions = [set(f.per_query) for f in flat.values()]
     if any(q != questions[0] for q in questions):
@@ -89,15 +72,15 @@ def compare_rag(runs: Mapping[str, RagResults], test: str = "t", alpha: float = 
 
 def flat_means(runs: Mapping[str, RagResults]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[float]]]]:
     """Each run's ``SECTION/METRIC`` means and intervals (for the comparison table)."""
-    flat = {name: rag_scores(r) for name, r in runs.items()}
+    flat = {name: r.score_view() for name, r in runs.items()}
     return {n: f.scores for n, f in flat.items()}, {n: f.intervals for n, f in flat.items()}
 
 
 def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
     """A Markdown report of one or more RAG runs: retrieval, generation per condition, attribution, condition
     differences, slices by tag and condition, adversarial rates, and the comparison of runs when there are several
-    (:mod:`evret_core.report.rag_document`)."""
-    return render_markdown(rag_sections(runs, comparison))
+    (:func:`evret_core.report.render_report` of a :class:`~evret_core.report.common.RagReportData`)."""
+    return render_report(RagReportData(dict(runs), comparison), "markdown")
 
 
 def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = None,
@@ -106,8 +89,11 @@ def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = Non
     each context's text when the runs' ``questions`` are given; what was cut to fit goes to ``warnings``."""
     if questions is not None:
         check_questions(runs, questions)
-    return render_html(rag_sections(runs, comparison), ", ".join(runs), runs=runs, questions=questions,
-                       warnings=warnings)
+    data = RagReportData(dict(runs), comparison, questions)
+    html = render_report(data, "html")
+    if warnings is not None:
+        warnings += data.warnings
+    return html
 
 
 def check_questions(runs: Mapping[str, RagResults], questions: QuestionSet, option: str = "--dataset") -> None:

@@ -1,9 +1,12 @@
-"""The RAG report as a document of titled tables, written as Markdown or as one self-contained HTML page.
+"""The RAG report as a document of titled tables, and the per-question drill-down of its HTML page.
 
 :func:`rag_sections` computes what the report says once (retrieval, generation per condition, failure
-attribution, condition differences, slices, adversarial rates, the comparison of runs); :func:`render_markdown`
-and :func:`render_html` only lay it out. Every text from a results file (run names, tags, tag values, condition
-names) is escaped by the renderer: pipes and brackets in Markdown cells, HTML autoescaping in the page.
+attribution, condition differences, slices, adversarial rates, the comparison of runs) and
+:func:`question_drilldown` what the page shows per question; the report's renderers lay them out, the same ones as
+retrieval reports' (:func:`evret_core.report.render_report` with a :class:`~evret_core.report.common.RagReportData`:
+:mod:`evret_core.report.markdown`, :mod:`evret_core.report.html`). Every text from a results file (run names, tags,
+tag values, condition names) is escaped by the renderer: pipes and brackets in Markdown cells, HTML autoescaping
+in the page.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from evret_core.rag.questions.question_sets import QuestionSet
 from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
 from evret_core.statistics.inference import Comparison, format_interval
 
-__all__ = ["Section", "question_drilldown", "rag_sections", "render_html", "render_markdown"]
+__all__ = ["Section", "question_drilldown", "rag_sections"]
 
 MAX_QUESTIONS = 1000  # questions in the HTML drill-down; the results file holds them all
 PREVIEW_CHARS = 160  # of each context text, in the question's list (the whole text is at the page's end)
@@ -98,22 +101,6 @@ def rag_sections(runs: Mapping[str, RagResults], comparison: Comparison | None =
                            [[p.metric, f"{p.b} vs {p.a}", f"{p.delta:+.4f}", str(p.n),
                              f"{p.p_adjusted:.3g}{' *' if p.significant else ''}"] for p in comparison.pairs]))
     return out
-
-
-def render_markdown(sections: Sequence[Section]) -> str:
-    """The sections as Markdown under ``# RAG evaluation`` (table cells escaped)."""
-    from evret_core.report.markdown import md_escape
-
-    lines = ["# RAG evaluation", ""]
-    for s in sections:
-        lines += ["#" * s.level + " " + md_escape(s.title), ""]
-        if s.note:
-            lines += [md_escape(s.note), ""]
-        if s.header:
-            lines += ["| " + " | ".join(map(md_escape, s.header)) + " |", "|---" * len(s.header) + "|"]
-            lines += ["| " + " | ".join(map(md_escape, row)) + " |" for row in s.rows]
-            lines.append("")
-    return "\n".join(lines)
 
 
 def _answer_line(oc: Any) -> str:
@@ -201,92 +188,3 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
             entry["texts"].append(row)
         out.append(entry)
     return out
-
-
-def render_html(sections: Sequence[Section], title: str = "RAG evaluation",
-                runs: Mapping[str, RagResults] | None = None, questions: QuestionSet | None = None,
-                warnings: list[str] | None = None, budget: int | None = None) -> str:
-    """The sections as one HTML page that loads nothing (same style and content policy as ``evret report``), with
-    the per-question drill-down of ``runs`` (:func:`question_drilldown`) when given: one collapsed entry per
-    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
-    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
-    that six questions and four conditions share is stored once, not 24 times).
-
-    The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
-    fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
-    do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common length that fits (``text_cap``, as the
-    retrieval report cuts its texts). What was cut is said on the page and appended to ``warnings``."""
-    from evret_core.report.drilldown import PAGE_BUDGET, text_cap
-    from evret_core.report.html import PALETTE, environment
-
-    budget = PAGE_BUDGET if budget is None else budget
-    template = environment().get_template("rag.html.j2")
-    drill = question_drilldown(runs, questions=questions) if runs else []
-    total = len({qid for r in (runs or {}).values() for qid in r.per_question})
-    notes: list[str] = []
-
-    def stored(shown: list[dict[str, Any]]) -> list[str]:
-        return list(dict.fromkeys(d["text"] for q in shown for d in q["texts"] if d["text"] is not None))
-
-    def page(shown: list[dict[str, Any]], cap: int | None, preview: int) -> str:
-        index = {t: n for n, t in enumerate(stored(shown), start=1)}
-        ids: dict[int, list[str]] = {}
-        rows = []
-        for q in shown:
-            texts = []
-            for d in q["texts"]:
-                ref = index.get(d["text"]) if d["text"] is not None else None
-                if ref is not None and d["id"] not in ids.setdefault(ref, []):
-                    ids[ref].append(d["id"])
-                texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
-            rows.append({**q, "texts": texts})
-        store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
-        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
-                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
-
-    margin = 4096  # the notes
-    size = len(page(drill, 0, 0).encode("utf-8"))
-    while drill and size > budget - margin:  # the markup alone is too big: fewer questions
-        drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
-        size = len(page(drill, 0, 0).encode("utf-8"))
-    texts = stored(drill)
-    for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
-        html = page(drill, None, preview)
-        if len(html.encode("utf-8")) <= budget - margin:
-            break
-    if len(html.encode("utf-8")) > budget - margin:
-        with_previews = len(page(drill, 0, preview).encode("utf-8"))
-        if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
-            preview = 0
-        else:
-            size = with_previews
-        room = budget - margin - size
-        cap = text_cap(texts, room)
-        html = page(drill, cap, preview)
-        for _ in range(8):  # escaping (&lt; for <) makes a text longer in the page than in the file: cut again
-            over = len(html.encode("utf-8")) - (budget - margin)
-            if over <= 0:
-                break
-            room -= over + 1024
-            cap = text_cap(texts, max(0, room))
-            html = page(drill, cap, preview)
-    else:
-        cap = None
-    if runs and len(drill) < min(total, MAX_QUESTIONS):
-        notes.append(f"the drill-down holds the first {len(drill)} of {total} questions: the others do not fit the "
-                     f"report's {budget / 1e6:g} MB budget (the results file holds them all)")
-    if questions is not None and not preview:
-        notes.append(f"the drill-down links each context to its text without a preview, to fit the report's "
-                     f"{budget / 1e6:g} MB budget")
-    if cap is not None:
-        notes.append(f"{sum(1 for t in texts if len(t) > cap)} of {len(texts)} distinct context texts are cut to "
-                     f"{cap} characters to fit the report's {budget / 1e6:g} MB budget")
-    if notes:
-        html = page(drill, cap, preview)
-        if warnings is not None:
-            warnings += [f"HTML report: {n}" for n in notes]
-    return html
-
-
-def _cut(text: str | None, cap: int | None) -> str | None:
-    return text if text is None or cap is None or len(text) <= cap else text[:cap] + "\u2026"

@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"evaluation", "frames", "outputs", "per_query", "rag_results", "redact", "tracking"})
+_SUBMODULES = frozenset({"evaluation", "files", "frames", "model", "outputs", "per_query", "rag_results", "redact",
+                         "tracking"})
 
 
 def __getattr__(name: str) -> Any:

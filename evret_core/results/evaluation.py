@@ -8,22 +8,21 @@ files still load (those fields are empty).
 from __future__ import annotations
 
 import json
-import math
 import platform
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from evret_core.assign import answer_coverage, coverage_matrix
-from evret_core.data.corpus import loads_json, read_text
-from evret_core.errors import EvretError, describe_validation_error
+from evret_core.errors import EvretError
+from evret_core.results.model import Results, ScoreView, ValueCheck, metric_value_range
 from evret_core.results.outputs import write_output
 from evret_core.results.per_query import Judgment, QueryResult, QueryTable
-from evret_core.results.redact import redact, redact_sections
+from evret_core.results.redact import redact
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
            "atomic_write_text", "build_manifest", "check_results", "metric_value_range"]
@@ -67,14 +66,19 @@ class Manifest(BaseModel):
     platform: str = ""
 
 
-class EvaluationResults(BaseModel):
+class EvaluationResults(Results):
     """The outcome of an evaluation: ``scores`` (metric -> mean) with ``intervals`` (metric -> [low, high]),
     ``per_query`` detail, ``slices`` per tag value, and the ``manifest`` that says how it was produced.
 
     From the evaluator, ``per_query`` is a :class:`~evret_core.results.per_query.QueryTable`: a mapping that builds a
     query's :class:`QueryResult` when it is looked up (``results.per_query["q1"]``) and streams when iterated;
-    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict.
+    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict. The base
+    :class:`~evret_core.results.model.Results` reads, checks and writes it as it does RAG results.
     """
+
+    KIND: ClassVar[str] = "retrieval"
+    LABEL: ClassVar[str] = "results"
+    SCHEMA_VERSION: ClassVar[int] = SCHEMA_VERSION
 
     schema_version: int = SCHEMA_VERSION
     scores: dict[str, float]
@@ -105,14 +109,13 @@ class EvaluationResults(BaseModel):
         """The results as JSON text; with ``path``, streamed there instead (atomically: all or nothing) and None
         returned, so a large run is never one string in memory."""
         if path is not None:
-            atomic_write_text(Path(path), self.iter_json(indent))
+            self.write(path, indent)
             return None
-        return "".join(self.iter_json(indent)).rstrip("\n")
+        return self.json_text(indent)
 
     def iter_json(self, indent: int | None = 2) -> Iterator[str]:
         """The results JSON in chunks (one per query for ``per_query``), ending with a newline."""
-        # keys and URL credentials never reach a results file, whoever built the results
-        head = redact_sections(json.loads(self.model_dump_json(exclude={"per_query"})))
+        head = self.redacted_sections(json.loads(self.model_dump_json(exclude={"per_query"})))
         pad = "" if indent is None else " " * indent
         nl = "" if indent is None else "\n"
         sep = ": " if indent is not None else ":"
@@ -146,26 +149,25 @@ class EvaluationResults(BaseModel):
         yield "}\n"
 
     @classmethod
-    def from_json(cls, path_or_text: str | Path) -> EvaluationResults:
-        """Read results written by :meth:`to_json` (a path, or the JSON text itself)."""
-        if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
-            path = Path(path_or_text)
-            text, source = read_text(path, "results file"), str(path)
-        else:
-            text, source = str(path_or_text), "<json>"
-        data = loads_json(text, source)
+    def check_document(cls, data: Any, source: str) -> None:
         if not isinstance(data, dict) or "per_query" not in data or "scores" not in data:
             raise EvretError(f"{source}: not an Evret results file (no 'scores' and 'per_query')")
-        version = data.get("schema_version", 1)
-        if not isinstance(version, int) or version > SCHEMA_VERSION:
-            raise EvretError(f"{source}: results schema_version {version!r} is newer than this Evret reads "
-                             f"({SCHEMA_VERSION}); upgrade evret-core")
-        try:
-            results = cls.model_validate(data)
-        except ValidationError as exc:  # one line naming the file and the field
-            raise EvretError(f"{source}: not an Evret results file ({describe_validation_error(exc)})") from None
-        check_results(results, source)
-        return results
+
+    def check_values(self, source: str) -> None:
+        check_results(self, source)
+
+    def score_view(self) -> ScoreView:
+        """Means, intervals and per-query scores by metric name."""
+        return ScoreView(dict(self.scores), dict(self.intervals), self.per_query_scores())
+
+    def redacted(self) -> EvaluationResults:
+        from evret_core.results.redact import redact_results
+
+        return redact_results(self.model_copy())
+
+    def manifest_dict(self) -> dict[str, Any]:
+        """The manifest, redacted (empty for a version 1 file, which has none)."""
+        return redact(self.manifest.model_dump()) if self.manifest is not None else {}
 
     def to_pandas(self, level: str = "query") -> Any:
         """A pandas DataFrame with one row per query (``level="query"``: metrics, tags) or per judged document
@@ -233,78 +235,31 @@ class EvaluationResults(BaseModel):
         return curves
 
 
-def metric_value_range(name: str) -> tuple[float, float] | None:
-    """The [low, high] that every per-query value of metric ``name`` lies in (``recall@5``: [0, 1]), or None when
-    the metric does not say or cannot be created here (a plugin's metric that is not installed)."""
-    from evret_core.plugins.registry import create_metric
-
-    try:
-        bounds = getattr(create_metric(name), "value_range", None)
-    except EvretError:
-        return None
-    return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
-
-
-# a stored mean may differ from the mean recomputed here by summation order only
-_MEAN_TOLERANCE = 1e-9
-# a value just outside its range by rounding is still in it
-_RANGE_TOLERANCE = 1e-9
-
-
 def check_results(results: EvaluationResults, source: str) -> None:
     """Refuse results whose numbers cannot be what Evret wrote: a per-query score that is NaN, infinite or outside
     its metric's range, a ``per_query`` key holding another query's record, a mean that is not the mean of its
     per-query values, an interval that is not ``[low, high]`` with finite ``low <= high``. Errors name ``source``,
     the query and the metric, so a hand-edited or damaged file never reaches a report or a gate."""
-    ranges: dict[str, tuple[float, float] | None] = {}
-
-    def bounds(metric: str) -> tuple[float, float] | None:
-        if metric not in ranges:
-            ranges[metric] = metric_value_range(metric)
-        return ranges[metric]
-
-    def check_value(value: float, metric: str, where: str) -> None:
-        if not math.isfinite(value):
-            raise EvretError(f"{source}: {where}: {metric} is {value!r}, not a finite number; the file was "
-                             f"edited or damaged (re-run the evaluation)")
-        limits = bounds(metric)
-        if limits is not None and not limits[0] - _RANGE_TOLERANCE <= value <= limits[1] + _RANGE_TOLERANCE:
-            raise EvretError(f"{source}: {where}: {metric} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], "
-                             f"the range of {metric}; the file was edited or damaged (re-run the evaluation)")
-
+    check = ValueCheck(source)
     columns: dict[str, list[float]] = {}
     for qid, qr in results.per_query.items():
         if qr.query_id != qid:
             raise EvretError(f"{source}: per_query key {qid!r} holds the record of query {qr.query_id!r}; the "
                              f"file was edited or damaged")
         for metric, value in qr.scores.items():
-            check_value(value, metric, f"query {qid!r}")
+            check.value(value, metric, f"query {qid!r}")
             columns.setdefault(metric, []).append(value)
-    n = len(results.per_query)
     for metric, stored in results.scores.items():
-        check_value(stored, metric, "scores")
-        values = columns.get(metric)
-        if not values:
-            continue
-        with np.errstate(over="ignore", invalid="ignore"):
-            present = float(np.mean(values))
-            filled = float(np.sum(values)) / n if n else present  # a query without the metric counted as 0
-        if not any(math.isfinite(m) and abs(stored - m) <= _MEAN_TOLERANCE * max(1.0, abs(m))
-                   for m in (present, filled)):
-            raise EvretError(f"{source}: scores.{metric} is {stored!r} but the mean of its {len(values)} per-query "
-                             f"values is {present!r}; the file was edited or damaged (re-run the evaluation)")
-    intervals = [(f"intervals.{m}", m, v) for m, v in results.intervals.items()]
+        check.value(stored, metric, "scores")
+        check.mean(stored, columns.get(metric, []), metric, f"scores.{metric}", total=len(results.per_query))
+    for metric, interval in results.intervals.items():
+        check.interval(interval, metric, f"intervals.{metric}")
     for tag, groups in results.slices.items():
         for group, sliced in groups.items():
             for metric, value in sliced.scores.items():
-                check_value(value, metric, f"slices.{tag}.{group}.scores")
-            intervals += [(f"slices.{tag}.{group}.intervals.{m}", m, v) for m, v in sliced.intervals.items()]
-    for where, metric, interval in intervals:
-        if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:
-            raise EvretError(f"{source}: {where} is {interval!r}; an interval is [low, high] with finite "
-                             f"low <= high (the file was edited or damaged)")
-        for x in interval:
-            check_value(x, metric, where)
+                check.value(value, metric, f"slices.{tag}.{group}.scores")
+            for metric, interval in sliced.intervals.items():
+                check.interval(interval, metric, f"slices.{tag}.{group}.intervals.{metric}")
 
 
 def _model_identifiers(config: Any, prefix: str) -> dict[str, Any]:

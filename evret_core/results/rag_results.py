@@ -1,21 +1,24 @@
 """RAG results: retrieval, generation and joint sections, per question and per condition.
 
-A versioned schema of its own (``schema: "evret-rag"``, ``schema_version``), documented in ``docs/rag.md``.
+A versioned schema of its own (``schema: "evret-rag"``, ``schema_version``), documented in ``docs/rag.md``; read,
+checked and written by the shared :class:`~evret_core.results.model.Results` base, as retrieval results are.
 Scores that do not apply (the citation precision of an answer without citations, the F1 of a question with only
 gold ids) are ``null``, never 0, and are left out of the means; ``n`` says how many questions each mean covers.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from evret_core.errors import EvretError
 from evret_core.rag.generate.generators import Answer
+from evret_core.results.model import Results, ScoreView, ValueCheck, metric_value_range
+from evret_core.results.outputs import write_output
 
 RAG_SCHEMA = "evret-rag"
 RAG_SCHEMA_VERSION = 1
@@ -81,7 +84,7 @@ class Difference(BaseModel):
     n: int
 
 
-class RagResults(BaseModel):
+class RagResults(Results):
     """The outcome of a RAG evaluation; see the module docs for the schema."""
 
     schema_: str = Field(default=RAG_SCHEMA, alias="schema")
@@ -104,48 +107,132 @@ class RagResults(BaseModel):
 
     model_config = {"populate_by_name": True}
 
+    KIND: ClassVar[str] = "rag"
+    LABEL: ClassVar[str] = "RAG results"
+    SCHEMA_VERSION: ClassVar[int] = RAG_SCHEMA_VERSION
+    TEXT_SOURCE: ClassVar[str] = "RAG results"
+
     def to_json(self, path: str | Path | None = None, indent: int | None = 2) -> str:
         """The results as JSON (``schema`` first); with ``path``, also written there atomically. Keys and URL
-        credentials in ``config`` and ``stats`` are redacted (:func:`evret_core.results.redact.redact_sections`)."""
-        from evret_core.results.redact import redact_sections
-
-        written = self.model_copy(update=redact_sections({"config": self.config, "stats": self.stats}))
-        text = written.model_dump_json(indent=indent, by_alias=True)
+        credentials in ``config`` and ``stats`` are redacted (:meth:`~evret_core.results.model.Results.redacted_sections`)."""
+        text = self.json_text(indent)
         if path is not None:
-            from evret_core.results.evaluation import atomic_write_text
-
-            atomic_write_text(Path(path), text + "\n")
+            write_output(Path(path), text + "\n")
         return text
 
-    @classmethod
-    def from_json(cls, path_or_text: str | Path) -> RagResults:
-        """Load results written by :meth:`to_json` (a path or the JSON text itself)."""
-        text = str(path_or_text)
-        where = "RAG results"
-        if not text.lstrip().startswith("{"):
-            from evret_core.data.corpus import read_text
+    def iter_json(self, indent: int | None = 2) -> Iterator[str]:
+        written = self.model_copy(update=self.redacted_sections({"config": self.config, "stats": self.stats}))
+        yield written.model_dump_json(indent=indent, by_alias=True) + "\n"
 
-            where = text
-            text = read_text(text, what="RAG results file")
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EvretError(f"{where}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    @classmethod
+    def check_document(cls, data: Any, source: str) -> None:
         if not isinstance(data, dict) or data.get("schema") != RAG_SCHEMA:
-            raise EvretError(f"{where}: not an Evret RAG results file (no \"schema\": \"{RAG_SCHEMA}\")")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or version > RAG_SCHEMA_VERSION:
-            raise EvretError(f"{where}: schema_version {version!r} is newer than this Evret reads "
-                             f"({RAG_SCHEMA_VERSION}); upgrade evret-core")
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise EvretError(f"{where}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+            raise EvretError(f"{source}: not an Evret RAG results file (no \"schema\": \"{RAG_SCHEMA}\")")
+
+    @classmethod
+    def validation_message(cls, source: str, problem: str) -> str:
+        return f"{source}: {problem}"
+
+    def check_values(self, source: str) -> None:
+        check_rag_results(self, source)
+
+    def score_view(self) -> ScoreView:
+        """The gateable scores: ``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``...; per question, the
+        scores that apply to it."""
+        scores = {f"retrieval/{m}": v for m, v in self.retrieval.items()}
+        intervals = {f"retrieval/{m}": v for m, v in self.retrieval_intervals.items()}
+        for condition, means in self.generation.items():
+            scores.update({f"{condition}/{m}": v for m, v in means.items() if v is not None})
+            intervals.update({f"{condition}/{m}": v for m, v in self.generation_intervals.get(condition, {}).items()})
+        per_query: dict[str, dict[str, float]] = {}
+        for qid, q in self.per_question.items():
+            row = {f"retrieval/{m}": v for m, v in (q.retrieval or {}).items()}
+            for condition, outcome in q.conditions.items():
+                row.update({f"{condition}/{m}": v for m, v in outcome.scores.items() if v is not None})
+            per_query[qid] = row
+        return ScoreView(scores, intervals, per_query)
+
+    def manifest_dict(self) -> dict[str, Any]:
+        """What reproduces the run (RAG files store no manifest: it is built from ``config``), redacted."""
+        import platform
+
+        from evret_core import __version__
+        from evret_core.results.evaluation import _plugin_versions
+        from evret_core.results.redact import redact
+
+        config = redact(self.config)
+        return {"evret_version": __version__, "schema": self.schema_, "schema_version": self.schema_version,
+                "num_questions": len(self.per_question), "conditions": list(self.conditions),
+                **{part: config.get(part) for part in ("retriever", "generator", "claim_judge", "answer_judge",
+                                                       "relevance", "executor", "k", "seed")},
+                "confidence_level": self.confidence_level, "plugins": _plugin_versions(),
+                "python": platform.python_version(), "platform": platform.platform(terse=True)}
 
     def summary_rows(self) -> list[tuple[str, str, float | None]]:
         """``(condition, metric, mean)`` rows of the generation section, in condition order."""
         return [(c, m, v) for c in self.conditions for m, v in self.generation.get(c, {}).items()]
+
+
+UNIT_SCORES = frozenset({"exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
+                         "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
+                         "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "wrong_refusal_rate",
+                         "correct_refusal_rate"})
+"""The built-in generation scores and rates, each in [0, 1]; a plugin's RAG score is only checked finite."""
+
+
+def _score_range(name: str) -> tuple[float, float] | None:
+    section, _, metric = name.partition("/")
+    if section == "retrieval":
+        return metric_value_range(metric)
+    return (0.0, 1.0) if metric in UNIT_SCORES else None
+
+
+def check_rag_results(results: RagResults, source: str) -> None:
+    """Refuse a RAG results file whose numbers cannot be what Evret wrote, as retrieval results are refused
+    (:func:`evret_core.results.evaluation.check_results`): a per-question score that is NaN, infinite or outside its
+    range, a ``per_question`` key holding another question's record, a mean (retrieval, or generation per
+    condition) that is not the mean of the per-question values it covers, an interval that is not ``[low, high]``
+    with finite ``low <= high``. Errors name ``source``, the question and the score (``gold/f1``)."""
+    check = ValueCheck(source, _score_range)
+    retrieval: dict[str, list[float]] = {}
+    generation: dict[tuple[str, str], list[float]] = {}
+    scored = 0
+    for qid, q in results.per_question.items():
+        if q.question_id != qid:
+            raise EvretError(f"{source}: per_question key {qid!r} holds the record of question {q.question_id!r}; "
+                             f"the file was edited or damaged")
+        scored += q.retrieval is not None
+        for metric, value in (q.retrieval or {}).items():
+            check.value(value, f"retrieval/{metric}", f"question {qid!r}")
+            retrieval.setdefault(metric, []).append(value)
+        for condition, outcome in q.conditions.items():
+            for metric, score in outcome.scores.items():
+                if score is not None:
+                    check.value(score, f"{condition}/{metric}", f"question {qid!r}")
+                    generation.setdefault((condition, metric), []).append(score)
+    for metric, mean in results.retrieval.items():
+        check.value(mean, f"retrieval/{metric}", "retrieval")
+        check.mean(mean, retrieval.get(metric, []), f"retrieval/{metric}", f"retrieval.{metric}", total=scored)
+    for metric, interval in results.retrieval_intervals.items():
+        check.interval(interval, f"retrieval/{metric}", f"retrieval_intervals.{metric}")
+    for condition, means in results.generation.items():
+        for metric, generated in means.items():
+            if generated is not None:
+                check.value(generated, f"{condition}/{metric}", "generation")
+                check.mean(generated, generation.get((condition, metric), []), f"{condition}/{metric}",
+                           f"generation.{condition}.{metric}")
+        for metric, interval in results.generation_intervals.get(condition, {}).items():
+            check.interval(interval, f"{condition}/{metric}", f"generation_intervals.{condition}.{metric}")
+    for d in results.differences:
+        name = f"{d.metric} ({d.b} - {d.a})"  # a difference lies in [-1, 1]: only checked finite
+        check.value(d.mean, name, "differences")
+        check.interval(d.interval, name, f"differences: {name}", in_range=False)
+    for tag, values in results.slices.items():
+        for group, by_condition in values.items():
+            for condition, cells in by_condition.items():
+                for metric, score in cells.items():
+                    if score is not None:
+                        check.value(score, f"{condition}/{metric}", f"slices.{tag}.{group}")
 
 
 def clean(value: float | None) -> float | None:

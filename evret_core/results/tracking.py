@@ -111,57 +111,30 @@ class TrackedRun:
 
 
 def tracked_run(results: Any, label: str = "run") -> TrackedRun:
-    """The one mapping from :class:`~evret_core.results.evaluation.EvaluationResults` or
-    :class:`~evret_core.results.rag_results.RagResults` to what is logged; ``label`` names the run in the HTML report."""
-    from evret_core.results.evaluation import EvaluationResults
-    from evret_core.results.redact import redact, redact_results
-
-    if isinstance(results, EvaluationResults):
-        manifest = redact(results.manifest.model_dump()) if results.manifest is not None else {}
-        shown = redact_results(results.model_copy())  # a shallow copy: the caller's results stay as they are
-
-        def report(path: Path) -> None:
-            from evret_core.report.api import make_report
-
-            path.write_text(make_report({label: shown}, format="html"), encoding="utf-8")
-
-        statistics = {**manifest.get("statistics", {}), "seed": manifest.get("seed", 0)}
-        return TrackedRun("retrieval", {**results.config, "statistics": statistics}, dict(results.scores),
-                          dict(results.intervals), manifest,
-                          {"results.json": _results_file(results), "report.html": report})
+    """The one mapping from :class:`~evret_core.results.model.Results` (retrieval or RAG) to what is logged:
+    the scores and intervals of :meth:`~evret_core.results.model.Results.score_view`, the redacted
+    :meth:`~evret_core.results.model.Results.manifest_dict`, the results file and the HTML report; ``label`` names
+    the run in the report."""
+    from evret_core.results.model import Results
     from evret_core.results.rag_results import RagResults
 
+    if not isinstance(results, Results):
+        raise EvretError(f"log_to_mlflow: expected EvaluationResults or RagResults, got {type(results).__name__}")
+    view, manifest = results.score_view(), results.manifest_dict()
+    shown = results.redacted()  # a shallow copy: the caller's results stay as they are
+    scores = dict(view.scores)
     if isinstance(results, RagResults):
-        return _rag_run(results, label)
-    raise EvretError(f"log_to_mlflow: expected EvaluationResults or RagResults, got {type(results).__name__}")
-
-
-def _rag_run(results: Any, label: str) -> TrackedRun:
-    import platform
-
-    from evret_core import __version__
-    from evret_core.results.evaluation import _plugin_versions
-    from evret_core.results.redact import redact
-    from evret_core.statistics.gates import rag_scores
-
-    config = redact(results.config)
-    shown = results.model_copy(update={"config": config, "stats": redact(results.stats)})
-    flat = rag_scores(results)
-    scores = {**flat.scores, **{f"attribution/{name}": float(n) for name, n in results.attribution.items()}}
-    manifest = {"evret_version": __version__, "schema": results.schema_, "schema_version": results.schema_version,
-                "num_questions": len(results.per_question), "conditions": list(results.conditions),
-                **{part: config.get(part) for part in ("retriever", "generator", "claim_judge", "answer_judge",
-                                                       "relevance", "executor", "k", "seed")},
-                "confidence_level": results.confidence_level, "plugins": _plugin_versions(),
-                "python": platform.python_version(), "platform": platform.platform(terse=True)}
+        params = {**shown.config, "confidence_level": results.confidence_level}
+        scores.update({f"attribution/{name}": float(n) for name, n in results.attribution.items()})
+    else:
+        params = {**results.config, "statistics": {**manifest.get("statistics", {}), "seed": manifest.get("seed", 0)}}
 
     def report(path: Path) -> None:
-        from evret_core.report.rag_compare import rag_html
+        from evret_core.report.api import make_report
 
-        path.write_text(rag_html({label: shown}), encoding="utf-8")
+        path.write_text(make_report({label: shown}, format="html"), encoding="utf-8")
 
-    return TrackedRun("rag", {**config, "confidence_level": results.confidence_level}, scores,
-                      dict(flat.intervals), manifest,
+    return TrackedRun(results.KIND, params, scores, dict(view.intervals), manifest,
                       {"results.json": _results_file(results), "report.html": report})
 
 

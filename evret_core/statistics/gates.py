@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from evret_core.errors import EvretError
+from evret_core.results.model import ScoreView
 from evret_core.statistics.inference import TESTS, holm_bonferroni, paired_p_value
 
 
@@ -185,33 +186,15 @@ def check_regression(
     return failures
 
 
-@dataclass
-class FlatScores:
-    """A run of several score sections (a RAG run) flattened into ``section/metric`` names for the gates."""
-
-    scores: dict[str, float]
-    intervals: dict[str, list[float]]
-    per_query: dict[str, dict[str, float]]
-
-    def per_query_scores(self) -> dict[str, dict[str, float]]:
-        return self.per_query
+FlatScores = ScoreView
+"""The name gates gave a run's scores in one shape before the one results model: :class:`ScoreView`."""
 
 
-def rag_scores(results: Any) -> FlatScores:
-    """A RAG run's gateable scores: ``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``...; per question,
-    the scores that apply to it."""
-    scores = {f"retrieval/{m}": v for m, v in results.retrieval.items()}
-    intervals = {f"retrieval/{m}": v for m, v in results.retrieval_intervals.items()}
-    for condition, means in results.generation.items():
-        scores.update({f"{condition}/{m}": v for m, v in means.items() if v is not None})
-        intervals.update({f"{condition}/{m}": v for m, v in results.generation_intervals.get(condition, {}).items()})
-    per_query: dict[str, dict[str, float]] = {}
-    for qid, q in results.per_question.items():
-        row = {f"retrieval/{m}": v for m, v in (q.retrieval or {}).items()}
-        for condition, outcome in q.conditions.items():
-            row.update({f"{condition}/{m}": v for m, v in outcome.scores.items() if v is not None})
-        per_query[qid] = row
-    return FlatScores(scores, intervals, per_query)
+def rag_scores(results: Any) -> ScoreView:
+    """A RAG run's gateable scores (``retrieval/recall@5``, ``gold/f1``...): its
+    :meth:`~evret_core.results.model.Results.score_view`, as for any results."""
+    view: ScoreView = results.score_view()
+    return view
 
 
 def check_gates(

@@ -1,0 +1,217 @@
+"""The one results model of retrieval and RAG runs: `Results`, the base of both kinds, and `ScoreView`, their scores
+in one shape.
+
+:class:`~evret_core.results.evaluation.EvaluationResults` (retrieval) and
+:class:`~evret_core.results.rag_results.RagResults` (RAG) each keep their own JSON schema (``docs/results.md``,
+``docs/rag.md``); what they share lives here once: reading a results document (file or text, with errors that name
+the file), the schema version check, validation errors as one line, writing through the one output guard
+(:func:`~evret_core.results.outputs.write_output`) after the one redaction rule
+(:func:`~evret_core.results.redact.redact_sections`), the numbers a file may hold (finite, in range, intervals
+``[low, high]``), and :meth:`Results.score_view`, the scores every reader (gates, ``evret compare``, tracking)
+uses. :func:`evret_core.results.files.load_results` reads either kind.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from evret_core.errors import EvretError, describe_validation_error
+from evret_core.results.outputs import write_output
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["Results", "ScoreView", "ValueCheck", "metric_value_range", "read_document"]
+
+# a stored mean may differ from the mean recomputed here by summation order only
+MEAN_TOLERANCE = 1e-9
+# a value just outside its range by rounding is still in it
+RANGE_TOLERANCE = 1e-9
+
+
+@dataclass
+class ScoreView:
+    """A run's scores in one shape, whatever its kind: ``scores`` (name -> mean), ``intervals`` (name ->
+    ``[low, high]``) and ``per_query`` (query or question id -> name -> value, the values that apply to it).
+    Retrieval names are metrics (``recall@5``); RAG names are ``SECTION/METRIC`` (``retrieval/recall@5``,
+    ``gold/f1``). The regression gates, ``evret compare`` and experiment tracking read runs through it."""
+
+    scores: dict[str, float]
+    intervals: dict[str, list[float]]
+    per_query: dict[str, dict[str, float]]
+
+    def per_query_scores(self) -> dict[str, dict[str, float]]:
+        return self.per_query
+
+
+def metric_value_range(name: str) -> tuple[float, float] | None:
+    """The [low, high] that every per-query value of metric ``name`` lies in (``recall@5``: [0, 1]), or None when
+    the metric does not say or cannot be created here (a plugin's metric that is not installed)."""
+    from evret_core.plugins.registry import create_metric
+
+    try:
+        bounds = getattr(create_metric(name), "value_range", None)
+    except EvretError:
+        return None
+    return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
+
+
+class ValueCheck:
+    """The checks of the numbers in a results file, with errors naming ``source``, where the number is and its
+    name: finite values inside their range (``bounds(name)``, None for any finite value), means equal to the mean
+    of their per-query values, intervals ``[low, high]`` with finite ``low <= high``."""
+
+    def __init__(self, source: str, bounds: Any = metric_value_range) -> None:
+        self.source = source
+        self._bounds = bounds
+        self._ranges: dict[str, tuple[float, float] | None] = {}
+
+    def bounds(self, name: str) -> tuple[float, float] | None:
+        if name not in self._ranges:
+            self._ranges[name] = self._bounds(name)
+        return self._ranges[name]
+
+    def value(self, value: float, name: str, where: str) -> None:
+        if not math.isfinite(value):
+            raise EvretError(f"{self.source}: {where}: {name} is {value!r}, not a finite number; the file was "
+                             f"edited or damaged (re-run the evaluation)")
+        limits = self.bounds(name)
+        if limits is not None and not limits[0] - RANGE_TOLERANCE <= value <= limits[1] + RANGE_TOLERANCE:
+            raise EvretError(f"{self.source}: {where}: {name} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], "
+                             f"the range of {name}; the file was edited or damaged (re-run the evaluation)")
+
+    def mean(self, stored: float, values: Sequence[float], name: str, where: str, total: int | None = None) -> None:
+        """``stored`` is the mean of ``values`` (or, with ``total``, their sum over ``total``: the queries without
+        a value counted as 0, as a retrieval writer may choose)."""
+        if not values:
+            return
+        present = math.fsum(values) / len(values)
+        candidates = [present] if total is None or not total else [present, math.fsum(values) / total]
+        if not any(math.isfinite(m) and abs(stored - m) <= MEAN_TOLERANCE * max(1.0, abs(m)) for m in candidates):
+            raise EvretError(f"{self.source}: {where} is {stored!r} but the mean of its {len(values)} per-query "
+                             f"values is {present!r}; the file was edited or damaged (re-run the evaluation)")
+
+    def interval(self, interval: Sequence[float], name: str, where: str, in_range: bool = True) -> None:
+        if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:
+            raise EvretError(f"{self.source}: {where} is {list(interval)!r}; an interval is [low, high] with finite "
+                             f"low <= high (the file was edited or damaged)")
+        if in_range:
+            for x in interval:
+                self.value(x, name, where)
+
+
+def read_document(path_or_text: str | Path, what: str = "results file",
+                  text_source: str = "<json>") -> tuple[Any, str]:
+    """The JSON document of a results file (a path) or of its text (a string starting with ``{``), and the name
+    its errors use (the path, or ``text_source``)."""
+    from evret_core.data.corpus import loads_json, read_text
+
+    if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
+        path = Path(path_or_text)
+        text, source = read_text(path, what), str(path)
+    else:
+        text, source = str(path_or_text), text_source
+    return loads_json(text, source), source
+
+
+class Results(BaseModel):
+    """What retrieval and RAG results share (see the module docs); the fields (``schema_version``, ``config``,
+    ``stats``...) are declared by each kind, in the order of its JSON schema."""
+
+    KIND: ClassVar[str] = "results"
+    """``retrieval`` or ``rag``."""
+    LABEL: ClassVar[str] = "results"
+    """How errors name a file of this kind (``results``, ``RAG results``)."""
+    SCHEMA_VERSION: ClassVar[int] = 0
+    """The newest schema version this Evret writes and reads."""
+    TEXT_SOURCE: ClassVar[str] = "<json>"
+    """How errors name a document given as text."""
+
+    if TYPE_CHECKING:
+        schema_version: int
+        config: dict[str, Any]
+        stats: dict[str, Any]
+
+    # -- what every kind provides -------------------------------------------------------------------------------
+    def score_view(self) -> ScoreView:
+        """The run's scores, intervals and per-query values under the names gates and comparisons use."""
+        raise NotImplementedError
+
+    def manifest_dict(self) -> dict[str, Any]:
+        """What reproduces the run, redacted, as a plain dict (versions, settings, dataset, seed, platform)."""
+        raise NotImplementedError
+
+    def iter_json(self, indent: int | None = 2) -> Iterator[str]:
+        """The results JSON in chunks, redacted by :meth:`redacted_sections`, ending with a newline."""
+        raise NotImplementedError
+
+    @classmethod
+    def check_document(cls, data: Any, source: str) -> None:
+        """An :class:`EvretError` naming ``source`` when ``data`` is not a document of this kind."""
+        raise NotImplementedError
+
+    def check_values(self, source: str) -> None:
+        """An :class:`EvretError` naming ``source``, the query and the score when a number cannot be what Evret
+        wrote (NaN, out of range, a mean that is not the mean of its per-query values, a broken interval)."""
+
+    # -- shared -------------------------------------------------------------------------------------------------
+    @property
+    def elapsed_s(self) -> float | None:
+        """Seconds the run took (``stats["elapsed_s"]``), or None when the file does not say."""
+        value = self.stats.get("elapsed_s")
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    def redacted_sections(self, document: dict[str, Any]) -> dict[str, Any]:
+        """``document`` (a dump of these results) with ``config``, ``stats`` and ``manifest`` passed through the
+        one redaction rule: keys and URL credentials never reach a results file, whoever built the results."""
+        from evret_core.results.redact import redact_sections
+
+        return redact_sections(document)
+
+    def redacted(self) -> Self:
+        """A shallow copy with ``config`` and ``stats`` (and a manifest) redacted, as for a results file written
+        before redaction existed, before it goes into a report or a tracking server."""
+        from evret_core.results.redact import redact
+
+        return self.model_copy(update={"config": redact(self.config), "stats": redact(self.stats)})
+
+    def write(self, path: str | Path, indent: int | None = 2) -> None:
+        """Stream the results JSON to ``path`` through the output guard (atomically: all or nothing)."""
+        write_output(Path(path), self.iter_json(indent))
+
+    def json_text(self, indent: int | None = 2) -> str:
+        """The results JSON as one string (no trailing newline)."""
+        return "".join(self.iter_json(indent)).rstrip("\n")
+
+    @classmethod
+    def from_json(cls, path_or_text: str | Path) -> Self:
+        """Read results written by ``to_json`` (a path, or the JSON text itself); the file must be of this kind
+        (:func:`evret_core.results.files.load_results` reads either)."""
+        data, source = read_document(path_or_text, f"{cls.LABEL} file", cls.TEXT_SOURCE)
+        return cls.from_document(data, source)
+
+    @classmethod
+    def from_document(cls, data: Any, source: str) -> Self:
+        """Results of this kind from a parsed results document: its kind and schema version checked, validated,
+        and its numbers checked (:meth:`check_values`); every error names ``source``."""
+        cls.check_document(data, source)
+        version = data.get("schema_version", 1)
+        if not isinstance(version, int) or version > cls.SCHEMA_VERSION:
+            raise EvretError(f"{source}: {cls.LABEL} schema_version {version!r} is newer than this Evret reads "
+                             f"({cls.SCHEMA_VERSION}); upgrade evret-core")
+        try:
+            results = cls.model_validate(data)
+        except ValidationError as exc:  # one line naming the file and the field
+            raise EvretError(cls.validation_message(source, describe_validation_error(exc))) from None
+        results.check_values(source)
+        return results
+
+    @classmethod
+    def validation_message(cls, source: str, problem: str) -> str:
+        return f"{source}: not an Evret {cls.LABEL} file ({problem})"
