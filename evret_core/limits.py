@@ -1,5 +1,6 @@
 """Bounds on the numbers a user can type, so that a typo fails with a message instead of a traceback or a
-multi-GiB allocation. One place, shared by the CLI, config files and the Python API."""
+multi-GiB allocation, and the one reading of a yes/no option. One place, shared by the CLI, config files, the
+Python API and plugins (through the SDK)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,24 @@ def check_float(value: Any, option: str, low: float, high: float, open_interval:
         bounds = f"between {low:g} and {high:g}" + (" (exclusive)" if open_interval else "")
         raise EvretError(f"{option} must be {bounds}, got {value}")
     return number
+
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def check_bool(value: Any, option: str) -> bool:
+    """``value`` as a bool: a bool, the integer 0 or 1, or the text a command line or config gives (``true``/
+    ``false``, ``yes``/``no``, ``on``/``off``, ``1``/``0``, any case); anything else is an :class:`EvretError`
+    naming ``option``, never a silent ``False``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in TRUE_WORDS:
+            return True
+        if text in FALSE_WORDS:
+            return False
+    raise EvretError(f"{option} must be true or false, got {value!r}")

@@ -80,6 +80,10 @@ _EXPORTS: dict[str, str] = {
     "default_cache_dir": "evret_core.llm.cache",
     # credentials out of messages (the one redaction rule)
     "redact_text": "evret_core.results.redact",
+    # the one reading of a yes/no option
+    "check_bool": "evret_core.limits",
+    "TRUE_WORDS": "evret_core.limits",
+    "FALSE_WORDS": "evret_core.limits",
     "redact_url": "evret_core.results.redact",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluation.evaluator",
@@ -213,6 +217,9 @@ __all__ = [
     "recipe",
     "recipe_of",
     "redact_text",
+    "check_bool",
+    "TRUE_WORDS",
+    "FALSE_WORDS",
     "redact_url",
     "report_progress",
     "resolve_embedder",
@@ -253,6 +260,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judge.base import report_progress
     from evret_core.judge.context_columns import ContextColumns
     from evret_core.judge.normalize import contains_tokens, normalized
+    from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm import (
         ChatMessage,
         LLMCallError,

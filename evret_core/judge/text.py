@@ -23,6 +23,7 @@ from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 from evret_core.judge.context_columns import AnswerKey, ContextColumns
 from evret_core.judge.normalize import contains_tokens, normalize, normalize_tokens, normalized
+from evret_core.limits import check_bool
 
 __all__ = ["STOPWORDS", "ContainsJudge", "ExactJudge", "RegexJudge", "TokenOverlapJudge", "normalize",
            "tokenize"]
@@ -41,12 +42,6 @@ STOPWORDS = frozenset(
 def tokenize(text: str) -> frozenset[str]:
     """The set of normalised tokens of ``text`` (see :mod:`~evret_core.judge.normalize`), stop words removed."""
     return frozenset(t for t in normalize_tokens(text) if t not in STOPWORDS)
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 class ExactJudge(Judge):
@@ -81,7 +76,7 @@ class ContainsJudge(Judge):
     name = "contains"
 
     def __init__(self, remove_articles: bool = False) -> None:
-        self.remove_articles = _as_bool(remove_articles)
+        self.remove_articles = check_bool(remove_articles, "contains judge: option 'remove_articles'")
 
     def judge(self, context: JudgmentContext) -> bool:
         retrieved = normalized(context.retrieved_text, self.remove_articles)
@@ -114,7 +109,7 @@ class RegexJudge(Judge):
     name = "regex"
 
     def __init__(self, ignore_case: bool = False) -> None:
-        self.ignore_case = _as_bool(ignore_case)
+        self.ignore_case = check_bool(ignore_case, "regex judge: option 'ignore_case'")
         self._compiled: dict[str, re.Pattern[str]] = {}
 
     def _pattern(self, expected: str) -> re.Pattern[str]:
@@ -178,7 +173,7 @@ class TokenOverlapJudge(Judge):
             raise EvretError(f"token-overlap judge: overlap_ratio must be in (0, 1], got {overlap_ratio}")
         self.min_tokens = min_tokens
         self.overlap_ratio = overlap_ratio
-        self.query_boost = _as_bool(query_boost)
+        self.query_boost = check_bool(query_boost, "token-overlap judge: option 'query_boost'")
 
     def config(self) -> dict[str, Any]:
         return {

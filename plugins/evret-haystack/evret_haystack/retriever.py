@@ -12,6 +12,7 @@ from evret_core.sdk import (
     RankedColumns,
     RetrievalResult,
     Retriever,
+    check_bool,
     load_object,
     run_sync,
 )
@@ -19,17 +20,6 @@ from evret_haystack.wiring import OWNER, Wiring
 
 DEFAULT_MAX_CONCURRENCY = 8
 
-
-def _as_bool(value: Any, option: str) -> bool:
-    """A boolean option, also as the CLI's text (``true``/``false``, ``1``/``0``, ``yes``/``no``)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise EvretError(f"{OWNER}: option {option!r} must be true or false, got {value!r}")
 
 
 def _filter_error(exc: BaseException) -> BaseException | None:
@@ -89,7 +79,7 @@ class HaystackRetriever(Retriever):
         self.wiring = Wiring(obj, query_input, documents_output, top_k_input, filters, inputs)
         self.obj: Any = obj
         self.id_key = id_key
-        self.allow_fewer = _as_bool(allow_fewer, "allow_fewer")
+        self.allow_fewer = check_bool(allow_fewer, f"{OWNER}: option 'allow_fewer'")
         self.max_concurrency = int(max_concurrency)
         self.use_async = self.wiring.has_async and self.max_concurrency > 1
         self.vectors: QueryVectors | None = None

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, load_object
+from evret_core.sdk import EvretError, RetrievalResult, Retriever, check_bool, load_object
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -24,17 +24,6 @@ def _has_top_k(retriever: Any) -> bool:
         return attr.fset is not None
     return isinstance(getattr(retriever, "similarity_top_k", None), int)
 
-
-def _as_bool(value: Any, option: str) -> bool:
-    """A boolean option, also as the CLI's text (``true``/``false``, ``1``/``0``, ``yes``/``no``)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise EvretError(f"llamaindex retriever: option {option!r} must be true or false, got {value!r}")
 
 
 class LlamaIndexRetriever(Retriever):
@@ -80,7 +69,7 @@ class LlamaIndexRetriever(Retriever):
         self.retriever: Any = retriever
         self.id_key = id_key
         self.max_concurrency = int(max_concurrency)
-        self.allow_fewer = _as_bool(allow_fewer, "allow_fewer")
+        self.allow_fewer = check_bool(allow_fewer, "llamaindex retriever: option 'allow_fewer'")
         self.ids = ids
         self.sets_top_k = _has_top_k(retriever)
 

@@ -9,7 +9,17 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.sdk import EvretError, Judge, JudgmentContext, contains_tokens, normalized, report_progress
+from evret_core.sdk import (
+    FALSE_WORDS,
+    TRUE_WORDS,
+    EvretError,
+    Judge,
+    JudgmentContext,
+    check_bool,
+    contains_tokens,
+    normalized,
+    report_progress,
+)
 from evret_sentence_transformers import prefilter as lexical
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines
@@ -72,8 +82,7 @@ class SemanticJudge(Judge):
         if not 0.0 <= threshold <= 1.0 or math.isnan(threshold):
             raise EvretError(f"semantic judge: threshold is a cosine score and must be in [0, 1], got {threshold}")
         self.threshold: float = threshold
-        self.windows = windows.strip().lower() in ("1", "true", "yes", "on") if isinstance(windows, str) \
-            else bool(windows)
+        self.windows = check_bool(windows, "semantic judge: option 'windows'")
         self.prefilter = self._min_cover(prefilter, threshold)
         # the stem rule for long answers, with the prefilter and only at the thresholds it was measured for
         self.prefilter_stems = lexical.MIN_STEM_COVER if self.prefilter > 0.0 and threshold >= lexical.MIN_THRESHOLD \
@@ -91,8 +100,7 @@ class SemanticJudge(Judge):
         """The trigram share a window needs (0.0: no prefilter) from the ``prefilter`` option."""
         if isinstance(prefilter, str):
             text = prefilter.strip().lower()
-            prefilter = True if text in ("1", "true", "yes", "on") else False if text in ("0", "false", "no", "off") \
-                else text
+            prefilter = True if text in TRUE_WORDS else False if text in FALSE_WORDS else text
         if prefilter is True:
             return lexical.MIN_COVER if threshold >= lexical.MIN_THRESHOLD else 0.0
         if prefilter is False or prefilter is None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, check_bool
 from evret_core.sdk import read_corpus as read_core_corpus
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, Encoder, cache_dir
@@ -96,9 +96,7 @@ class DenseRetriever(Retriever):
             self.ids, self.titles, self.texts = corpus_from_mapping(data, "dense retriever: dataset corpus")
         self.encoder = Encoder(model, device=device, batch_size=batch_size, what="dense retriever: model", fp16=fp16)
         self.embeddings_path = Path(embeddings).expanduser() if embeddings is not None else None
-        if isinstance(save_embeddings, str):
-            save_embeddings = save_embeddings.strip().lower() in ("1", "true", "yes", "on")
-        self.save_embeddings = bool(save_embeddings)
+        self.save_embeddings = check_bool(save_embeddings, "dense retriever: option 'save_embeddings'")
         self._matrix: np.ndarray | None = None
         self._id_array: np.ndarray | None = None  # object arrays of the same strings, for column results
         self._text_array: np.ndarray | None = None
