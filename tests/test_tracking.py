@@ -23,8 +23,7 @@ from evret_core.results.rag_results import RagResults
 from evret_core.results.tracking import evret_name, log_to_mlflow, mlflow_name, split_metric_name
 from evret_core.statistics.gates import rag_scores
 from evret_core.testing.llm_provider import stub_options
-from evret_core.testing.llm_stubs import StubLLMServer, isolate_llm_env
-from evret_core.testing.rag_stub import rag_responder
+from evret_core.testing.llm_stubs import StubLLMServer
 
 from .conftest import REPO, one_error
 
@@ -208,17 +207,11 @@ def test_python_api_logs_retrieval_and_rag_results_alike(tmp_path: Path, capsys:
 
 
 # -- no secrets in the store ---------------------------------------------------------------------------------------
-PASSWORD, QUERY_KEY, OPTION_KEY = "PASSWORD-1234567", "QUERYKEY-7654321", "sk-OPTKEY-999999"
+# the planted keys and the stub LLM server of the guards' secret tests
+from .test_guards import OPTION_KEY, PASSWORD, QUERY_KEY, stub  # noqa: E402, F401, F811  (stub: the fixture)
 
 
-@pytest.fixture
-def stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[StubLLMServer]:
-    isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
-    with StubLLMServer(rag_responder()) as server:
-        yield server
-
-
-def test_no_credential_reaches_any_file_of_the_store(stub: StubLLMServer, tmp_path: Path,
+def test_no_credential_reaches_any_file_of_the_store(stub: StubLLMServer, tmp_path: Path,  # noqa: F811
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     options = stub_options(stub)
     host = options["base_url"].split("://", 1)[1]
