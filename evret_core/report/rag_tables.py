@@ -1,10 +1,12 @@
-"""Plain-text tables of a RAG run for the terminal."""
+"""Plain-text tables of a RAG run for the terminal, each laid out by ``terminal.text_table`` (the one layout the
+retrieval summaries use too); ``sep`` is its column separator."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any, TextIO
 
+from evret_core.report.terminal import print_table
 from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
 from evret_core.statistics.inference import format_interval
 
@@ -14,13 +16,14 @@ HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_an
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
-              all_pairs: bool = False) -> None:
+              all_pairs: bool = False, sep: str = " ") -> None:
     """Retrieval, generation per condition, attribution, condition differences and what was unmeasured.
 
     With more than two conditions (an adversarial run) the default is compact: one table of means (conditions as
     columns), each condition's difference against the clean one (``retrieved``, else ``gold``), and one row per
     adversarial family. ``all_pairs`` prints every condition's intervals, every pairwise difference and the
-    families' weakest slices instead (the results JSON holds all of them either way)."""
+    families' weakest slices instead (the results JSON holds all of them either way). ``sep`` is the column
+    separator handed to ``text_table``."""
     out = file or sys.stdout
     if title:
         print(title, file=out)
@@ -33,31 +36,32 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse or escalate "
                 f"have no gold" if unlabelled else "")
         print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
-        for metric, mean in results.retrieval.items():
-            print(f"  {metric:<22} {format_interval(mean, results.retrieval_intervals.get(metric))}", file=out)
+        print_table([[metric, format_interval(mean, results.retrieval_intervals.get(metric))]
+                     for metric, mean in results.retrieval.items()], file=out, **_listing(sep))
     compact = not all_pairs and len(results.conditions) > 2
     if compact:
-        _generation_table(results, out)
+        _generation_table(results, out, sep)
     else:
-        _generation_listing(results, level, out)
+        _generation_listing(results, level, out, sep)
     clean = clean_condition(results.conditions)
     if results.attribution:
         total = sum(results.attribution.values()) or 1
         print("\nattribution (gold vs retrieved context)", file=out)
-        for label in ATTRIBUTIONS:
-            count = results.attribution.get(label, 0)
-            print(f"  {label:<22} {count:>5}  {count / total:6.1%}", file=out)
+        counts = {label: results.attribution.get(label, 0) for label in ATTRIBUTIONS}
+        print_table([[label, str(n), f"{n / total:.1%}"] for label, n in counts.items()], file=out, align="<>>",
+                    **_listing(sep, [22, 5, 7]))
     if compact and clean is not None:
-        _differences_table(results, clean, level, out)
+        _differences_table(results, clean, level, out, sep)
     elif results.differences:
         print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
-        for d in results.differences:
-            print(f"  {d.b} - {d.a} {d.metric:<8} {format_interval(d.mean, d.interval)}  (n={d.n})", file=out)
+        pair = max(len(f"{d.b} - {d.a}") for d in results.differences) + 9  # the metric name padded to 8
+        print_table([[f"{d.b} - {d.a} {d.metric}", f"{format_interval(d.mean, d.interval)}  (n={d.n})"]
+                     for d in results.differences], file=out, **_listing(sep, [pair]))
     if results.adversarial:
         if compact:
-            adversarial_table(results.adversarial, level, out)
+            adversarial_table(results.adversarial, level, out, sep)
         else:
-            print_adversarial(results.adversarial, level, out)
+            print_adversarial(results.adversarial, level, out, sep)
     for line in notes(results):
         print(f"note: {line}", file=out)
     for line in unmeasured_lines(results.unmeasured):
@@ -95,6 +99,11 @@ def correct_rule(config: dict[str, Any]) -> str:
             f"add --answer-judge contains to accept it)")
 
 
+def _listing(sep: str, widths: list[int] | None = None) -> dict[str, Any]:
+    """The layout of a RAG listing: indented two spaces, a name column at least 22 wide."""
+    return {"indent": "  ", "sep": sep, "widths": widths or [22]}
+
+
 def _rows(results: RagResults) -> list[str]:
     """The headline metrics, then the scores of plugins' RAG scores (names the built-ins do not give)."""
     from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS
@@ -104,39 +113,39 @@ def _rows(results: RagResults) -> list[str]:
     return [*HEADLINE, *dict.fromkeys(extra)]
 
 
-def _generation_listing(results: RagResults, level: str, out: TextIO) -> None:
+def _generation_listing(results: RagResults, level: str, out: TextIO, sep: str) -> None:
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
     for condition in results.conditions:
         print(f"  [{condition}]", file=out)
         means = results.generation.get(condition, {})
-        for metric in _rows(results):
-            if metric not in means:
-                continue
+        rows = []
+        for metric in (m for m in _rows(results) if m in means):
             value = means[metric]
             n = results.generation_n.get(condition, {}).get(metric, 0)
             text = "n/a" if value is None else format_interval(
                 value, results.generation_intervals.get(condition, {}).get(metric))
-            print(f"  {metric:<22} {text}  (n={n})", file=out)
+            rows.append([metric, f"{text}  (n={n})"])
+        print_table(rows, file=out, **_listing(sep))
 
 
-def _generation_table(results: RagResults, out: TextIO) -> None:
+def _generation_table(results: RagResults, out: TextIO, sep: str) -> None:
+    """Means per metric, a column per condition (right-aligned, one separator narrower than the wider of 9 and
+    the condition's name + 1)."""
     conditions = results.conditions
-    width = max(9, *(len(c) + 1 for c in conditions))
+    width = max(9, *(len(c) + 1 for c in conditions)) - len(sep)
     print("\ngeneration (means; intervals and n: --all-pairs or the results JSON)", file=out)
-    print(f"  {'metric':<22}" + "".join(f"{c:>{width}}" for c in conditions), file=out)
+    rows = []
     for metric in _rows(results):
         if not any(metric in results.generation.get(c, {}) for c in conditions):
             continue
-        cells = []
-        for c in conditions:
-            value = results.generation.get(c, {}).get(metric)
-            cells.append(f"{'n/a' if value is None else f'{value:.3f}':>{width}}")
-        print(f"  {metric:<22}" + "".join(cells), file=out)
-    counts = [results.generation_n.get(c, {}).get("correct", 0) for c in conditions]
-    print(f"  {'n (correct)':<22}" + "".join(f"{n:>{width}}" for n in counts), file=out)
+        values = [results.generation.get(c, {}).get(metric) for c in conditions]
+        rows.append([metric, *("n/a" if value is None else f"{value:.3f}" for value in values)])
+    rows.append(["n (correct)", *(str(results.generation_n.get(c, {}).get("correct", 0)) for c in conditions)])
+    print_table(rows, ["metric", *conditions], file=out, align="<" + ">" * len(conditions),
+                **_listing(sep, [22, *[width] * len(conditions)]))
 
 
-def _differences_table(results: RagResults, clean: str, level: str, out: TextIO) -> None:
+def _differences_table(results: RagResults, clean: str, level: str, out: TextIO, sep: str) -> None:
     """Each condition minus ``clean``, one row per condition, a column per metric (mean [interval])."""
     rows: dict[str, dict[str, str]] = {}
     for d in results.differences:
@@ -150,40 +159,41 @@ def _differences_table(results: RagResults, clean: str, level: str, out: TextIO)
     if not rows:
         return
     metrics = list(dict.fromkeys(m for cells in rows.values() for m in cells))
-    width = max(len(c) for c in rows) + 2
+    width = max(len(c) for c in rows) + 2 - len(sep)
     print(f"\ndifferences against {clean} (condition - {clean}; paired bootstrap, {level}; every pair: --all-pairs)",
           file=out)
-    print((f"  {'condition':<{width}}" + "".join(f"{m:<26}" for m in metrics)).rstrip(), file=out)
-    for other, cells in rows.items():
-        print(f"  {other:<{width}}" + "".join(f"{cells.get(m, 'n/a'):<26}" for m in metrics).rstrip(), file=out)
+    print_table([[other, *(cells.get(m, "n/a") for m in metrics)] for other, cells in rows.items()],
+                ["condition", *metrics], file=out, **_listing(sep, [width, *[26 - len(sep)] * len(metrics)]))
 
 
-def adversarial_table(summary: dict[str, Any], level: str, out: TextIO) -> None:
+def adversarial_table(summary: dict[str, Any], level: str, out: TextIO, sep: str = " ") -> None:
     """One row per adversarial condition: n, skipped and its family's rates (with the clean condition's wrong
     refusals beside a refusal rate, so refusing everything cannot look good)."""
     print("\nadversarial conditions (rates; intervals and weakest slices: --all-pairs)", file=out)
+    rows = []
     for condition, entry in summary.items():
         rates = ", ".join(f"{rate} {value:.3f}" for rate, value in entry.get("rates", {}).items())
         refusals = (f"; clean wrong refusals {entry['clean_wrong_refusal_rate']:.3f}"
                     if "clean_wrong_refusal_rate" in entry and "refused" in entry.get("rates", {}) else "")
-        print(f"  {condition:<16} n={entry.get('n', 0)} skipped={entry.get('skipped', 0)}: {rates}{refusals}",
-              file=out)
+        rows.append([condition, f"n={entry.get('n', 0)} skipped={entry.get('skipped', 0)}: {rates}{refusals}"])
+    print_table(rows, file=out, **_listing(sep, [16]))
 
 
-def print_adversarial(summary: dict[str, Any], level: str, out: TextIO) -> None:
+def print_adversarial(summary: dict[str, Any], level: str, out: TextIO, sep: str = " ") -> None:
     """Each adversarial condition's rates, its drop against the clean condition, and its weakest slices."""
     print(f"\nadversarial conditions ({level})", file=out)
     for condition, entry in summary.items():
         print(f"  [{condition}] n={entry.get('n', 0)}, skipped={entry.get('skipped', 0)}", file=out)
-        for rate, value in entry.get("rates", {}).items():
-            print(f"  {rate:<22} {format_interval(value, entry['intervals'].get(rate))}", file=out)
+        rows = [[rate, format_interval(value, entry["intervals"].get(rate))]
+                for rate, value in entry.get("rates", {}).items()]
         if "clean_wrong_refusal_rate" in entry:
-            print(f"  {'clean wrong refusals':<22} {entry['clean_wrong_refusal_rate']:.3f}  "
-                  f"(refusing everything must not look good)", file=out)
+            rows.append(["clean wrong refusals",
+                         f"{entry['clean_wrong_refusal_rate']:.3f}  (refusing everything must not look good)"])
         drop = entry.get("drop") or {}
         if drop.get("n"):
-            print(f"  {'correct vs ' + str(entry['clean']):<22} {format_interval(drop['delta'], drop['interval'])}"
-                  f"  ({drop['clean']:.3f} -> {drop['adversarial']:.3f}, n={drop['n']})", file=out)
+            rows.append([f"correct vs {entry['clean']}", f"{format_interval(drop['delta'], drop['interval'])}  "
+                         f"({drop['clean']:.3f} -> {drop['adversarial']:.3f}, n={drop['n']})"])
+        print_table(rows, file=out, **_listing(sep))
         worst = sorted(((key, value, s["drop"]) for key, values in entry.get("slices", {}).items()
                         for value, s in values.items() if (s.get("drop") or {}).get("n", 0) >= 5),
                        key=lambda item: item[2]["delta"])[:3]
