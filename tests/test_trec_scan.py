@@ -77,27 +77,6 @@ def test_the_dict_scan_merges_a_querys_lines_into_the_dict_given() -> None:
         fast.scan(b"q1 0 a 1\n", 4, False, {"q1": [1.0]})
 
 
-def test_the_scan_makes_a_new_dict_with_its_own_query_table() -> None:
-    """into=True (read_qrels's first block): the scan finds its queries in its own table (grown from 1,024 slots
-    while it reads 5,000 queries, each met in three places) and returns one dict built at the end: the same dicts,
-    in the same order, and the same repeats as the dict given; a bad line keeps the lines before it."""
-    fast = _compiled()
-    order = [f"q{(i * 7919) % 5000}" for i in range(5000)]
-    lines = [f"{q} 0 d{k} {k % 4}\n" for k in range(3) for q in order]
-    block = "".join(lines).encode()
-    given: dict[str, dict[str, float]] = {}
-    expected = trecscan.Scan(*fast.scan(block, 4, False, given))
-    made = trecscan.Scan(*fast.scan(block, 4, False, True))
-    assert type(made.ids) is dict and made.ids is not given and not made.repeats
-    assert list(made.ids) == order and made.ids == given and made._replace(ids=None) == expected._replace(ids=None)
-    assert all(list(d) == ["d0", "d1", "d2"] for d in made.ids.values())
-    again = trecscan.Scan(*fast.scan(block + f"{order[1234]} 0 d1 3\n".encode(), 4, False, True))
-    assert again.repeats and again.ids[order[1234]]["d1"] == 3.0
-    cut = trecscan.Scan(*fast.scan(block + b"q7 0 d9 x\nq8 0 d0 1\n", 4, False, True))
-    assert cut.error is not None and cut.ids == given  # the lines before the bad one, none after
-    assert trecscan.Scan(*fast.scan(b"# nothing\n", 4, False, True)).ids == {}
-
-
 @pytest.mark.parametrize("number", hostile.NUMBERS)
 def test_scores_are_read_as_float_reads_them(number: str) -> None:
     fast = _compiled()

@@ -497,63 +497,6 @@ cached_float(fslot *cache, double v)
     return value;
 }
 
-/* the queries of one call in fresh mode (into=True): query id bytes (in the block) -> their entry in the call's
- * lists of keys and dicts. A slot is 8 bytes (32 bits of the hash, the entry + 1; 0: empty), so the table stays in
- * cache and a probe reads no str object (the outer dict's own probes read a scattered key object at each
- * collision, and it is resized over and over as it grows); the entry's bytes are compared only on a hash match. */
-typedef struct {
-    uint32_t tag, entry;
-} qslot;
-
-typedef struct {
-    qslot *slots;
-    size_t cap, used;
-    const unsigned char **s; /* per entry: its bytes in the block, and their length */
-    Py_ssize_t *len;
-} qtable;
-
-/* the entry of the query s[0:len]: its index when it is there, else -1 after adding it as entry `used`; -2 on no
- * memory (or more than 2**31 queries in one call) */
-static Py_ssize_t
-qtable_get(qtable *t, const unsigned char *s, Py_ssize_t len)
-{
-    if ((t->used + 1) * 2 > t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 1024;
-        if (cap > ((size_t)1 << 32)) return -2;
-        qslot *slots = PyMem_Calloc(cap, sizeof(qslot));
-        const unsigned char **ss = PyMem_Realloc(t->s, cap / 2 * sizeof(*ss));
-        if (ss) t->s = ss;
-        Py_ssize_t *ls = PyMem_Realloc(t->len, cap / 2 * sizeof(*ls));
-        if (ls) t->len = ls;
-        if (!slots || !ss || !ls) { PyMem_Free(slots); return -2; }
-        for (size_t i = 0; i < t->cap; i++) {
-            if (!t->slots[i].entry) continue;
-            size_t e = t->slots[i].entry - 1;
-            uint64_t h = hash_bytes((const char *)t->s[e], t->len[e]);
-            size_t k = (size_t)h & (cap - 1);
-            while (slots[k].entry) k = (k + 1) & (cap - 1);
-            slots[k] = t->slots[i];
-        }
-        PyMem_Free(t->slots);
-        t->slots = slots;
-        t->cap = cap;
-    }
-    uint64_t h = hash_bytes((const char *)s, len);
-    uint32_t tag = (uint32_t)(h >> 32);
-    size_t k = (size_t)h & (t->cap - 1);
-    while (t->slots[k].entry) {
-        qslot *q = &t->slots[k];
-        size_t e = q->entry - 1;
-        if (q->tag == tag && t->len[e] == len && memcmp(t->s[e], s, (size_t)len) == 0) return (Py_ssize_t)e;
-        k = (k + 1) & (t->cap - 1);
-    }
-    t->s[t->used] = s;
-    t->len[t->used] = len;
-    t->slots[k] = (qslot){tag, (uint32_t)(t->used + 1)};
-    t->used++;
-    return -1;
-}
-
 static PyObject *
 scan(PyObject *self, PyObject *args)
 {
@@ -563,8 +506,7 @@ scan(PyObject *self, PyObject *args)
     PyObject *into = NULL;
     if (!PyArg_ParseTuple(args, "y*ip|O", &view, &nfields, &want_tag, &into)) return NULL;
     if (into == Py_None || into == Py_False) into = NULL;
-    const int fresh_mode = into == Py_True; /* a new dict, sized once for its queries, returned as ids */
-    if (into && !fresh_mode && !PyDict_Check(into)) {
+    if (into && !PyDict_Check(into)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_TypeError, "scan: into must be a dict (or None for columns)");
         return NULL;
@@ -575,8 +517,6 @@ scan(PyObject *self, PyObject *args)
         return NULL;
     }
     const int as_dicts = into != NULL;
-    qtable queries = {NULL, 0, 0, NULL, NULL};
-    PyObject *fkeys = NULL, *fdicts = NULL; /* fresh: each query's str and dict, in the order first met */
     const unsigned char *data = (const unsigned char *)view.buf, *end = data + view.len;
     const int doc_at = 2, value_at = nfields == 6 ? 4 : 3;
     PyObject *ids = NULL, *values = NULL, *qids = NULL, *sizes = NULL, *bytes = NULL, *tag = NULL, *error = NULL;
@@ -592,19 +532,14 @@ scan(PyObject *self, PyObject *args)
      * the line end in the block) */
     Py_ssize_t lines = (view.len + 1) / (2 * nfields) + 1, newlines = 0;
     if (lines > PY_SSIZE_T_MAX / 8) { PyErr_NoMemory(); goto done; }
-    if (fresh_mode) {
-        fkeys = PyList_New(0);
-        fdicts = PyList_New(0);
-        if (!fkeys || !fdicts) goto done;
-    }
-    ids = fresh_mode ? NULL : as_dicts ? into : PyByteArray_FromStringAndSize(NULL, view.len);
-    Py_XINCREF(as_dicts && !fresh_mode ? into : NULL);
+    ids = as_dicts ? into : PyByteArray_FromStringAndSize(NULL, view.len);
+    Py_XINCREF(as_dicts ? into : NULL);
     values = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : lines * 8);
     sizes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     bytes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     qids = PyList_New(0);
     floats = as_dicts ? PyMem_Calloc(FCACHE, sizeof(fslot)) : NULL;
-    if ((!ids && !fresh_mode) || !values || !sizes || !bytes || !qids || (as_dicts && !floats)) {
+    if (!ids || !values || !sizes || !bytes || !qids || (as_dicts && !floats)) {
         if (as_dicts && !floats) PyErr_NoMemory();
         goto done;
     }
@@ -663,28 +598,11 @@ scan(PyObject *self, PyObject *args)
                 /* the query's dict in `into`: a new one, or the one its earlier lines made (lines not adjacent,
                  * or on both sides of a block's end), which its documents are added to */
                 Py_CLEAR(current);
-                if (fresh_mode) {
-                    Py_ssize_t at = qtable_get(&queries, f.start[0], f.len[0]);
-                    if (at == -2) { PyErr_NoMemory(); Py_DECREF(q); goto done; }
-                    if (at >= 0) {
-                        current = PyList_GET_ITEM(fdicts, at);
-                        Py_INCREF(current);
-                        goto opened;
-                    }
-                }
                 /* sized for as many documents as the stretch before (runs mostly have one depth): no resizes; at
                  * most 4,096, so that one long query does not oversize the next ones */
                 int64_t hint = groups > 0 ? size_out[groups - 1] : 0;
                 PyObject *fresh = NEW_DICT((Py_ssize_t)(hint < 4096 ? hint : 4096));
                 if (!fresh) { Py_DECREF(q); goto done; }
-                if (fresh_mode) {
-                    current = fresh;
-                    if (PyList_Append(fkeys, q) < 0 || PyList_Append(fdicts, fresh) < 0) {
-                        Py_DECREF(q);
-                        goto done;
-                    }
-                    goto opened;
-                }
                 current = PyDict_SetDefault(into, q, fresh); /* borrowed; one lookup */
                 Py_DECREF(fresh);
                 if (!current) { Py_DECREF(q); goto done; }
@@ -695,7 +613,6 @@ scan(PyObject *self, PyObject *args)
                     goto done;
                 }
             }
-        opened:
             Py_DECREF(q);
             size_out[groups] = 0;
             bytes_out[groups] = 0;
@@ -732,14 +649,6 @@ scan(PyObject *self, PyObject *args)
         }
         p = next;
     }
-    if (fresh_mode) { /* the queries' dict, sized once: no resize, few collisions, in the order first met */
-        Py_ssize_t n = PyList_GET_SIZE(fkeys);
-        ids = NEW_DICT(n);
-        if (!ids) goto done;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            if (PyDict_SetItem(ids, PyList_GET_ITEM(fkeys, i), PyList_GET_ITEM(fdicts, i)) < 0) goto done;
-        }
-    }
     if ((!as_dicts && PyByteArray_Resize(ids, n_ids) < 0) || PyByteArray_Resize(values, n_values * 8) < 0
         || PyByteArray_Resize(sizes, groups * 8) < 0 || PyByteArray_Resize(bytes, groups * 8) < 0) goto done;
     result = Py_BuildValue("(OOOOOOOOn)", ids, values, qids, sizes, bytes, tag ? tag : Py_None,
@@ -751,11 +660,6 @@ done:
         PyMem_Free(floats);
     }
     PyMem_Free(table.slots);
-    PyMem_Free(queries.slots);
-    PyMem_Free(queries.s);
-    PyMem_Free(queries.len);
-    Py_XDECREF(fkeys);
-    Py_XDECREF(fdicts);
     PyBuffer_Release(&view);
     Py_XDECREF(current);
     Py_XDECREF(ids);

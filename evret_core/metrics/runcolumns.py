@@ -179,13 +179,8 @@ class _Reader:
         lineno = self.lines
         bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
         data = block[len(_BOM):] if bom else block
-        if self.run is None:
-            got = scan(data, self.nfields, not self.tag)
-        else:  # an empty plain dict: the scan returns a new one, sized once for its queries (True), used from then on
-            fresh = type(self.run) is dict and not self.run
-            got = Scan(*compiled().scan(data, self.nfields, not self.tag, True if fresh else self.run))
-            if fresh:
-                self.run = cast(dict[str, dict[str, float]], got.ids)
+        got = Scan(*compiled().scan(data, self.nfields, not self.tag, self.run)) if self.run is not None else scan(
+            data, self.nfields, not self.tag)
         if got.tag and not self.tag:
             self.tag = got.tag
         self.repeats = self.repeats or got.repeats  # dicts: also a document met again in a query's later lines
@@ -332,8 +327,7 @@ def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | Non
                  into: dict[str, dict[str, float]] | None = None) -> _Reader:
     """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
     bad line (see :class:`_Reader`; the caller raises its errors); ``into`` (compiled scan only): into that dict
-    of ``{query_id: {doc_id: value}}`` instead (the reader's ``run``: another dict when ``into`` was an empty plain
-    dict), no columns in between."""
+    of ``{query_id: {doc_id: value}}`` instead (the reader's ``run``), no columns in between."""
     path = Path(path)
     handle = open_binary(path)
     reader = _Reader(path, start, stop, nfields, into)

@@ -38,8 +38,8 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None) -> Qrels
         return queries is None or qid in queries
 
     if compiled() is not None:  # the dicts built as the file is read
-        reader = read_columns(path, 4, into={})
-        qrels: Qrels = reader.run if reader.run is not None else {}
+        qrels: Qrels = {}
+        reader = read_columns(path, 4, into=qrels)
         if reader.repeats:
             reader.raise_repeat(kept, judged=True)  # a repeat in a query not kept is no error
         reader.raise_error()

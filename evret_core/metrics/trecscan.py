@@ -107,8 +107,7 @@ _KIND[list(b"\x1c\x1d\x1e\x1f\x00")] = 2  # what str.split() also splits on, and
 
 
 class Scan(NamedTuple):
-    """A block's columns (see the module); ``error``: (line index in the block, start, end) of its first bad line.
-    (The compiled scan's dict mode gives the dict of ``{query_id: {doc_id: value}}`` as ``ids``.)"""
+    """A block's columns (see the module); ``error``: (line index in the block, start, end) of its first bad line."""
 
     ids: bytearray
     values: bytearray
