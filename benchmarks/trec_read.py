@@ -13,7 +13,7 @@ reader finds them in the page cache). Each reader runs ``--repeat`` times; the b
 Ratios are against pyarrow on one thread and on all CPUs (wall) and pytrec_eval's parse_run (for qrels:
 parse_qrel), each on the same file, measured in the same run; a last list checks each target of the issue. The
 dict reader shares one float object per distinct value within a block, so it also reads a copy of the run with
-10,000 distinct scores (runfile_gen's has 201), against the peers on that copy. Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure]``; the 1M x 100 file:
+10,000 distinct scores (runfile_gen's has 201), against the peers on that copy. Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure] [--cold N]``; the 1M x 100 file:
 ``--queries 1000000 --repeat 1 --columns-only``.
 """
 
@@ -106,6 +106,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-pure", action="store_true", help="leave out the numpy path's rows")
     parser.add_argument("--folder", help="where to write the files (default: a temporary folder)")
+    parser.add_argument("--cold", type=int, default=0, metavar="N",
+                        help="also read the qrels once in each of N fresh processes per reader (best of N): no "
+                             "reader reuses memory an earlier read freed (pyarrow keeps its pool between reads)")
     parser.add_argument("--columns-only", action="store_true",
                         help="only read_run_columns and the shard reader, no peer (for 1M queries x 100: dicts of "
                              "100M lines do not fit in memory)")
@@ -148,9 +151,43 @@ def main() -> int:
                 del os.environ["EVRET_PURE_PYTHON"]
         for name, (kind, fn) in ({} if args.columns_only else peers(files)).items():
             rows[name] = (kind, *best(fn, args.repeat))
+        if args.cold and not args.columns_only:
+            cold_rows(qrels, args.cold)
         load_end = os.getloadavg()[0]
     report(rows, lines, judged, load, load_end)
     return 0
+
+
+COLD = {
+    "evret read_qrels": "from evret_core.metrics.trec import read_qrels as read",
+    "pyarrow read_csv, 1 thread": "import pyarrow.csv as pc\ndef read(p): return pc.read_csv(p, read_options="
+                                  "pc.ReadOptions(autogenerate_column_names=True, use_threads=False), "
+                                  "parse_options=pc.ParseOptions(delimiter=' '))",
+    f"pyarrow read_csv, {os.cpu_count()} threads": "import pyarrow.csv as pc\ndef read(p): return pc.read_csv(p, "
+                                  "read_options=pc.ReadOptions(autogenerate_column_names=True, use_threads=True), "
+                                  "parse_options=pc.ParseOptions(delimiter=' '))",
+    "pytrec_eval parse_qrel": "import pytrec_eval\ndef read(p): return pytrec_eval.parse_qrel(open(p))",
+}
+
+
+def cold_rows(qrels: Path, n: int) -> None:
+    """Each reader's first and only read of the qrels in a fresh process (imports done, file in the page cache),
+    best of ``n`` processes: wall and CPU time of that one call, taken inside the child."""
+    import subprocess
+
+    timer = ("\nimport sys, time\np = sys.argv[1]\nopen(p, 'rb').read()\nw, c = time.perf_counter(), "
+             "time.process_time()\nr = read(p)\nprint(time.perf_counter() - w, time.process_time() - c)")
+    print(f"\nqrels read once per fresh process, best of {n}:\n\n| reader | wall (ms) | CPU (ms) |\n|---|---|---|")
+    for name, code in COLD.items():
+        got = []
+        for _ in range(n):
+            out = subprocess.run([sys.executable, "-c", code + timer, str(qrels)], capture_output=True, text=True)
+            if out.returncode:
+                print(f"| {name} | - | - (failed: {out.stderr.strip().splitlines()[-1:]}) |")
+                break
+            got.append([float(x) for x in out.stdout.split()])
+        else:
+            print(f"| {name} | {min(g[0] for g in got) * 1e3:.1f} | {min(g[1] for g in got) * 1e3:.1f} |")
 
 
 def report(rows: dict[str, tuple[str, float, float]], lines: int, judged: int, load: float, load_end: float) -> None:
