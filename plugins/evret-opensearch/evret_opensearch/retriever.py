@@ -343,32 +343,47 @@ class OpenSearchRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
+    def _ids_texts(self, hits: list[dict[str, Any]], query: str) -> tuple[list[str], list[str]]:
+        """The ids and texts of one query's hits, in one pass per column when the fields are top-level strings of
+        every ``_source`` (the usual answer); else hit by hit through :meth:`_id_text` (dotted names, lists,
+        numbers, and the error naming a hit without the field)."""
+        text_field, id_field = self.text_field, self.id_field
+        try:
+            texts = [hit["_source"][text_field] for hit in hits]
+            ids = [hit["_source"][id_field] for hit in hits] if id_field else [hit["_id"] for hit in hits]
+        except (KeyError, TypeError):  # a field missing or nested, or a hit without _source
+            pass
+        else:
+            if all(type(t) is str for t in texts) and all(type(i) is str for i in ids):
+                return ids, texts
+        pairs = [self._id_text(hit, query, rank) for rank, hit in enumerate(hits, 1)]
+        return [doc_id for doc_id, _ in pairs], [text for _, text in pairs]
+
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """Columns per query (ids, ``_score``, texts): only the id and text fields are fetched."""
         source = [self.text_field, *([self.id_field] if self.id_field else [])]
         out = []
         for query, hits in self._hits(queries, k, source):
-            ids, texts = [], []
-            for rank, hit in enumerate(hits, 1):
-                doc_id, text = self._id_text(hit, query, rank)
-                ids.append(doc_id)
-                texts.append(text)
-            out.append(RankedColumns(ids, np.asarray([float(h["_score"]) for h in hits]), texts))
+            ids, texts = self._ids_texts(hits, query)
+            out.append(RankedColumns(ids, np.asarray([hit["_score"] for hit in hits], dtype=np.float64), texts))
         return out
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """Results per query: every source field but vectors is metadata, the text last as ``metadata["text"]``."""
         source: Any = {"excludes": self.vector_fields} if self.vector_fields else True
+        text_field, id_field = self.text_field, self.id_field
         out = []
         for query, hits in self._hits(queries, k, source):
             results = []
-            for rank, hit in enumerate(hits, 1):
-                doc_id, text = self._id_text(hit, query, rank)
-                metadata = dict(hit.get("_source") or ())  # the other source fields, the text last
-                metadata.pop(self.text_field, None)
-                if self.id_field:
-                    metadata.pop(self.id_field, None)
+            for doc_id, text, hit in zip(*self._ids_texts(hits, query), hits, strict=True):
+                # the hit's _source, decoded for this call alone, becomes the metadata in place (no copy of ours:
+                # RetrievalResult's validation copies it once)
+                metadata = hit.get("_source") or {}
+                metadata.pop(text_field, None)
+                if id_field:
+                    metadata.pop(id_field, None)
                 metadata["text"] = text
-                results.append(RetrievalResult(doc_id=doc_id, score=float(hit["_score"]), metadata=metadata))
+                results.append(RetrievalResult(doc_id=doc_id, score=hit["_score"], metadata=metadata))
             out.append(results)
         return out
 

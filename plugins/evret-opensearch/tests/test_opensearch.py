@@ -327,3 +327,25 @@ def test_a_distribution_is_started_and_stopped(tmp_path: Path, corpus_file: Path
 
 def test_plugin_load_does_not_import_opensearchpy() -> None:
     assert_plugin_load_leaves_unimported("opensearch", "opensearchpy", "evret_opensearch.retriever")
+
+
+def test_lists_numbers_and_missing_fields_in_a_batch(client: Any) -> None:
+    """A batch whose hits are not all top-level strings (a multi-valued text, numeric ids) is read hit by hit with
+    the same answers on both paths, the metadata left whole; a hit without the text field names the document."""
+    client.indices.create(index="odd", body={"mappings": {"properties": {
+        "body": {"type": "text"}, "note": {"type": "text"}, "ref": {"type": "long"}}}})
+    client.bulk(body=[{"index": {"_index": "odd", "_id": "1"}}, {"body": "honey bees", "ref": 7, "n": 1},
+                      {"index": {"_index": "odd", "_id": "2"}}, {"body": ["bees bees", "dance"], "ref": 8, "n": 2},
+                      {"index": {"_index": "odd", "_id": "3"}}, {"note": "bees only a note", "ref": 9}])
+    retriever = OpenSearchRetriever("odd", client=client, text_field="body", id_field="ref")
+    columns = retriever.batch_retrieve_columns(["bees", "honey"], 2)
+    assert [(list(c.ids), list(c.texts)) for c in columns] == [(["8", "7"], ["bees bees dance", "honey bees"]),
+                                                               (["7"], ["honey bees"])]
+    results = retriever.batch_retrieve(["bees"], 2)[0]
+    assert [(r.doc_id, r.text, r.metadata) for r in results] == [("8", "bees bees dance", {"n": 2, "text": "bees bees dance"}),
+                                                                 ("7", "honey bees", {"n": 1, "text": "honey bees"})]
+    both = OpenSearchRetriever("odd", client=client, text_field="body", fields=["body", "note"])
+    for path in (both.batch_retrieve_columns, both.batch_retrieve):
+        with pytest.raises(EvretError, match=r"document '3' \(rank \d for query 'note'\) has no source field 'body' "
+                                             r"\(option 'text_field'\)"):
+            path(["note"], 3)
