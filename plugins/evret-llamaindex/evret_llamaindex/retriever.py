@@ -7,7 +7,9 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, load_object
+import numpy as np
+
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, load_object, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
 
@@ -85,47 +87,48 @@ class LlamaIndexRetriever(Retriever):
         self.sets_top_k = _has_top_k(retriever)
 
     # -- ids and texts -----------------------------------------------------------------------------------------
-    def _to_result(self, hit: Any, score: float, rank: int, query: str) -> RetrievalResult:
-        node = hit.node
-        metadata = dict(getattr(node, "metadata", None) or {})
+    def _doc_id(self, node: Any, rank: int, query: str) -> Any:
         if self.id_key is not None:
-            if metadata.get(self.id_key) is None:
+            doc_id = (getattr(node, "metadata", None) or {}).get(self.id_key)
+            if doc_id is None:
                 raise EvretError(
                     f"llamaindex retriever: node at rank {rank} for query {query[:60]!r} has no metadata key "
-                    f"{self.id_key!r} (option 'id_key'); its metadata keys are {sorted(metadata) or 'none'}"
+                    f"{self.id_key!r} (option 'id_key'); its metadata keys are "
+                    f"{sorted(getattr(node, 'metadata', None) or {}) or 'none'}"
                 )
-            doc_id = metadata[self.id_key]
-        elif self.ids == "document":
-            doc_id = node.ref_doc_id
-            if doc_id is None:
+            return doc_id
+        if self.ids == "document":
+            if node.ref_doc_id is None:
                 raise EvretError(
                     f"llamaindex retriever: node at rank {rank} for query {query[:60]!r} has no source document "
                     f"(option 'ids' is 'document'); use ids='node' or option 'id_key'"
                 )
-        else:
-            doc_id = node.node_id
-        metadata["text"] = node.get_content()
-        return RetrievalResult(doc_id=str(doc_id), score=float(score), metadata=metadata)
+            return node.ref_doc_id
+        return node.node_id
 
-    def _results(self, query: str, hits: Sequence[Any], k: int) -> list[RetrievalResult]:
+    def _ranking(self, query: str, hits: Sequence[Any], k: int) -> list[tuple[str, float, Any]]:
+        """(id, score, node) best first, at most ``k``: the k rule checked, in the document modes one entry per
+        document (where its best chunk is). Both result paths read this, so they cannot disagree."""
         if len(hits) < k and not self.sets_top_k and not self.allow_fewer:
             raise EvretError(
                 f"llamaindex retriever: {type(self.retriever).__name__} returned {len(hits)} results for query "
                 f"{query[:60]!r} but k is {k}, and it has no similarity_top_k to ask for more; build it to return "
                 f"at least {k} results, or set option 'allow_fewer' to evaluate the shorter lists"
             )
-        results = [
+        by_document = self.ids == "document" or self.id_key is not None
+        seen: set[str] = set()
+        ranking: list[tuple[str, float, Any]] = []
+        for i, hit in enumerate(hits):
+            doc_id = str(self._doc_id(hit.node, i + 1, query))
+            if by_document:
+                if doc_id in seen:
+                    continue
+                seen.add(doc_id)
             # without a score from LlamaIndex, a descending rank score keeps the order in exported runs
-            self._to_result(hit, float(len(hits) - i) if hit.score is None else hit.score, i + 1, query)
-            for i, hit in enumerate(hits)
-        ]
-        if self.ids == "document" or self.id_key is not None:
-            # several chunks of one document: the document is ranked where its best chunk is
-            best: dict[str, RetrievalResult] = {}
-            for result in results:
-                best.setdefault(result.doc_id, result)
-            results = list(best.values())
-        return results[:k]
+            ranking.append((doc_id, float(len(hits) - i) if hit.score is None else float(hit.score), hit.node))
+            if len(ranking) == k:
+                break
+        return ranking
 
     # -- searching ---------------------------------------------------------------------------------------------
     def _retriever_for(self, k: int) -> Any:
@@ -138,10 +141,9 @@ class LlamaIndexRetriever(Retriever):
         sized.similarity_top_k = k
         return sized
 
-    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """The native path: LlamaIndex's ``aretrieve``, at most ``max_concurrency`` queries in flight."""
-        if not queries:
-            return []
+    async def _ahits(self, queries: Sequence[str], k: int) -> list[list[Any]]:
+        """LlamaIndex's answers (``NodeWithScore`` lists) through its ``aretrieve``, at most ``max_concurrency``
+        queries in flight."""
         retriever = self._retriever_for(k)
         gate = asyncio.Semaphore(self.max_concurrency)
 
@@ -149,8 +151,31 @@ class LlamaIndexRetriever(Retriever):
             async with gate:
                 return list(await retriever.aretrieve(query))
 
-        answers = await asyncio.gather(*(one(q) for q in queries))
-        return [self._results(q, hits, k) for q, hits in zip(queries, answers, strict=True)]
+        return list(await asyncio.gather(*(one(q) for q in queries)))
+
+    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
+        """The native path: LlamaIndex's ``aretrieve``, at most ``max_concurrency`` queries in flight."""
+        if not queries:
+            return []
+        answers = await self._ahits(queries, k)
+        return [[RetrievalResult(doc_id=doc_id, score=score,
+                                 metadata={**(getattr(node, "metadata", None) or {}), "text": node.get_content()})
+                 for doc_id, score, node in self._ranking(q, hits, k)]
+                for q, hits in zip(queries, answers, strict=True)]
+
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """What the evaluator reads: ids, scores and texts as columns, no result object (nor metadata copy) per
+        node; the same search and ranking as :meth:`abatch_retrieve`."""
+        if not queries:
+            return []
+        answers = run_sync(self._ahits(queries, k))
+        out = []
+        for q, hits in zip(queries, answers, strict=True):
+            ranking = self._ranking(q, hits, k)
+            out.append(RankedColumns([doc_id for doc_id, _, _ in ranking],
+                                     np.fromiter((score for _, score, _ in ranking), np.float64, len(ranking)),
+                                     [node.get_content() for _, _, node in ranking]))
+        return out
 
     def config(self) -> dict[str, Any]:
         wrapped = self.retriever
