@@ -1,24 +1,34 @@
-"""Vector-store adapters against calling the store directly, on the same queries in the same run: the adapter's
-overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search).
+"""Retriever adapters against calling their backend directly, on the same queries in the same run: the adapter's
+overhead as a ratio. Sections: ``lancedb`` (below) and one per file ``benchmarks/adapters_<name>.py`` holding a
+function ``<name>_section`` (milvus, llamaindex, chroma, qdrant, langchain, ...); ``--only`` picks some.
+
+A section is a function ``<name>_section(queries, vectors, embed, k, repeat=5)`` that prints its table (``repeat``,
+the best-of count, is optional). To add one, add a file ``adapters_<name>.py``: nothing here changes, so sections
+added side by side never touch each other; a ``<name>_section`` function defined in this file is found too.
 
 The corpus is BEIR SciFact (../shared), embedded once with the deterministic hashed embedder of
 ``evret_core.testing.vectorstores``; query vectors are computed once and given to both sides (the adapter through
-``query_embeddings``), so the model's cost is out of the comparison and only the adapter's work is measured.
+``query_embeddings`` or an embedder that looks them up), so the model's cost is out of the comparison and only the
+adapter's work is measured.
 
-    python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109]
+    python benchmarks/adapters.py [--only lancedb,milvus] [--k 100] [--dim 256] [--queries N] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from bm25_batch import SCIFACT, best_of  # the benchmarks folder is on sys.path when a script runs
 
 
-def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
+def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int, repeat: int = 5) -> None:
     import lancedb
     from evret_lancedb import LanceDBRetriever, index_corpus
 
@@ -42,11 +52,11 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
         direct_ids = table.search(vectors[0]).select(columns).limit(k).to_arrow().column("doc_id").to_pylist()
         assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids
 
-        t_query = best_of(1, direct_per_query)
-        t_ids = best_of(5, lambda: direct_batched(["doc_id", "text"]))
-        t_columns = best_of(5, lambda: retriever.batch_retrieve_columns(queries, k))
-        t_all = best_of(5, lambda: direct_batched(columns))
-        t_results = best_of(5, lambda: retriever.batch_retrieve(queries, k))
+        t_query = best_of(1, direct_per_query)  # once: it is the slow one
+        t_ids = best_of(repeat, lambda: direct_batched(["doc_id", "text"]))
+        t_columns = best_of(repeat, lambda: retriever.batch_retrieve_columns(queries, k))
+        t_all = best_of(repeat, lambda: direct_batched(columns))
+        t_results = best_of(repeat, lambda: retriever.batch_retrieve(queries, k))
         print(f"## lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, "
               f"lancedb {lancedb.__version__}, no ANN index (exact scan)")
         print("| what | seconds | ratio to its direct peer |")
@@ -62,12 +72,32 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
               f"{t_query / t_all:.2f} (to B) |")
 
 
+def sections() -> dict[str, Callable[..., None]]:
+    """Every ``<name>_section`` by name: those defined here first, then those of ``adapters_<name>.py`` files."""
+    found = {name[:-len("_section")]: fn for name, fn in globals().items()
+             if name.endswith("_section") and callable(fn)}
+    for path in sorted(Path(__file__).resolve().parent.glob("adapters_*.py")):
+        module = importlib.import_module(path.stem)
+        for name, fn in vars(module).items():
+            if name.endswith("_section") and callable(fn) and name[:-len("_section")] not in found:
+                found[name[:-len("_section")]] = fn
+    return found
+
+
 def main() -> None:
+    available = sections()
     parser = argparse.ArgumentParser()
+    parser.add_argument("--only", "--section", action="append", default=[],
+                        help=f"sections to run, comma-separated or repeated (default all: {','.join(available)})")
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=0, help="use the first N queries (0: all)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N timings per row")
     args = parser.parse_args()
+    chosen = [name.strip() for given in args.only for name in given.split(",") if name.strip()] or list(available)
+    unknown = [name for name in chosen if name not in available]
+    if unknown:
+        parser.error(f"--only: no section {', '.join(unknown)} (sections: {', '.join(available)})")
     from evret_core.testing.vectorstores import hashed_embedder
 
     embed = hashed_embedder(args.dim)
@@ -75,7 +105,11 @@ def main() -> None:
     queries = list(dict.fromkeys(json.loads(line)["text"] for line in lines if line))
     if args.queries:
         queries = queries[:args.queries]
-    lancedb_section(queries, embed(queries), embed, args.k)
+    vectors = embed(queries)
+    for name in chosen:
+        section = available[name]
+        takes_repeat = "repeat" in inspect.signature(section).parameters  # a section may keep its own count
+        section(queries, vectors, embed, args.k, **({"repeat": args.repeat} if takes_repeat else {}))
 
 
 if __name__ == "__main__":
