@@ -14,7 +14,8 @@ def chroma_section(queries: list[str], vectors: list[list[float]], embed: Any, k
     Peer A asks for what ``batch_retrieve_columns`` returns (ids, documents, distances), peer B for the metadatas
     too; both send the adapter's batch of query embeddings per ``query`` call."""
     import chromadb
-    from evret_chroma import ChromaRetriever, index_corpus, make_client
+    from evret_chroma import ChromaRetriever, index_corpus
+    from evret_chroma.retriever import make_client
 
     client = make_client()
     n_docs = index_corpus(client, "scifact", SCIFACT / "corpus.jsonl", embed, batch_size=2048, recreate=True)
