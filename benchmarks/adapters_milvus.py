@@ -14,8 +14,8 @@ def milvus_section(queries: list[str], vectors: list[list[float]], embed: Any, k
     """Milvus Lite (in process, a .db file in a temporary directory), the collection made by evret_milvus's
     ``index_corpus`` (COSINE, AUTOINDEX). Peer A asks for what ``batch_retrieve_columns`` returns (id, distance,
     text); peer B for every field and reads each hit once, which is when pymilvus decodes the dynamic (JSON)
-    fields it returns lazily; both send the adapter's batch of query vectors per ``search`` call. (One query per
-    call, the obvious loop, measured 26x peer B once on a loaded machine: it is left out, being slow.)"""
+    fields it returns lazily; both send the adapter's batch of query vectors per ``search`` call. Milvus Lite
+    serves from a thread of this process, so the CPU columns count its work too. (One query per call, the obvious loop, measured 26x peer B once on a loaded machine: it is left out, being slow.)"""
     os.environ.setdefault("GRPC_VERBOSITY", "NONE")  # Milvus Lite's server logs GOAWAY lines at exit otherwise
     import pymilvus
     from evret_milvus import MilvusRetriever, index_corpus
