@@ -42,14 +42,14 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
 
         def direct_per_query() -> None:  # the obvious way: one search per query, answers as arrow tables
             for v in vectors:
-                table.search(v).select(columns).limit(k).to_arrow()
+                table.search(v).select([*columns, "_distance"]).limit(k).to_arrow()
 
         def direct_batched(select: list[str]) -> None:  # LanceDB's multi-vector search, the adapter's batch size
             for i in range(0, len(vectors), batch):
-                table.search(vectors[i:i + batch]).select(select).limit(k).to_arrow()
+                table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
 
         # same answers on both sides (the first query's ranking)
-        direct_ids = table.search(vectors[0]).select(columns).limit(k).to_arrow().column("doc_id").to_pylist()
+        direct_ids = table.search(vectors[0]).select([*columns, "_distance"]).limit(k).to_arrow().column("doc_id").to_pylist()
         assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids
 
         t_query = best_of(1, direct_per_query)  # once: it is the slow one
