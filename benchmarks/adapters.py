@@ -25,7 +25,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bm25_batch import SCIFACT, best_of  # the benchmarks folder is on sys.path when a script runs
+from adapter_kit import OverheadTable, interleaved_best_of
+from bm25_batch import SCIFACT  # the benchmarks folder is on sys.path when a script runs
 
 
 def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int, repeat: int = 5) -> None:
@@ -49,27 +50,24 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
                 table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
 
         # same answers on both sides (the first query's ranking)
-        direct_ids = table.search(vectors[0]).select([*columns, "_distance"]).limit(k).to_arrow().column("doc_id").to_pylist()
-        assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids
+        direct_ids = table.search(vectors[0]).select(["doc_id", "_distance"]).limit(k).to_arrow().column("doc_id")
+        assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids.to_pylist()
 
-        t_query = best_of(1, direct_per_query)  # once: it is the slow one
-        t_ids = best_of(repeat, lambda: direct_batched(["doc_id", "text"]))
-        t_columns = best_of(repeat, lambda: retriever.batch_retrieve_columns(queries, k))
-        t_all = best_of(repeat, lambda: direct_batched(columns))
-        t_results = best_of(repeat, lambda: retriever.batch_retrieve(queries, k))
-        print(f"## lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, "
-              f"lancedb {lancedb.__version__}, no ANN index (exact scan)")
-        print("| what | seconds | ratio to its direct peer |")
-        print("|---|---|---|")
-        print(f"| peer A: LanceDB multi-vector search, {batch} queries per call, id and text (to_arrow) | "
-              f"{t_ids:.3f} | 1.00 |")
-        print(f"| evret-lancedb batch_retrieve_columns (ids, scores, texts) | {t_columns:.3f} | "
-              f"{t_columns / t_ids:.2f} (to A) |")
-        print(f"| peer B: the same search, every column but the vector (to_arrow) | {t_all:.3f} | 1.00 |")
-        print(f"| evret-lancedb batch_retrieve (results with text and metadata) | {t_results:.3f} | "
-              f"{t_results / t_all:.2f} (to B) |")
-        print(f"| LanceDB search, one query at a time, every column (to_arrow) | {t_query:.3f} | "
-              f"{t_query / t_all:.2f} (to B) |")
+        times = interleaved_best_of(repeat, {
+            "A": lambda: direct_batched(["doc_id", "text"]),
+            "columns": lambda: retriever.batch_retrieve_columns(queries, k),
+            "B": lambda: direct_batched(columns),
+            "results": lambda: retriever.batch_retrieve(queries, k),
+        })
+        (t_query,) = interleaved_best_of(1, {"one": direct_per_query}).values()  # once: it is the slow one
+    table = OverheadTable(f"lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, lancedb "
+                          f"{lancedb.__version__}, no ANN index (exact scan); best of {repeat}", len(queries))
+    table.peer("A", f"LanceDB multi-vector search, {batch} queries per call, id and text (to_arrow)", times["A"])
+    table.adapter("evret-lancedb batch_retrieve_columns (ids, scores, texts)", times["columns"], "A")
+    table.peer("B", "the same search, every column but the vector (to_arrow)", times["B"])
+    table.adapter("evret-lancedb batch_retrieve (results with text and metadata)", times["results"], "B")
+    table.adapter("LanceDB search, one query at a time, every column (to_arrow; once)", t_query, "B")
+    table.print()
 
 
 def sections() -> dict[str, Callable[..., None]]:
