@@ -54,21 +54,21 @@ def _llamaindex_run(records: list[dict[str, Any]], doc_vectors: list[list[float]
     retriever = index.as_retriever(similarity_top_k=k)
     adapter = LlamaIndexRetriever(retriever)
 
-    def direct_sync() -> None:
-        for query in queries:
-            retriever.retrieve(query)
+    # the peers keep every answer, as a caller does (the adapter keeps what it returns)
+    def direct_sync() -> list[Any]:
+        return [retriever.retrieve(query) for query in queries]
 
-    def direct_async() -> None:
-        async def gather() -> None:
+    def direct_async() -> list[Any]:
+        async def gather() -> list[Any]:
             gate = asyncio.Semaphore(adapter.max_concurrency)
 
-            async def one(query: str) -> None:
+            async def one(query: str) -> Any:
                 async with gate:
-                    await retriever.aretrieve(query)
+                    return await retriever.aretrieve(query)
 
-            await asyncio.gather(*(one(q) for q in queries))
+            return list(await asyncio.gather(*(one(q) for q in queries)))
 
-        asyncio.run(gather())
+        return asyncio.run(gather())
 
     assert list(adapter.batch_retrieve_columns(queries[:1], k)[0].ids) == [
         hit.node.node_id for hit in retriever.retrieve(queries[0])]

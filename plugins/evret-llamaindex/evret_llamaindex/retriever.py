@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, load_object, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
+T = TypeVar("T")
 
 
 def is_llamaindex_object(obj: Any) -> bool:
@@ -106,8 +107,8 @@ class LlamaIndexRetriever(Retriever):
             return node.ref_doc_id
         return node.node_id
 
-    def _ranking(self, query: str, hits: Sequence[Any], k: int) -> list[tuple[str, float, Any]]:
-        """(id, score, node) best first, at most ``k``: the k rule checked, in the document modes one entry per
+    def _ranking(self, query: str, hits: Sequence[Any], k: int) -> tuple[list[str], list[float], list[Any]]:
+        """(ids, scores, nodes) best first, at most ``k``: the k rule checked, in the document modes one entry per
         document (where its best chunk is). Both result paths read this, so they cannot disagree."""
         if len(hits) < k and not self.sets_top_k and not self.allow_fewer:
             raise EvretError(
@@ -115,20 +116,26 @@ class LlamaIndexRetriever(Retriever):
                 f"{query[:60]!r} but k is {k}, and it has no similarity_top_k to ask for more; build it to return "
                 f"at least {k} results, or set option 'allow_fewer' to evaluate the shorter lists"
             )
-        by_document = self.ids == "document" or self.id_key is not None
-        seen: set[str] = set()
-        ranking: list[tuple[str, float, Any]] = []
+        n = len(hits)
+        # without a score from LlamaIndex, a descending rank score keeps the order in exported runs
+        if self.ids == "node" and self.id_key is None:  # one entry per node: no look-up per hit
+            kept = hits[:k]
+            nodes = [hit.node for hit in kept]
+            return ([str(node.node_id) for node in nodes],
+                    [float(n - i) if hit.score is None else float(hit.score) for i, hit in enumerate(kept)], nodes)
+        ids: list[str] = []
+        scores: list[float] = []
+        nodes = []
         for i, hit in enumerate(hits):
             doc_id = str(self._doc_id(hit.node, i + 1, query))
-            if by_document:
-                if doc_id in seen:
-                    continue
-                seen.add(doc_id)
-            # without a score from LlamaIndex, a descending rank score keeps the order in exported runs
-            ranking.append((doc_id, float(len(hits) - i) if hit.score is None else float(hit.score), hit.node))
-            if len(ranking) == k:
+            if doc_id in ids:  # at most k ids: a list is as quick as a set here
+                continue
+            ids.append(doc_id)
+            scores.append(float(n - i) if hit.score is None else float(hit.score))
+            nodes.append(hit.node)
+            if len(ids) == k:
                 break
-        return ranking
+        return ids, scores, nodes
 
     # -- searching ---------------------------------------------------------------------------------------------
     def _retriever_for(self, k: int) -> Any:
@@ -141,41 +148,41 @@ class LlamaIndexRetriever(Retriever):
         sized.similarity_top_k = k
         return sized
 
-    async def _ahits(self, queries: Sequence[str], k: int) -> list[list[Any]]:
-        """LlamaIndex's answers (``NodeWithScore`` lists) through its ``aretrieve``, at most ``max_concurrency``
-        queries in flight."""
+    async def _gather(self, queries: Sequence[str], k: int, convert: Callable[[str, list[Any]], T]) -> list[T]:
+        """``convert(query, hits)`` of LlamaIndex's answer (``NodeWithScore`` list) to every query, through its
+        ``aretrieve``, at most ``max_concurrency`` queries in flight. Each answer is converted as soon as it comes,
+        so LlamaIndex's node objects do not pile up until the last query is answered (and an error shows early)."""
         retriever = self._retriever_for(k)
         gate = asyncio.Semaphore(self.max_concurrency)
 
-        async def one(query: str) -> list[Any]:
+        async def one(query: str) -> T:
             async with gate:
-                return list(await retriever.aretrieve(query))
+                hits = list(await retriever.aretrieve(query))
+            return convert(query, hits)
 
         return list(await asyncio.gather(*(one(q) for q in queries)))
+
+    def _as_results(self, query: str, hits: list[Any], k: int) -> list[RetrievalResult]:
+        return [RetrievalResult(doc_id=doc_id, score=score,
+                                metadata={**(getattr(node, "metadata", None) or {}), "text": node.get_content()})
+                for doc_id, score, node in zip(*self._ranking(query, hits, k), strict=True)]
+
+    def _as_columns(self, query: str, hits: list[Any], k: int) -> RankedColumns:
+        ids, scores, nodes = self._ranking(query, hits, k)
+        return RankedColumns(ids, np.array(scores, dtype=np.float64), [node.get_content() for node in nodes])
 
     async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         """The native path: LlamaIndex's ``aretrieve``, at most ``max_concurrency`` queries in flight."""
         if not queries:
             return []
-        answers = await self._ahits(queries, k)
-        return [[RetrievalResult(doc_id=doc_id, score=score,
-                                 metadata={**(getattr(node, "metadata", None) or {}), "text": node.get_content()})
-                 for doc_id, score, node in self._ranking(q, hits, k)]
-                for q, hits in zip(queries, answers, strict=True)]
+        return await self._gather(queries, k, lambda query, hits: self._as_results(query, hits, k))
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """What the evaluator reads: ids, scores and texts as columns, no result object (nor metadata copy) per
         node; the same search and ranking as :meth:`abatch_retrieve`."""
         if not queries:
             return []
-        answers = run_sync(self._ahits(queries, k))
-        out = []
-        for q, hits in zip(queries, answers, strict=True):
-            ranking = self._ranking(q, hits, k)
-            out.append(RankedColumns([doc_id for doc_id, _, _ in ranking],
-                                     np.fromiter((score for _, score, _ in ranking), np.float64, len(ranking)),
-                                     [node.get_content() for _, _, node in ranking]))
-        return out
+        return run_sync(self._gather(queries, k, lambda query, hits: self._as_columns(query, hits, k)))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.retriever
