@@ -47,21 +47,21 @@ def _langchain_run(records: list[dict[str, Any]], queries: list[str], vectors: l
     store.add_documents([Document(id=r["doc_id"], page_content=r["text"], metadata=r["metadata"]) for r in records])
     adapter = LangChainRetriever(store)
 
-    def direct_sync() -> None:
-        for query in queries:
-            store.similarity_search_with_score(query, k=k)
+    # the peers keep every answer, as a caller does (the adapter keeps what it returns)
+    def direct_sync() -> list[Any]:
+        return [store.similarity_search_with_score(query, k=k) for query in queries]
 
-    def direct_async() -> None:
-        async def gather() -> None:
+    def direct_async() -> list[Any]:
+        async def gather() -> list[Any]:
             gate = asyncio.Semaphore(adapter.max_concurrency)
 
-            async def one(query: str) -> None:
+            async def one(query: str) -> Any:
                 async with gate:
-                    await store.asimilarity_search_with_score(query, k=k)
+                    return await store.asimilarity_search_with_score(query, k=k)
 
-            await asyncio.gather(*(one(q) for q in queries))
+            return list(await asyncio.gather(*(one(q) for q in queries)))
 
-        asyncio.run(gather())
+        return asyncio.run(gather())
 
     assert list(adapter.batch_retrieve_columns(queries[:1], k)[0].ids) == [
         doc.id for doc, _ in store.similarity_search_with_score(queries[0], k=k)]

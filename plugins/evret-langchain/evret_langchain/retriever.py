@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
 from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, load_object, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
+T = TypeVar("T")
 
 
 def is_langchain_object(obj: Any) -> bool:
@@ -116,43 +117,46 @@ class LangChainRetriever(Retriever):
             return r.model_copy(update={"k": k}), {}
         return r, {}
 
-    async def _apairs(self, queries: Sequence[str], k: int) -> list[list[tuple[Any, float | None]]]:
-        """(document, score or None) lists from LangChain's async API, at most ``max_concurrency`` queries in
-        flight."""
+    async def _gather(self, queries: Sequence[str], k: int,
+                      convert: Callable[[str, list[tuple[Any, float | None]]], T]) -> list[T]:
+        """``convert(query, pairs)`` of LangChain's answer ((document, score or None) pairs) to every query, through
+        its async API, at most ``max_concurrency`` queries in flight; a vector store's answers are converted as
+        they come, so its documents do not pile up until the last query is answered."""
         if self.vectorstore is not None:
             gate = asyncio.Semaphore(self.max_concurrency)
 
-            async def one(query: str) -> list[tuple[Any, float | None]]:
+            async def one(query: str) -> T:
                 async with gate:
-                    return await self._search_store(query, k)
+                    pairs = await self._search_store(query, k)
+                return convert(query, pairs)
 
             return list(await asyncio.gather(*(one(q) for q in queries)))
         retriever, _ = self._retriever_for(k)
         docs_lists = await retriever.abatch(list(queries), config={"max_concurrency": self.max_concurrency})
-        return [[(doc, None) for doc in docs] for docs in docs_lists]
+        return [convert(q, [(doc, None) for doc in docs]) for q, docs in zip(queries, docs_lists, strict=True)]
+
+    def _as_results(self, query: str, pairs: list[tuple[Any, float | None]], k: int) -> list[RetrievalResult]:
+        return [RetrievalResult(doc_id=doc_id, score=score,
+                                metadata={**(getattr(doc, "metadata", None) or {}), "text": doc.page_content})
+                for doc_id, score, doc in self._ranking(query, pairs, k)]
+
+    def _as_columns(self, query: str, pairs: list[tuple[Any, float | None]], k: int) -> RankedColumns:
+        ranking = self._ranking(query, pairs, k)
+        return RankedColumns([doc_id for doc_id, _, _ in ranking], np.array([s for _, s, _ in ranking], np.float64),
+                             [doc.page_content for _, _, doc in ranking])
 
     async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         """The native path: LangChain's async API, at most ``max_concurrency`` queries in flight."""
         if not queries:
             return []
-        answers = await self._apairs(queries, k)
-        return [[RetrievalResult(doc_id=doc_id, score=score,
-                                 metadata={**(getattr(doc, "metadata", None) or {}), "text": doc.page_content})
-                 for doc_id, score, doc in self._ranking(q, pairs, k)]
-                for q, pairs in zip(queries, answers, strict=True)]
+        return await self._gather(queries, k, lambda query, pairs: self._as_results(query, pairs, k))
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """What the evaluator reads: ids, scores and texts as columns, no result object (nor metadata copy) per
         document; the same search and ranking as :meth:`abatch_retrieve`."""
         if not queries:
             return []
-        out = []
-        for q, pairs in zip(queries, run_sync(self._apairs(queries, k)), strict=True):
-            ranking = self._ranking(q, pairs, k)
-            out.append(RankedColumns([doc_id for doc_id, _, _ in ranking],
-                                     np.fromiter((score for _, score, _ in ranking), np.float64, len(ranking)),
-                                     [doc.page_content for _, _, doc in ranking]))
-        return out
+        return run_sync(self._gather(queries, k, lambda query, pairs: self._as_columns(query, pairs, k)))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.vectorstore if self.vectorstore is not None else self.retriever
