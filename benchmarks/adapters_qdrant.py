@@ -8,15 +8,12 @@ from typing import Any
 from adapter_kit import OverheadTable, interleaved_best_of
 from bm25_batch import SCIFACT
 
-# local mode scores every point in the client process (~65 ms a query on SciFact here): two batches of queries
-QDRANT_QUERIES = 128
-
 
 def qdrant_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int, repeat: int = 5) -> None:
     """qdrant-client's local mode (``:memory:``, exact search in the client process), the collection made by
     evret_qdrant's ``index_corpus`` (cosine). Peer A asks for the payload fields ``batch_retrieve_columns`` reads
     (text and doc_id), peer B for the whole payload; both send the adapter's batch of queries per
-    ``query_batch_points`` call. The first ``QDRANT_QUERIES`` queries."""
+    ``query_batch_points`` call."""
     from importlib.metadata import version
 
     from evret_qdrant import QdrantRetriever, index_corpus
@@ -24,7 +21,6 @@ def qdrant_section(queries: list[str], vectors: list[list[float]], embed: Any, k
 
     client = QdrantClient(location=":memory:")
     n_docs = index_corpus(client, "scifact", SCIFACT / "corpus.jsonl", embed, batch_size=2048)
-    queries, vectors = queries[:QDRANT_QUERIES], vectors[:QDRANT_QUERIES]
     lookup = dict(zip(queries, vectors, strict=True))
     retriever = QdrantRetriever("scifact", embedding=lambda texts: [lookup[t] for t in texts], client=client)
     batch = retriever.batch_size
