@@ -41,13 +41,13 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
         columns = ["doc_id", "text", *retriever.metadata_columns]
         batch = retriever.batch_size
 
-        def direct_per_query() -> None:  # the obvious way: one search per query, answers as arrow tables
-            for v in vectors:
-                table.search(v).select([*columns, "_distance"]).limit(k).to_arrow()
+        # the peers keep every answer, as a caller does (the adapter keeps what it returns)
+        def direct_per_query() -> list[Any]:  # the obvious way: one search per query, answers as arrow tables
+            return [table.search(v).select([*columns, "_distance"]).limit(k).to_arrow() for v in vectors]
 
-        def direct_batched(select: list[str]) -> None:  # LanceDB's multi-vector search, the adapter's batch size
-            for i in range(0, len(vectors), batch):
-                table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
+        def direct_batched(select: list[str]) -> list[Any]:  # LanceDB's multi-vector search, the adapter's batch size
+            return [table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
+                    for i in range(0, len(vectors), batch)]
 
         # same answers on both sides (the first query's ranking)
         direct_ids = table.search(vectors[0]).select(["doc_id", "_distance"]).limit(k).to_arrow().column("doc_id")

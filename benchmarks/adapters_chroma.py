@@ -23,9 +23,9 @@ def chroma_section(queries: list[str], vectors: list[list[float]], embed: Any, k
     retriever = ChromaRetriever("scifact", query_embeddings=dict(zip(queries, vectors, strict=True)), client=client)
     batch = retriever.batch_size
 
-    def direct(include: list[str]) -> None:
-        for i in range(0, len(vectors), batch):
-            collection.query(query_embeddings=vectors[i:i + batch], n_results=k, include=include)  # type: ignore[arg-type]
+    def direct(include: list[str]) -> list[Any]:  # every answer kept, as a caller does (the adapter keeps its own)
+        return [collection.query(query_embeddings=vectors[i:i + batch], n_results=k, include=include)  # type: ignore[arg-type]
+                for i in range(0, len(vectors), batch)]
 
     first = collection.query(query_embeddings=vectors[:1], n_results=k, include=[])["ids"][0]  # type: ignore[arg-type]
     assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == first

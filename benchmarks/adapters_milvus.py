@@ -29,13 +29,16 @@ def milvus_section(queries: list[str], vectors: list[list[float]], embed: Any, k
             retriever = MilvusRetriever("scifact", embedding=lambda texts: [lookup[t] for t in texts], client=client)
             batch, every = retriever.batch_size, retriever.output_fields
 
-            def direct(fields: list[str], read: bool) -> None:
+            def direct(fields: list[str], read: bool) -> list[Any]:  # every answer kept, as a caller does
+                answers = []
                 for i in range(0, len(vectors), batch):
                     answer = client.search("scifact", data=vectors[i:i + batch], limit=k, output_fields=fields)
                     if read:
                         for hits in answer:
                             for _hit in hits:
                                 pass
+                    answers.append(answer)
+                return answers
 
             first = client.search("scifact", data=vectors[:1], limit=k, output_fields=["text"])[0]
             assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == [h["doc_id"] for h in first]

@@ -25,10 +25,10 @@ def qdrant_section(queries: list[str], vectors: list[list[float]], embed: Any, k
     retriever = QdrantRetriever("scifact", embedding=lambda texts: [lookup[t] for t in texts], client=client)
     batch = retriever.batch_size
 
-    def direct(payload: bool | list[str]) -> None:
-        for i in range(0, len(vectors), batch):
-            client.query_batch_points("scifact", requests=[
-                models.QueryRequest(query=v, limit=k, with_payload=payload) for v in vectors[i:i + batch]])
+    def direct(payload: bool | list[str]) -> list[Any]:  # every answer kept, as a caller does
+        return [client.query_batch_points("scifact", requests=[
+            models.QueryRequest(query=v, limit=k, with_payload=payload) for v in vectors[i:i + batch]])
+            for i in range(0, len(vectors), batch)]
 
     first = client.query_points("scifact", query=vectors[0], limit=k, with_payload=["doc_id"]).points
     assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == [p.payload["doc_id"] for p in first]
