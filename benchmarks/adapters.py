@@ -1,27 +1,38 @@
-"""Vector-store adapters against calling the store directly, on the same queries in the same run: the adapter's
-overhead as a ratio. Sections: ``lancedb`` (evret-lancedb against LanceDB's own search), ``haystack``
-(evret-haystack against calling the Haystack component's or pipeline's ``run`` directly), ``opensearch``
-(evret-opensearch against opensearch-py's ``msearch`` on the same server: the wire-format stub of the plugin's tests,
-in its own process, since no OpenSearch server can be installed here).
+"""Retriever adapters against calling their backend directly, on the same queries in the same run: the adapter's
+overhead as a ratio. Sections: ``lancedb`` (below) and one per file ``benchmarks/adapters_<name>.py`` holding a
+function ``<name>_section`` (milvus, llamaindex, chroma, qdrant, langchain, ...), and ``haystack`` (evret-haystack
+against calling the Haystack component's or pipeline's ``run`` directly) and ``opensearch`` (evret-opensearch against
+opensearch-py's ``msearch`` on the plugin tests' wire-format stub server, in its own process) here; ``--only`` picks
+some.
+
+A section is a function ``<name>_section(queries, vectors, embed, k, repeat=5)`` that prints its table (``repeat``,
+the best-of count, is optional). To add one, add a file ``adapters_<name>.py``: nothing here changes, so sections
+added side by side never touch each other; a ``<name>_section`` function defined in this file is found too.
 
 The corpus is BEIR SciFact (../shared), embedded once with the deterministic hashed embedder of
 ``evret_core.testing.vectorstore_kit``; query vectors are computed once and given to both sides (the adapter through
-``query_embeddings``), so the model's cost is out of the comparison and only the adapter's work is measured.
+``query_embeddings`` or an embedder that looks them up), so the model's cost is out of the comparison and only the
+adapter's work is measured.
 
-    python benchmarks/adapters.py [--k 100] [--dim 256] [--queries 1109] [--section lancedb --section haystack ...]
+    python benchmarks/adapters.py [--only lancedb,milvus] [--k 100] [--dim 256] [--queries N] [--repeat 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import json
 import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from bm25_batch import SCIFACT, best_of  # the benchmarks folder is on sys.path when a script runs
+from adapter_kit import OverheadTable, interleaved_best_of
+from bm25_batch import SCIFACT  # the benchmarks folder is on sys.path when a script runs
 
 
-def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
+def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int, repeat: int = 5) -> None:
     import lancedb
     from evret_lancedb import LanceDBRetriever, index_corpus
 
@@ -33,36 +44,45 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
         columns = ["doc_id", "text", *retriever.metadata_columns]
         batch = retriever.batch_size
 
-        def direct_per_query() -> None:  # the obvious way: one search per query, answers as arrow tables
-            for v in vectors:
-                table.search(v).select(columns).limit(k).to_arrow()
+        # the peers keep every answer, as a caller does (the adapter keeps what it returns)
+        def direct_per_query() -> list[Any]:  # the obvious way: one search per query, answers as arrow tables
+            return [table.search(v).select([*columns, "_distance"]).limit(k).to_arrow() for v in vectors]
 
-        def direct_batched(select: list[str]) -> None:  # LanceDB's multi-vector search, the adapter's batch size
-            for i in range(0, len(vectors), batch):
-                table.search(vectors[i:i + batch]).select(select).limit(k).to_arrow()
+        def direct_batched(select: list[str]) -> list[Any]:  # LanceDB's multi-vector search, the adapter's batch size
+            return [table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
+                    for i in range(0, len(vectors), batch)]
 
         # same answers on both sides (the first query's ranking)
-        direct_ids = table.search(vectors[0]).select(columns).limit(k).to_arrow().column("doc_id").to_pylist()
-        assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids
+        direct_ids = table.search(vectors[0]).select(["doc_id", "_distance"]).limit(k).to_arrow().column("doc_id")
+        assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids.to_pylist()
 
-        t_query = best_of(1, direct_per_query)
-        t_ids = best_of(5, lambda: direct_batched(["doc_id", "text"]))
-        t_columns = best_of(5, lambda: retriever.batch_retrieve_columns(queries, k))
-        t_all = best_of(5, lambda: direct_batched(columns))
-        t_results = best_of(5, lambda: retriever.batch_retrieve(queries, k))
-        print(f"## lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, "
-              f"lancedb {lancedb.__version__}, no ANN index (exact scan)")
-        print("| what | seconds | ratio to its direct peer |")
-        print("|---|---|---|")
-        print(f"| peer A: LanceDB multi-vector search, {batch} queries per call, id and text (to_arrow) | "
-              f"{t_ids:.3f} | 1.00 |")
-        print(f"| evret-lancedb batch_retrieve_columns (ids, scores, texts) | {t_columns:.3f} | "
-              f"{t_columns / t_ids:.2f} (to A) |")
-        print(f"| peer B: the same search, every column but the vector (to_arrow) | {t_all:.3f} | 1.00 |")
-        print(f"| evret-lancedb batch_retrieve (results with text and metadata) | {t_results:.3f} | "
-              f"{t_results / t_all:.2f} (to B) |")
-        print(f"| LanceDB search, one query at a time, every column (to_arrow) | {t_query:.3f} | "
-              f"{t_query / t_all:.2f} (to B) |")
+        times = interleaved_best_of(repeat, {
+            "A": lambda: direct_batched(["doc_id", "text"]),
+            "columns": lambda: retriever.batch_retrieve_columns(queries, k),
+            "B": lambda: direct_batched(columns),
+            "results": lambda: retriever.batch_retrieve(queries, k),
+        })
+        (t_query,) = interleaved_best_of(1, {"one": direct_per_query}).values()  # once: it is the slow one
+    table = OverheadTable(f"lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, lancedb "
+                          f"{lancedb.__version__}, no ANN index (exact scan); best of {repeat}", len(queries))
+    table.peer("A", f"LanceDB multi-vector search, {batch} queries per call, id and text (to_arrow)", times["A"])
+    table.adapter("evret-lancedb batch_retrieve_columns (ids, scores, texts)", times["columns"], "A")
+    table.peer("B", "the same search, every column but the vector (to_arrow)", times["B"])
+    table.adapter("evret-lancedb batch_retrieve (results with text and metadata)", times["results"], "B")
+    table.adapter("LanceDB search, one query at a time, every column (to_arrow; once)", t_query, "B")
+    table.print()
+
+
+def sections() -> dict[str, Callable[..., None]]:
+    """Every ``<name>_section`` by name: those defined here first, then those of ``adapters_<name>.py`` files."""
+    found = {name[:-len("_section")]: fn for name, fn in globals().items()
+             if name.endswith("_section") and callable(fn)}
+    for path in sorted(Path(__file__).resolve().parent.glob("adapters_*.py")):
+        module = importlib.import_module(path.stem)
+        for name, fn in vars(module).items():
+            if name.endswith("_section") and callable(fn) and name[:-len("_section")] not in found:
+                found[name[:-len("_section")]] = fn
+    return found
 
 
 def haystack_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
@@ -157,16 +177,22 @@ def _haystack_run(docs: list[tuple[str, str]], queries: list[str], vectors: list
 
 HAYSTACK_RUNS = ((None, 30), (500, 100))  # (documents: None for all of SciFact, queries)
 ROUNDS = 3
-SECTIONS = {"lancedb": lancedb_section, "haystack": haystack_section, "opensearch": lambda *a: opensearch_section(*a)}
 
 
 def main() -> None:
+    available = sections()
     parser = argparse.ArgumentParser()
+    parser.add_argument("--only", "--section", action="append", default=[],
+                        help=f"sections to run, comma-separated or repeated (default all: {','.join(available)})")
     parser.add_argument("--k", type=int, default=100)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--queries", type=int, default=0, help="use the first N queries (0: all)")
-    parser.add_argument("--section", action="append", choices=sorted(SECTIONS), help="run only these (default: all)")
+    parser.add_argument("--repeat", type=int, default=5, help="best of N timings per row")
     args = parser.parse_args()
+    chosen = [name.strip() for given in args.only for name in given.split(",") if name.strip()] or list(available)
+    unknown = [name for name in chosen if name not in available]
+    if unknown:
+        parser.error(f"--only: no section {', '.join(unknown)} (sections: {', '.join(available)})")
     from evret_core.testing.vectorstore_kit import hashed_embedder
 
     embed = hashed_embedder(args.dim)
@@ -174,8 +200,11 @@ def main() -> None:
     queries = list(dict.fromkeys(json.loads(line)["text"] for line in lines if line))
     if args.queries:
         queries = queries[:args.queries]
-    for name in args.section or list(SECTIONS):
-        SECTIONS[name](queries, embed(queries), embed, args.k)
+    vectors = embed(queries)
+    for name in chosen:
+        section = available[name]
+        takes_repeat = "repeat" in inspect.signature(section).parameters  # a section may keep its own count
+        section(queries, vectors, embed, args.k, **({"repeat": args.repeat} if takes_repeat else {}))
 
 
 def opensearch_section(queries: list[str], vectors: list[list[float]], embed: Any, k: int) -> None:
@@ -185,7 +214,6 @@ def opensearch_section(queries: list[str], vectors: list[list[float]], embed: An
     import subprocess
     import sys
     import time
-    from collections.abc import Callable
     from functools import partial
     from pathlib import Path
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvretError
-from evret_core.retrieve.vectorstores import read_corpus_file, resolve_embedder
+from evret_core.retrieve.vectorstores import QueryVectors, read_corpus_file, resolve_embedder
 
 
 def test_corpus_records_join_title_and_text(tmp_path: Path) -> None:
@@ -83,3 +83,18 @@ def test_batched_and_corpus_batches(tmp_path: Path) -> None:
     result = distance_result(7, "text", 0.25, {"topic": "t"})
     assert (result.doc_id, result.score) == ("7", -0.25)
     assert result.metadata == {"topic": "t", "text": "text", "distance": 0.25}
+
+
+def test_query_embeddings_are_checked_once_when_given() -> None:
+    """Vectors given as query_embeddings become floats when the retriever is made (numpy rows too), and a bad one
+    is an EvretError naming the option and the query there, before any search."""
+    import numpy as np
+
+    vectors = QueryVectors(None, {"a": np.array([1, 2], dtype=np.float32), "b": (0.5, "3")}, "test retriever")
+    got = vectors(["b", "a"])
+    assert got == [[0.5, 3.0], [1.0, 2.0]] and all(type(x) is float for v in got for x in v)
+    with pytest.raises(EvretError, match=r"test retriever: option 'query_embeddings': the vector for the query "
+                                         r"'b' is not a vector of numbers"):
+        QueryVectors(None, {"a": [1.0], "b": [1.0, "x"]}, "test retriever")
+    with pytest.raises(EvretError, match=r"has no vector for the query 'c' \(1 queries missing\)"):
+        vectors(["a", "c"])

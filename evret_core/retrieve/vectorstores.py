@@ -142,7 +142,14 @@ class QueryVectors:
         self.embed = resolve_embedder(embedding) if embedding is not None else None
         self.label = (embedding if isinstance(embedding, str) else
                       "query_embeddings" if embedding is None else type(embedding).__name__)
-        self.query_embeddings = {str(q): list(v) for q, v in (query_embeddings or {}).items()}
+        # made floats once here (a bad vector fails before any search), not again for every search
+        self.query_embeddings: dict[str, list[float]] = {}
+        for query, vector in (query_embeddings or {}).items():
+            try:
+                self.query_embeddings[str(query)] = _as_floats(vector)
+            except EvretError:
+                raise EvretError(f"{owner}: option 'query_embeddings': the vector for the query {str(query)[:80]!r} "
+                                 f"is not a vector of numbers: {str(vector)[:80]}") from None
 
     def __call__(self, queries: list[str]) -> list[list[float]]:
         if self.embed is not None:
@@ -151,4 +158,4 @@ class QueryVectors:
         if missing:
             raise EvretError(f"{self.owner}: option 'query_embeddings' has no vector for the query "
                              f"{missing[0][:80]!r} ({len(missing)} queries missing)")
-        return [[float(x) for x in self.query_embeddings[q]] for q in queries]
+        return [self.query_embeddings[q] for q in queries]

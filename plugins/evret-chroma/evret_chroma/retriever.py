@@ -87,25 +87,30 @@ class ChromaRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def _answers(self, queries: Sequence[str], k: int) -> Iterator[tuple[list[Any], list[Any], list[Any], list[Any]]]:
-        """(ids, documents, metadatas, distances) per query, from one Chroma query per batch."""
+    def _answers(self, queries: Sequence[str], k: int,
+                 metadatas: bool) -> Iterator[tuple[list[Any], list[Any], list[Any] | None, list[Any]]]:
+        """(ids, documents, metadatas or None, distances) per query, from one Chroma query per batch; the
+        metadatas are asked for only when ``metadatas``."""
+        include = ["documents", "metadatas", "distances"] if metadatas else ["documents", "distances"]
         for chunk in batched(queries, self.batch_size):
             answer = self.collection.query(
                 query_embeddings=self._vectors(chunk), n_results=k, where=self.where,
-                where_document=self.where_document, include=["documents", "metadatas", "distances"],
+                where_document=self.where_document, include=include,
             )
             for i in range(len(chunk)):
-                yield answer["ids"][i], answer["documents"][i], answer["metadatas"][i], answer["distances"][i]
+                yield (answer["ids"][i], answer["documents"][i],
+                       answer["metadatas"][i] if metadatas else None, answer["distances"][i])
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
-        """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result."""
+        """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result; the metadatas
+        stay in Chroma."""
         return [RankedColumns([str(d) for d in ids], -np.asarray(distances, dtype=np.float64), list(documents))
-                for ids, documents, _, distances in self._answers(queries, k)]
+                for ids, documents, _, distances in self._answers(queries, k, metadatas=False)]
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         return [[distance_result(doc_id, text, distance, meta or {})
-                 for doc_id, text, meta, distance in zip(ids, documents, metadatas, distances, strict=True)]
-                for ids, documents, metadatas, distances in self._answers(queries, k)]
+                 for doc_id, text, meta, distance in zip(ids, documents, metadatas or [], distances, strict=True)]
+                for ids, documents, metadatas, distances in self._answers(queries, k, metadatas=True)]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "collection": self.collection.name, "embedding": str(self._vectors.label),

@@ -73,6 +73,33 @@ def test_texts_ids_metadata_and_distances(collection: tuple[object, str]) -> Non
     assert top.score == pytest.approx(-top.metadata["distance"]) and 0 <= top.metadata["distance"] < 1
 
 
+class RecordingCollection:
+    """A real Chroma collection that notes what each query asks Chroma to include."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner, self.asked = inner, []  # type: list[list[str]]
+
+    def query(self, **kwargs: object) -> object:
+        self.asked.append(list(kwargs["include"]))  # type: ignore[call-overload]
+        return self.inner.query(**kwargs)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def test_columns_leave_the_metadata_in_chroma(collection: tuple[object, str]) -> None:
+    """The evaluator's path asks for documents and distances only; batch_retrieve asks for the metadatas too."""
+    client, name = collection
+    retriever = ChromaRetriever(name, embedding=embed, client=client)
+    recording = retriever.collection = RecordingCollection(retriever.collection)  # type: ignore[assignment]
+    columns = retriever.batch_retrieve_columns(list(BEE_QUERIES), 3)
+    results = retriever.batch_retrieve(list(BEE_QUERIES), 3)
+    assert recording.asked == [["documents", "distances"], ["documents", "metadatas", "distances"]]
+    assert [list(c.ids) for c in columns] == [[r.doc_id for r in rs] for rs in results]
+    assert [list(c.texts or []) for c in columns] == [[r.text for r in rs] for rs in results]
+    assert results[0][0].metadata["topic"] == "behaviour"
+
+
 def test_where_filters_pass_through(collection: tuple[object, str]) -> None:
     client, name = collection
     retriever = ChromaRetriever(name, embedding=embed, client=client, where={"topic": "hive"})

@@ -123,7 +123,9 @@ class LanceDBRetriever(Retriever):
             query = query.distance_type(self.distance_type)
         if self.where:
             query = query.where(self.where, prefilter=self.prefilter)
-        query = query.select(columns).limit(k)
+        # _distance named: LanceDB logs a deprecation warning on every search that leaves it out (it will stop
+        # adding it by itself), and the ranking is read from it
+        query = query.select([*columns, "_distance"]).limit(k)
         try:
             return query.to_arrow()
         except (ValueError, RuntimeError) as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +170,18 @@ def test_evret_evaluate_cli(store: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert main([*base, "--retriever-option", "query_embeddings={}", "--retriever-option", "text_field=body"]) == 2
     err = capsys.readouterr().err
     assert "option 'text_field': table 'bees' has no column 'body'" in err and "Traceback" not in err
+
+
+def test_searches_log_no_deprecation_warning(store: Path) -> None:
+    """LanceDB logs (in Rust, to stderr) a deprecation warning for a search whose columns leave out _distance,
+    once per search: the adapter names it, so an evaluation prints nothing of the kind."""
+    code = (f"from evret_lancedb import LanceDBRetriever\n"
+            f"from evret_core.testing.vectorstore_kit import hashed_embedder\n"
+            f"r = LanceDBRetriever('bees', embedding=hashed_embedder(128), uri={str(store)!r})\n"
+            f"print(r.batch_retrieve_columns(['wax glands'], 2)[0].ids[0], r.batch_retrieve(['resin'], 1)[0][0].doc_id)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["d5", "d6"]
+    assert "Deprecation" not in done.stderr and "_distance" not in done.stderr, done.stderr[-500:]
 
 
 def test_plugin_load_does_not_import_lancedb() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, load_object
+import numpy as np
+
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, load_object, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
+T = TypeVar("T")
 
 
 def is_langchain_object(obj: Any) -> bool:
@@ -62,33 +65,30 @@ class LangChainRetriever(Retriever):
         self._score_mode: str | None = None
 
     # -- ids and texts -----------------------------------------------------------------------------------------
-    def _to_result(self, doc: Any, score: float, rank: int, query: str) -> RetrievalResult:
-        metadata = dict(getattr(doc, "metadata", None) or {})
+    def _doc_id(self, doc: Any, rank: int, query: str) -> Any:
         if self.id_key is not None:
-            if self.id_key not in metadata or metadata[self.id_key] is None:
+            metadata = getattr(doc, "metadata", None) or {}
+            if metadata.get(self.id_key) is None:
                 raise EvretError(
                     f"langchain retriever: document at rank {rank} for query {query[:60]!r} has no metadata key "
                     f"{self.id_key!r} (option 'id_key'); its metadata keys are {sorted(metadata) or 'none'}"
                 )
-            doc_id = metadata[self.id_key]
-        else:
-            doc_id = getattr(doc, "id", None)
-            if doc_id is None or doc_id == "":
-                raise EvretError(
-                    f"langchain retriever: document at rank {rank} for query {query[:60]!r} has no Document.id; "
-                    f"set option 'id_key' to the metadata key that holds your document ids "
-                    f"(metadata keys: {sorted(metadata) or 'none'})"
-                )
-        metadata["text"] = doc.page_content
-        return RetrievalResult(doc_id=str(doc_id), score=float(score), metadata=metadata)
+            return metadata[self.id_key]
+        doc_id = getattr(doc, "id", None)
+        if doc_id is None or doc_id == "":
+            raise EvretError(
+                f"langchain retriever: document at rank {rank} for query {query[:60]!r} has no Document.id; "
+                f"set option 'id_key' to the metadata key that holds your document ids "
+                f"(metadata keys: {sorted(getattr(doc, 'metadata', None) or {}) or 'none'})"
+            )
+        return doc_id
 
-    def _results(self, query: str, pairs: Sequence[tuple[Any, float | None]], k: int) -> list[RetrievalResult]:
+    def _ranking(self, query: str, pairs: Sequence[tuple[Any, float | None]], k: int) -> list[tuple[str, float, Any]]:
+        """(id, score, document) best first, at most ``k``; both result paths read this."""
         pairs = list(pairs)[:k]
-        return [
-            # without a score from LangChain, a descending rank score keeps the order in exported runs
-            self._to_result(doc, float(len(pairs) - i) if score is None else score, i + 1, query)
-            for i, (doc, score) in enumerate(pairs)
-        ]
+        # without a score from LangChain, a descending rank score keeps the order in exported runs
+        return [(str(self._doc_id(doc, i + 1, query)), float(len(pairs) - i) if score is None else float(score), doc)
+                for i, (doc, score) in enumerate(pairs)]
 
     # -- searching ---------------------------------------------------------------------------------------------
     async def _search_store(self, query: str, k: int) -> list[tuple[Any, float | None]]:
@@ -117,23 +117,46 @@ class LangChainRetriever(Retriever):
             return r.model_copy(update={"k": k}), {}
         return r, {}
 
+    async def _gather(self, queries: Sequence[str], k: int,
+                      convert: Callable[[str, list[tuple[Any, float | None]]], T]) -> list[T]:
+        """``convert(query, pairs)`` of LangChain's answer ((document, score or None) pairs) to every query, through
+        its async API, at most ``max_concurrency`` queries in flight; a vector store's answers are converted as
+        they come, so its documents do not pile up until the last query is answered."""
+        if self.vectorstore is not None:
+            gate = asyncio.Semaphore(self.max_concurrency)
+
+            async def one(query: str) -> T:
+                async with gate:
+                    pairs = await self._search_store(query, k)
+                return convert(query, pairs)
+
+            return list(await asyncio.gather(*(one(q) for q in queries)))
+        retriever, _ = self._retriever_for(k)
+        docs_lists = await retriever.abatch(list(queries), config={"max_concurrency": self.max_concurrency})
+        return [convert(q, [(doc, None) for doc in docs]) for q, docs in zip(queries, docs_lists, strict=True)]
+
+    def _as_results(self, query: str, pairs: list[tuple[Any, float | None]], k: int) -> list[RetrievalResult]:
+        return [RetrievalResult(doc_id=doc_id, score=score,
+                                metadata={**(getattr(doc, "metadata", None) or {}), "text": doc.page_content})
+                for doc_id, score, doc in self._ranking(query, pairs, k)]
+
+    def _as_columns(self, query: str, pairs: list[tuple[Any, float | None]], k: int) -> RankedColumns:
+        ranking = self._ranking(query, pairs, k)
+        return RankedColumns([doc_id for doc_id, _, _ in ranking], np.array([s for _, s, _ in ranking], np.float64),
+                             [doc.page_content for _, _, doc in ranking])
+
     async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         """The native path: LangChain's async API, at most ``max_concurrency`` queries in flight."""
         if not queries:
             return []
-        if self.vectorstore is not None:
-            gate = asyncio.Semaphore(self.max_concurrency)
+        return await self._gather(queries, k, lambda query, pairs: self._as_results(query, pairs, k))
 
-            async def one(query: str) -> list[tuple[Any, float | None]]:
-                async with gate:
-                    return await self._search_store(query, k)
-
-            answers = await asyncio.gather(*(one(q) for q in queries))
-        else:
-            retriever, _ = self._retriever_for(k)
-            docs_lists = await retriever.abatch(list(queries), config={"max_concurrency": self.max_concurrency})
-            answers = [[(doc, None) for doc in docs] for docs in docs_lists]
-        return [self._results(q, pairs, k) for q, pairs in zip(queries, answers, strict=True)]
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """What the evaluator reads: ids, scores and texts as columns, no result object (nor metadata copy) per
+        document; the same search and ranking as :meth:`abatch_retrieve`."""
+        if not queries:
+            return []
+        return run_sync(self._gather(queries, k, lambda query, pairs: self._as_columns(query, pairs, k)))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.vectorstore if self.vectorstore is not None else self.retriever

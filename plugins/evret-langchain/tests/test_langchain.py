@@ -234,6 +234,26 @@ def test_missing_ids_are_a_clear_error() -> None:
         LangChainRetriever(ListRetriever(docs=docs), id_key="doc_id").retrieve("q", 3)
 
 
+def test_columns_rank_as_the_results_do() -> None:
+    """batch_retrieve_columns (the evaluator's path, no result objects) gives batch_retrieve's ids, scores and
+    texts, the id_key and the missing-id error included; also from inside a running event loop."""
+    docs = [Document(page_content=t, metadata={"doc_id": i.upper()}) for i, t in TEXTS.items()]
+    wrapped = LangChainRetriever(ListRetriever(docs=docs), id_key="doc_id", max_concurrency=2)
+
+    async def inside_a_loop() -> list[object]:
+        return list(wrapped.batch_retrieve_columns(["", "ab"], 3))
+
+    columns = asyncio.run(inside_a_loop())
+    assert [list(c.ids) for c in columns] == [["D1", "D2", "D3"], ["D3", "D4", "D5"]]  # type: ignore[attr-defined]
+    assert [c.scores.tolist() for c in columns] == [[3.0, 2.0, 1.0]] * 2  # type: ignore[attr-defined]
+    assert list(columns[1].texts) == [TEXTS["d3"], TEXTS["d4"], TEXTS["d5"]]  # type: ignore[attr-defined]
+    assert [[r.doc_id for r in rs] for rs in wrapped.batch_retrieve(["", "ab"], 3)] == [
+        list(c.ids) for c in columns]  # type: ignore[attr-defined]
+    with pytest.raises(EvretError, match=r"no metadata key 'nope' \(option 'id_key'\)"):
+        LangChainRetriever(ListRetriever(docs=docs), id_key="nope").batch_retrieve_columns(["q"], 3)
+    assert wrapped.batch_retrieve_columns([], 3) == []
+
+
 def test_abatch_runs_with_bounded_concurrency() -> None:
     retriever = SlowAsyncRetriever(docs=docs_with_ids(), state={})
     wrapped = LangChainRetriever(retriever, max_concurrency=3)

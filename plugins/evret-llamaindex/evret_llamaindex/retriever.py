@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from evret_core.sdk import EvretError, RetrievalResult, Retriever, check_bool, load_object
+import numpy as np
+
+from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, check_bool, load_object, run_sync
 
 DEFAULT_MAX_CONCURRENCY = 8
+T = TypeVar("T")
 
 
 def is_llamaindex_object(obj: Any) -> bool:
@@ -74,47 +77,54 @@ class LlamaIndexRetriever(Retriever):
         self.sets_top_k = _has_top_k(retriever)
 
     # -- ids and texts -----------------------------------------------------------------------------------------
-    def _to_result(self, hit: Any, score: float, rank: int, query: str) -> RetrievalResult:
-        node = hit.node
-        metadata = dict(getattr(node, "metadata", None) or {})
+    def _doc_id(self, node: Any, rank: int, query: str) -> Any:
         if self.id_key is not None:
-            if metadata.get(self.id_key) is None:
+            doc_id = (getattr(node, "metadata", None) or {}).get(self.id_key)
+            if doc_id is None:
                 raise EvretError(
                     f"llamaindex retriever: node at rank {rank} for query {query[:60]!r} has no metadata key "
-                    f"{self.id_key!r} (option 'id_key'); its metadata keys are {sorted(metadata) or 'none'}"
+                    f"{self.id_key!r} (option 'id_key'); its metadata keys are "
+                    f"{sorted(getattr(node, 'metadata', None) or {}) or 'none'}"
                 )
-            doc_id = metadata[self.id_key]
-        elif self.ids == "document":
-            doc_id = node.ref_doc_id
-            if doc_id is None:
+            return doc_id
+        if self.ids == "document":
+            if node.ref_doc_id is None:
                 raise EvretError(
                     f"llamaindex retriever: node at rank {rank} for query {query[:60]!r} has no source document "
                     f"(option 'ids' is 'document'); use ids='node' or option 'id_key'"
                 )
-        else:
-            doc_id = node.node_id
-        metadata["text"] = node.get_content()
-        return RetrievalResult(doc_id=str(doc_id), score=float(score), metadata=metadata)
+            return node.ref_doc_id
+        return node.node_id
 
-    def _results(self, query: str, hits: Sequence[Any], k: int) -> list[RetrievalResult]:
+    def _ranking(self, query: str, hits: Sequence[Any], k: int) -> tuple[list[str], list[float], list[Any]]:
+        """(ids, scores, nodes) best first, at most ``k``: the k rule checked, in the document modes one entry per
+        document (where its best chunk is). Both result paths read this, so they cannot disagree."""
         if len(hits) < k and not self.sets_top_k and not self.allow_fewer:
             raise EvretError(
                 f"llamaindex retriever: {type(self.retriever).__name__} returned {len(hits)} results for query "
                 f"{query[:60]!r} but k is {k}, and it has no similarity_top_k to ask for more; build it to return "
                 f"at least {k} results, or set option 'allow_fewer' to evaluate the shorter lists"
             )
-        results = [
-            # without a score from LlamaIndex, a descending rank score keeps the order in exported runs
-            self._to_result(hit, float(len(hits) - i) if hit.score is None else hit.score, i + 1, query)
-            for i, hit in enumerate(hits)
-        ]
-        if self.ids == "document" or self.id_key is not None:
-            # several chunks of one document: the document is ranked where its best chunk is
-            best: dict[str, RetrievalResult] = {}
-            for result in results:
-                best.setdefault(result.doc_id, result)
-            results = list(best.values())
-        return results[:k]
+        n = len(hits)
+        # without a score from LlamaIndex, a descending rank score keeps the order in exported runs
+        if self.ids == "node" and self.id_key is None:  # one entry per node: no look-up per hit
+            kept = hits[:k]
+            nodes = [hit.node for hit in kept]
+            return ([str(node.node_id) for node in nodes],
+                    [float(n - i) if hit.score is None else float(hit.score) for i, hit in enumerate(kept)], nodes)
+        ids: list[str] = []
+        scores: list[float] = []
+        nodes = []
+        for i, hit in enumerate(hits):
+            doc_id = str(self._doc_id(hit.node, i + 1, query))
+            if doc_id in ids:  # at most k ids: a list is as quick as a set here
+                continue
+            ids.append(doc_id)
+            scores.append(float(n - i) if hit.score is None else float(hit.score))
+            nodes.append(hit.node)
+            if len(ids) == k:
+                break
+        return ids, scores, nodes
 
     # -- searching ---------------------------------------------------------------------------------------------
     def _retriever_for(self, k: int) -> Any:
@@ -127,19 +137,41 @@ class LlamaIndexRetriever(Retriever):
         sized.similarity_top_k = k
         return sized
 
+    async def _gather(self, queries: Sequence[str], k: int, convert: Callable[[str, list[Any]], T]) -> list[T]:
+        """``convert(query, hits)`` of LlamaIndex's answer (``NodeWithScore`` list) to every query, through its
+        ``aretrieve``, at most ``max_concurrency`` queries in flight. Each answer is converted as soon as it comes,
+        so LlamaIndex's node objects do not pile up until the last query is answered (and an error shows early)."""
+        retriever = self._retriever_for(k)
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(query: str) -> T:
+            async with gate:
+                hits = list(await retriever.aretrieve(query))
+            return convert(query, hits)
+
+        return list(await asyncio.gather(*(one(q) for q in queries)))
+
+    def _as_results(self, query: str, hits: list[Any], k: int) -> list[RetrievalResult]:
+        return [RetrievalResult(doc_id=doc_id, score=score,
+                                metadata={**(getattr(node, "metadata", None) or {}), "text": node.get_content()})
+                for doc_id, score, node in zip(*self._ranking(query, hits, k), strict=True)]
+
+    def _as_columns(self, query: str, hits: list[Any], k: int) -> RankedColumns:
+        ids, scores, nodes = self._ranking(query, hits, k)
+        return RankedColumns(ids, np.array(scores, dtype=np.float64), [node.get_content() for node in nodes])
+
     async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         """The native path: LlamaIndex's ``aretrieve``, at most ``max_concurrency`` queries in flight."""
         if not queries:
             return []
-        retriever = self._retriever_for(k)
-        gate = asyncio.Semaphore(self.max_concurrency)
+        return await self._gather(queries, k, lambda query, hits: self._as_results(query, hits, k))
 
-        async def one(query: str) -> list[Any]:
-            async with gate:
-                return list(await retriever.aretrieve(query))
-
-        answers = await asyncio.gather(*(one(q) for q in queries))
-        return [self._results(q, hits, k) for q, hits in zip(queries, answers, strict=True)]
+    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
+        """What the evaluator reads: ids, scores and texts as columns, no result object (nor metadata copy) per
+        node; the same search and ranking as :meth:`abatch_retrieve`."""
+        if not queries:
+            return []
+        return run_sync(self._gather(queries, k, lambda query, hits: self._as_columns(query, hits, k)))
 
     def config(self) -> dict[str, Any]:
         wrapped = self.retriever

@@ -13,6 +13,7 @@ from evret_llamaindex import LlamaIndexRetriever
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.embeddings import BaseEmbedding
+from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
@@ -156,6 +157,34 @@ def test_document_ids_for_chunked_documents(embed_model: MiniLMEmbedding) -> Non
     assert by_doc[0].doc_id == "doc-d4" and by_doc[0].text == TEXTS["d4"] and by_doc[0].metadata["title"] == "d4"
     with pytest.raises(EvretError, match="option 'ids' must be 'node' or 'document'"):
         LlamaIndexRetriever(idx, ids="chunk")
+
+
+def test_columns_rank_as_the_results_do(embed_model: MiniLMEmbedding) -> None:
+    """batch_retrieve_columns (the evaluator's path, no result objects) ranks as batch_retrieve: document ids once
+    each, rank scores without LlamaIndex scores, id_key, the k rule; also from inside a running event loop."""
+    docs = [Document(id_=f"doc-{i}", text=f"{t} {t}") for i, t in TEXTS.items()]  # two chunks each
+    chunked = VectorStoreIndex.from_documents(docs, embed_model=embed_model, transformations=[
+        SentenceSplitter(chunk_size=24, chunk_overlap=0)])
+    wrapped = LlamaIndexRetriever(chunked.as_retriever(), ids="document")
+    questions = list(QUESTIONS.values())
+    columns = wrapped.batch_retrieve_columns(questions, 4)
+    results = wrapped.batch_retrieve(questions, 4)
+    assert [list(c.ids) for c in columns] == [[r.doc_id for r in rs] for rs in results]
+    assert all(len(set(c.ids)) == len(c.ids) <= 4 for c in columns)  # chunks of one document counted once
+    assert any(len(c.ids) < 4 for c in columns)  # a document's two chunks among some query's top 4
+    assert [list(c.texts or []) for c in columns] == [[r.text for r in rs] for rs in results]
+    assert [c.scores.tolist() for c in columns] == [[r.score for r in rs] for rs in results]
+    fixed = LlamaIndexRetriever(FixedRetriever(), id_key="doc", allow_fewer=True)
+
+    async def inside_a_loop() -> list[Any]:
+        return fixed.batch_retrieve_columns(["q"], 3)
+
+    (ranked,) = asyncio.run(inside_a_loop())
+    assert list(ranked.ids) == ["D2", "D1"] and ranked.scores.tolist() == [2.0, 1.0]
+    assert list(ranked.texts or []) == [TEXTS["d2"], TEXTS["d1"]]
+    with pytest.raises(EvretError, match=r"returned 2 results .* k is 3"):
+        LlamaIndexRetriever(FixedRetriever()).batch_retrieve_columns(["q"], 3)
+    assert fixed.batch_retrieve_columns([], 3) == []
 
 
 # -- async -----------------------------------------------------------------------------------------------------

@@ -162,46 +162,55 @@ class MilvusRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def _responses(self, queries: Sequence[str], k: int) -> Iterator[tuple[str, list[Any]]]:
-        """(query, hits) per query, from one search request per chunk of queries."""
+    def _responses(self, queries: Sequence[str], k: int, fields: list[str]) -> Iterator[tuple[str, Any]]:
+        """(query, hits) per query, from one search request per chunk of queries, asking for ``fields``."""
         for chunk in batched(queries, self.batch_size):
             vectors = self.embed(chunk)
             responses = self.client.search(self.collection, data=vectors, limit=k, filter=self.filter,
-                                           output_fields=self.output_fields, search_params=self.search_params,
+                                           output_fields=fields, search_params=self.search_params,
                                            anns_field=self.vector_field)
-            for query, hits in zip(chunk, responses, strict=True):
-                yield query, list(hits)
+            yield from zip(chunk, responses, strict=True)
 
     def _score(self, distance: float) -> float:
         return -distance if self.metric in _DISTANCES else distance
 
+    def _no_text(self, hit: Any, query: str, rank: int) -> EvretError:
+        entity = hit["entity"]
+        return EvretError(f"milvus retriever: entity {entity.get(self.primary_field, hit.get(self.primary_field))!r} "
+                          f"(rank {rank} for query {query[:60]!r}) has no field {self.text_field!r} (option "
+                          f"'text_field'); its fields are {sorted(entity) or 'none'}")
+
     def _fields(self, hit: Any, query: str, rank: int) -> tuple[str, str, dict[str, Any]]:
         """(id, text, other fields) of one hit."""
         entity = dict(hit["entity"])
-        key = entity.get(self.primary_field, hit.get(self.primary_field))
         if self.text_field not in entity:
-            raise EvretError(f"milvus retriever: entity {key!r} (rank {rank} for query {query[:60]!r}) has "
-                             f"no field {self.text_field!r} (option 'text_field'); its fields are "
-                             f"{sorted(entity) or 'none'}")
+            raise self._no_text(hit, query, rank)
+        key = entity.get(self.primary_field, hit.get(self.primary_field))
         text = entity.pop(self.text_field)
         doc_id = entity.pop(self.id_field) if self.id_field in entity else key
         return str(doc_id), str(text), entity
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
-        """Columns per query (ids, scores, texts), no object per result."""
+        """Columns per query (ids, scores, texts), no object per result; only the id and text fields are fetched
+        (the primary key comes with every hit)."""
+        fields = [name for name in dict.fromkeys((self.id_field, self.text_field)) if name != self.primary_field]
+        primary, id_field, text_field = self.primary_field, self.id_field, self.text_field
         out: list[RankedColumns] = []
-        for query, hits in self._responses(queries, k):
+        for query, hits in self._responses(queries, k, fields):
             ids, texts = [], []
             for rank, hit in enumerate(hits, 1):
-                doc_id, text, _ = self._fields(hit, query, rank)
-                ids.append(doc_id)
-                texts.append(text)
-            out.append(RankedColumns(ids, np.asarray([self._score(float(h["distance"])) for h in hits]), texts))
+                entity = hit["entity"]
+                if text_field not in entity:
+                    raise self._no_text(hit, query, rank)
+                texts.append(str(entity[text_field]))
+                ids.append(str(entity[id_field] if id_field in entity else hit[primary]))
+            scores = np.fromiter((hit["distance"] for hit in hits), np.float64, len(hits))
+            out.append(RankedColumns(ids, -scores if self.metric in _DISTANCES else scores, texts))
         return out
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         out = []
-        for query, hits in self._responses(queries, k):
+        for query, hits in self._responses(queries, k, self.output_fields):
             results = []
             for rank, hit in enumerate(hits, 1):
                 doc_id, text, metadata = self._fields(hit, query, rank)

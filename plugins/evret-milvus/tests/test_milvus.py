@@ -75,6 +75,38 @@ def test_known_answers_in_batches(client: MilvusClient) -> None:
     assert retriever.batch_retrieve([], 3) == []
 
 
+class RecordingClient(MilvusClient):
+    """A real MilvusClient that notes the output fields each search asks for."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.asked: list[list[str]] = []
+
+    def search(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+        self.asked.append(list(kwargs["output_fields"]))  # type: ignore[call-overload]
+        return super().search(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def test_columns_fetch_only_the_id_and_text_fields(store: Path) -> None:
+    """The evaluator's path leaves the metadata (the dynamic JSON field) on the server; batch_retrieve asks for it."""
+    with closing(RecordingClient(str(store))) as client:
+        retriever = MilvusRetriever("bees", embedding=embed, client=client)
+        columns = retriever.batch_retrieve_columns(list(BEE_QUERIES), 3)
+        assert client.asked == [["text"]]
+        results = retriever.batch_retrieve(list(BEE_QUERIES), 3)
+        assert client.asked[1] == ["doc_id", "text", "$meta"]
+        assert [c.ids for c in columns] == [[r.doc_id for r in rs] for rs in results]
+        assert [list(c.texts or []) for c in columns] == [[r.text for r in rs] for rs in results]
+        # id and text from dynamic fields: asked for by name, found in the hit's entity
+        titled = MilvusRetriever("bees", embedding=embed, client=client, id_field="title", text_field="topic")
+        ranked = titled.batch_retrieve_columns(["drones mate"], 1)[0]
+        assert client.asked[-1] == ["title", "topic"]
+        assert list(ranked.ids) == ["Drones"] and list(ranked.texts or []) == ["hive"]
+        with pytest.raises(EvretError, match=r"has no field 'body' \(option 'text_field'\)"):
+            MilvusRetriever("bees", embedding=embed, client=client, text_field="body").batch_retrieve_columns(
+                ["wax"], 1)
+
+
 def test_texts_ids_and_metadata_are_kept(client: MilvusClient) -> None:
     top = MilvusRetriever("bees", embedding=embed, client=client).retrieve("drones mate", 1)[0]
     assert top.doc_id == "d4"

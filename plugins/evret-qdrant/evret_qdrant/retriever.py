@@ -93,15 +93,17 @@ class QdrantRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
-    def _responses(self, queries: Sequence[str], k: int) -> Iterator[tuple[str, list[Any]]]:
-        """(query, scored points) per query, from one batch request per chunk of queries."""
+    def _responses(self, queries: Sequence[str], k: int,
+                   payload: bool | list[str] = True) -> Iterator[tuple[str, list[Any]]]:
+        """(query, scored points) per query, from one batch request per chunk of queries; ``payload`` is what of
+        each point's payload to fetch (True: all of it; or the field names)."""
         from qdrant_client import models
 
         for chunk in batched(queries, self.batch_size):
             vectors = self.embed(chunk)
             requests = [
                 models.QueryRequest(query=vector, limit=k, filter=self.filter, params=self.search_params,
-                                    using=self.vector_name, with_payload=True)
+                                    using=self.vector_name, with_payload=payload)
                 for vector in vectors
             ]
             responses = self.client.query_batch_points(self.collection, requests=requests)
@@ -109,14 +111,17 @@ class QdrantRetriever(Retriever):
                 yield query, list(response.points)
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
-        """Columns per query (ids, scores, texts from the payload), no object per result."""
+        """Columns per query (ids, scores, texts from the payload), no object per result; only the text and id
+        fields of the payload are fetched."""
+        fields = [self.text_field, *([self.id_field] if self.id_field else [])]
         out: list[RankedColumns] = []
-        for query, points in self._responses(queries, k):
+        for query, points in self._responses(queries, k, fields):
             ids, texts = [], []
             for rank, point in enumerate(points, 1):
                 payload = point.payload or {}
-                if self.text_field not in payload:
-                    raise self._no_text(point, query, rank)
+                if self.text_field not in payload:  # the message lists the point's whole payload
+                    whole = self.client.retrieve(self.collection, ids=[point.id], with_payload=True)
+                    raise self._no_text(point, query, rank, whole[0].payload if whole else None)
                 texts.append(payload[self.text_field])
                 ids.append(str(payload[self.id_field] if self.id_field and self.id_field in payload else point.id))
             out.append(RankedColumns(ids, np.asarray([float(p.score) for p in points]), texts))
@@ -126,10 +131,10 @@ class QdrantRetriever(Retriever):
         return [[self._result(point, query, rank) for rank, point in enumerate(points, 1)]
                 for query, points in self._responses(queries, k)]
 
-    def _no_text(self, point: Any, query: str, rank: int) -> EvretError:
+    def _no_text(self, point: Any, query: str, rank: int, payload: dict[str, Any] | None = None) -> EvretError:
         return EvretError(f"qdrant retriever: point {point.id} (rank {rank} for query {query[:60]!r}) has no "
                           f"payload field {self.text_field!r} (option 'text_field'); its payload fields are "
-                          f"{sorted(point.payload or {}) or 'none'}")
+                          f"{sorted(payload if payload is not None else point.payload or {}) or 'none'}")
 
     def _result(self, point: Any, query: str, rank: int) -> RetrievalResult:
         payload = dict(point.payload or {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from evret_qdrant import QdrantRetriever, index_corpus
@@ -67,6 +68,35 @@ def test_texts_ids_and_payload_metadata(memory_client: QdrantClient) -> None:
     assert top.text == "Drones Drones are male bees whose main role is to mate with a queen."  # title + text
     assert top.metadata["topic"] == "hive" and top.metadata["title"] == "Drones"
     assert 0 < top.score <= 1.0
+
+
+class RecordingClient(QdrantClient):
+    """A real local-mode QdrantClient that notes the payload each batch of queries asks for."""
+
+    def __init__(self) -> None:
+        super().__init__(location=":memory:")
+        self.asked: list[object] = []
+
+    def query_batch_points(self, collection_name: str, requests: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.asked.extend(r.with_payload for r in requests)
+        return super().query_batch_points(collection_name, requests, **kwargs)
+
+
+def test_columns_fetch_only_the_text_and_id_fields(corpus_file: Path) -> None:
+    """The evaluator's path leaves the rest of the payload in Qdrant; batch_retrieve fetches all of it."""
+    client = RecordingClient()
+    index_corpus(client, "bees", corpus_file, embed)
+    retriever = QdrantRetriever("bees", embedding=embed, client=client)
+    columns = retriever.batch_retrieve_columns(["wax glands"], 3)
+    results = retriever.batch_retrieve(["wax glands"], 3)
+    assert client.asked == [["text", "doc_id"], True]
+    assert list(columns[0].ids) == [r.doc_id for r in results[0]] and columns[0].ids[0] == "d5"
+    assert list(columns[0].texts or []) == [r.text for r in results[0]]
+    assert results[0][0].metadata["topic"] == "products"
+    # a missing text field: the message lists the point's whole payload, not the two fields fetched
+    with pytest.raises(EvretError, match=r"no payload field 'body' \(option 'text_field'\); its payload fields "
+                                         r"are \['doc_id', 'text', 'title', 'topic'\]"):
+        QdrantRetriever("bees", embedding=embed, client=client, text_field="body").batch_retrieve_columns(["wax"], 1)
 
 
 def test_filters_pass_through(memory_client: QdrantClient) -> None:
