@@ -9,7 +9,15 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, check_bool, load_object, run_sync
+from evret_core.sdk import (
+    EvretError,
+    RankedColumns,
+    RetrievalResult,
+    Retriever,
+    check_bool,
+    load_object,
+    run_sync,
+)
 
 DEFAULT_MAX_CONCURRENCY = 8
 T = TypeVar("T")
