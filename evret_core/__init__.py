@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 from evret_core import _moved  # noqa: E402  (the old import paths of moved modules keep working)
+from evret_core.lazy import lazy_export  # noqa: E402
 
 _moved.install()
 
@@ -134,15 +135,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        # ``evret_core.metrics`` and the like, as after an eager import of the package
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
-            return importlib.import_module(f"{__name__}.{name}")
-        raise AttributeError(f"module 'evret_core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    # ``evret_core.metrics`` and the like, as after an eager import of the package
+    if name not in _EXPORTS and not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+        return importlib.import_module(f"{__name__}.{name}")
+    return lazy_export(globals(), _EXPORTS, name)
 
 
 def __dir__() -> list[str]:

@@ -15,9 +15,9 @@ The conformance suites import pytest, so they load only when a test asks for the
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from evret_core.lazy import lazy_export
 from evret_core.plugins.builtins import LazyFactory
 from evret_core.plugins.hookspecs import Register, hookimpl
 
@@ -229,12 +229,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'evret_core.sdk' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
+    return lazy_export(globals(), _EXPORTS, name)
 
 
 def __dir__() -> list[str]:

@@ -8,8 +8,9 @@ See docs/rag.md.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from evret_core.lazy import lazy_export
 
 if TYPE_CHECKING:
     from evret_core.rag.claims.claim_judges import (
@@ -108,6 +109,4 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+    return lazy_export(globals(), _EXPORTS, name)

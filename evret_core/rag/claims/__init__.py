@@ -5,13 +5,10 @@ The names of the old module ``evret_core.rag.claims`` (now :mod:`evret_core.rag.
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"claim_judges", "llm_judge"})
+from evret_core.lazy import old_module_name
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__") or name in _SUBMODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("evret_core.rag.claims.claim_judges"), name)
+    return old_module_name(__name__, "evret_core.rag.claims.claim_judges", name)

@@ -5,13 +5,10 @@ The names of the old module ``evret_core.rag.questions`` (now :mod:`evret_core.r
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-_SUBMODULES = frozenset({"case_texts", "conditions", "question_sets", "rgb"})
+from evret_core.lazy import old_module_name
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__") or name in _SUBMODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("evret_core.rag.questions.question_sets"), name)
+    return old_module_name(__name__, "evret_core.rag.questions.question_sets", name)
