@@ -95,7 +95,7 @@ def haystack_section(queries: list[str], vectors: list[list[float]], embed: Any,
     import os
 
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage events from a benchmark
-    from evret_core.corpus import read_corpus
+    from evret_core.data.corpus import read_corpus
 
     corpus = [(doc_id, f"{d['title']} {d['text']}".strip()) for doc_id, d in read_corpus(SCIFACT / "corpus.jsonl").items()]
     for n_docs, n_queries in HAYSTACK_RUNS:
@@ -105,7 +105,6 @@ def haystack_section(queries: list[str], vectors: list[list[float]], embed: Any,
 def _haystack_run(docs: list[tuple[str, str]], queries: list[str], vectors: list[list[float]], embed: Any,
                   k: int) -> None:
     import asyncio
-    import time
 
     from evret_haystack import HaystackRetriever
     from haystack import Document, Pipeline
@@ -162,14 +161,8 @@ def _haystack_run(docs: list[tuple[str, str]], queries: list[str], vectors: list
         variants = [direct, lambda direct_async=direct_async: asyncio.run(direct_async()),
                     lambda fast=fast: fast.batch_retrieve_columns(queries, k),
                     lambda sequential=sequential: sequential.batch_retrieve_columns(queries, k)]
-        cpu = [float("inf")] * len(variants)
-        wall = [float("inf")] * len(variants)
-        for _ in range(ROUNDS):
-            for n, fn in enumerate(variants):
-                start, start_cpu = time.perf_counter(), time.process_time()
-                fn()
-                cpu[n] = min(cpu[n], time.process_time() - start_cpu)
-                wall[n] = min(wall[n], time.perf_counter() - start)
+        timings = list(interleaved_best_of(ROUNDS, {str(n): fn for n, fn in enumerate(variants)}).values())
+        cpu, wall = [timing.cpu for timing in timings], [timing.wall for timing in timings]
         a, b, fast, seq = (f"{c:.3f} ({w:.3f})" for c, w in zip(cpu, wall, strict=True))
         print(f"| {label} | {a} | {b} | {fast} | {cpu[2] / cpu[1]:.2f} ({wall[2] / wall[1]:.2f}) | {seq} | "
               f"{cpu[3] / cpu[0]:.2f} ({wall[3] / wall[0]:.2f}) |")
@@ -213,7 +206,6 @@ def opensearch_section(queries: list[str], vectors: list[list[float]], embed: An
     import os
     import subprocess
     import sys
-    import time
     from functools import partial
     from pathlib import Path
 
@@ -231,11 +223,9 @@ def opensearch_section(queries: list[str], vectors: list[list[float]], embed: An
         client = OpenSearch(hosts=[server.stdout.readline().strip()], timeout=120)
         n_docs = index_corpus(client, "scifact", SCIFACT / "corpus.jsonl", embed, batch_size=1000)
         given = dict(zip(queries, vectors, strict=True))
-        print(f"## opensearch: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, opensearch-py "
-              f"{__versionstr__}, against the wire-format stub server (one process, exact k-NN)")
-        print("| what | wall seconds | wall ratio to its peer | client CPU seconds | CPU ratio | adapter minus peer, "
-              "wall ms per query |")
-        print("|---|---|---|---|---|---|")
+        table = OverheadTable(f"opensearch: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, "
+                              f"opensearch-py {__versionstr__}, against the wire-format stub server (one process, "
+                              f"exact k-NN); CPU: this client process only", len(queries))
         for mode, options in (("bm25", {}), ("knn", {"query_embeddings": given})):
             retriever = OpenSearchRetriever("scifact", client=client, **options)  # type: ignore[arg-type]
             batch = retriever.batch_size
@@ -257,28 +247,16 @@ def opensearch_section(queries: list[str], vectors: list[list[float]], embed: An
             # interleaved rounds, best of each: on a shared machine the load drifts between runs. Wall seconds
             # include the stub's work (the same on both sides); this process's CPU seconds leave it out, so their
             # ratio is the adapter's own work (and its garbage collection) against the client's
-            fns: tuple[Callable[[], Any], ...] = (
-                partial(direct, ["text"]), partial(retriever.batch_retrieve_columns, queries, k),
-                partial(direct, {"excludes": ["vector"]}), partial(retriever.batch_retrieve, queries, k))
-            wall, cpu = [float("inf")] * 4, [float("inf")] * 4
-            for _ in range(5):
-                for i, fn in enumerate(fns):
-                    start, start_cpu = time.perf_counter(), time.process_time()
-                    fn()
-                    wall[i] = min(wall[i], time.perf_counter() - start)
-                    cpu[i] = min(cpu[i], time.process_time() - start_cpu)
-            n = len(queries)
-            rows = ((f"{mode} peer A: client.msearch, {batch} queries per request, text source", 0, None),
-                    (f"{mode}: evret-opensearch batch_retrieve_columns", 1, 0),
-                    (f"{mode} peer B: client.msearch, every source field but the vector", 2, None),
-                    (f"{mode}: evret-opensearch batch_retrieve (results with metadata)", 3, 2))
-            for label, i, peer in rows:
-                if peer is None:
-                    print(f"| {label} | {wall[i]:.3f} | 1.00 | {cpu[i]:.3f} | 1.00 | |")
-                else:
-                    to = "A" if peer == 0 else "B"
-                    print(f"| {label} | {wall[i]:.3f} | {wall[i] / wall[peer]:.2f} (to {to}) | {cpu[i]:.3f} | "
-                          f"{cpu[i] / cpu[peer]:.2f} | {(wall[i] - wall[peer]) / n * 1000:.3f} |")
+            times = interleaved_best_of(5, {
+                "A": partial(direct, ["text"]),
+                "columns": partial(retriever.batch_retrieve_columns, queries, k),
+                "B": partial(direct, {"excludes": ["vector"]}),
+                "results": partial(retriever.batch_retrieve, queries, k)})
+            table.peer("A", f"{mode}: client.msearch, {batch} queries per request, text source", times["A"])
+            table.adapter(f"{mode}: evret-opensearch batch_retrieve_columns", times["columns"], "A")
+            table.peer("B", f"{mode}: client.msearch, every source field but the vector", times["B"])
+            table.adapter(f"{mode}: evret-opensearch batch_retrieve (results with metadata)", times["results"], "B")
+        table.print()
         client.close()
     finally:
         server.communicate("", timeout=30)
