@@ -113,21 +113,6 @@ def settings_from(args: argparse.Namespace) -> RagConfig:
     return config
 
 
-def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
-    """A registered retriever over the question set's corpus unless the options name another corpus
-    (:func:`evret_core.rag.rag_config.build_retriever`)."""
-    from evret_core.rag.rag_config import build_retriever as build
-
-    return build(name, options, questions)
-
-
-def load_questions(s: dict[str, Any]) -> Any:
-    """The question set of settings ``s`` (``dataset``, ``corpus``, ``dataset_format``)."""
-    from evret_core.rag.rag_config import load_questions as load
-
-    return load(s["dataset"], s.get("corpus"), s.get("dataset_format"))
-
-
 def run(args: argparse.Namespace) -> int:
     from evret_core.rag import RagResults
     from evret_core.report.rag_tables import print_plan, print_rag

@@ -88,11 +88,10 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
         raise EvretError("--dataset: context texts are shown by the HTML report's drill-down; add --format html")
     questions = None
     if args.dataset:
-        from evret_core.cli.rag import load_questions
+        from evret_core.rag.rag_config import load_questions
         from evret_core.report.rag_compare import check_questions
 
-        questions = load_questions({"dataset": args.dataset, "corpus": args.corpus,
-                                    "dataset_format": args.dataset_format})
+        questions = load_questions(args.dataset, args.corpus, args.dataset_format)
         check_questions(runs, questions)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
     data = RagReportData(runs, comparison, questions)

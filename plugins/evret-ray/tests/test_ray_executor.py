@@ -290,8 +290,8 @@ def rag_questions(tmp_path: Path, n: int) -> Any:
 
 
 def test_rag_generation_and_its_llm_judges_on_ray_equal_local_under_one_cluster_wide_limit(tmp_path: Path) -> None:
-    from evret_core.cli.rag import build_retriever
     from evret_core.rag import RagEvaluator
+    from evret_core.rag.rag_config import build_retriever
     from evret_core.testing.rag_stub import kind_of, rag_responder
 
     questions = rag_questions(tmp_path, 24)
