@@ -10,7 +10,7 @@ from typing import Any
 from evret_core.errors import EvretError
 from evret_core.limits import check_float, check_int
 
-__all__ = ["check_float", "check_int", "config_error", "load_config", "parse_options", "parse_value"]
+__all__ = ["check_float", "check_int", "load_config", "parse_options", "parse_value"]
 
 
 def parse_value(text: str) -> Any:
@@ -44,8 +44,3 @@ def load_config(path: str | Path) -> dict[str, Any]:
     from evret_core.evaluation.config import load_toml
 
     return load_toml(path)
-
-
-def config_error(path: str | Path, key: str, problem: str) -> EvretError:
-    """An error naming a config file and the option in it."""
-    return EvretError(f"{path}: option {key!r}: {problem}")
