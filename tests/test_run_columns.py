@@ -108,6 +108,8 @@ def test_hostile_files_read_as_read_run_reads_them(name: str, block: int, tmp_pa
     path.write_bytes(text.encode("latin-1") if name == "not UTF-8" else text.encode())
     expected = outcome(read_run, path)
     assert outcome(read_run_columns, path) == expected
+    assert outcome(lambda p: read_run_columns(p, threads=2), path) == expected  # blocks scanned side by side
+    assert outcome(lambda p: read_run(p, threads=3), path) == expected
     if name.startswith(("duplicate", "two duplicates", "five", "seven", "score not", "NaN", "not UTF-8")):
         assert expected[0] == "error" and f"{path}:" in expected[1]  # the hostile ones fail, naming file and line
     elif name != "empty":
@@ -129,6 +131,8 @@ def test_a_large_mixed_file_in_small_blocks(tmp_path: Path, monkeypatch: pytest.
     for size in (1 << 25, 4096, 100):
         monkeypatch.setattr(runcolumns, "_BLOCK", size)
         same_run(read_run(path), read_run_columns(path))
+        for threads in (2, 3):
+            same_run(read_run(path), read_run_columns(path, threads=threads))
 
 
 def test_byte_ranges_read_their_part_and_name_the_right_line(tmp_path: Path) -> None:
@@ -139,6 +143,28 @@ def test_byte_ranges_read_their_part_and_name_the_right_line(tmp_path: Path) -> 
     assert dict(head.items()) == {"q1": {"a": 3.0, "b": 2.0}}
     with pytest.raises(EvretError, match=r"run\.trec:6: score 'oops' is not a number"):
         read_run_columns(path, cut)
+
+
+def test_threads_read_byte_ranges_and_default_to_the_cpus_for_big_files(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "run.trec"
+    path.write_text("".join(f"q{q} Q0 d{q}_{d} {d} {d / 7!r} t\n" for q in range(40) for d in range(25)))
+    monkeypatch.setattr(runcolumns, "_BLOCK", 256)
+    text = path.read_bytes()
+    cut, stop = text.index(b"q7 "), text.index(b"q31 ")
+    for threads in (1, 2, 4):
+        part = read_run_columns(path, cut, stop, threads=threads)
+        assert list(part) == [f"q{q}" for q in range(7, 31)] and part["q30"]["d30_3"] == 3 / 7
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(EvretError, match="threads must be a positive integer"):
+            read_run_columns(path, threads=bad)  # type: ignore[arg-type]
+    # one thread up to three blocks; past that one per CPU the process may use, at most 4
+    monkeypatch.setattr(runcolumns.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    assert runcolumns.scan_threads(0, None, 3 * 256) == 1
+    assert runcolumns.scan_threads(0, None, 3 * 256 + 1) == 4
+    assert runcolumns.scan_threads(100, 100 + 3 * 256, 10**9) == 1  # a byte range: its own length
+    monkeypatch.setattr(runcolumns.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert runcolumns.scan_threads(0, None, 10**9) == 2
 
 
 def test_columns_are_compact(tmp_path: Path) -> None:

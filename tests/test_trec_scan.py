@@ -77,6 +77,23 @@ def test_the_dict_scan_merges_a_querys_lines_into_the_dict_given() -> None:
         fast.scan(b"q1 0 a 1\n", 4, False, {"q1": [1.0]})
 
 
+def test_the_dict_scan_shares_floats_only_while_scores_repeat() -> None:
+    """Scores that repeat (ties, grades) share one float object per value; scores that hardly repeat (a dense
+    retriever's) switch the sharing off for the rest of the call (it would cost a lookup per line and save nothing),
+    and every value is still read right."""
+    fast = _compiled()
+    repeating: dict[str, dict[str, float]] = {}
+    fast.scan(b"".join(b"q%d Q0 d%d 1 %d t\n" % (i // 100, i, i % 10) for i in range(6000)), 6, True, repeating)
+    assert repeating["q0"]["d3"] is repeating["q59"]["d5903"] == 3.0
+    distinct: dict[str, dict[str, float]] = {}
+    lines = [b"q%d Q0 d%d 1 0.%08d t\n" % (i // 100, i, i * 7919) for i in range(5000)]
+    lines += [b"q99 Q0 e%d 1 7.5 t\n" % i for i in range(3)]
+    fast.scan(b"".join(lines), 6, True, distinct)
+    assert distinct["q7"]["d777"] == float(f"0.{777 * 7919:08d}")
+    sevens = list(distinct["q99"].values())
+    assert sevens == [7.5] * 3 and sevens[0] is not sevens[1]
+
+
 @pytest.mark.parametrize("number", hostile.NUMBERS)
 def test_scores_are_read_as_float_reads_them(number: str) -> None:
     fast = _compiled()
@@ -93,6 +110,27 @@ def test_scores_are_read_as_float_reads_them(number: str) -> None:
         assert got.values == bytearray(__import__("struct").pack("d", expected))  # bit for bit, -0.0 included
 
 
+def test_long_decimals_are_read_bit_for_bit_as_float_reads_them() -> None:
+    """Decimals past the exact fast path (a float's 17-digit repr, 20 digits, subnormals, halfway cases) are read
+    by the C library's correctly rounded strtod_l in the "C" locale, without the GIL: bit for bit as float()."""
+    import random
+    import struct
+
+    fast = _compiled()
+    rng = random.Random(3)
+    numbers = ["9007199254740993", "2.2250738585072011e-308", "2.4703282292062327e-324", "2.4703282292062328e-324",
+               "1.7976931348623157e308", "1.7976931348623159e308", "0.30000000000000004", "-0." + "9" * 300, "1e23",
+               "8.98846567431158e307", "123456789012345678901234567890e-50"]
+    for _ in range(20_000):
+        x = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
+        numbers += [repr(x)] if x == x and abs(x) != float("inf") else []
+        numbers += [repr(rng.random()), f"{rng.uniform(-1e6, 1e6):.{rng.randint(15, 25)}e}"]
+    block = "".join(f"q1 Q0 d{i} 1 {n} t\n" for i, n in enumerate(numbers)).encode()
+    got = trecscan.Scan(*fast.scan(block, 6, True))
+    assert got.error is None
+    assert got.values == bytearray(struct.pack(f"{len(numbers)}d", *map(float, numbers)))
+
+
 def _run(env_extra: dict[str, str], rounds: int) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **env_extra}
     env.pop("EVRET_PURE_PYTHON", None)
@@ -107,10 +145,11 @@ def test_hostile_blocks_under_the_debug_allocator() -> None:
     assert done.stdout.startswith("ok: "), done.stdout
 
 
-@pytest.mark.parametrize("variant", ["", "-DTRECSCAN_SCALAR", "-DTRECSCAN_NO_LEXER"])
+@pytest.mark.parametrize("variant", ["", "-DTRECSCAN_SCALAR", "-DTRECSCAN_NO_LEXER", "-DTRECSCAN_NO_STRTOD_L"])
 def test_hostile_blocks_against_an_address_sanitizer_build(variant: str, tmp_path: Path) -> None:
-    """The extension as built (SSE2 lexer), its byte-loop masks (what a machine without SSE2 runs) and split_line
-    alone (a compiler without __builtin_ctzll), each under AddressSanitizer."""
+    """The extension as built (SSE2 lexer), its byte-loop masks (what a machine without SSE2 runs), split_line
+    alone (a compiler without __builtin_ctzll) and long decimals read by Python's reader with the GIL taken back
+    (a C library without strtod_l), each under AddressSanitizer."""
     gcc = shutil.which("gcc")
     runtime = None
     if gcc is not None:
@@ -149,6 +188,11 @@ RUNS = {
                                       + "q1 Q0 d1 1 2.0 t\n",
     "unicode spaces": "q1\u00a0Q0 d1\u3000 1 2.0 t\x85\nq1 Q0 d\u20032 1 2 t\n",
     "surrogate bytes": "q1 Q0 d1 1 2.0 t\n",
+    "many blocks: a BOM, a line longer than a block, queries across block ends, one not adjacent":
+        "\ufeff" + "".join(f"q{i // 7} Q0 d{i} {i} {i / 3!r} t\n" for i in range(60)) + f"q2 Q0 {'x' * 300} 1 1 t\n"
+        + "".join(f"q9 Q0 e{i} {i} {-i}e-3 t\n" for i in range(30)) + "q0 Q0 late 1 0.5 t\n",
+    "a bad line many blocks on": "".join(f"q{i // 5} Q0 d{i} {i} 1.{i} t\n" for i in range(80)) + "q1 Q0 z 1 x t\n"
+        + "".join(f"q{i} Q0 d{i} 1 2 t\n" for i in range(40)),
 }
 QRELS = {
     "joined lines": "q1 0 d1 1 q1 0 d2 1\n",
@@ -185,10 +229,11 @@ def test_run_readers_give_the_same_outcome_on_both_paths(name: str, block: int, 
     outcomes = []
     for pure in ("1", "0"):
         monkeypatch.setenv("EVRET_PURE_PYTHON", pure)
-        outcomes += [_outcome(read_run, path), _outcome(read_run_columns, path)]
+        outcomes += [_outcome(read_run, path), _outcome(read_run_columns, path),  # and blocks scanned side by side:
+                     _outcome(lambda p: read_run_columns(p, threads=3), path), _outcome(lambda p: read_run(p, threads=2), path)]
     assert all(o == outcomes[0] for o in outcomes), outcomes
     kind, *rest = outcomes[0]
-    if name.startswith(("trailing", "CRLF", "unicode")):
+    if name.startswith(("trailing", "CRLF", "unicode", "many blocks")):
         assert kind == "ok"
     else:
         assert kind == "error" and str(rest[0]).startswith(f"{path}:"), rest
@@ -203,6 +248,7 @@ def test_run_readers_give_the_same_outcome_on_both_paths(name: str, block: int, 
         "a bad line before a duplicate": ":2: score 'x' is not a number",
         "a duplicate across a block end": ":42: query q1: document 'd1' is ranked twice (first on line 1)",
         "surrogate bytes": ":2: not UTF-8 text (byte 0xed at column 8)",
+        "a bad line many blocks on": ":81: score 'x' is not a number",
     }
     if name in messages:
         assert messages[name] in rest[0]
@@ -213,11 +259,12 @@ def test_qrels_reader_gives_the_same_outcome_on_both_paths(name: str, tmp_path: 
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "qrels"
     path.write_bytes(QRELS[name].encode())
+    monkeypatch.setattr(runcolumns, "_BLOCK", 16)  # a block or two per line: the threads' blocks straddle lines
     outcomes = []
     for pure in ("1", "0"):
         monkeypatch.setenv("EVRET_PURE_PYTHON", pure)
-        outcomes.append(_outcome(read_qrels, path))
-    assert outcomes[0] == outcomes[1] and outcomes[0][0] == "error", outcomes
+        outcomes += [_outcome(read_qrels, path), _outcome(lambda p: read_qrels(p, threads=2), path)]
+    assert all(o == outcomes[0] for o in outcomes) and outcomes[0][0] == "error", outcomes
     assert outcomes[0][1].startswith(f"{path}:")
     if name == "a duplicate before a bad grade":
         assert outcomes[0][1] == f"{path}:2: query q1: document 'd1' is judged twice"

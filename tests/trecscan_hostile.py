@@ -112,6 +112,30 @@ def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     assert all(type(d) is dict for d in into.values())
     assert dicts.repeats == (got.repeats or merged_repeat)
     assert dicts._replace(ids=None, values=None, repeats=None) == got._replace(ids=None, values=None, repeats=None)
+    # with `keep` (a shard's qrels): every other query of the block (a dict, set or frozenset), the others' lines
+    # only checked; a document repeated in a query not kept is no repeat
+    keep_ids = list(dict.fromkeys(got.group_qids))[::2]
+    keep = (dict.fromkeys(keep_ids, 0), set(keep_ids), frozenset(keep_ids))[len(block) % 3]
+    kept: dict[str, dict[str, float]] = {}
+    only = trecscan.Scan(*fast.scan(block, nfields, want_tag, kept, keep))
+    at, wanted, kept_repeat = 0, {}, False
+    for qid, size in zip(got.group_qids, sizes, strict=True):
+        if qid in keep:
+            docs = wanted.setdefault(qid, {})
+            before = len(docs)
+            docs.update(zip(ids[at : at + size], values[at : at + size], strict=True))
+            kept_repeat = kept_repeat or len(docs) != before + size
+        at += size
+    assert [(q, list(d.items())) for q, d in kept.items()] == [(q, list(d.items())) for q, d in wanted.items()]
+    assert only.repeats == kept_repeat
+    # fill_dicts: the columns (scanned on another thread) put into dicts on this one, as the dict scan puts them
+    for keep_arg, into_expected, repeat_expected in ((None, into, dicts.repeats), (keep, kept, kept_repeat)):
+        filled: dict[str, dict[str, float]] = {}
+        assert fast.fill_dicts(filled, got.ids, got.values, got.group_qids, got.group_sizes, got.ids.isascii(),
+                               keep_arg) == repeat_expected
+        assert [(q, list(d.items())) for q, d in filled.items()] == [(q, list(d.items())) for q, d in
+                                                                     into_expected.items()]
+    assert only._replace(ids=None, values=None, repeats=None) == got._replace(ids=None, values=None, repeats=None)
     if got.error is None and block.count(b"\n") > 1:  # two calls on two halves, into one dict: as one call
         cut = block.index(b"\n", len(block) // 2) + 1
         halves: dict[str, dict[str, float]] = {}
@@ -156,12 +180,21 @@ def edges(fast: Any) -> int:
     return blocks
 
 
+class _Keys(dict):  # type: ignore[type-arg]
+    """A dict subclass: its own __contains__ is not what the scan would call, so the scan refuses it as `keep`."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
 def bad_calls(fast: Any) -> int:
     calls = 0
     for args in [(), (b"",), (b"", 6), (b"", 5, True), (b"", 6, True, 1, 2), ("text", 6, True), (None, 6, True),
                  (b"q1 Q0 d 1 2 t\n", 6, True, True), (b"q1 Q0 d 1 2 t\n", 6, True, []),
                  (b"q1 Q0 d 1 2 t\n", 6, True, {"q1": 5}), (b"q1 0 d 1\n", 4, True, {"q1": [1]}),
-                 (memoryview(bytearray(b"q1 Q0 d 1 2 t\n" * 4))[::2], 6, True)]:
+                 (memoryview(bytearray(b"q1 Q0 d 1 2 t\n" * 4))[::2], 6, True),
+                 (b"q1 0 d 1\n", 4, True, None, {"q1"}), (b"q1 0 d 1\n", 4, True, {}, ["q1"]),
+                 (b"q1 0 d 1\n", 4, True, {}, _Keys(q1=0)), (b"q1 0 d 1\n", 4, True, {}, {}, 1)]:
         calls += 1
         try:
             fast.scan(*args)
@@ -215,6 +248,63 @@ def dict_cases(fast: Any, rng: random.Random, rounds: int) -> int:
     return calls
 
 
+def fill_cases(fast: Any, rng: random.Random, rounds: int) -> int:
+    """``fill_dicts`` on a block's columns with corrupted counts, ids, values, query ids and arguments: a
+    ValueError/TypeError, never a read outside the buffers (the address sanitizer build runs this too)."""
+    import struct
+
+    calls = 0
+    for _ in range(rounds):
+        nfields = rng.choice([4, 6])
+        got = trecscan.Scan(*fast.scan(random_block(rng, nfields), nfields, True))
+        ids, values, qids, sizes = bytearray(got.ids), bytearray(got.values), list(got.group_qids), bytearray(got.group_sizes)
+        into: Any = {}
+        keep: Any = None
+        kind = rng.randrange(9)
+        if kind == 1 and sizes:
+            at = rng.randrange(len(sizes) // 8)
+            sizes[8 * at : 8 * at + 8] = struct.pack("q", rng.choice([-1, 1 << 62, 0, 3]))
+        elif kind == 2 and ids:
+            del ids[rng.randrange(len(ids)):]
+        elif kind == 3:
+            values += b"\0" * rng.choice([1, 8])
+        elif kind == 4 and qids:
+            qids[rng.randrange(len(qids))] = rng.choice([1, b"q1", None])
+        elif kind == 5:
+            qids.append("extra")
+        elif kind == 6 and qids:
+            into = {qids[0]: rng.choice([[], 1.0, "x"])}
+        elif kind == 7:
+            keep = rng.choice([["q1"], "q1", 5])
+        elif kind == 8 and ids:
+            ids[rng.randrange(len(ids))] = 0x20  # an id split in two: one id more than values
+        calls += 1
+        try:
+            fast.fill_dicts(into, ids, values, qids, sizes, bytes(ids).isascii(), keep)
+        except (ValueError, TypeError, UnicodeDecodeError):
+            continue
+        assert kind in (0, 1, 2, 4, 6, 8) or not got.group_qids, kind  # (some corruptions leave it valid)
+        assert all(type(d) is dict for d in into.values())
+    return calls
+
+
+def side_by_side(fast: Any, rng: random.Random, count: int) -> int:
+    """The columns scan releases the GIL: blocks (some of them long, with numbers only Python's readers read, which
+    take the GIL back for a moment) scanned on 4 threads at once give what they give one after another."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = []
+    for n in range(count):
+        nfields = rng.choice([4, 6])
+        block = b"".join(random_block(rng, nfields) for _ in range(1 + 40 * (n % 5 == 0)))
+        jobs.append((block, nfields))
+    alone = [fast.scan(block, nfields, True) for block, nfields in jobs]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda job: fast.scan(job[0], job[1], True), jobs * 3))
+    assert together == alone * 3
+    return len(jobs) * 3
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=2000)
@@ -230,12 +320,15 @@ def main() -> int:
     for _ in range(args.rounds):
         nfields = rng.choice([4, 6])
         bad += same(fast, random_block(rng, nfields), nfields, rng.random() < 0.8)
+    threaded = side_by_side(fast, rng, max(args.rounds // 10, 20))
+    fills = fill_cases(fast, rng, args.rounds)
     edge_blocks = edges(fast)
     calls = bad_calls(fast)
     dicts = dict_cases(fast, rng, args.rounds)
     print(f"ok: {args.rounds + 2 * len(NUMBERS)} blocks scanned alike ({bad} stopped at a bad line), {edge_blocks} "
           f"blocks at the lexer's chunk edges, {calls} bad calls "
-          f"refused, {dicts} query_dicts calls")
+          f"refused, {dicts} query_dicts calls, {fills} fill_dicts calls, {threaded} blocks scanned on 4 threads at "
+          "once")
     return 0
 
 

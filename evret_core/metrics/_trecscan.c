@@ -1,6 +1,6 @@
 /* Optional accelerator of evret_core.metrics.trecscan: one pass over a block of TREC run or qrels lines.
  *
- * scan(data, nfields, want_tag[, into]) reads `data` (any bytes-like object; whole lines, the last one may lack its
+ * scan(data, nfields, want_tag[, into[, keep]]) reads `data` (any bytes-like object; whole lines, the last one may lack its
  * '\n'), nfields = 6 (run: query_id Q0 doc_id rank score run_tag) or 4 (qrels: query_id iteration doc_id grade),
  * and returns (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, newlines):
  *   ids          bytearray: each result line's document id followed by a space, in file order;
@@ -15,7 +15,9 @@
  * With `into` (a dict, not None or False), the lines go into it as {query_id: {doc_id: value}} instead of the
  * columns: ids is `into` itself and values is empty. A query already in `into` (its lines are not adjacent, or
  * an earlier block had some) gets its documents added to its dict, and a document already there sets `repeats`.
- * The float objects are shared within a call (one per distinct value: ties, grades).
+ * The float objects are shared within a call (one per distinct value: ties, grades) while values repeat.
+ * With `keep` too (an exact dict, set or frozenset of query ids; dicts only), the lines of a query not in it are checked
+ * but not put into `into`, and a document they list twice is no repeat (a shard's qrels: its own queries only).
  * The rules are those of the Python reader (evret_core.metrics.trec.line_fields): fields are split on what
  * str.split() splits on (ASCII whitespace, 0x1c-0x1f, and the Unicode spaces, read from their UTF-8 bytes); a
  * blank line or one whose first field starts with '#' is skipped; a line is bad when it is not strict UTF-8
@@ -24,7 +26,8 @@
  * (float()'s grammar: plain decimals are read here, correctly rounded; any other text is handed to float() itself)
  * or is NaN. Lines of ASCII are split by a bit-mask lexer (lex_line), any other line by split_line.
  *
- * query_dicts(...) builds a ColumnarRun's per-query dicts from its columns (see the function).
+ * fill_dicts(...) puts a columns scan into such a dict (the scan made on another thread: see the function), and
+ * query_dicts(...) builds a ColumnarRun's per-query dicts from its columns.
  *
  * Memory safety: the input is held as a buffer for the whole call (it cannot be resized), the outputs are created
  * here and sized from the block's length before anything is written (every write is still checked), and no
@@ -42,6 +45,13 @@
 #endif
 
 #define MAXF 6
+
+/* the rare paths kept out of line, so that the hot ones are inlined into the scan loop */
+#if defined(__GNUC__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
 
 /* the bit-mask lexer needs GCC's or Clang's count-trailing-zeros (elsewhere every line is read by split_line) */
 #if defined(__GNUC__) && !defined(TRECSCAN_NO_LEXER)
@@ -102,12 +112,84 @@ utf8_char(const unsigned char *p, const unsigned char *e, int *space)
     return 0;
 }
 
+/* strtod_l with a "C" locale object: glibc's and the BSDs' (macOS's) strtod are correctly rounded and need no GIL,
+ * so a long decimal (a float's 17-digit repr) is read while other threads run; elsewhere Python's reader, with
+ * the GIL. Build with -DTRECSCAN_NO_STRTOD_L to test that path. */
+#if (defined(__GLIBC__) || defined(__APPLE__)) && !defined(TRECSCAN_NO_STRTOD_L)
+#define HAVE_STRTOD_L 1
+#include <locale.h>
+#include <stdlib.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+static locale_t c_locale;
+#else
+#define HAVE_STRTOD_L 0
+#endif
+
 static const double pow10s[23] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
                                   1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-/* a field as float() reads it: 1 with *out set, 0 when float() refuses it or reads NaN, -1 with an exception set */
-static int
-number(const char *s, Py_ssize_t n, double *out)
+/* number()'s decimals past the exact path (more than 19 digits, or past 2**53, or a power of ten past 22) */
+static NOINLINE int
+decimal_slow(const char *s, Py_ssize_t n, double *out, int python)
+{
+#if HAVE_STRTOD_L
+    (void)python; /* the C library's reader needs no GIL */
+#else
+    if (!python) return 2;
+#endif
+    char small[128], *buf = small;
+    if (n >= (Py_ssize_t)sizeof(small)) {
+        buf = PyMem_RawMalloc((size_t)n + 1);
+        if (!buf) {
+            if (!python) return 2; /* (the retry with the GIL raises the MemoryError) */
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    memcpy(buf, s, (size_t)n);
+    buf[n] = '\0';
+    char *end = NULL;
+#if HAVE_STRTOD_L
+    /* a decimal of number()'s grammar, read correctly rounded (as float() reads it) in the "C" locale, whatever the
+     * program's; overflow gives +-inf and underflow 0 or a subnormal, as float() does (ERANGE ignored) */
+    double v = strtod_l(buf, &end, c_locale);
+    int ok = end == buf + n;
+#else
+    double v = PyOS_string_to_double(buf, &end, NULL); /* overflow gives +-inf, as float() does */
+    int ok = !(v == -1.0 && PyErr_Occurred()) && end == buf + n;
+    if (!ok) PyErr_Clear();
+#endif
+    if (buf != small) PyMem_RawFree(buf);
+    if (!ok) return 0;
+    *out = v;
+    return 1;
+}
+
+/* number()'s fields that are not plain decimals */
+static NOINLINE int
+float_slow(const char *s, Py_ssize_t n, double *out, int python)
+{
+    /* inf, nan, underscores, non-ASCII digits...: float() itself (an exact str: no Python code runs) */
+    if (!python) return 2;
+    PyObject *text = PyUnicode_DecodeUTF8(s, n, "strict");
+    if (!text) return -1;
+    PyObject *f = PyFloat_FromString(text);
+    Py_DECREF(text);
+    if (!f) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError)) { PyErr_Clear(); return 0; }
+        return -1;
+    }
+    *out = PyFloat_AS_DOUBLE(f);
+    Py_DECREF(f);
+    return *out == *out; /* NaN: refused (only float() gives one) */
+}
+
+/* a field as float() reads it: 1 with *out set, 0 when float() refuses it or reads NaN, -1 with an exception set;
+ * with python 0 (the GIL not held), 2 for a field that only Python's readers can read (they need the GIL) */
+static inline int
+number(const char *s, Py_ssize_t n, double *out, int python)
 {
     /* [+-]digits[.digits][(e|E)[+-]digits]: exact when the digits fit 2**53 and the power of ten is <= 22
      * (both exact doubles, so one correctly rounded operation); else Python's own correctly rounded reader */
@@ -148,33 +230,9 @@ number(const char *s, Py_ssize_t n, double *out)
             *out = neg ? -v : v;
             return 1;
         }
-        char small[128], *buf = small;
-        if (n >= (Py_ssize_t)sizeof(small)) {
-            buf = PyMem_Malloc((size_t)n + 1);
-            if (!buf) { PyErr_NoMemory(); return -1; }
-        }
-        memcpy(buf, s, (size_t)n);
-        buf[n] = '\0';
-        char *end = NULL;
-        double v = PyOS_string_to_double(buf, &end, NULL); /* overflow gives +-inf, as float() does */
-        int ok = !(v == -1.0 && PyErr_Occurred()) && end == buf + n;
-        if (buf != small) PyMem_Free(buf);
-        if (!ok) { PyErr_Clear(); return 0; }
-        *out = v;
-        return 1;
+        return decimal_slow(s, n, out, python);
     }
-    /* inf, nan, underscores, non-ASCII digits...: float() itself (an exact str: no Python code runs) */
-    PyObject *text = PyUnicode_DecodeUTF8(s, n, "strict");
-    if (!text) return -1;
-    PyObject *f = PyFloat_FromString(text);
-    Py_DECREF(text);
-    if (!f) {
-        if (PyErr_ExceptionMatches(PyExc_ValueError)) { PyErr_Clear(); return 0; }
-        return -1;
-    }
-    *out = PyFloat_AS_DOUBLE(f);
-    Py_DECREF(f);
-    return *out == *out; /* NaN: refused (only float() gives one) */
+    return float_slow(s, n, out, python);
 }
 
 /* the ids of the current stretch of one query: an open-addressing table whose slots belong to the stretch when
@@ -241,7 +299,7 @@ dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len, const cha
 {
     if ((t->used + 1) * 2 > t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
-        dslot *slots = PyMem_Calloc(cap, sizeof(dslot));
+        dslot *slots = PyMem_RawCalloc(cap, sizeof(dslot)); /* the Raw allocator: called without the GIL */
         if (!slots) return -1;
         for (size_t i = 0; i < t->cap; i++) {
             if (t->slots[i].gen != t->gen) continue;
@@ -249,7 +307,7 @@ dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len, const cha
             while (slots[k].gen == t->gen) k = (k + 1) & (cap - 1);
             slots[k] = t->slots[i];
         }
-        PyMem_Free(t->slots);
+        PyMem_RawFree(t->slots);
         t->slots = slots;
         t->cap = cap;
     }
@@ -264,6 +322,13 @@ dtable_add(dtable *t, const char *ids, Py_ssize_t off, Py_ssize_t len, const cha
     t->used++;
     return 0;
 }
+
+/* where a stretch's query id lies in the block (its str is made once the GIL is back) */
+typedef struct {
+    const unsigned char *start;
+    Py_ssize_t len;
+    int ascii;
+} qspan;
 
 typedef struct {
     const unsigned char *start[MAXF];
@@ -471,20 +536,48 @@ make_str(const unsigned char *s, Py_ssize_t n, int ascii)
 }
 
 /* the float objects of one call, by their bits: scores and grades repeat (ties, grades 0-3), and one object per
- * value saves an allocation and 24 bytes per line; a direct-mapped table, a miss replaces the slot */
+ * value saves an allocation and 24 bytes per line; a direct-mapped table, a miss replaces the slot. Scores that
+ * hardly repeat (a dense retriever's) gain nothing from it and pay the lookup: the cache is checked every
+ * FCHECK lookups and left off for the rest of the call when fewer than one in FRARE of them hit. */
 #define FCACHE 1024
+#define FCHECK 4096
+#define FRARE 8
 typedef struct {
     uint64_t bits;
     PyObject *value;
 } fslot;
 
-static PyObject *
-cached_float(fslot *cache, double v)
+typedef struct {
+    fslot *slots; /* NULL: off (not allocated, or switched off) */
+    Py_ssize_t lookups, hits;
+} fcache;
+
+static void
+fcache_clear(fcache *c)
 {
+    if (!c->slots) return;
+    for (int i = 0; i < FCACHE; i++) Py_XDECREF(c->slots[i].value);
+    PyMem_Free(c->slots);
+    c->slots = NULL;
+}
+
+static inline PyObject *
+cached_float(fcache *c, double v)
+{
+    if (!c->slots) return PyFloat_FromDouble(v);
     uint64_t bits;
     memcpy(&bits, &v, sizeof bits);
-    fslot *s = &cache[(bits * 0x9e3779b97f4a7c15ULL) >> 54]; /* the top 10 bits: FCACHE slots */
+    fslot *s = &c->slots[(bits * 0x9e3779b97f4a7c15ULL) >> 54]; /* the top 10 bits: FCACHE slots */
+    if (++c->lookups == FCHECK) {
+        int rare = c->hits < FCHECK / FRARE;
+        c->lookups = c->hits = 0;
+        if (rare) {
+            fcache_clear(c);
+            return PyFloat_FromDouble(v);
+        }
+    }
     if (s->value && s->bits == bits) {
+        c->hits++;
         Py_INCREF(s->value);
         return s->value;
     }
@@ -503,9 +596,15 @@ scan(PyObject *self, PyObject *args)
     (void)self;
     Py_buffer view;
     int nfields, want_tag;
-    PyObject *into = NULL;
-    if (!PyArg_ParseTuple(args, "y*ip|O", &view, &nfields, &want_tag, &into)) return NULL;
+    PyObject *into = NULL, *keep = NULL;
+    if (!PyArg_ParseTuple(args, "y*ip|OO", &view, &nfields, &want_tag, &into, &keep)) return NULL;
     if (into == Py_None || into == Py_False) into = NULL;
+    if (keep == Py_None) keep = NULL;
+    if (keep && (!into || !(PyDict_CheckExact(keep) || PyAnySet_CheckExact(keep)))) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError, "scan: keep must be a dict, set or frozenset, and needs into");
+        return NULL;
+    }
     if (into && !PyDict_Check(into)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_TypeError, "scan: into must be a dict (or None for columns)");
@@ -523,24 +622,34 @@ scan(PyObject *self, PyObject *args)
     PyObject *current = NULL; /* as_dicts: the dict of the current stretch's query (a strong reference) */
     PyObject *result = NULL;
     dtable table = {NULL, 0, 0, 1}; /* generation 1: calloc'd slots (generation 0) are empty */
-    fslot *floats = NULL;
+    fcache floats = {NULL, 0, 0};
     int repeats = 0;
+    /* columns: the lines are read without the GIL (other threads run meanwhile, reading other blocks); what
+     * needs it waits for the end of the loop (query id and tag strs, made from where they lie in the block, the
+     * error tuple) or takes it back for a moment (a number only Python's readers read) */
+    PyThreadState *unlocked = NULL;
+    const int release = !as_dicts;
+    qspan *spans = NULL; /* columns: each stretch's query id in the block */
+    const unsigned char *tag_at = NULL;
+    Py_ssize_t tag_len = 0, err_line = -1, err_start = 0, err_stop = 0;
+    int tag_ascii = 1, failed = 0; /* failed: 1 no memory, 2 output overflow (set once the GIL is back) */
 
     /* every output is at most one entry per result line, and a result line takes 2 * nfields - 1 bytes at least
      * (its fields and the separators between them) and a '\n' unless it is the last: so there are at most
      * (len + 1) / (2 * nfields) of them; the ids take at most the block's bytes (each is followed by whitespace or
      * the line end in the block) */
     Py_ssize_t lines = (view.len + 1) / (2 * nfields) + 1, newlines = 0;
-    if (lines > PY_SSIZE_T_MAX / 8) { PyErr_NoMemory(); goto done; }
+    if (lines > PY_SSIZE_T_MAX / (Py_ssize_t)sizeof(qspan)) { PyErr_NoMemory(); goto done; }
     ids = as_dicts ? into : PyByteArray_FromStringAndSize(NULL, view.len);
     Py_XINCREF(as_dicts ? into : NULL);
     values = PyByteArray_FromStringAndSize(NULL, as_dicts ? 0 : lines * 8);
     sizes = PyByteArray_FromStringAndSize(NULL, lines * 8);
     bytes = PyByteArray_FromStringAndSize(NULL, lines * 8);
-    qids = PyList_New(0);
-    floats = as_dicts ? PyMem_Calloc(FCACHE, sizeof(fslot)) : NULL;
-    if (!ids || !values || !sizes || !bytes || !qids || (as_dicts && !floats)) {
-        if (as_dicts && !floats) PyErr_NoMemory();
+    qids = as_dicts ? PyList_New(0) : NULL;
+    spans = as_dicts ? NULL : PyMem_RawMalloc((size_t)lines * sizeof(qspan));
+    floats.slots = as_dicts ? PyMem_Calloc(FCACHE, sizeof(fslot)) : NULL;
+    if (!ids || !values || !sizes || !bytes || (as_dicts && (!qids || !floats.slots)) || (!as_dicts && !spans)) {
+        if (!PyErr_Occurred()) PyErr_NoMemory();
         goto done;
     }
     char *id_out = as_dicts ? NULL : PyByteArray_AS_STRING(ids);
@@ -553,6 +662,7 @@ scan(PyObject *self, PyObject *args)
     lexer lex = {NULL, end, 0, 0, 0, 0};
     const int fast_lex = FAST_LEX;
     if (fast_lex && data < end) lex_load(&lex, data, 1);
+    if (release) unlocked = PyEval_SaveThread();
     for (const unsigned char *p = data; p < end; line++) {
         const unsigned char *stop;
         fields f;
@@ -568,36 +678,48 @@ scan(PyObject *self, PyObject *args)
         if (ok && (f.count == 0 || f.start[0][0] == '#')) { p = next; continue; }
         double v = 0.0;
         if (ok && f.count >= nfields && f.count < (nfields == 6 ? 12 : 5)) {
-            int got = number((const char *)f.start[value_at], f.len[value_at], &v);
+            int got = number((const char *)f.start[value_at], f.len[value_at], &v, unlocked == NULL);
+            if (got == 2) { /* inf, underscores, 20 digits...: Python's readers, with the GIL */
+                PyEval_RestoreThread(unlocked);
+                unlocked = NULL;
+                got = number((const char *)f.start[value_at], f.len[value_at], &v, 1);
+                if (got < 0) goto done;
+                unlocked = PyEval_SaveThread();
+            }
             if (got < 0) goto done;
             ok = got;
         } else {
             ok = 0;
         }
         if (!ok) {
-            error = Py_BuildValue("(nnn)", line, (Py_ssize_t)(p - data), (Py_ssize_t)(stop - data));
-            if (!error) goto done;
+            err_line = line;
+            err_start = p - data;
+            err_stop = stop - data;
             for (const unsigned char *q = next; (q = memchr(q, '\n', (size_t)(end - q))) != NULL; q++) newlines++;
             break;
         }
         Py_ssize_t dl = f.len[doc_at];
         if (groups >= lines || (!as_dicts && (n_values >= lines || n_ids + dl + 1 > view.len))) {
-            /* cannot happen: the sizes above bound them */
-            PyErr_SetString(PyExc_RuntimeError, "scan: output overflow");
+            failed = 2; /* cannot happen: the sizes above bound them */
             goto done;
         }
         if (!group_qid || group_len != f.len[0] || memcmp(group_qid, f.start[0], (size_t)group_len) != 0) {
-            PyObject *q = make_str(f.start[0], f.len[0], f.ascii);
-            if (!q) goto done;
-            if (PyList_Append(qids, q) < 0) { Py_DECREF(q); goto done; }
             group_qid = f.start[0];
             group_len = f.len[0];
             table.gen++;
             table.used = 0;
-            if (as_dicts) {
+            if (!as_dicts) {
+                spans[groups] = (qspan){f.start[0], f.len[0], f.ascii};
+            } else {
+                PyObject *q = make_str(f.start[0], f.len[0], f.ascii);
+                if (!q) goto done;
+                if (PyList_Append(qids, q) < 0) { Py_DECREF(q); goto done; }
                 /* the query's dict in `into`: a new one, or the one its earlier lines made (lines not adjacent,
                  * or on both sides of a block's end), which its documents are added to */
                 Py_CLEAR(current);
+                int kept = keep == NULL ? 1 : PyDict_CheckExact(keep) ? PyDict_Contains(keep, q) : PySet_Contains(keep, q);
+                if (kept < 0) { Py_DECREF(q); goto done; }
+                if (!kept) goto grouped; /* current stays NULL: the query's lines are only checked */
                 /* sized for as many documents as the stretch before (runs mostly have one depth): no resizes; at
                  * most 4,096, so that one long query does not oversize the next ones */
                 int64_t hint = groups > 0 ? size_out[groups - 1] : 0;
@@ -612,18 +734,20 @@ scan(PyObject *self, PyObject *args)
                     Py_DECREF(q);
                     goto done;
                 }
+            grouped:
+                Py_DECREF(q);
             }
-            Py_DECREF(q);
             size_out[groups] = 0;
             bytes_out[groups] = 0;
             groups++;
         }
         size_out[groups - 1] += 1;
         bytes_out[groups - 1] += dl + 1;
+        if (as_dicts && !current) goto tagged; /* a query not kept */
         if (as_dicts) { /* a repeated document leaves the dict's size unchanged */
             PyObject *key = make_str(f.start[doc_at], dl, f.ascii);
             if (!key) goto done;
-            PyObject *value = cached_float(floats, v);
+            PyObject *value = cached_float(&floats, v);
             if (!value) { Py_DECREF(key); goto done; }
             Py_ssize_t before = PyDict_GET_SIZE(current);
             int bad = PyDict_SetItem(current, key, value);
@@ -637,29 +761,46 @@ scan(PyObject *self, PyObject *args)
         id_out[n_ids + dl] = ' ';
         if (!repeats) {
             int seen = dtable_add(&table, id_out, n_ids, dl, (const char *)f.start[doc_at]);
-            if (seen < 0) { PyErr_NoMemory(); goto done; }
+            if (seen < 0) { failed = 1; goto done; }
             repeats = seen;
         }
         n_ids += dl + 1;
         value_out[n_values++] = v;
     tagged:
-        if (want_tag && nfields == 6 && !tag) {
-            tag = make_str(f.start[5], f.len[5], f.ascii);
-            if (!tag) goto done;
+        if (want_tag && nfields == 6 && !tag_at) {
+            tag_at = f.start[5];
+            tag_len = f.len[5];
+            tag_ascii = f.ascii;
         }
         p = next;
     }
+    if (unlocked) {
+        PyEval_RestoreThread(unlocked);
+        unlocked = NULL;
+    }
+    if (!as_dicts) {
+        qids = PyList_New(groups);
+        if (!qids) goto done;
+        for (Py_ssize_t g = 0; g < groups; g++) {
+            PyObject *q = make_str(spans[g].start, spans[g].len, spans[g].ascii);
+            if (!q) goto done;
+            PyList_SET_ITEM(qids, g, q);
+        }
+    }
+    if (tag_at && !(tag = make_str(tag_at, tag_len, tag_ascii))) goto done;
+    if (err_line >= 0 && !(error = Py_BuildValue("(nnn)", err_line, err_start, err_stop))) goto done;
     if ((!as_dicts && PyByteArray_Resize(ids, n_ids) < 0) || PyByteArray_Resize(values, n_values * 8) < 0
         || PyByteArray_Resize(sizes, groups * 8) < 0 || PyByteArray_Resize(bytes, groups * 8) < 0) goto done;
     result = Py_BuildValue("(OOOOOOOOn)", ids, values, qids, sizes, bytes, tag ? tag : Py_None,
                            repeats ? Py_True : Py_False, error ? error : Py_None, newlines);
 
 done:
-    if (floats) {
-        for (int i = 0; i < FCACHE; i++) Py_XDECREF(floats[i].value);
-        PyMem_Free(floats);
-    }
-    PyMem_Free(table.slots);
+    if (unlocked) PyEval_RestoreThread(unlocked);
+    if (failed == 1) PyErr_NoMemory();
+    if (failed == 2) PyErr_SetString(PyExc_RuntimeError, "scan: output overflow");
+    fcache_clear(&floats);
+    PyMem_RawFree(table.slots);
+    PyMem_RawFree(spans);
     PyBuffer_Release(&view);
     Py_XDECREF(current);
     Py_XDECREF(ids);
@@ -669,6 +810,108 @@ done:
     Py_XDECREF(bytes);
     Py_XDECREF(tag);
     Py_XDECREF(error);
+    return result;
+}
+
+/* fill_dicts(into, ids, values, group_qids, group_sizes, ascii[, keep]) -> repeats: a columns scan of a block (made
+ * on another thread, without the GIL) put into `into` as {query_id: {doc_id: value}}, as scan(..., into, keep)
+ * would have put it: each stretch's documents into its query's dict (merged with what is there), the float objects
+ * shared while values repeat, a query not in `keep` skipped; True when a document was already in its query's dict.
+ * ids: each id followed by a space (checked UTF-8 by the scan; ascii: they are all ASCII); every count is checked
+ * against the buffers before it is used, and a mismatch is a ValueError. */
+static PyObject *
+fill_dicts(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *into, *qids, *keep = Py_None;
+    Py_buffer ids, vals, sizes;
+    int ascii;
+    if (!PyArg_ParseTuple(args, "O!y*y*O!y*p|O", &PyDict_Type, &into, &ids, &vals, &PyList_Type, &qids, &sizes,
+                          &ascii, &keep)) return NULL;
+    PyObject *result = NULL, *current = NULL, *q = NULL;
+    fcache floats = {NULL, 0, 0};
+    int repeats = 0;
+    if (keep == Py_None) keep = NULL;
+    if (keep && !(PyDict_CheckExact(keep) || PyAnySet_CheckExact(keep))) {
+        PyErr_SetString(PyExc_TypeError, "fill_dicts: keep must be a dict, set or frozenset");
+        goto done;
+    }
+    const char *p = (const char *)ids.buf, *end = p + ids.len;
+    const double *values = (const double *)vals.buf;
+    const int64_t *size_at = (const int64_t *)sizes.buf;
+    Py_ssize_t groups = sizes.len / 8, n_values = vals.len / 8, k = 0;
+    if (groups != PyList_GET_SIZE(qids) || sizes.len % 8 || vals.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "fill_dicts: group_qids, group_sizes and values do not match");
+        goto done;
+    }
+    if (!(floats.slots = PyMem_Calloc(FCACHE, sizeof(fslot)))) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t g = 0; g < groups && g < PyList_GET_SIZE(qids); g++) {
+        int64_t size = size_at[g];
+        if (size < 0 || size > n_values - k) {
+            PyErr_SetString(PyExc_ValueError, "fill_dicts: a stretch has more lines than there are values");
+            goto done;
+        }
+        Py_XSETREF(q, Py_NewRef(PyList_GET_ITEM(qids, g))); /* held: a key's __eq__ in `into` could change qids */
+        if (!PyUnicode_CheckExact(q)) {
+            PyErr_SetString(PyExc_TypeError, "fill_dicts: a query id is not a str");
+            goto done;
+        }
+        int kept = keep == NULL ? 1 : PyDict_CheckExact(keep) ? PyDict_Contains(keep, q) : PySet_Contains(keep, q);
+        if (kept < 0) goto done;
+        Py_CLEAR(current);
+        if (kept) {
+            int64_t hint = g > 0 ? size_at[g - 1] : size;
+            PyObject *fresh = NEW_DICT((Py_ssize_t)(hint < 4096 ? hint : 4096));
+            if (!fresh) goto done;
+            current = PyDict_SetDefault(into, q, fresh); /* borrowed */
+            Py_DECREF(fresh);
+            if (!current) goto done;
+            Py_INCREF(current);
+            if (!PyDict_CheckExact(current)) {
+                PyErr_Format(PyExc_TypeError, "fill_dicts: into[%R] is not a dict", q);
+                goto done;
+            }
+        }
+        for (int64_t i = 0; i < size; i++, k++) {
+            if ((k & 16383) == 16383) {
+                /* let a scan on another thread, waiting for the GIL to hand back its columns, have it for a moment
+                 * (this call holds it for a whole block otherwise, and the threads would wait on each other; what
+                 * is used below is held by strong references or buffers, and qids is read up to its length) */
+                Py_BEGIN_ALLOW_THREADS
+                Py_END_ALLOW_THREADS
+            }
+            const char *sp = memchr(p, ' ', (size_t)(end - p));
+            if (!sp) {
+                PyErr_SetString(PyExc_ValueError, "fill_dicts: fewer ids than values");
+                goto done;
+            }
+            if (current) {
+                PyObject *key = make_str((const unsigned char *)p, sp - p, ascii);
+                if (!key) goto done;
+                PyObject *value = cached_float(&floats, values[k]);
+                if (!value) { Py_DECREF(key); goto done; }
+                Py_ssize_t before = PyDict_GET_SIZE(current);
+                int bad = PyDict_SetItem(current, key, value);
+                Py_DECREF(key);
+                Py_DECREF(value);
+                if (bad) goto done;
+                repeats = repeats || PyDict_GET_SIZE(current) == before;
+            }
+            p = sp + 1;
+        }
+    }
+    if (p != end || k != n_values) {
+        PyErr_SetString(PyExc_ValueError, "fill_dicts: more ids or values than the stretches' lines");
+        goto done;
+    }
+    result = Py_NewRef(repeats ? Py_True : Py_False);
+done:
+    fcache_clear(&floats);
+    Py_XDECREF(current);
+    Py_XDECREF(q);
+    PyBuffer_Release(&ids);
+    PyBuffer_Release(&vals);
+    PyBuffer_Release(&sizes);
     return result;
 }
 
@@ -746,9 +989,12 @@ fail:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(data, nfields, want_tag[, into]) -> (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, "
+     "scan(data, nfields, want_tag[, into[, keep]]) -> (ids, values, group_qids, group_sizes, group_bytes, tag, repeats, error, "
      "newlines): one block of TREC run (nfields=6) or qrels (nfields=4) lines as columns (or into the dict `into`), "
      "stopping at the first bad line."},
+    {"fill_dicts", fill_dicts, METH_VARARGS,
+     "fill_dicts(into, ids, values, group_qids, group_sizes, ascii[, keep]) -> repeats: a block's columns (a scan "
+     "made on another thread) put into the dict `into`, as scan(..., into, keep) puts them."},
     {"query_dicts", query_dicts, METH_VARARGS,
      "query_dicts(ids, byte_offsets, offsets, scores, first, last) -> the {doc_id: score} dicts of queries "
      "first..last-1 of a ColumnarRun's columns."},
@@ -767,5 +1013,8 @@ PyMODINIT_FUNC
 PyInit__trecscan(void)
 {
     init_classes();
+#if HAVE_STRTOD_L
+    if (!c_locale && !(c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0))) return PyErr_NoMemory();
+#endif
     return PyModule_Create(&module);
 }

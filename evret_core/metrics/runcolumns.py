@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import Any, BinaryIO, cast
 
 import numpy as np
 
@@ -140,9 +140,10 @@ class _Reader:
     bytes of ids; it stops at the first bad line, which :meth:`raise_error` reports."""
 
     def __init__(self, path: Path, start: int, stop: int | None, nfields: int,
-                 into: dict[str, dict[str, float]] | None = None) -> None:
+                 into: dict[str, dict[str, float]] | None = None, keep: Container[str] | None = None) -> None:
         self.path = path
         self.run = into  # the compiled scan's dicts, each query's lines merged into one
+        self.keep = keep  # with into: the queries put into it (the others' lines are only checked)
         self.start = start
         self.stop = stop
         self.nfields = nfields
@@ -174,13 +175,19 @@ class _Reader:
             self._first_line = count + 1
         return self._first_line
 
-    def block(self, block: memoryview) -> bool:
-        """Read the next block of whole lines; False at a bad line."""
+    def block(self, block: memoryview, got: Scan | None = None) -> bool:
+        """Read the next block of whole lines (``got``: its scan, made by another thread, of ``payload(block,
+        first)``); False at a bad line."""
         lineno = self.lines
-        bom = self.start == 0 and lineno == 0 and block[: len(_BOM)] == _BOM
-        data = block[len(_BOM):] if bom else block
-        got = Scan(*compiled().scan(data, self.nfields, not self.tag, self.run)) if self.run is not None else scan(
-            data, self.nfields, not self.tag)
+        data = payload(block, self.start == 0 and lineno == 0)
+        bom = len(data) != len(block)
+        if got is None:
+            got = Scan(*compiled().scan(data, self.nfields, not self.tag, self.run, self.keep)) \
+                if self.run is not None else scan(data, self.nfields, not self.tag)
+        elif self.run is not None:  # a columns scan made on another thread: into the dicts here, as scan puts them
+            repeated = compiled().fill_dicts(self.run, got.ids, got.values, got.group_qids, got.group_sizes,
+                                             got.ids.isascii(), self.keep)
+            got = got._replace(repeats=repeated)  # (a repeat in a query not kept is none)
         if got.tag and not self.tag:
             self.tag = got.tag
         self.repeats = self.repeats or got.repeats  # dicts: also a document met again in a query's later lines
@@ -290,17 +297,87 @@ def blocks(handle: BinaryIO, start: int, stop: int | None) -> Iterator[tuple[byt
         yield carry, lines
 
 
+def payload(block: memoryview, first: bool) -> memoryview:
+    """What is scanned of a block: all of it, less a UTF-8 byte-order mark at the start of the file."""
+    return block[len(_BOM):] if first and block[: len(_BOM)] == _BOM else block
+
+
+def _buffer_size(handle: BinaryIO, start: int, left: int | None) -> int:
+    """A block's buffer: a file or range smaller than a block gets one of its size (a byte more, to see its end in
+    one read)."""
+    try:
+        left_in_file = max(os.fstat(handle.fileno()).st_size - start, 0)
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        left_in_file = _BLOCK
+    return max(1, min(_BLOCK, left_in_file + 1, _BLOCK if left is None else left + 1))
+
+
+def ring_views(handle: BinaryIO, start: int, stop: int | None, count: int) -> Iterator[memoryview]:
+    """Blocks of whole lines from ``start`` to ``stop``, as :func:`views` gives them, but from ``count`` buffers in
+    turn: a view stays valid until ``count - 1`` more have been asked for, so other threads can scan the blocks
+    before it meanwhile (the tail of a block's last line is copied into the next buffer, never moved in place)."""
+    handle.seek(start)
+    readinto = cast(io.BufferedReader, handle).readinto
+    left = None if stop is None else stop - start
+    ring = [bytearray(_buffer_size(handle, start, left)) for _ in range(count)]
+    k, have = 0, 0  # have: the bytes of an unfinished line at the front of ring[k]
+    while True:
+        buf = ring[k]
+        want = len(buf) - have if left is None else min(len(buf) - have, left)
+        n = readinto(memoryview(buf)[have : have + want]) if want > 0 else 0
+        if left is not None:
+            left -= n
+        end = have + n
+        if n == 0:
+            if have:
+                yield memoryview(buf)[:have]
+            return
+        cut = buf.rfind(b"\n", 0, end) + 1
+        if cut == 0:  # one line longer than the buffer: a larger one (a new object; nothing views this one)
+            if end == len(buf):
+                ring[k] = buf + bytearray(len(buf))
+            have = end
+            continue
+        yield memoryview(buf)[:cut]
+        k = (k + 1) % count
+        if end - cut > len(ring[k]):
+            ring[k] = bytearray(end - cut + _BLOCK)
+        ring[k][: end - cut] = buf[cut:end]  # the same length: no resize (its last view is done with)
+        have = end - cut
+
+
+def scan_threads(start: int, stop: int | None, size: int) -> int:
+    """How many threads read a byte range of a file of ``size`` bytes: one for three blocks or fewer, else as many
+    CPUs as this process may use, at most 4 (past that the merge of the blocks, on one thread, is what waits)."""
+    if ((size if stop is None else min(stop, size)) - start) <= 3 * _BLOCK:
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def pick_threads(path: str | Path, start: int, stop: int | None, threads: int | None) -> int:
+    """``threads`` checked (a positive integer), or :func:`scan_threads`'s pick for the file when it is None."""
+    if threads is None:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0  # (the reader names the missing file)
+        return scan_threads(start, stop, size)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise EvretError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
 def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview]:
     """Blocks of whole lines from ``start`` to ``stop`` (or the end) as views of one reused buffer, each valid
     until the next is asked for (read with ``readinto``: no copy of a block but the tail of its last line)."""
     handle.seek(start)
     readinto = cast(io.BufferedReader, handle).readinto
     left = None if stop is None else stop - start
-    try:  # a file smaller than a block gets a buffer of its size (a byte more, to see its end in one read)
-        left_in_file = max(os.fstat(handle.fileno()).st_size - start, 0)
-    except (OSError, AttributeError, io.UnsupportedOperation):
-        left_in_file = _BLOCK
-    buf = bytearray(max(1, min(_BLOCK, left_in_file + 1, _BLOCK if left is None else left + 1)))
+    buf = bytearray(_buffer_size(handle, start, left))
     have = 0  # the bytes of an unfinished line kept at the front
     while True:
         want = len(buf) - have if left is None else min(len(buf) - have, left)
@@ -324,27 +401,65 @@ def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview
 
 
 def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
-                 into: dict[str, dict[str, float]] | None = None) -> _Reader:
+                 into: dict[str, dict[str, float]] | None = None,
+                 keep: dict[str, Any] | set[str] | frozenset[str] | None = None, threads: int = 1) -> _Reader:
     """A run (``nfields=6``) or qrels (4) file, or its byte range ``start:stop``, read into columns up to its first
     bad line (see :class:`_Reader`; the caller raises its errors); ``into`` (compiled scan only): into that dict
-    of ``{query_id: {doc_id: value}}`` instead (the reader's ``run``), no columns in between."""
+    of ``{query_id: {doc_id: value}}`` instead (the reader's ``run``), no columns in between; ``keep`` (with
+    ``into``; an exact dict, set or frozenset): only these queries go into it, every line is still checked;
+    ``threads`` (compiled scan): blocks scanned into columns on that many threads at once (the scan releases the
+    GIL), merged in file order on this one (with ``into``: put into the dicts, while the next blocks are
+    scanned)."""
     path = Path(path)
     handle = open_binary(path)
-    reader = _Reader(path, start, stop, nfields, into)
+    reader = _Reader(path, start, stop, nfields, into, keep)
     with handle:
-        for block in views(handle, start, stop):
-            if not reader.block(block):
-                break
+        if threads > 1 and compiled() is not None:
+            _scan_on_threads(reader, handle, threads)
+        else:
+            for block in views(handle, start, stop):
+                if not reader.block(block):
+                    break
     return reader
 
 
-def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) -> ColumnarRun:
+def _scan_on_threads(reader: _Reader, handle: BinaryIO, threads: int) -> None:
+    """The blocks of ``reader``'s range scanned by ``threads`` threads, up to ``threads + 1`` blocks ahead of the
+    merge (so that the merge does not wait for a block just handed out)."""
+    from collections import deque
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    fast = compiled()
+    pending: deque[tuple[memoryview, Future[Any]]] = deque()
+    with ThreadPoolExecutor(threads, thread_name_prefix="evret-trecscan") as pool:
+        try:
+            for n, block in enumerate(ring_views(handle, reader.start, reader.stop, threads + 2)):
+                data = payload(block, reader.start == 0 and n == 0)
+                pending.append((block, pool.submit(fast.scan, data, reader.nfields, True)))
+                if len(pending) == threads + 1:  # (the ring's next buffer is the one of the block merged here)
+                    done, got = pending.popleft()
+                    if not reader.block(done, Scan(*got.result())):
+                        return
+            while pending:
+                done, got = pending.popleft()
+                if not reader.block(done, Scan(*got.result())):
+                    return
+        finally:
+            for _, got in pending:  # after a bad line: the scans of the blocks after it are not wanted
+                got.cancel()
+
+
+def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None,
+                     threads: int | None = None) -> ColumnarRun:
     """Read a TREC run file (or the byte range ``start:stop`` of one) into a :class:`ColumnarRun`.
 
     The same file gives the same queries, documents, scores and tag as :func:`read_run`, and a bad file the same
     error naming the file and line: the first of the file, be it a bad line or a document ranked twice.
+    ``threads``: how many threads scan its blocks (the compiled scan runs without the GIL); by default one for a
+    file of three blocks (24 MiB) or less, else one per CPU this process may use, at most 4. Shard workers,
+    which already run side by side, read with one.
     """
-    reader = read_columns(path, 6, start, stop)
+    reader = read_columns(path, 6, start, stop, threads=pick_threads(path, start, stop, threads))
     # the scan sees repeats within a stretch of one block; the queries whose lines are in two places (not adjacent,
     # or on both sides of a block's end) have their ids checked here
     suspects = set(reader.merged)
@@ -362,16 +477,17 @@ def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None) 
     return run
 
 
-def read_run_dicts(path: str | Path) -> TrecRun:
+def read_run_dicts(path: str | Path, threads: int | None = None) -> TrecRun:
     """:func:`~evret_core.metrics.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
-    between); without it, the columns' dicts."""
+    between; on ``threads`` threads, by default as :func:`read_run_columns` picks them, the blocks are scanned into
+    columns side by side and put into the dicts on this one); without it, the columns' dicts."""
     if compiled() is None:
         columns = read_run_columns(path)
         run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
         run.tag = columns.tag
         return run
     run = TrecRun()
-    reader = read_columns(path, 6, into=run)
+    reader = read_columns(path, 6, into=run, threads=pick_threads(path, 0, None, threads))
     if reader.repeats:
         reader.raise_repeat(lambda qid: True)
     reader.raise_error()

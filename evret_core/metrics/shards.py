@@ -130,7 +130,7 @@ def score_shard(
     from evret_core.metrics.runcolumns import read_run_columns
 
     resolved = resolve_metrics(list(metrics))
-    run = read_run_columns(run_path, start, stop)
+    run = read_run_columns(run_path, start, stop, threads=1)  # the shards run side by side: one thread each
     qrels = read_qrels_for(qrels_path, run.index)
     qids = [q for q in run.qids if q in qrels]
     depth, fast = _needed_depth(resolved), accelerator()
