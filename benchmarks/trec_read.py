@@ -4,16 +4,19 @@ Issue 26 part 1. The files are runfile_gen.py's (``q0000042 Q0 d0000042_007 008 
 lines; qrels 1-10 judgments per query), written to a temporary folder and read once before timing (so every
 reader finds them in the page cache). Each reader runs ``--repeat`` times; the best wall time counts. Rows:
 
-- ``read_run`` (dicts), ``read_run_columns`` (columns), the shard reader (``read_run_columns`` on each of 4 byte
-  ranges from ``shard_ranges``, one after another), ``read_qrels``: compiled tokenizer, then the numpy path
-  (``EVRET_PURE_PYTHON``) for the run readers;
+- ``read_run`` (dicts) and ``read_run_columns`` (columns), each on one thread and on the threads they pick for the
+  file (one per CPU, at most 4; rows named "N threads", compared with pyarrow on all CPUs in wall time), the shard reader (``read_run_columns`` on each of 4 byte ranges from ``shard_ranges``, one
+  after another, one thread each), ``read_qrels``: compiled tokenizer, then the numpy path (``EVRET_PURE_PYTHON``)
+  for the run readers;
 - pyarrow ``csv.read_csv`` (space-delimited, on one thread and on all), pytrec_eval ``parse_run``/``parse_qrel``
   (pure Python), where installed.
 
 Ratios are against pyarrow on one thread and on all CPUs (wall) and pytrec_eval's parse_run (for qrels:
 parse_qrel), each on the same file, measured in the same run; a last list checks each target of the issue. The
-dict reader shares one float object per distinct value within a block, so it also reads a copy of the run with
-10,000 distinct scores (runfile_gen's has 201), against the peers on that copy. Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure] [--cold N]``; the 1M x 100 file:
+dict reader shares one float object per value while values repeat, so it also reads a copy of the run in which
+every line has its own score (runfile_gen's has 201 values), against the peers on that copy. ``read_qrels`` is
+also timed for one shard's queries (a quarter of them, as ``evret trec --shards 4`` reads the qrels in each
+shard). Run: ``python benchmarks/trec_read.py --queries 50000 [--repeat 3] [--skip-pure] [--cold N]``; the 1M x 100 file:
 ``--queries 1000000 --repeat 1 --columns-only``.
 """
 
@@ -34,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import runfile_gen  # noqa: E402
 
 from evret_core.metrics import trecscan  # noqa: E402
-from evret_core.metrics.runcolumns import read_run_columns  # noqa: E402
+from evret_core.metrics.runcolumns import read_run_columns, scan_threads  # noqa: E402
 from evret_core.metrics.shards import shard_ranges  # noqa: E402
 from evret_core.metrics.trec import read_qrels, read_run  # noqa: E402
 
@@ -53,20 +56,29 @@ def best(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
     return min(walls), min(cpus)
 
 
+DISTINCT = "run, every score distinct"
+
+
 def distinct_scores(run: Path) -> Path:
-    """A copy of runfile_gen's run with 10,000 distinct scores (``0000``-``9999``, in an order that does not repeat
-    within a query) instead of its 201: the dict readers share one float object per value seen, and this file shows
-    what that is worth (runfile_gen's lines are fixed-width: 40 bytes, the score in bytes 29-32)."""
+    """A copy of runfile_gen's run in which every line has its own score, ``0.`` and 8 digits (as a dense
+    retriever's cosine scores look), instead of runfile_gen's 201 values: the dict readers share one float object
+    per value while values repeat, and this file shows the cost when they do not (runfile_gen's lines are
+    fixed-width: 40 bytes, the score in bytes 29-32; the copy's are 46)."""
     import numpy as np
 
     lines = np.fromfile(run, dtype=np.uint8).reshape(-1, 40)
     assert bytes(lines[0, 29:33]).replace(b".", b"0").isdigit(), "not runfile_gen's fixed-width layout"
-    value = np.arange(len(lines), dtype=np.int64) * 7919 % 10_000
-    for k in range(4):
-        lines[:, 32 - k] = 48 + value // 10**k % 10
-    out = run.with_name("run_distinct.trec")
-    lines.tofile(out)
-    return out
+    value = (np.arange(len(lines), dtype=np.int64) * 982_451_653 + 12_345) % 100_000_000  # distinct: 10**8 > lines
+    assert len(lines) <= 100_000_000
+    out = np.empty((len(lines), 46), dtype=np.uint8)
+    out[:, :29] = lines[:, :29]
+    out[:, 29:31] = np.frombuffer(b"0.", dtype=np.uint8)
+    for k in range(8):
+        out[:, 38 - k] = 48 + value // 10**k % 10
+    out[:, 39:] = np.frombuffer(b" bench\n", dtype=np.uint8)
+    path = run.with_name("run_distinct.trec")
+    out.tofile(path)
+    return path
 
 
 def peers(files: dict[str, Path]) -> dict[str, tuple[str, Callable[[], Any]]]:
@@ -117,7 +129,7 @@ def main() -> int:
         run, qrels = runfile_gen.write(Path(tmp), args.queries)
         files = {"run": run, "qrels": qrels}
         if not args.columns_only:
-            files["run, 10,000 distinct scores"] = distinct_scores(run)
+            files[DISTINCT] = distinct_scores(run)
         lines = args.queries * runfile_gen.DEPTH
         judged = sum(1 for _ in qrels.open("rb"))
         size = run.stat().st_size
@@ -128,16 +140,25 @@ def main() -> int:
               f"qrels {judged:,} lines; load average {load:.2f} on {os.cpu_count()} CPUs; "
               f"compiled tokenizer: {'yes' if trecscan._trecscan is not None else 'no'}")
         ranges = shard_ranges(run, 4)
-        distinct = files.get("run, 10,000 distinct scores", run)
+        threads = scan_threads(0, None, size)  # what read_run_columns picks for this file
+        distinct = files.get(DISTINCT, run)
+        quarter = set(list(read_qrels(qrels))[::4])
         ours: dict[str, tuple[str, Callable[[], Any]]] = {
-            "evret read_run (dicts)": ("run", lambda: read_run(run)),
-            "evret read_run_columns": ("run", lambda: read_run_columns(run)),
-            "evret shard reader (4 ranges)": ("run", lambda: [read_run_columns(run, a, b) for a, b in ranges]),
+            "evret read_run (dicts)": ("run", lambda: read_run(run, threads=1)),
+            f"evret read_run (dicts), {threads} threads": ("run", lambda: read_run(run)),
+            "evret read_run_columns": ("run", lambda: read_run_columns(run, threads=1)),
+            f"evret read_run_columns, {threads} threads": ("run", lambda: read_run_columns(run)),
+            "evret shard reader (4 ranges)": ("run", lambda: [read_run_columns(run, a, b, threads=1)
+                                                              for a, b in ranges]),
             "evret read_qrels": ("qrels", lambda: read_qrels(qrels)),
-            "evret read_run (dicts), distinct scores": ("run, 10,000 distinct scores", lambda: read_run(distinct)),
+            "evret read_qrels, one shard's queries (a quarter)": ("qrels", lambda: read_qrels(qrels, quarter)),
+            "evret read_run (dicts), distinct scores": (DISTINCT, lambda: read_run(distinct, threads=1)),
+            f"evret read_run (dicts), distinct scores, {threads} threads": (DISTINCT, lambda: read_run(distinct)),
         }
         if args.columns_only:
             ours = {k: v for k, v in ours.items() if "columns" in k or "shard" in k}
+        if threads == 1:  # one CPU: the "N threads" rows would repeat the one-thread rows
+            ours = {k: v for k, v in ours.items() if not k.endswith(" 1 threads")}
         rows: dict[str, tuple[str, float, float]] = {}
         for name, (kind, fn) in ours.items():
             rows[name] = (kind, *best(fn, args.repeat))
@@ -211,7 +232,10 @@ def report(rows: dict[str, tuple[str, float, float]], lines: int, judged: int, l
                  f"{many[0] / wall:.2f}x" if many else "-",
                  f"{slow[0] / wall:.2f}x / {slow[1] / cpu:.2f}x" if slow else "-"]
         print(f"| {name} | {kind} | {wall:.3f} | {cpu:.3f} | {n / cpu / 1e6:.2f} | {' | '.join(cells)} |")
-        if name.startswith("evret") and "numpy" not in name:
+        if name.startswith("evret") and name.endswith(" threads") and many:  # against pyarrow on as many, wall
+            checks.append(f"- {name} ({kind}): {n / wall / 1e6:.1f}M lines/s wall; vs pyarrow on {threads} "
+                          f"{many[0] / wall:.2f}x wall ({'met' if many[0] >= wall else 'NOT met'}: >= 1x)")
+        elif name.startswith("evret") and "numpy" not in name:
             rate = n / cpu / 1e6
             line = f"- {name} ({kind}): {rate:.1f}M lines/s CPU ({'met' if rate >= 10 else 'NOT met'}: >= 10M)"
             if one:
