@@ -312,10 +312,11 @@ def _buffer_size(handle: BinaryIO, start: int, left: int | None) -> int:
     return max(1, min(_BLOCK, left_in_file + 1, _BLOCK if left is None else left + 1))
 
 
-def ring_views(handle: BinaryIO, start: int, stop: int | None, count: int) -> Iterator[memoryview]:
-    """Blocks of whole lines from ``start`` to ``stop``, as :func:`views` gives them, but from ``count`` buffers in
-    turn: a view stays valid until ``count - 1`` more have been asked for, so other threads can scan the blocks
-    before it meanwhile (the tail of a block's last line is copied into the next buffer, never moved in place)."""
+def views(handle: BinaryIO, start: int, stop: int | None, count: int = 1) -> Iterator[memoryview]:
+    """Blocks of whole lines from ``start`` to ``stop`` (or the end) as views of ``count`` reused buffers in turn,
+    read with ``readinto`` (no copy of a block but the tail of its last line, which goes to the front of the next
+    buffer). A view stays valid until ``count`` more have been asked for: with one buffer, until the next; with
+    more, other threads can scan the blocks before it meanwhile."""
     handle.seek(start)
     readinto = cast(io.BufferedReader, handle).readinto
     left = None if stop is None else stop - start
@@ -342,7 +343,7 @@ def ring_views(handle: BinaryIO, start: int, stop: int | None, count: int) -> It
         k = (k + 1) % count
         if end - cut > len(ring[k]):
             ring[k] = bytearray(end - cut + _BLOCK)
-        ring[k][: end - cut] = buf[cut:end]  # the same length: no resize (its last view is done with)
+        ring[k][: end - cut] = buf[cut:end]  # the same length: no resize (that buffer's last view is done with)
         have = end - cut
 
 
@@ -369,35 +370,6 @@ def pick_threads(path: str | Path, start: int, stop: int | None, threads: int | 
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise EvretError(f"threads must be a positive integer, got {threads!r}")
     return threads
-
-
-def views(handle: BinaryIO, start: int, stop: int | None) -> Iterator[memoryview]:
-    """Blocks of whole lines from ``start`` to ``stop`` (or the end) as views of one reused buffer, each valid
-    until the next is asked for (read with ``readinto``: no copy of a block but the tail of its last line)."""
-    handle.seek(start)
-    readinto = cast(io.BufferedReader, handle).readinto
-    left = None if stop is None else stop - start
-    buf = bytearray(_buffer_size(handle, start, left))
-    have = 0  # the bytes of an unfinished line kept at the front
-    while True:
-        want = len(buf) - have if left is None else min(len(buf) - have, left)
-        n = readinto(memoryview(buf)[have : have + want]) if want > 0 else 0
-        if left is not None:
-            left -= n
-        end = have + n
-        if n == 0:
-            if have:
-                yield memoryview(buf)[:have]
-            return
-        cut = buf.rfind(b"\n", 0, end) + 1
-        if cut == 0:  # one line longer than the buffer: a larger one (a new object: the old may still be viewed)
-            if end == len(buf):
-                buf = buf + bytearray(len(buf))
-            have = end
-            continue
-        yield memoryview(buf)[:cut]
-        buf[: end - cut] = buf[cut:end]  # the same length: no resize of a viewed buffer
-        have = end - cut
 
 
 def read_columns(path: str | Path, nfields: int, start: int = 0, stop: int | None = None,
@@ -433,10 +405,10 @@ def _scan_on_threads(reader: _Reader, handle: BinaryIO, threads: int) -> None:
     pending: deque[tuple[memoryview, Future[Any]]] = deque()
     with ThreadPoolExecutor(threads, thread_name_prefix="evret-trecscan") as pool:
         try:
-            for n, block in enumerate(ring_views(handle, reader.start, reader.stop, threads + 2)):
+            for n, block in enumerate(views(handle, reader.start, reader.stop, threads + 2)):
                 data = payload(block, reader.start == 0 and n == 0)
                 pending.append((block, pool.submit(fast.scan, data, reader.nfields, True)))
-                if len(pending) == threads + 1:  # (the ring's next buffer is the one of the block merged here)
+                if len(pending) == threads + 1:  # (the buffer the next block goes into held one merged already)
                     done, got = pending.popleft()
                     if not reader.block(done, Scan(*got.result())):
                         return
