@@ -87,6 +87,21 @@ def random_block(rng: random.Random, nfields: int) -> bytes:
     return data
 
 
+def _dicts(qids: list[str], sizes: list[int], ids: list[str], values: list[float],
+           keep: Any) -> tuple[dict[str, dict[str, float]], bool]:
+    """The dicts the dict scan should make from a columns scan's stretches (the queries in ``keep`` only, unless it
+    is None), and whether a document was met twice in a query's dict."""
+    at, out, repeat = 0, {}, False
+    for qid, size in zip(qids, sizes, strict=True):
+        if keep is None or qid in keep:
+            docs = out.setdefault(qid, {})
+            before = len(docs)
+            docs.update(zip(ids[at : at + size], values[at : at + size], strict=True))
+            repeat = repeat or len(docs) != before + size
+        at += size
+    return out, repeat
+
+
 def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     """The compiled scan and the Python scan agree; True when the block had a bad line."""
     got = trecscan.Scan(*fast.scan(block, nfields, want_tag))
@@ -101,13 +116,7 @@ def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     ids = got.ids.decode().split()
     values = memoryview(got.values).cast("d").tolist()
     sizes = memoryview(got.group_sizes).cast("q").tolist()
-    at, expected, merged_repeat = 0, {}, False
-    for qid, size in zip(got.group_qids, sizes, strict=True):
-        docs = expected.setdefault(qid, {})
-        before = len(docs)
-        docs.update(zip(ids[at : at + size], values[at : at + size], strict=True))
-        merged_repeat = merged_repeat or len(docs) != before + size
-        at += size
+    expected, merged_repeat = _dicts(got.group_qids, sizes, ids, values, None)
     assert [(q, list(d.items())) for q, d in into.items()] == [(q, list(d.items())) for q, d in expected.items()]
     assert all(type(d) is dict for d in into.values())
     assert dicts.repeats == (got.repeats or merged_repeat)
@@ -118,14 +127,7 @@ def same(fast: Any, block: bytes, nfields: int, want_tag: bool) -> bool:
     keep = (dict.fromkeys(keep_ids, 0), set(keep_ids), frozenset(keep_ids))[len(block) % 3]
     kept: dict[str, dict[str, float]] = {}
     only = trecscan.Scan(*fast.scan(block, nfields, want_tag, kept, keep))
-    at, wanted, kept_repeat = 0, {}, False
-    for qid, size in zip(got.group_qids, sizes, strict=True):
-        if qid in keep:
-            docs = wanted.setdefault(qid, {})
-            before = len(docs)
-            docs.update(zip(ids[at : at + size], values[at : at + size], strict=True))
-            kept_repeat = kept_repeat or len(docs) != before + size
-        at += size
+    wanted, kept_repeat = _dicts(got.group_qids, sizes, ids, values, keep)
     assert [(q, list(d.items())) for q, d in kept.items()] == [(q, list(d.items())) for q, d in wanted.items()]
     assert only.repeats == kept_repeat
     # fill_dicts: the columns (scanned on another thread) put into dicts on this one, as the dict scan puts them

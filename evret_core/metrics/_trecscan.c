@@ -604,6 +604,27 @@ cached_float(fcache *c, double v)
     return value;
 }
 
+/* d[s[0:n]] = v (the float shared through the cache); *repeats set when the id was in d already (its size does not
+ * change). -1 with an exception set. */
+static inline int
+put_doc(PyObject *d, const unsigned char *s, Py_ssize_t n, int ascii, fcache *floats, double v, int *repeats)
+{
+    PyObject *key = make_str(s, n, ascii);
+    if (!key) return -1;
+    PyObject *value = cached_float(floats, v);
+    if (!value) {
+        Py_DECREF(key);
+        return -1;
+    }
+    Py_ssize_t before = PyDict_GET_SIZE(d);
+    int bad = PyDict_SetItem(d, key, value);
+    Py_DECREF(key);
+    Py_DECREF(value);
+    if (bad) return -1;
+    *repeats = *repeats || PyDict_GET_SIZE(d) == before;
+    return 0;
+}
+
 static PyObject *
 scan(PyObject *self, PyObject *args)
 {
@@ -759,16 +780,7 @@ scan(PyObject *self, PyObject *args)
         bytes_out[groups - 1] += dl + 1;
         if (as_dicts && !current) goto tagged; /* a query not kept */
         if (as_dicts) { /* a repeated document leaves the dict's size unchanged */
-            PyObject *key = make_str(f.start[doc_at], dl, f.ascii);
-            if (!key) goto done;
-            PyObject *value = cached_float(&floats, v);
-            if (!value) { Py_DECREF(key); goto done; }
-            Py_ssize_t before = PyDict_GET_SIZE(current);
-            int bad = PyDict_SetItem(current, key, value);
-            Py_DECREF(key);
-            Py_DECREF(value);
-            if (bad) goto done;
-            repeats = repeats || PyDict_GET_SIZE(current) == before;
+            if (put_doc(current, f.start[doc_at], dl, f.ascii, &floats, v, &repeats) < 0) goto done;
             goto tagged;
         }
         if (dl <= 32 && end - f.start[doc_at] >= 32 && view.len - n_ids >= 32) {
@@ -905,18 +917,8 @@ fill_dicts(PyObject *self, PyObject *args)
                 PyErr_SetString(PyExc_ValueError, "fill_dicts: fewer ids than values");
                 goto done;
             }
-            if (current) {
-                PyObject *key = make_str((const unsigned char *)p, sp - p, ascii);
-                if (!key) goto done;
-                PyObject *value = cached_float(&floats, values[k]);
-                if (!value) { Py_DECREF(key); goto done; }
-                Py_ssize_t before = PyDict_GET_SIZE(current);
-                int bad = PyDict_SetItem(current, key, value);
-                Py_DECREF(key);
-                Py_DECREF(value);
-                if (bad) goto done;
-                repeats = repeats || PyDict_GET_SIZE(current) == before;
-            }
+            if (current && put_doc(current, (const unsigned char *)p, sp - p, ascii, &floats, values[k], &repeats) < 0)
+                goto done;
             p = sp + 1;
         }
     }
