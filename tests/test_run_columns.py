@@ -155,9 +155,13 @@ def test_threads_read_byte_ranges_and_default_to_the_cpus_for_big_files(tmp_path
     for threads in (1, 2, 4):
         part = read_run_columns(path, cut, stop, threads=threads)
         assert list(part) == [f"q{q}" for q in range(7, 31)] and part["q30"]["d30_3"] == 3 / 7
-    for bad in (0, -1, 1.5, True, "2"):
-        with pytest.raises(EvretError, match="threads must be a positive integer"):
-            read_run_columns(path, threads=bad)  # type: ignore[arg-type]
+    for pure in ("0", "1"):  # refused on the compiled path and on the numpy path (which reads on one)
+        monkeypatch.setenv("EVRET_PURE_PYTHON", pure)
+        for bad in (0, -1, 1.5, True, "2"):
+            for read in (read_run_columns, read_run, read_qrels):
+                with pytest.raises(EvretError, match="threads must be a positive integer"):
+                    read(path, threads=bad)  # type: ignore[operator]
+    monkeypatch.delenv("EVRET_PURE_PYTHON")
     # one thread up to three blocks; past that one per CPU the process may use, at most 4
     monkeypatch.setattr(runcolumns.os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     assert runcolumns.scan_threads(0, None, 3 * 256) == 1

@@ -403,18 +403,21 @@ def _scan_on_threads(reader: _Reader, handle: BinaryIO, threads: int) -> None:
 
     fast = compiled()
     pending: deque[tuple[memoryview, Future[Any]]] = deque()
+
+    def merge_oldest() -> bool:
+        done, got = pending.popleft()
+        return reader.block(done, Scan(*got.result()))
+
     with ThreadPoolExecutor(threads, thread_name_prefix="evret-trecscan") as pool:
         try:
             for n, block in enumerate(views(handle, reader.start, reader.stop, threads + 2)):
                 data = payload(block, reader.start == 0 and n == 0)
                 pending.append((block, pool.submit(fast.scan, data, reader.nfields, True)))
-                if len(pending) == threads + 1:  # (the buffer the next block goes into held one merged already)
-                    done, got = pending.popleft()
-                    if not reader.block(done, Scan(*got.result())):
-                        return
+                # (the buffer the next block goes into held one merged already)
+                if len(pending) == threads + 1 and not merge_oldest():
+                    return
             while pending:
-                done, got = pending.popleft()
-                if not reader.block(done, Scan(*got.result())):
+                if not merge_oldest():
                     return
         finally:
             for _, got in pending:  # after a bad line: the scans of the blocks after it are not wanted
@@ -453,13 +456,14 @@ def read_run_dicts(path: str | Path, threads: int | None = None) -> TrecRun:
     """:func:`~evret_core.metrics.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
     between; on ``threads`` threads, by default as :func:`read_run_columns` picks them, the blocks are scanned into
     columns side by side and put into the dicts on this one); without it, the columns' dicts."""
+    threads = pick_threads(path, 0, None, threads)  # (checked on both paths; the numpy path reads on one)
     if compiled() is None:
         columns = read_run_columns(path)
         run = TrecRun(zip(columns.qids, columns.queries(range(len(columns))), strict=True))
         run.tag = columns.tag
         return run
     run = TrecRun()
-    reader = read_columns(path, 6, into=run, threads=pick_threads(path, 0, None, threads))
+    reader = read_columns(path, 6, into=run, threads=threads)
     if reader.repeats:
         reader.raise_repeat(lambda qid: True)
     reader.raise_error()

@@ -38,12 +38,13 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None, threads:
     def kept(qid: str) -> bool:
         return queries is None or qid in queries
 
+    threads = pick_threads(path, 0, None, threads)  # (checked on both paths; the numpy path reads on one)
     if compiled() is not None:  # the dicts built as the file is read
         qrels: Qrels = {}
         # a dict or set is checked by the scan, which then makes no objects for the other queries' lines
         filtered = type(queries) in (dict, set, frozenset)
         reader = read_columns(path, 4, into=qrels, keep=queries if filtered else None,  # type: ignore[arg-type]
-                              threads=pick_threads(path, 0, None, threads))
+                              threads=threads)
         if reader.repeats:
             reader.raise_repeat(kept, judged=True)  # a repeat in a query not kept is no error
         reader.raise_error()
