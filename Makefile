@@ -4,8 +4,11 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
-# torch's CPU wheel is pinned first: any other torch request pulls gigabytes of CUDA packages.
+# torch is pinned and installed first, so that no plugin's requirement pulls a newer one. The pin resolves to the
+# CPU wheel only where pip is configured to find it (these machines); PyPI's torch 2.13.0 for Linux x86_64 is the
+# CUDA build. TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build from PyTorch's own index.
 TORCH_PIN := torch==2.13.0
+TORCH_INDEX ?=
 
 .PHONY: demo test venv install-core install-all test-setup lint bench docs clean
 
@@ -17,9 +20,12 @@ venv: $(BIN)/python
 install-core: venv
 	$(PIP) install -q -e .
 
+# Not quiet: pip prints each package it collects, so the ~12 minutes of installing show their progress.
 install-all: venv
-	$(PIP) install -q $(TORCH_PIN)
-	$(PIP) install -q -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
+	@echo "make: installing $(TORCH_PIN)$(if $(TORCH_INDEX), from $(TORCH_INDEX)) (step 1 of 2)"
+	$(PIP) install $(TORCH_PIN) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	@echo "make: installing evret-core, $(words $(PLUGINS)) plugins and the dev tools (step 2 of 2)"
+	$(PIP) install -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
 
 # System packages and services the tests need (installed once; CI machines start bare).
 test-setup:

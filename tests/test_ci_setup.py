@@ -79,3 +79,39 @@ def test_the_readme_says_what_the_setup_does() -> None:
     readme = (REPO / "README.md").read_text()
     assert "--no-install-recommends" in readme and "upgrade" in readme
     assert os.access(SCRIPT, os.R_OK)
+
+
+def make_dry_run(*variables: str) -> list[str]:
+    """The pip commands `make install-all` would run (make -n), one per line."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    out = subprocess.run(["make", "-n", "install-all", *variables], cwd=REPO, capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return [line for line in out.splitlines() if " pip install " in line]
+
+
+def test_make_test_installs_torch_first_from_the_index_a_user_names() -> None:
+    plain = make_dry_run()
+    assert "torch==" in plain[0] and "--index-url" not in plain[0]
+    cpu = make_dry_run("TORCH_INDEX=https://download.pytorch.org/whl/cpu")
+    assert "torch==" in cpu[0] and cpu[0].endswith("--index-url https://download.pytorch.org/whl/cpu")
+    assert "--index-url" not in cpu[1]  # only torch comes from PyTorch's index
+    assert all(" -q" not in line for line in plain)  # pip prints what it collects: the install shows progress
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "make test TORCH_INDEX=https://download.pytorch.org/whl/cpu" in readme
+
+
+def test_readme_counts_the_packages_make_test_installs() -> None:
+    import importlib.metadata
+    import re
+    import sys
+
+    if Path(sys.prefix).resolve() != (REPO / ".venv").resolve():
+        pytest.skip("not running in the .venv that `make test` made")
+    if not importlib.metadata.version("torch").endswith("+cpu"):
+        pytest.skip("torch is not the CPU build: the CUDA build brings about 15 packages more than the README counts")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"(\d+)\s+packages and ([\d.]+) GB with the CPU build of torch", readme)
+    assert said, "the README says how many packages `make test` installs"
+    installed = len({d.metadata["Name"].lower() for d in importlib.metadata.distributions()})
+    assert abs(installed - int(said[1])) <= 0.05 * int(said[1]), (installed, said[0])
