@@ -129,3 +129,10 @@ def test_injection_templates_positions_and_question_types_suggest() -> None:
         Injection(positions=["midle"])
     with pytest.raises(EvretError, match=r"unknown question type\(s\) multihop \(did you mean multi-hop\?\)"):
         parse_mix("multihop=1")
+
+
+def test_a_mistyped_subcommand_is_suggested(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["evalute", "--dataset", "d.jsonl"])
+    assert exited.value.code == 2
+    assert "invalid choice: 'evalute' (did you mean evaluate?)" in capsys.readouterr().err
