@@ -2,7 +2,8 @@
 (docs/architecture.md), kept working.
 
 ``import evret_core.stats`` still works and gives the module now at ``evret_core.statistics.inference``, the same
-module object, with a ``DeprecationWarning`` that names the new path. Modules that became packages
+module object, with a ``DeprecationWarning`` that names the new path; a path under an old name that is not listed
+(``evret_core.evaluators.config``) raises ModuleNotFoundError. Modules that became packages
 (``evret_core.results``, ``evret_core.plugins``, ``evret_core.rag.questions``, ``evret_core.rag.claims``) keep
 their old names importable from the package itself.
 """
@@ -115,14 +116,22 @@ class _Alias:  # a loader (no importlib.abc base: importing it costs `import evr
 
 
 class MovedModules:  # a meta path finder
-    """Finds the old paths of :data:`MOVED`, and only those."""
+    """Finds the old paths of :data:`MOVED`, and only those: any other path under an old package name was never a
+    module, and is not found (the old name holds the new package, whose folder would otherwise give a second copy
+    of one of its modules under the old name)."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
         new = MOVED.get(fullname)
-        if new is None:
-            return None
-        return importlib.machinery.ModuleSpec(fullname, cast("Loader", _Alias(new)))
+        if new is not None:
+            return importlib.machinery.ModuleSpec(fullname, cast("Loader", _Alias(new)))
+        parent = fullname.rpartition(".")[0]
+        while parent:
+            if parent in MOVED:
+                raise ModuleNotFoundError(f"No module named {fullname!r} ({parent} is the old path of "
+                                          f"{MOVED[parent]}, and {fullname} never was a module)", name=fullname)
+            parent = parent.rpartition(".")[0]
+        return None
 
 
 def install() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class EvretError(Exception):
     """A problem with the user's input or configuration.
@@ -20,6 +22,32 @@ class UnknownNameError(EvretError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+def did_you_mean(name: object, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` naming the one of ``known`` that ``name`` most likely meant (a typo, another case,
+    ``_`` for ``-``, the start of one name), else ``""``: the one suggestion helper of every unknown-name error."""
+    import difflib
+
+    def key(text: str) -> str:
+        return text.lower().replace("_", "").replace("-", "")
+
+    typed = key(str(name))
+    by_key: dict[str, str] = {}
+    for candidate in known:
+        if candidate != name:
+            by_key.setdefault(key(candidate), candidate)
+    if not typed or not by_key:
+        return ""
+    meant = by_key.get(typed)
+    if meant is None:
+        starts = [k for k in by_key if k.startswith(typed)]
+        if len(starts) == 1 and len(typed) >= 3:
+            meant = by_key[starts[0]]
+    if meant is None:
+        close = difflib.get_close_matches(typed, list(by_key), n=1)
+        meant = by_key[close[0]] if close else None
+    return f" (did you mean {meant}?)" if meant is not None else ""
 
 
 def describe_validation_error(exc: Exception, limit: int = 3, whole: str = "record") -> str:

@@ -41,7 +41,7 @@ def test_json_and_csv(tmp_path: Path) -> None:
         ('{"query": "a", "expected_answers": ["x"]}\n{"query": "b"', ":2: invalid JSON"),
         ('{"query": "a"}', ":1: record: needs expected_answers or relevant_doc_ids"),
         ('{"query": "a", "expected_answers": [1]}', ":1: record: expected answer 1 must be a text or a list"),
-        ('{"query": "a", "answer": "x"}', ":1: unknown field(s) answer"),
+        ('{"query": "a", "answer": "x"}', ":1: unknown field 'answer' (did you mean answers?)"),
         ('{"query_id": "x", "query": "a", "expected_answers": ["x"]}\n'
          '{"query_id": "x", "query": "b", "expected_answers": ["y"]}', ":2: duplicate query_id 'x' (first on line 1)"),
         ("[1]", ":1: expected a JSON object"),

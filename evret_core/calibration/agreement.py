@@ -135,3 +135,36 @@ def best_threshold(sweep: Sequence[dict[str, float]], by: str = "f1") -> dict[st
     if not sweep:
         return None
     return max(sweep, key=lambda row: (row[by], row["threshold"]))
+
+
+def threshold_row(scores: Sequence[float] | np.ndarray, truth: Sequence[bool] | np.ndarray,
+                  threshold: float) -> dict[str, float]:
+    """A sweep row for any threshold: every measure of the verdicts ``score >= threshold``."""
+    table = measures_from_counts(*confusion(np.asarray(scores, dtype=np.float64) >= threshold, np.asarray(truth)))
+    return {"threshold": float(threshold), **{m: float(table[m]) for m in MEASURES}}
+
+
+def settle_threshold(best: dict[str, float], scores: Sequence[float] | np.ndarray,
+                     truth: Sequence[bool] | np.ndarray, by: str, keep: Sequence[float] = ()) -> dict[str, float]:
+    """The threshold to recommend for ``best`` (a sweep row, by ``by``): the first of ``keep`` (the threshold in
+    use) that scores as well, so a tie changes nothing the user has; else the roundest value that gives
+    ``best``'s very verdicts (the shortest decimal above the next lower score, at most ``best``'s)."""
+    for value in keep:
+        row = threshold_row(scores, truth, value)
+        if row[by] >= best[by] - 1e-12:  # both from integer counts by one formula: equal verdicts, equal floats
+            return row
+    s = np.asarray(scores, dtype=np.float64)
+    below = s[s < best["threshold"]]
+    return {**best, "threshold": _round_between(float(below.max()) if below.size else -np.inf, best["threshold"])}
+
+
+def _round_between(low: float, high: float) -> float:
+    """The shortest decimal in ``(low, high]`` (rounding ``high`` down, one more digit at a time)."""
+    from decimal import ROUND_FLOOR, Decimal
+
+    exact = Decimal(repr(high))
+    for digits in range(18):
+        value = float(exact.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_FLOOR))
+        if low < value <= high:
+            return value
+    return high

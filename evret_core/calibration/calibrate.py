@@ -8,7 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.calibration.agreement import Agreement, agreement, best_threshold, threshold_sweep
+from evret_core.calibration.agreement import (
+    Agreement,
+    agreement,
+    best_threshold,
+    settle_threshold,
+    threshold_sweep,
+)
 from evret_core.calibration.labels import LabelledJudgment, labelled_only
 from evret_core.calibration.scores import judge_name, judge_scores, judge_threshold, threshold_option
 from evret_core.data.models import JudgmentContext
@@ -31,6 +37,15 @@ class JudgeCalibration:
     sweep: list[dict[str, float]] = field(default_factory=list)
     best: dict[str, float] | None = None
     best_by: str = "f1"
+    # the scores and labels the sweep was made of, to settle another threshold against it (not in to_dict)
+    scored: tuple[list[float], list[bool]] = field(default=([], []), repr=False)
+
+    def settle(self, keep: Sequence[float] = ()) -> dict[str, float]:
+        """:attr:`best` settled (:func:`~evret_core.calibration.agreement.settle_threshold`): the first threshold of
+        ``keep`` that scores as well, else the roundest value with the best verdicts."""
+        if self.best is None:
+            raise EvretError(f"judge {self.judge!r} has no threshold sweep to settle")
+        return settle_threshold(self.best, *self.scored, self.best_by, keep)
 
     @property
     def beats_baselines(self) -> bool:
@@ -130,7 +145,10 @@ def calibrate_judge(
     if scores is not None:
         s = np.array([scores[i] for i in keep], dtype=np.float64)
         result.sweep = threshold_sweep(s, truth)
+        result.scored = (s.tolist(), truth.tolist())
     result.best = best_threshold(result.sweep, by) if result.sweep else None
+    if result.best is not None:  # a tie keeps the judge's own threshold; a new one is written round
+        result.best = result.settle(keep=[threshold] if threshold is not None else [])
     return result
 
 

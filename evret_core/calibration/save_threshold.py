@@ -82,6 +82,22 @@ def _edit(lines: list[str], judge: str, option: str, line: str, has_string_key: 
     return [*out[: start + 1], line, *out[start + 1:]]
 
 
-def describe(path: str | Path, judge: str, option: str, value: float) -> dict[str, Any]:
-    """What --save-threshold wrote, for the JSON output."""
-    return {"path": str(path), "judge": judge, "option": option, "value": value}
+def current_threshold(path: str | Path, judge: str, option: str) -> float | None:
+    """The threshold ``option`` of judge ``judge`` that the TOML file at ``path`` sets now (None when it sets
+    none, names another judge, or cannot be read: :func:`save_threshold` then says why)."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    table = data.get("judge")
+    if not isinstance(table, dict) or table.get("name") != judge:
+        return None
+    value = table.get(option)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def describe(path: str | Path, judge: str, option: str, value: float, kept: bool = False) -> dict[str, Any]:
+    """What --save-threshold wrote (``kept``: the file's threshold scored as well as the best, so it stayed)."""
+    return {"path": str(path), "judge": judge, "option": option, "value": value, "kept": kept}

@@ -40,7 +40,12 @@ def format_calibration(document: dict[str, Any]) -> str:
     saved = document.get("saved")
     if saved:
         lines.append("")
-        lines.append(f"saved {saved['option']} = {saved['value']!r} for judge {saved['judge']} in {saved['path']}")
+        if saved.get("kept"):
+            lines.append(f"kept {saved['option']} = {saved['value']!r} for judge {saved['judge']} in {saved['path']}: "
+                         f"it scores as well as the best threshold")
+        else:
+            lines.append(f"saved {saved['option']} = {saved['value']!r} for judge {saved['judge']} in "
+                         f"{saved['path']}")
     return "\n".join(lines)
 
 

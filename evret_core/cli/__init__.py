@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from evret_core.errors import EvretError
 
@@ -18,10 +19,37 @@ def _command_modules() -> list[str]:
     return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(here) if not m.name.startswith("_")]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose "invalid choice" names the likeliest meant choice (subcommands are built with this class
+    too)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if action.choices is not None and value not in action.choices:
+            from evret_core.errors import did_you_mean
+
+            choices = [str(c) for c in action.choices]
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(value, choices)} "
+                                                 f"(choose from {', '.join(map(repr, choices))})")
+
+
+def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
+    """Report arguments no parser took with the usage of the subcommand they were given to (argparse hands them
+    to the top-level parser, whose usage is no help), naming the option an unknown one most likely meant."""
+    from evret_core.errors import did_you_mean
+
+    chosen = parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(str(getattr(args, "command", "")), parser)
+    option = next((e.partition("=")[0] for e in extras if e.startswith("-")), None)
+    hint = did_you_mean(option, chosen._option_string_actions) if option else ""
+    chosen.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from evret_core import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="evret", description="Evaluate RAG retrieval against expected answer texts."
     )
     parser.add_argument("--version", action="version", version=f"evret {__version__}")
@@ -44,7 +72,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``evret`` console script; returns the exit status (2 for user errors)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _unrecognized(parser, args, extras)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

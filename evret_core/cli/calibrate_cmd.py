@@ -152,15 +152,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _save(path: str, results: list[Any]) -> dict[str, Any]:
-    from evret_core.calibration.save_threshold import describe, save_threshold
+    from evret_core.calibration.save_threshold import current_threshold, describe, save_threshold
 
     thresholded = [r for r in results if r.best is not None and r.threshold_option]
     if len(thresholded) != 1:
         raise EvretError(f"--save-threshold needs exactly one thresholded judge (token-overlap, semantic) among "
                          f"--judge, got {len(thresholded)}")
     chosen = thresholded[0]
-    save_threshold(path, chosen.judge, chosen.threshold_option, chosen.best["threshold"])
-    return describe(path, chosen.judge, chosen.threshold_option, chosen.best["threshold"])
+    current = current_threshold(path, chosen.judge, chosen.threshold_option)
+    value = chosen.settle(keep=[current] if current is not None else [])["threshold"]
+    if value != current:  # a threshold that scores as well as the best stays as the user wrote it
+        save_threshold(path, chosen.judge, chosen.threshold_option, value)
+    return describe(path, chosen.judge, chosen.threshold_option, value, kept=value == current)
 
 
 def _plan(args: argparse.Namespace) -> int:

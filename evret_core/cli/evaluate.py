@@ -41,7 +41,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="executor option (repeatable), e.g. address=auto for ray")
     p.add_argument("--metric", action="append", metavar="NAME@K", help="metric, e.g. ndcg@10 (repeatable)")
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
-    p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: largest metric cutoff)")
+    p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: the largest metric cutoff, 100 when no metric has "
+                                             "one); a metric without a cutoff reads this many")
     p.add_argument("--missing-queries", choices=["error", "zero"],
                    help="a precomputed run lacking some queries: fail (default) or score them 0 and report them")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")

@@ -50,11 +50,11 @@ def check_gate_arguments(args: argparse.Namespace, known: Sequence[str] | None =
 
 def _hint(name: str, known: Sequence[str]) -> str:
     """The likeliest meant name, else the names the run computes when they are few."""
-    import difflib
+    from evret_core.errors import did_you_mean
 
-    match = difflib.get_close_matches(name, list(known), n=1)
-    if match:
-        return f" (did you mean {match[0]}?)"
+    meant = did_you_mean(name, known)
+    if meant:
+        return meant
     return f" (it computes {', '.join(known)})" if len(known) <= 12 else ""
 
 

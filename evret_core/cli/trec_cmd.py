@@ -100,7 +100,15 @@ def run(args: argparse.Namespace) -> int:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
     tracking = check_tracking_arguments(args, [args.qrels, args.run])
-    tag, per_query = _scores(args, metrics)
+    from evret_core.errors import EvretError
+
+    try:
+        tag, per_query = _scores(args, metrics)
+    except EvretError as exc:
+        if _swapped(args.qrels, args.run):
+            raise EvretError(f"{exc}; {args.qrels} looks like a run file and {args.run} like qrels: the files may "
+                             f"be swapped (evret trec QRELS RUN)") from None
+        raise
     qids = sorted(per_query)
     aggregate: dict[str, float] = {}
     for m in metrics:
@@ -125,6 +133,24 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     log_run(args, tracking, _tracked(args, metrics, tag, aggregate, per_query))
     return 0
+
+
+def _swapped(qrels: str, run: str) -> bool:
+    """Whether the first file's first line has a run line's 6 fields and the second's a qrels line's 4."""
+    return _first_fields(qrels) == 6 and _first_fields(run) == 4
+
+
+def _first_fields(path: str) -> int | None:
+    """How many fields the first line that is not blank nor a comment has, from the first 64 KiB of ``path``."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+    except OSError:
+        return None
+    for line in head.decode("utf-8", "replace").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            return len(line.split())
+    return None
 
 
 def _tracked(args: argparse.Namespace, metrics: list[Any], tag: str, aggregate: dict[str, float],

@@ -16,41 +16,81 @@ from pydantic import ValidationError
 
 from evret_core.data.corpus import iter_json_lines, loads_json, read_corpus, read_text
 from evret_core.data.queries import QueryExample, derive_query_id
-from evret_core.errors import EvretError, describe_validation_error
+from evret_core.errors import EvretError, describe_validation_error, did_you_mean
 
-__all__ = ["SquadFile", "SquadQuestion", "beir_examples", "collect_examples", "csv_examples", "csv_list", "csv_tags",
-           "example_from_record", "parse_squad", "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
-
-
-_RECORD_KEYS = {"query_id", "query", "query_text", "expected_answers", "relevant_doc_ids", "tags"}
+__all__ = ["BEHAVIOURS", "FIELDS", "SquadFile", "SquadQuestion", "beir_examples", "canonical_fields",
+           "collect_examples", "csv_examples", "csv_list", "csv_tags", "example_from_record", "parse_squad",
+           "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
 
 
-def example_from_record(record: Any, where: str) -> QueryExample:
+# The one field table of dataset records, read by `evret evaluate` (the readers here) and `evret rag` (question
+# sets): each field and every spelling a file may give it, its own name first. docs/index.md documents it.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "query_id": ("query_id", "question_id", "id"),
+    "query": ("query", "question", "query_text"),
+    "expected_answers": ("expected_answers", "answers"),
+    "relevant_doc_ids": ("relevant_doc_ids", "gold_doc_ids"),
+    "tags": ("tags",),
+    "expected_behaviour": ("expected_behaviour", "expected_behavior"),
+    "metadata": ("metadata",),
+    "counterfactual_answers": ("counterfactual_answers",),
+    "counterfactual_passages": ("counterfactual_passages",),
+}
+_SPELLINGS = {spelling: field for field, spellings in FIELDS.items() for spelling in spellings}
+BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")
+"""The values of ``expected_behaviour``: what a RAG system should do with the question."""
+
+
+def canonical_fields(record: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``record``'s values under their fields' names (:data:`FIELDS`), with the spelling each was given
+    under ``"_spelling"``; an unknown field, or two spellings of one field, is an error naming ``where``."""
+    fields: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for key, value in record.items():
+        field = _SPELLINGS.get(key)
+        if field is None:
+            raise EvretError(f"{where}: unknown field {key!r}{did_you_mean(key, _SPELLINGS)}; known fields are "
+                             f"{', '.join(sorted(_SPELLINGS))}")
+        if field in given:
+            raise EvretError(f"{where}: fields {given[field]!r} and {key!r} are two spellings of one field "
+                             f"({', '.join(FIELDS[field])}); keep one")
+        fields[field], given[field] = value, key
+    fields["_spelling"] = given
+    return fields
+
+
+def example_from_record(record: Any, where: str) -> QueryExample | None:
+    """The query of one dataset record; None for a question expected to be refused or escalated that has no
+    answers nor gold ids (a RAG question with nothing for retrieval to find)."""
     if not isinstance(record, Mapping):
         raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    unknown = set(record) - _RECORD_KEYS
-    if unknown:
-        raise EvretError(
-            f"{where}: unknown field(s) {', '.join(sorted(unknown))}; "
-            f"known fields are {', '.join(sorted(_RECORD_KEYS))}"
-        )
-    text = record.get("query", record.get("query_text"))
+    fields = canonical_fields(record, where)
+    spelling = fields.pop("_spelling")
+    text = fields.get("query")
     if not isinstance(text, str):
-        raise EvretError(f"{where}: field 'query' is missing or not a string")
-    answers = record.get("expected_answers")
+        raise EvretError(f"{where}: field {spelling.get('query', 'query')!r} is missing or not a string")
+    behaviour = fields.get("expected_behaviour", "answer")
+    if behaviour not in BEHAVIOURS:
+        raise EvretError(f"{where}: field {spelling['expected_behaviour']!r} must be {', '.join(BEHAVIOURS[:-1])} or "
+                         f"{BEHAVIOURS[-1]}, got {behaviour!r}")
+    # metadata and counterfactual_* serve evret rag's generation tests; retrieval has no use for them
+    if behaviour != "answer" and not fields.get("expected_answers") and not fields.get("relevant_doc_ids"):
+        return None
+    answers = fields.get("expected_answers")
     if answers is None:
         answers = []
     elif isinstance(answers, str):
         answers = [answers]
-    query_id = record.get("query_id")
+    query_id = fields.get("query_id")
     if not isinstance(answers, list):
-        raise EvretError(f"{where}: field 'expected_answers' must be a text or a list (of texts or lists of texts)")
+        raise EvretError(f"{where}: field {spelling.get('expected_answers', 'expected_answers')!r} must be a text or "
+                         f"a list (of texts or lists of texts)")
     data = {
-        "query_id": record_id(query_id, text, where, "query_id"),
+        "query_id": record_id(query_id, text, where, spelling.get("query_id", "query_id")),
         "query_text": text,
         "expected_answers": answers,
-        "relevant_doc_ids": record.get("relevant_doc_ids"),
-        "tags": record.get("tags") or {},
+        "relevant_doc_ids": fields.get("relevant_doc_ids"),
+        "tags": fields.get("tags") or {},
     }
     try:
         return QueryExample.model_validate(data)
@@ -71,13 +111,37 @@ def record_id(value: Any, text: str, where: str, field: str) -> str:
     return str(value)
 
 
-def csv_examples(path: Path) -> list[QueryExample]:
-    """The queries of a CSV dataset file (see :meth:`EvaluationDataset.from_csv`); errors name the file and line."""
+_DELIMITERS = (",", ";", "\t", "|")
+
+
+def _csv_delimiter(header: str) -> str:
+    """The delimiter of a CSV file, from its header line: the first of , ; tab | that gives a query column, else
+    the one that splits the header into the most columns (``,`` on a tie)."""
+    best, most = ",", 1
+    for delimiter in _DELIMITERS:
+        names = next(csv.reader([header], delimiter=delimiter), [])
+        if any(_SPELLINGS.get(name) == "query" for name in names):
+            return delimiter
+        if len(names) > most:
+            best, most = delimiter, len(names)
+    return best
+
+
+def csv_examples(path: Path, notes: list[str] | None = None) -> list[QueryExample]:
+    """The queries of a CSV dataset file (see :meth:`EvaluationDataset.from_csv`), with ``,``, ``;``, tab or ``|``
+    between columns (told by the header); errors name the file and line. ``notes`` as for
+    :func:`collect_examples`."""
     path = Path(path)
-    text = read_text(path)
-    reader = csv.DictReader(text.splitlines())
-    if reader.fieldnames is None or ("query" not in reader.fieldnames and "query_text" not in reader.fieldnames):
-        raise EvretError(f"{path}:1: the CSV header needs a 'query' column")
+    lines = read_text(path).splitlines()
+    delimiter = _csv_delimiter(lines[0] if lines else "")
+    reader = csv.DictReader(lines, delimiter=delimiter)
+    names = list(reader.fieldnames or [])
+    spelling = canonical_fields(dict.fromkeys(names), f"{path}:1")["_spelling"]  # unknown or repeated columns
+    if "query" not in spelling:
+        shown = "tab" if delimiter == "\t" else repr(delimiter)
+        raise EvretError(f"{path}:1: the CSV header (read with {shown} as the delimiter: {', '.join(names)}) needs "
+                         f"a 'query' column (or {', '.join(repr(s) for s in FIELDS['query'][1:])})")
+    columns = {field: spelling.get(field) for field in ("expected_answers", "relevant_doc_ids", "tags")}
 
     def rows() -> Iterator[tuple[str, str, dict[str, Any]]]:
         for row in reader:
@@ -85,16 +149,16 @@ def csv_examples(path: Path) -> list[QueryExample]:
             record: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
             if None in row:
                 raise EvretError(f"{where}: more fields than the header has")
-            if "expected_answers" in record:
-                record["expected_answers"] = csv_list(record["expected_answers"], where, "expected_answers",
-                                                       nested=True)
-            if "relevant_doc_ids" in record:
-                record["relevant_doc_ids"] = csv_list(record["relevant_doc_ids"], where, "relevant_doc_ids")
-            if "tags" in record:
-                record["tags"] = csv_tags(record["tags"], where)
+            answers, ids, tags = columns["expected_answers"], columns["relevant_doc_ids"], columns["tags"]
+            if answers is not None and answers in record:
+                record[answers] = csv_list(record[answers], where, answers, nested=True)
+            if ids is not None and ids in record:
+                record[ids] = csv_list(record[ids], where, ids)
+            if tags is not None and tags in record:
+                record[tags] = csv_tags(record[tags], where)
             yield where, f"on line {reader.line_num}", record
 
-    return collect_examples(rows(), path)
+    return collect_examples(rows(), path, notes)
 
 
 def beir_examples(folder: Path, split: str) -> tuple[list[QueryExample], dict[str, dict[str, Any]]]:
@@ -136,19 +200,29 @@ def beir_examples(folder: Path, split: str) -> tuple[list[QueryExample], dict[st
     return examples, corpus
 
 
-def collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path) -> list[QueryExample]:
+def collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path,
+                     notes: list[str] | None = None) -> list[QueryExample]:
     """Examples from ``(where, mention, record)`` rows: ``where`` starts each error message, ``mention`` ("on line
-    3") is how a later duplicate of the row's query_id points back to it. No rows at all is an error."""
+    3") is how a later duplicate of the row's query_id points back to it. No rows at all is an error. Questions
+    expected to be refused or escalated that have no labels are left out, counted in a note added to ``notes``."""
     examples: list[QueryExample] = []
     seen: dict[str, str] = {}
+    left_out = 0
     for where, mention, record in rows:
         example = example_from_record(record, where)
+        if example is None:
+            left_out += 1
+            continue
         if example.query_id in seen:
             raise EvretError(f"{where}: duplicate query_id {example.query_id!r} (first {seen[example.query_id]})")
         seen[example.query_id] = mention
         examples.append(example)
     if not examples:
-        raise EvretError(f"{source}: the dataset has no queries")
+        raise EvretError(f"{source}: the dataset has no queries"
+                         + (f" ({left_out} question(s) to refuse or escalate, without labels)" if left_out else ""))
+    if left_out and notes is not None:
+        notes.append(f"{left_out} question(s) expected to be refused or escalated, with no answers nor gold ids, "
+                     f"left out: retrieval has nothing to find for them (evret rag scores their behaviour)")
     return examples
 
 

@@ -48,7 +48,8 @@ class EvaluationDataset(BaseModel):
     """An ordered set of queries with unique ids, plus an optional corpus (id -> record) for retrievers.
 
     Read one with :meth:`from_jsonl`, :meth:`from_json`, :meth:`from_csv` or :meth:`load` (by suffix). ``notes``
-    say what a reader left out of the file (a SQuAD file's unanswerable questions); the CLI prints them.
+    say what a reader left out of the file (a SQuAD file's unanswerable questions, a RAG question set's questions
+    to refuse without labels); the CLI prints them.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -78,8 +79,9 @@ class EvaluationDataset(BaseModel):
         from evret_core.data.dataset_files import collect_examples
 
         rows = ((f"{source}: record {i}", f"at {source}: record {i}", r) for i, r in enumerate(records, start=1))
-        examples = collect_examples(rows, source)
-        return cls(queries=examples, name=Path(source).stem if source != "<records>" else None)
+        notes: list[str] = []
+        examples = collect_examples(rows, source, notes)
+        return cls(queries=examples, name=Path(source).stem if source != "<records>" else None, notes=notes)
 
     @classmethod
     def from_jsonl(cls, path: str | Path) -> EvaluationDataset:
@@ -88,7 +90,8 @@ class EvaluationDataset(BaseModel):
 
         path = Path(path)
         rows = ((where, f"on line {lineno}", record) for lineno, where, record in iter_json_lines(path))
-        return cls(queries=collect_examples(rows, path), name=path.stem)
+        notes: list[str] = []
+        return cls(queries=collect_examples(rows, path, notes), name=path.stem, notes=notes)
 
     @classmethod
     def from_json(cls, path: str | Path) -> EvaluationDataset:
@@ -112,7 +115,9 @@ class EvaluationDataset(BaseModel):
 
     @classmethod
     def from_csv(cls, path: str | Path) -> EvaluationDataset:
-        """Columns ``query`` (required), ``query_id``, ``expected_answers``, ``relevant_doc_ids``, ``tags``.
+        """Columns ``query`` (required), ``query_id``, ``expected_answers``, ``relevant_doc_ids``, ``tags`` (or
+        another spelling of each: :data:`~evret_core.data.dataset_files.FIELDS`), separated by ``,``, ``;``, tab or
+        ``|`` (told by the header).
 
         ``expected_answers`` and ``relevant_doc_ids`` hold a JSON list or a ``|``-separated list; ``tags`` a
         JSON object or ``key=value`` pairs separated by ``;``. An answer with aliases is a list inside the JSON
@@ -121,7 +126,8 @@ class EvaluationDataset(BaseModel):
         from evret_core.data.dataset_files import csv_examples
 
         path = Path(path)
-        return cls(queries=csv_examples(path), name=path.stem)
+        notes: list[str] = []
+        return cls(queries=csv_examples(path, notes), name=path.stem, notes=notes)
 
     @classmethod
     def load(cls, path: str | Path) -> EvaluationDataset:

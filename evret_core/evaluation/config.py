@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 from evret_core.evaluation.run_config import (
     PATH_OPTION_SUFFIXES,
     ComponentSpec,
@@ -203,7 +203,7 @@ def _create(kind: str, spec: ComponentSpec, dataset: Any) -> Any:
             if option not in accepted:
                 raise EvretError(
                     f"{kind} {spec.name!r}: option {option!r} (from {spec.source_of(option)}) is not an option "
-                    f"of this {kind}; accepted options: {', '.join(accepted) or 'none'}")
+                    f"of this {kind}{did_you_mean(option, accepted)}; accepted options: {', '.join(accepted) or 'none'}")
     if kind == "retriever" and params is not None and "dataset" in params and "dataset" not in options:
         options["dataset"] = dataset
     create = create_judge if kind == "judge" else create_retriever

@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 
 __all__ = ["ComponentSpec", "Config", "PATH_OPTION_SUFFIXES", "component_layer", "int_in", "layer_component",
            "load_toml", "relative"]
@@ -175,7 +175,7 @@ class Config(BaseModel):
         message = str(err.get("msg", "")).removeprefix("Value error, ")
         if err.get("type") == "extra_forbidden":
             known = ", ".join(sorted(name for name in cls.model_fields))
-            message = f"unknown setting; known settings are {known}"
+            message = f"unknown setting{did_you_mean(field, cls.model_fields)}; known settings are {known}"
         elif err.get("type") == "missing":
             message = "missing"
         name = ".".join(loc) or field

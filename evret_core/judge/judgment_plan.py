@@ -270,5 +270,7 @@ def _number(
 def _no_text(example: QueryExample, ranked: RankedColumns, rank: int) -> None:
     raise EvretError(
         f"query {example.query_id!r}: retrieved document {ranked.ids[rank - 1]!r} (rank {rank}) has no text "
-        f"(metadata['text']); text-labelled queries need the retrieved texts to judge"
+        f"(metadata['text']); text-labelled queries need the retrieved texts to judge: for a run file (evret "
+        f"evaluate --run) give --corpus CORPUS.jsonl, the texts of its documents; a retriever returns each "
+        f"document's text"
     )

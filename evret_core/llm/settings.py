@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evret_core.errors import EvretError, UnknownNameError
+from evret_core.errors import EvretError, UnknownNameError, did_you_mean
 from evret_core.llm.providers import LLMProvider
 
 # Bounds that catch typos and hostile values, far beyond any real use.
@@ -138,7 +138,8 @@ class LLMSettings(BaseModel):
             name = ".".join(str(p) for p in first["loc"]) or "settings"
             if first["type"] == "extra_forbidden":
                 known = ", ".join(sorted(_option_names()))
-                raise EvretError(f"{owner}: unknown option {name!r}; LLM options: {known}") from None
+                hint = did_you_mean(name, _option_names())
+                raise EvretError(f"{owner}: unknown option {name!r}{hint}; LLM options: {known}") from None
             message = str(first["msg"]).removeprefix("Value error, ")
             raise EvretError(f"{owner}: option {name!r}: {message}") from None
 

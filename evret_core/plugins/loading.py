@@ -273,7 +273,7 @@ class PluginRegistry:
         return sorted(self._tables[kind])
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
-        from evret_core.errors import UnknownNameError
+        from evret_core.errors import UnknownNameError, did_you_mean
 
         self.ensure_loaded()
         if name in self._conflicts[kind]:
@@ -286,7 +286,7 @@ class PluginRegistry:
         if entry is None:
             known = ", ".join(self.names(kind)) or "(none)"
             label = kind.replace("_", " ")
-            message = f"unknown {label} {name!r}; known {label}s: {known}"
+            message = f"unknown {label} {name!r}{did_you_mean(name, self.names(kind))}; known {label}s: {known}"
             dist = KNOWN_DISTRIBUTIONS.get((kind, name))
             if dist is not None:
                 broken = self.plugins.get(dist)

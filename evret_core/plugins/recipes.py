@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 from evret_core.plugins.builtins import LazyFactory
 from evret_core.plugins.loading import get_registry, plugin_exits_as_errors
 
@@ -72,7 +72,9 @@ def build(kind: str, name: str, options: dict[str, Any]) -> Any:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:
         accepted = _accepted_options(factory)
-        hint = f"; accepted options: {', '.join(accepted)}" if accepted else ""
+        typo = next((o for o in options if o not in accepted), None)
+        hint = (f"{did_you_mean(typo, accepted) if typo else ''}; accepted options: {', '.join(accepted)}"
+                if accepted else "")
         raise EvretError(f"{kind.replace('_', ' ')} {name!r}: bad options ({exc}){hint}") from None
     except ValueError:  # builtins without a signature
         pass

@@ -55,6 +55,11 @@ def print_scores(results: EvaluationResults, title: str | None = None, file: Tex
     rows = [["-" * width, "-" * max(6, len(level) + 5)]]
     rows += [[m, format_interval(results.scores[m], results.intervals.get(m))] for m in results.metrics]
     print_table(rows, ["metric", f"value{level}"], file=out, widths=[width], sep=sep)
+    depth = results.config.get("k")
+    uncut = [m for m in results.metrics if "@" not in m.partition("(")[0]]
+    if uncut and isinstance(depth, int):  # `recall` reads as many documents as were retrieved: say how many
+        print(f"{', '.join(uncut)}: no cutoff, so over each query's top {depth} retrieved documents (retrieval "
+              f"depth k={depth})", file=out)
     ppi = [m for m in results.metrics if m in results.prediction_powered]
     if ppi:
         print("prediction-powered (the interval includes the judge's error):", file=out)

@@ -1,5 +1,8 @@
 """Quality filters of generated questions, each counted: what a filter drops is reported, never silently lost.
 
+- ``degenerate``: the text is a model's looping or runaway output rather than one question: a three-word run
+  repeated three times or more, or more than :data:`MAX_QUESTION_WORDS` words (what a broken or tiny model
+  writes; no single question of the shared datasets comes close). Short noise that does not repeat passes it.
 - ``answer_in_source``: an acceptable answer string occurs in a source document (the judge, ``contains`` by
   default: the answer's normalised words as a contiguous whole-word run), so the label is really in the corpus.
 - ``answer_leak``: the question itself holds the answer (same judge), so it tests nothing.
@@ -9,20 +12,24 @@
   question does not need retrieval; run by :class:`~evret_core.testsets.testset.TestsetGenerator`, which has the
   LLM, and recorded here.
 
-Questions expected to be refused (unanswerable from the corpus) have no answer: only the duplicate filter applies.
+Questions expected to be refused (unanswerable from the corpus) have no answer: only the degenerate and duplicate
+filters apply.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evret_core.errors import EvretError
 
-FILTERS = ("answer_in_source", "answer_leak", "near_duplicate", "closed_book")
+FILTERS = ("degenerate", "answer_in_source", "answer_leak", "near_duplicate", "closed_book")
+MAX_QUESTION_WORDS = 100
+"""More words than this is not one question (the longest single question of the shared datasets has 43)."""
 _WORD = re.compile(r"\w+", re.UNICODE)
 # function words, but not the question words: "When was X sold?" and "Who sold X?" ask different things
 _STOP = frozenset("a an the of in on at to for by and or is was were are be been did does do that this these "
@@ -48,6 +55,16 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(norm) if w not in _STOP)
 
 
+def degenerate(question: str) -> bool:
+    """Whether ``question`` is looping or runaway model output: a three-word run repeated three times or more, or
+    more than :data:`MAX_QUESTION_WORDS` words."""
+    words = _WORD.findall(unicodedata.normalize("NFKC", question).casefold())
+    if len(words) > MAX_QUESTION_WORDS:
+        return True
+    runs = Counter(zip(words, words[1:], words[2:], strict=False))  # the shorter tails end it
+    return bool(runs) and max(runs.values()) >= 3
+
+
 def _matches(judge: Any, query: str, answers: Sequence[str], text: str) -> bool:
     from evret_core.data.models import JudgmentContext
 
@@ -59,7 +76,8 @@ def _matches(judge: Any, query: str, answers: Sequence[str], text: str) -> bool:
 
 def apply_filters(questions: Sequence[Mapping[str, Any]], sources: Mapping[str, str], judge: Any = "contains",
                   dedupe_threshold: float = 0.8, report: FilterReport | None = None) -> list[dict[str, Any]]:
-    """The questions (RAG question-set records) that pass the answer, leak and duplicate filters, in order.
+    """The questions (RAG question-set records) that pass the degenerate, answer, leak and duplicate filters, in
+    order.
 
     ``sources`` maps doc id -> text for the records' ``gold_doc_ids``; ``judge`` is a judge or a registered name.
     """
@@ -74,6 +92,9 @@ def apply_filters(questions: Sequence[Mapping[str, Any]], sources: Mapping[str, 
     for record in questions:
         report.seen += 1
         qid, question = str(record["question_id"]), str(record["question"])
+        if degenerate(question):
+            report.dropped["degenerate"].append(qid)
+            continue
         answers = [a for variants in record.get("answers") or [] for a in variants]
         if answers:
             texts = [sources.get(d, "") for d in record.get("gold_doc_ids") or []]

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 
 TYPES = ("factoid", "multi-hop", "comparison", "unanswerable")
 DEFAULT_MIX = {"factoid": 0.5, "multi-hop": 0.2, "comparison": 0.15, "unanswerable": 0.15}
@@ -50,7 +50,8 @@ def parse_mix(spec: str | Mapping[str, float] | None) -> dict[str, float]:
         spec = items
     unknown = [t for t in spec if t not in TYPES]
     if unknown:
-        raise EvretError(f"--types: unknown question type(s) {', '.join(unknown)}; use {', '.join(TYPES)}")
+        raise EvretError(f"--types: unknown question type(s) {', '.join(unknown)}{did_you_mean(unknown[0], TYPES)}; "
+                         f"use {', '.join(TYPES)}")
     if any(not (w >= 0 and np.isfinite(w)) for w in spec.values()) or sum(spec.values()) <= 0:
         raise EvretError("--types: weights must be finite, non-negative and not all zero")
     total = sum(spec.values())

@@ -86,7 +86,8 @@ def test_generation_filters_and_counts(monkeypatch: pytest.MonkeyPatch, tmp_path
         assert len(server.requests) == first_calls  # every answer came from the cache: nothing paid twice
     counts = result.report.counts()
     assert counts["seen"] == 6
-    assert counts["dropped"] == {"answer_in_source": 1, "answer_leak": 1, "near_duplicate": 0, "closed_book": 1}
+    assert counts["dropped"] == {"degenerate": 0, "answer_in_source": 1, "answer_leak": 1, "near_duplicate": 0,
+                                 "closed_book": 1}
     assert counts["kept"] == 3 == len(result.questions)
     for q in result.questions:
         text = CORPUS[q["gold_doc_ids"][0]]["text"]

@@ -250,7 +250,7 @@ def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> An
     """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
     else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
     ``judge_claims``. An unknown name lists both."""
-    from evret_core.errors import UnknownNameError
+    from evret_core.errors import UnknownNameError, did_you_mean
     from evret_core.plugins.loading import get_registry
     from evret_core.plugins.registry import create_claim_judge
 
@@ -263,7 +263,8 @@ def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> An
             registry.get("judge", judge)
         except UnknownNameError as exc:
             known = ", ".join(registry.names("claim_judge"))
-            raise UnknownNameError(f"unknown claim judge {judge!r}; known claim judges: {known}; or an Evret judge "
+            hint = did_you_mean(judge, registry.names("claim_judge"))
+            raise UnknownNameError(f"unknown claim judge {judge!r}{hint}; known claim judges: {known}; or an Evret judge "
                                    f"for the lexical claim judge: {exc}") from None
         return LexicalClaimJudge(judge, **options)
     if callable(getattr(judge, "judge_claims", None)):

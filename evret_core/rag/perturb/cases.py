@@ -17,7 +17,7 @@ from typing import Any
 
 from evret_core.data.corpus import iter_json_lines
 from evret_core.data.models import RetrievalResult
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 from evret_core.rag.perturb.perturbations import FAMILIES
 from evret_core.rag.questions.conditions import Condition, ConditionCase, Context, PerturbedCondition
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
@@ -35,7 +35,8 @@ def adversarial_conditions(families: Sequence[str], base: str = "retrieved", see
     out: list[Condition] = []
     for family in (f.strip() for f in families):
         if family not in perturbation_names():
-            raise EvretError(f"unknown adversarial family {family!r}; use {', '.join(perturbation_names())} or "
+            raise EvretError(f"unknown adversarial family {family!r}{did_you_mean(family, perturbation_names())}; "
+                             f"use {', '.join(perturbation_names())} or "
                              f"install a plugin that registers it")
         wanted = {"seed": seed, **options} if family == "injection" else {}
         out.append(PerturbedCondition(family, create_perturbation(family, **wanted), base=base))

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.answers import normalize_answer
@@ -93,11 +93,13 @@ class Injection:
         self.positions = list(positions or POSITIONS)
         unknown = [t for t in self.templates if t not in INJECTION_TEMPLATES]
         if unknown:
-            raise EvretError(f"unknown injection template(s) {', '.join(unknown)}; use "
+            raise EvretError(f"unknown injection template(s) {', '.join(unknown)}"
+                             f"{did_you_mean(unknown[0], INJECTION_TEMPLATES)}; use "
                              f"{', '.join(INJECTION_TEMPLATES)}")
         bad = [p for p in self.positions if p not in POSITIONS]
         if bad:
-            raise EvretError(f"unknown injection position(s) {', '.join(bad)}; use {', '.join(POSITIONS)}")
+            raise EvretError(f"unknown injection position(s) {', '.join(bad)}{did_you_mean(bad[0], POSITIONS)}; "
+                             f"use {', '.join(POSITIONS)}")
         self.seed = seed
         self._order: dict[str, int] = {}
 

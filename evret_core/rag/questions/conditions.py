@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from evret_core.data.models import RetrievalResult
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, did_you_mean
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
 BUILTIN_CONDITIONS = ("gold", "retrieved")
@@ -173,7 +173,8 @@ def resolve_conditions(conditions: Sequence[str | Condition]) -> list[Condition]
         elif c == "retrieved":
             out.append(RetrievedCondition())
         else:
-            raise EvretError(f"unknown condition {c!r}; use {', '.join(BUILTIN_CONDITIONS)} (perturbed conditions "
+            raise EvretError(f"unknown condition {c!r}{did_you_mean(c, BUILTIN_CONDITIONS)}; use "
+                             f"{', '.join(BUILTIN_CONDITIONS)} (perturbed conditions "
                              f"are built with PerturbedCondition)")
     names = [c.name for c in out]
     if not out:

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evret_core.data.corpus import iter_json_lines, read_corpus
-from evret_core.data.dataset_files import SquadQuestion, read_squad, record_id
+from evret_core.data.dataset_files import BEHAVIOURS as BEHAVIOURS  # the shared schema's, re-exported
+from evret_core.data.dataset_files import FIELDS, SquadQuestion, canonical_fields, read_squad, record_id
 from evret_core.data.dataset_files import (
     squad_paragraph_id as squad_paragraph_id,  # re-exported: ids in tests, notebooks
 )
@@ -22,7 +23,6 @@ from evret_core.data.queries import ids_as_strings, tags_as_strings
 from evret_core.errors import EvretError
 
 Behaviour = Literal["answer", "refuse", "escalate"]
-BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")
 
 
 class RagQuestion(BaseModel):
@@ -112,16 +112,11 @@ class RagQuestion(BaseModel):
         return list(dict.fromkeys(s for variants in self.answers for s in variants))
 
 
+# the shared schema's fields (evret_core.data.dataset_files.FIELDS) that RagQuestion names otherwise
+_RAG_NAMES = {"query_id": "question_id", "query": "question", "expected_answers": "answers",
+              "relevant_doc_ids": "gold_doc_ids"}
 # field name in a file -> model field (several spellings are accepted for the same thing)
-_FIELDS = {
-    "question_id": "question_id", "query_id": "question_id", "id": "question_id",
-    "question": "question", "query": "question",
-    "answers": "answers", "expected_answers": "answers",
-    "gold_doc_ids": "gold_doc_ids", "relevant_doc_ids": "gold_doc_ids",
-    "expected_behaviour": "expected_behaviour", "expected_behavior": "expected_behaviour",
-    "tags": "tags", "metadata": "metadata",
-    "counterfactual_answers": "counterfactual_answers", "counterfactual_passages": "counterfactual_passages",
-}
+_FIELDS = {spelling: _RAG_NAMES.get(field, field) for field, spellings in FIELDS.items() for spelling in spellings}
 
 
 def _spelling(record: Mapping[str, Any], field: str) -> str:
@@ -133,14 +128,9 @@ def question_from_record(record: Any, where: str) -> RagQuestion:
     """A :class:`RagQuestion` from one decoded record; ``where`` ("file:line") names it in errors."""
     if not isinstance(record, Mapping):
         raise EvretError(f"{where}: expected a JSON object, got {type(record).__name__}")
-    data: dict[str, Any] = {}
-    for key, value in record.items():
-        field = _FIELDS.get(key)
-        if field is None:
-            raise EvretError(f"{where}: unknown field {key!r}; known fields are {', '.join(sorted(_FIELDS))}")
-        if field in data:
-            raise EvretError(f"{where}: field {key!r} repeats another spelling of {field!r}")
-        data[field] = value
+    fields = canonical_fields(record, where)
+    del fields["_spelling"]
+    data: dict[str, Any] = {_RAG_NAMES.get(field, field): value for field, value in fields.items()}
     text = data.get("question")
     if not isinstance(text, str):
         raise EvretError(f"{where}: field 'question' is missing or not a string")
