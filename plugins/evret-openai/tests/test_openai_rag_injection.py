@@ -68,12 +68,12 @@ def test_an_injected_context_is_counted_once_and_warned_once_per_part(
                         pipelined=pipelined).evaluate(questions(INJECTION))
     for role in ("generator", "claim_judge"):
         scan = results.stats["llm"][role]["injection"]
-        assert scan["detector"] == "evret-injection-1" and scan["flagged"] == 1
+        assert scan["detector"] == "evret-injection-2" and scan["flagged"] == 1
         assert set(scan["patterns"]) >= {"ignore-instructions", "answer-directive"}
         assert "ignore all previous instructions" in scan["examples"][0]["match"]
     assert results.stats["llm"]["generator"]["injection"]["scanned"] == len(TOPICS)
     assert "injection" not in results.stats["llm"].get("relevance", {})  # it sends no context
-    assert results.config["generator"]["injection_scan"] == {"detector": "evret-injection-1", "flagged": 1}
+    assert results.config["generator"]["injection_scan"] == {"detector": "evret-injection-2", "flagged": 1}
     assert results.config["claim_judge"]["injection_scan"]["flagged"] == 1
     saved = json.loads(results.model_dump_json())
     assert saved["stats"]["llm"]["generator"]["injection"]["flagged"] == 1
