@@ -113,7 +113,7 @@ def test_report_escapes_latex_and_markdown_specials(id_runs, tmp_path) -> None: 
     data = build_report_data({"run_1": r})
     assert "x\\|y & 50%" in render_report(data, "markdown")
     latex = render_report(data, "latex")
-    assert "x|y \\& 50\\%" in latex and "run\\_1 by a\\_b" in latex
+    assert "x\\textbar{}y \\& 50\\%" in latex and "run\\_1 by a\\_b" in latex  # "|" would print a dash
 
 
 def test_report_unknown_format_and_bad_output(run_files, tmp_path) -> None:  # type: ignore[no-untyped-def]
