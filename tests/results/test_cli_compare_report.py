@@ -66,6 +66,7 @@ def test_compare_mismatched_queries_fails_clearly_or_intersects(run_files, tmp_p
     for metric in data["scores"]:  # as a run over fewer queries writes them (a stale mean is refused on reading)
         values = [q["scores"][metric] for q in data["per_query"].values()]
         data["scores"][metric] = sum(values) / len(values)
+    data["slices"] = {}  # stale slices (of the queries dropped too) are refused on reading as well
     fewer = tmp_path / "fewer.json"
     fewer.write_text(json.dumps(data))
     failed = evret("compare", str(run_files["titles"]), str(fewer))
