@@ -62,3 +62,28 @@ def describe_validation_error(exc: Exception, limit: int = 3, whole: str = "reco
     if len(errors) > limit:
         parts.append(f"and {len(errors) - limit} more problem(s)")
     return "; ".join(parts) or str(exc).replace("\n", " ")
+
+
+# C0 controls, DEL, C1 controls, the bidirectional controls (which reorder what a terminal or an editor shows), the
+# line and paragraph separators, and lone surrogates (which cannot be encoded): what text from data must never
+# carry raw to a terminal or into a report
+_HIDDEN = frozenset([*range(0x00, 0x20), *range(0x7F, 0xA0), 0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F),
+                     *range(0x2066, 0x206A), 0x2028, 0x2029])
+_SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def visible(text: str) -> str:
+    """``text`` with every control character (ANSI escapes included), bidirectional override and lone surrogate
+    written as a visible escape (``\\x1b``, ``\\u202e``, ``\\n``), so text from data (ids, tags, file contents)
+    cannot move the cursor, clear a terminal, retitle it or reorder what is shown. The one rule of every place that
+    prints such text: the CLI's error line, terminal tables, Markdown and LaTeX reports."""
+    if text.isprintable() and text.isascii():  # the usual case: nothing to look at per character
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if code in _HIDDEN or 0xD800 <= code <= 0xDFFF:
+            out.append(_SHORT.get(ch) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"))
+        else:
+            out.append(ch)
+    return "".join(out)

@@ -25,16 +25,28 @@ Conf chromium (156.0.8078.79-1~deb12u1 Debian-Security:12/oldstable-security [am
 """
 WITH_UPGRADE = NEW_ONLY.replace("Inst chromium-common", "Inst libudev1 [252.30-1~deb12u2] (252.38-1~deb12u1 "
                                 "Debian:12.15/oldstable [amd64])\nInst chromium-common")
+TEX_NEW = """\
+Inst tex-common (6.18 Debian:12.15/oldstable [all])
+Inst texlive-base (2022.20230122-3 Debian:12.15/oldstable [all])
+Inst texlive-latex-base (2022.20230122-3 Debian:12.15/oldstable [all])
+Inst texlive-latex-recommended (2022.20230122-3 Debian:12.15/oldstable [all])
+"""
+TEX_UPGRADE = TEX_NEW + "Inst libpaper1 [1.1.28] (1.1.29 Debian:12.15/oldstable [amd64])\n"
+CHROMIUM = "apt-get install -y -q --no-install-recommends chromium"
+TEXLIVE = "apt-get install -y -q --no-install-recommends texlive-latex-base texlive-latex-recommended"
 
 
-def run_setup(tmp_path: Path, plan: str, ci: bool) -> tuple[str, list[str]]:
+def run_setup(tmp_path: Path, plan: str, ci: bool, tex_plan: str = TEX_NEW) -> tuple[str, list[str]]:
     if shutil.which("awk") is None:
         pytest.skip("awk is not installed")
     fake = tmp_path / "bin"
     fake.mkdir()
     log = tmp_path / "calls.log"
     (tmp_path / "plan.txt").write_text(plan)
+    (tmp_path / "tex_plan.txt").write_text(tex_plan)
     (fake / "apt-get").write_text(f'#!/bin/bash\necho "apt-get $*" >> {log}\n'
+                                  f'[[ " $* " == *" -s "*texlive* ]] && printf "%s\\n" "$(<{tmp_path / "tex_plan.txt"})"'
+                                  f' && exit 0\n'
                                   f'[[ " $* " == *" -s "* ]] && printf "%s\\n" "$(<{tmp_path / "plan.txt"})"\n'
                                   "exit 0\n")
     (fake / "id").write_text('#!/bin/bash\ncase "$*" in\n  "-u") echo 0 ;;\n  "-un") echo root ;;\n'
@@ -54,16 +66,18 @@ def run_setup(tmp_path: Path, plan: str, ci: bool) -> tuple[str, list[str]]:
 def test_chromium_is_installed_without_recommends_and_the_new_packages_are_listed(tmp_path: Path) -> None:
     out, calls = run_setup(tmp_path, NEW_ONLY, ci=False)
     installs = [c for c in calls if " install " in f" {c} " and " -s " not in f" {c} "]
-    assert installs == ["apt-get install -y -q --no-install-recommends chromium"]
+    assert installs == [CHROMIUM, TEXLIVE]
     assert "apt-get -s install --no-install-recommends chromium" in calls  # simulated first
     assert "new packages: libxnvctrl0 chromium-common chromium" in out
+    assert "new packages: tex-common texlive-base texlive-latex-base texlive-latex-recommended" in out
+    assert calls.count("apt-get update -qq") == 1
     assert not any("upgrade" in c for c in calls)
 
 
 @pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
 def test_nothing_is_installed_when_it_would_upgrade_an_installed_package(tmp_path: Path) -> None:
     out, calls = run_setup(tmp_path, WITH_UPGRADE, ci=False)
-    assert [c for c in calls if " -s " not in f" {c} " and " install " in f" {c} "] == []
+    assert [c for c in calls if " -s " not in f" {c} " and " install " in f" {c} "] == [TEXLIVE]
     assert "not installing chromium: apt-get would also upgrade or remove installed packages: libudev1 " \
            "[252.30-1~deb12u2]" in out
 
@@ -75,9 +89,24 @@ def test_a_ci_runner_installs_anyway_and_lists_the_upgrades(tmp_path: Path) -> N
     assert "CI: upgrading or removing, as chromium needs: libudev1 [252.30-1~deb12u2]" in out
 
 
+@pytest.mark.skipif(not Path("/bin/bash").exists(), reason="needs bash")
+def test_pdflatex_is_installed_like_chromium(tmp_path: Path) -> None:
+    """texlive-latex-base and texlive-latex-recommended (booktabs) for the LaTeX compile tests, by the same rule:
+    nothing that would upgrade an installed package, except in CI."""
+    (tmp_path / "local").mkdir()
+    (tmp_path / "ci").mkdir()
+    out, calls = run_setup(tmp_path / "local", NEW_ONLY, ci=False, tex_plan=TEX_UPGRADE)
+    assert [c for c in calls if " -s " not in f" {c} " and " install " in f" {c} "] == [CHROMIUM]
+    assert "not installing pdflatex: apt-get would also upgrade or remove installed packages: libpaper1 [1.1.28]" in out
+    assert "the LaTeX compile tests will skip" in out
+    out, calls = run_setup(tmp_path / "ci", NEW_ONLY, ci=True, tex_plan=TEX_UPGRADE)
+    assert TEXLIVE in calls and "CI: upgrading or removing, as pdflatex needs: libpaper1 [1.1.28]" in out
+
+
 def test_the_readme_says_what_the_setup_does() -> None:
     readme = (REPO / "README.md").read_text()
     assert "--no-install-recommends" in readme and "upgrade" in readme
+    assert "texlive-latex-base texlive-latex-recommended" in readme
     assert os.access(SCRIPT, os.R_OK)
 
 

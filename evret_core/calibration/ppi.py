@@ -160,9 +160,26 @@ def add_prediction_powered(
 ) -> Any:
     """Fill ``results.prediction_powered`` (metric -> estimate, interval, judged mean, rectifier, n, n_labelled)
     from a labelled subset, in place, and return ``results``. ``truth`` is query id -> metric -> true value, or an
-    EvaluationResults of the same run scored with true labels on the labelled queries."""
+    EvaluationResults of the same run scored with true labels on the labelled queries: each of its queries must have
+    retrieved the documents ``results`` did, in the same order (:func:`check_same_rankings`)."""
     if hasattr(truth, "per_query"):
+        check_same_rankings(results, truth)
         truth = {qid: dict(qr.scores) for qid, qr in truth.per_query.items()}
     estimates = ppi_for_results(results, truth, confidence_level)
     results.prediction_powered = {m: e.to_dict() for m, e in estimates.items()}
     return results
+
+
+def check_same_rankings(results: Any, truth: Any, shown: int = 5) -> None:
+    """An :class:`EvretError` naming the queries (the first ``shown`` and the count) whose ranking in ``truth`` is
+    not the one ``results`` holds: the rectifier measures the judge's error on the judged run's own rankings, and a
+    truth scored on another run (another retriever, other settings, another depth) would correct it by the
+    difference between two rankings instead, silently."""
+    differing = [qid for qid, labelled in truth.per_query.items() if qid in results.per_query
+                 and list(labelled.retrieved_ids) != list(results.per_query[qid].retrieved_ids)]
+    if differing:
+        named = ", ".join(repr(q) for q in differing[:shown]) + (", ..." if len(differing) > shown else "")
+        raise EvretError(f"prediction-powered inference: the truth ranks other documents than the judged run for "
+                         f"{len(differing)} of {len(truth.per_query)} labelled queries ({named}); the truth must be "
+                         f"the judged run's own rankings scored with true labels (the same retriever and settings, "
+                         f"or a --run file of its rankings)")

@@ -88,9 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvretError as exc:
         if debug:
             raise
+        from evret_core.errors import visible
         from evret_core.results.redact import known_secrets, redact_text
 
-        print(f"evret: error: {redact_text(str(exc), known_secrets(argv))}", file=sys.stderr)
+        # one line, whatever the message quotes from data: ids and texts with control characters or ANSI escapes
+        # are shown escaped, never sent raw to the terminal
+        print(f"evret: error: {visible(redact_text(str(exc), known_secrets(argv)))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("evret: interrupted", file=sys.stderr)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Sequence
 
+from evret_core.errors import visible
 from evret_core.results.redact import known_secrets, redact_text
 
 __all__ = ["known_secrets", "plugin_failure"]
@@ -30,9 +31,9 @@ def plugin_failure(exc: BaseException, argv: Sequence[str], debug: bool) -> str 
     if isinstance(exc, SystemExit):  # called outside the guarded stages: the same line as inside them
         from evret_core.plugins.loading import exit_as_error
 
-        line = f"evret: error: {exit_as_error(exc)}"
+        line = f"evret: error: {visible(str(exit_as_error(exc)))}"
         return line if not debug else redact_text("".join(traceback.format_exception(exc)), known_secrets(argv)) + line
-    message = _first_line(redact_text(str(exc), known_secrets(argv)))
+    message = visible(_first_line(redact_text(str(exc), known_secrets(argv))))
     if message:
         line = f"{line}: {message}"
     if not debug:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, visible
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -197,7 +197,10 @@ def _ppi(args: argparse.Namespace) -> int:
         raise EvretError("--ppi-truth needs --results RESULTS.json: the judged run to correct")
     results = _load_results(args.results)
     truth = _load_results(args.ppi_truth)
-    add_prediction_powered(results, truth, args.confidence_level)
+    try:
+        add_prediction_powered(results, truth, args.confidence_level)
+    except EvretError as exc:  # name the file: the truth is what does not fit the run
+        raise EvretError(f"--ppi-truth {args.ppi_truth}: {exc}") from None
     if args.output:  # written first, printed after
         results.to_json(Path(args.output))
         if args.output == "-":
@@ -208,6 +211,6 @@ def _ppi(args: argparse.Namespace) -> int:
     print(f"{'metric':<16}{'judged (bootstrap interval)':<34}prediction-powered (covers judge error)")
     for metric, entry in results.prediction_powered.items():
         plain = format_interval(results.scores.get(metric, entry["judged"]), results.intervals.get(metric))
-        print(f"{metric:<16}{plain:<34}{format_interval(entry['estimate'], entry['interval'])}  "
+        print(f"{visible(metric):<16}{plain:<34}{format_interval(entry['estimate'], entry['interval'])}  "
               f"[{entry['n_labelled']} of {entry['n']} queries labelled]")
     return 0

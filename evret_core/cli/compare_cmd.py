@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.errors import EvretError
+    from evret_core.errors import EvretError, visible
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
     from evret_core.report.api import any_runs, compare
     from evret_core.report.terminal import print_comparison
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(comparison.to_dict(), indent=2))
         for warning in comparison.warnings:
-            print(f"WARNING: {warning}", file=sys.stderr)
+            print(f"WARNING: {visible(warning)}", file=sys.stderr)
         return 0
     views = {n: r.score_view() for n, r in runs.items()}
     print_comparison(comparison, {n: v.scores for n, v in views.items()}, {n: v.intervals for n, v in views.items()})

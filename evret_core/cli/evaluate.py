@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, visible
 
 if TYPE_CHECKING:  # evret_core.evaluation.config needs pydantic: imported when the command runs, so `evret --help` stays light
     from evret_core.evaluation.config import EvaluateConfig
@@ -138,11 +138,11 @@ def run(args: argparse.Namespace) -> int:
     _print_llm_stats(results.stats)
     missing = results.stats.get("missing_queries")
     if missing:
-        shown = ", ".join(missing["queries"][:5]) + (" ..." if missing["count"] > 5 else "")
+        shown = visible(", ".join(missing["queries"][:5])) + (" ..." if missing["count"] > 5 else "")
         print(f"WARNING: {missing['count']} queries missing from the run, scored 0: {shown}", file=sys.stderr)
     extra = results.stats.get("extra_run_queries")
     if extra:
-        shown = ", ".join(extra["queries"][:5]) + (" ..." if extra["count"] > 5 else "")
+        shown = visible(", ".join(extra["queries"][:5])) + (" ..." if extra["count"] > 5 else "")
         print(f"WARNING: {extra['count']} queries of the run are not in the dataset, ignored: {shown}", file=sys.stderr)
     if config.judge is None and any(q.expected_answers for q in dataset.queries):
         _note_default_judge()

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from evret_core.cli.options import check_float, check_int
+from evret_core.errors import visible
 from evret_core.limits import MAX_DEPTH
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     data = report_data(runs, test=args.test, alpha=args.alpha, max_k=args.max_k)
     text = make_report(data, format=args.format)
     for warning in [*(data.comparison.warnings if data.comparison is not None else []), *data.warnings]:
-        print(f"WARNING: {warning}", file=sys.stderr)
+        print(f"WARNING: {visible(warning)}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)
@@ -97,7 +98,7 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     data = RagReportData(runs, comparison, questions)
     text = render_report(data, args.format) + ("\n" if args.format == "markdown" else "")
     for warning in data.warnings:
-        print(f"WARNING: {warning}", file=sys.stderr)
+        print(f"WARNING: {visible(warning)}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)

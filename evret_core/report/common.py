@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evret_core.errors import EvretError
-from evret_core.results.evaluation import EvaluationResults
+from evret_core.errors import EvretError, visible
+from evret_core.results.evaluation import EvaluationResults, SliceResult
 from evret_core.statistics.inference import Comparison, compare_scores, format_interval
 
 if TYPE_CHECKING:
@@ -55,21 +56,29 @@ class RagReportData:
         return list(self.runs)
 
 
-def ppi_cell(results: EvaluationResults, metric: str) -> str:
-    """A run's prediction-powered estimate of ``metric`` with its interval and labelled count, or "-"."""
+def ppi_cell(results: EvaluationResults, metric: str, escape: Callable[[str], str] = visible) -> str:
+    """A run's prediction-powered estimate of ``metric`` with its interval and labelled count, or "-"; the count
+    goes through ``escape`` (the format's escaping: a file is checked on load, results built in Python are not)."""
     entry = results.prediction_powered.get(metric)
     if not isinstance(entry, dict) or not isinstance(entry.get("estimate"), (int, float)):
         return "-"
     interval = entry.get("interval")
     shown = interval if isinstance(interval, list) and len(interval) == 2 else None
-    return f"{format_interval(float(entry['estimate']), shown)} ({entry.get('n_labelled', '?')} labelled)"
+    return f"{format_interval(float(entry['estimate']), shown)} ({escape(str(entry.get('n_labelled', '?')))} labelled)"
 
 
-def ppi_rows(data: ReportData) -> list[tuple[str, list[str]]]:
+def ppi_rows(data: ReportData, escape: Callable[[str], str] = visible) -> list[tuple[str, list[str]]]:
     """(metric, a cell per run) for each metric some run has a prediction-powered estimate of (see
     :mod:`evret_core.calibration.ppi`); empty when no run has any."""
-    return [(m, [ppi_cell(r, m) for r in data.runs.values()]) for m in data.metrics
+    return [(m, [ppi_cell(r, m, escape) for r in data.runs.values()]) for m in data.metrics
             if any(m in r.prediction_powered for r in data.runs.values())]
+
+
+def slice_cell(sliced: SliceResult, metric: str) -> str:
+    """A slice's mean of ``metric`` with its interval, or ``n/a`` when the slice lacks the metric."""
+    if metric not in sliced.scores:
+        return "n/a"
+    return format_interval(sliced.scores[metric], sliced.intervals.get(metric))
 
 
 PPI_NOTE = ("prediction-powered estimates and intervals: the judged scores rectified by a labelled subset, so the "
@@ -101,7 +110,7 @@ def compare_runs(
     if len(known) > 1:
         comparison.warnings.append(
             "the runs were scored on different datasets (dataset hashes differ: "
-            + ", ".join(f"{n}={h[:12] if h else '?'}" for n, h in hashes.items()) + ")"
+            + ", ".join(f"{n}={str(h)[:12] if h else '?'}" for n, h in hashes.items()) + ")"
         )
     return comparison
 

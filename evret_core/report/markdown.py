@@ -7,20 +7,38 @@ same table, heading and escaping rules.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, clean_text, ppi_rows
+from evret_core.errors import visible
+from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, ppi_rows, slice_cell
 from evret_core.statistics.inference import format_interval
 
 if TYPE_CHECKING:
     from evret_core.report.rag_document import Section
 
 
+# what Markdown would read as markup in a cell or a heading: table pipes, HTML tags and autolinks, the backslash
+# that escapes them, and a closing bracket that opens a link or image target ("](", "][") or defines one ("]:"):
+# with those escaped no link, image or reference can form, and "[0.1, 0.3]" stays as it is written
+_MARKUP = str.maketrans({"\\": "\\\\", "|": "\\|", "<": "&lt;", ">": "&gt;"})
+_TARGET = re.compile(r"\](?=[(\[:])")
+_LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+
+
 def md_escape(text: str) -> str:
-    """Text safe inside a Markdown table cell: pipes, backslashes, HTML brackets and newlines neutralised."""
-    return (clean_text(str(text)).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("\r", " ").replace("\n", " "))
+    """Text from data safe inside a Markdown table cell or heading: line breaks (and so blank lines) become spaces,
+    control characters visible escapes (:func:`evret_core.errors.visible`), pipes, HTML brackets and backslashes
+    literal text, and no link, image or link reference can form (the ``]`` before ``(``, ``[`` or ``:`` escaped)."""
+    return _TARGET.sub(r"]\\", visible(_LINE_BREAK.sub(" ", str(text))).translate(_MARKUP))
+
+
+def md_code(text: str) -> str:
+    """Text from data as a code span (inside one nothing is markup but a backtick: text holding one is escaped
+    instead, as a cell is)."""
+    flat = visible(_LINE_BREAK.sub(" ", str(text)))
+    return f"`{flat}`" if "`" not in flat and flat.strip() else md_escape(flat)
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -56,13 +74,14 @@ def render_markdown(data: ReportData | RagReportData) -> str:
         m = results.manifest
         dataset = (m.dataset.get("name") or "dataset") if m else "dataset"
         level = f", {results.confidence_level:.0%} bootstrap CI" if results.confidence_level else ""
+        digest = str(m.dataset.get("hash") or "") if m else ""
         lines.append(f"- **{md_escape(name)}**: {md_escape(str(dataset))}, {results.num_queries} queries{level}"
-                     + (f", dataset hash `{m.dataset.get('hash', '')[:12]}`" if m and m.dataset.get("hash") else ""))
+                     + (f", dataset hash {md_code(digest[:12])}" if digest else ""))
     lines += ["", "## Metrics", ""]
     lines += md_table(["metric"] + [md_escape(n) for n in data.names],
                     [[md_escape(metric)] + [format_interval(r.scores[metric], r.intervals.get(metric))
                                             for r in data.runs.values()] for metric in data.metrics])
-    ppi = ppi_rows(data)
+    ppi = ppi_rows(data, md_escape)
     if ppi:
         lines += ["", "## Intervals that include judge error", "", PPI_NOTE[0].upper() + PPI_NOTE[1:] + ".", ""]
         lines += md_table(["metric"] + [md_escape(n) for n in data.names],
@@ -84,7 +103,7 @@ def render_markdown(data: ReportData | RagReportData) -> str:
         for tag, values in results.slices.items():
             lines += ["", f"## Slices of {md_escape(name)} by {md_escape(tag)}", ""]
             rows = [[md_escape(value) + (" (small)" if sl.small else ""), str(sl.n)]
-                    + [format_interval(sl.scores[m], sl.intervals.get(m)) for m in data.metrics]
+                    + [slice_cell(sl, m) for m in data.metrics]
                     for value, sl in values.items()]
             lines += md_table(["value", "N"] + [md_escape(m) for m in data.metrics], rows)
     return "\n".join(lines) + "\n"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+from evret_core.errors import visible
 from evret_core.report.terminal import print_table
 from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
 from evret_core.statistics.inference import format_interval
@@ -26,7 +27,7 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     separator handed to ``text_table``."""
     out = file or sys.stdout
     if title:
-        print(title, file=out)
+        print(visible(title), file=out)
     level = f"{results.confidence_level:.0%} CI"
     # only questions to refuse or escalate may lack gold ids and answers (a question set refuses any other): they
     # have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
@@ -63,9 +64,9 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
         else:
             print_adversarial(results.adversarial, level, out, sep)
     for line in notes(results):
-        print(f"note: {line}", file=out)
+        print(f"note: {visible(line)}", file=out)
     for line in unmeasured_lines(results.unmeasured):
-        print(f"WARNING: {line}", file=out)
+        print(f"WARNING: {visible(line)}", file=out)
     if results.stats.get("dropped_citations"):
         print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
               f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
@@ -116,7 +117,7 @@ def _rows(results: RagResults) -> list[str]:
 def _generation_listing(results: RagResults, level: str, out: TextIO, sep: str) -> None:
     print(f"\ngeneration ({level}; n = questions measured)", file=out)
     for condition in results.conditions:
-        print(f"  [{condition}]", file=out)
+        print(f"  [{visible(condition)}]", file=out)
         means = results.generation.get(condition, {})
         rows = []
         for metric in (m for m in _rows(results) if m in means):
@@ -160,8 +161,8 @@ def _differences_table(results: RagResults, clean: str, level: str, out: TextIO,
         return
     metrics = list(dict.fromkeys(m for cells in rows.values() for m in cells))
     width = max(len(c) for c in rows) + 2 - len(sep)
-    print(f"\ndifferences against {clean} (condition - {clean}; paired bootstrap, {level}; every pair: --all-pairs)",
-          file=out)
+    print(f"\ndifferences against {visible(clean)} (condition - {visible(clean)}; paired bootstrap, {level}; every "
+          f"pair: --all-pairs)", file=out)
     print_table([[other, *(cells.get(m, "n/a") for m in metrics)] for other, cells in rows.items()],
                 ["condition", *metrics], file=out, **_listing(sep, [width, *[26 - len(sep)] * len(metrics)]))
 
@@ -183,7 +184,7 @@ def print_adversarial(summary: dict[str, Any], level: str, out: TextIO, sep: str
     """Each adversarial condition's rates, its drop against the clean condition, and its weakest slices."""
     print(f"\nadversarial conditions ({level})", file=out)
     for condition, entry in summary.items():
-        print(f"  [{condition}] n={entry.get('n', 0)}, skipped={entry.get('skipped', 0)}", file=out)
+        print(visible(f"  [{condition}] n={entry.get('n', 0)}, skipped={entry.get('skipped', 0)}"), file=out)
         rows = [[rate, format_interval(value, entry["intervals"].get(rate))]
                 for rate, value in entry.get("rates", {}).items()]
         if "clean_wrong_refusal_rate" in entry:
@@ -198,8 +199,8 @@ def print_adversarial(summary: dict[str, Any], level: str, out: TextIO, sep: str
                         for value, s in values.items() if (s.get("drop") or {}).get("n", 0) >= 5),
                        key=lambda item: item[2]["delta"])[:3]
         for key, value, d in worst:
-            print(f"    weakest slice {key}={value}: {format_interval(d['delta'], d['interval'])} (n={d['n']})",
-                  file=out)
+            print(visible(f"    weakest slice {key}={value}: {format_interval(d['delta'], d['interval'])} "
+                          f"(n={d['n']})"), file=out)
 
 
 def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
@@ -224,14 +225,14 @@ def unmeasured_lines(unmeasured: dict[str, Any]) -> list[str]:
 
 def print_plan(plan: dict[str, Any], file: TextIO | None = None) -> None:
     out = file or sys.stdout
-    print(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
-          f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
-          f"{plan['contexts']} context(s)", file=out)
+    print(visible(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
+                  f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
+                  f"{plan['contexts']} context(s)"), file=out)
     for part in ("generator", "claim_judge", "relevance", "llm_total"):
         section = plan.get(part) or {}
         if section:
             print(f"  {part}:", file=out)
         for key, value in section.items():
-            print(f"    {key}: {value}", file=out)
+            print(visible(f"    {key}: {value}"), file=out)
     if plan.get("note"):
-        print(plan["note"], file=out)
+        print(visible(str(plan["note"])), file=out)

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from evret_core.report.common import ppi_cell
+from evret_core.errors import visible
+from evret_core.report.common import ppi_cell, slice_cell
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.statistics.inference import Comparison, format_interval
 
@@ -19,10 +20,11 @@ def text_table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = No
 
     Column ``i`` is as wide as its widest cell (header included) and at least ``widths[i]``; ``align[i]`` is
     ``<`` (the default) or ``>``; cells are joined by ``sep`` after ``indent``, and each line is right-stripped.
-    Every terminal summary of a retrieval or RAG run is laid out here, so a change to the layout applies to all.
+    Every terminal summary of a retrieval or RAG run is laid out here, so a change to the layout applies to all;
+    cells are passed through :func:`evret_core.errors.visible`, so no text from data reaches the terminal raw.
     """
-    table = [list(headers)] if headers is not None else []
-    table += [list(row) for row in rows]
+    table = [[visible(cell) for cell in headers]] if headers is not None else []
+    table += [[visible(cell) for cell in row] for row in rows]
     count = max((len(row) for row in table), default=0)
     sizes = [max([len(row[i]) for row in table if i < len(row)] + [widths[i] if i < len(widths) else 0])
              for i in range(count)]
@@ -49,7 +51,7 @@ def print_scores(results: EvaluationResults, title: str | None = None, file: Tex
     ``sep`` is the column separator handed to ``text_table``."""
     out = file or sys.stdout
     if title:
-        print(title, file=out)
+        print(visible(title), file=out)
     width = max([len(m) for m in results.metrics] + [6])
     level = f" ({results.confidence_level:.0%} CI)" if results.intervals and results.confidence_level else ""
     rows = [["-" * width, "-" * max(6, len(level) + 5)]]
@@ -86,11 +88,11 @@ def print_slices(results: EvaluationResults, file: TextIO | None = None, max_val
     cell = 21 if with_ci else max([len(m) for m in results.metrics] + [5])
     for tag, values in results.slices.items():
         note = "" if with_ci else " (means; intervals in the results JSON and evret report)"
-        print(f"\nslices by {tag}{note}:", file=out)
-        label_width = max([len(v) for v in values] + [5])
+        print(f"\nslices by {visible(tag)}{note}:", file=out)
+        label_width = max([len(visible(v)) for v in values] + [5])
         shown = list(values.items())[:max_values]
-        rows = [[value, str(sl.n), *(format_interval(sl.scores[m], sl.intervals.get(m)) if with_ci
-                                     else f"{sl.scores[m]:.3f}" for m in results.metrics)] for value, sl in shown]
+        rows = [[value, str(sl.n), *(slice_cell(sl, m) if with_ci or m not in sl.scores else f"{sl.scores[m]:.3f}"
+                                     for m in results.metrics)] for value, sl in shown]
         print_table(rows, ["value", "N", *results.metrics], file=out, suffixes=[
             "  (small)" if sl.small else "" for _, sl in shown], align="<>", sep=sep,
             widths=[label_width, 5, *[cell] * len(results.metrics)])
@@ -124,4 +126,4 @@ def print_comparison(
     print_table(rows, ["metric", "pair", "delta", "p", "p_adj", "d"], file=out, align="<<>>>>",
                 widths=[width, 4, 8, 8, 8, 6], suffixes=[" *" if p.significant else "" for p in comparison.pairs])
     for warning in comparison.warnings:
-        print(f"WARNING: {warning}", file=out)
+        print(f"WARNING: {visible(warning)}", file=out)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from evret_core.assign import answer_coverage, coverage_matrix
 from evret_core.errors import EvretError
-from evret_core.results.model import Results, ScoreView, ValueCheck, metric_value_range
+from evret_core.results.model import (
+    MEAN_TOLERANCE,
+    RANGE_TOLERANCE,
+    Results,
+    ScoreView,
+    ValueCheck,
+    metric_value_range,
+)
 from evret_core.results.outputs import write_output
 from evret_core.results.per_query import Judgment, QueryResult, QueryTable
 from evret_core.results.redact import redact
@@ -238,8 +245,11 @@ class EvaluationResults(Results):
 def check_results(results: EvaluationResults, source: str) -> None:
     """Refuse results whose numbers cannot be what Evret wrote: a per-query score that is NaN, infinite or outside
     its metric's range, a ``per_query`` key holding another query's record, a mean that is not the mean of its
-    per-query values, an interval that is not ``[low, high]`` with finite ``low <= high``. Errors name ``source``,
-    the query and the metric, so a hand-edited or damaged file never reaches a report or a gate."""
+    per-query values (or of none: no query holds the metric), an interval that is not ``[low, high]`` with finite
+    ``low <= high``, a confidence level outside (0, 1), a slice whose count or means are not those of the queries
+    carrying its tag value, a prediction-powered estimate that is not what its own parts give, a manifest field of
+    the wrong type. Errors name ``source``, where the number is and the query or metric, so a hand-edited or damaged
+    file never reaches a report, a gate or a tracking server."""
     check = ValueCheck(source)
     columns: dict[str, list[float]] = {}
     for qid, qr in results.per_query.items():
@@ -254,12 +264,114 @@ def check_results(results: EvaluationResults, source: str) -> None:
         check.mean(stored, columns.get(metric, []), metric, f"scores.{metric}", total=len(results.per_query))
     for metric, interval in results.intervals.items():
         check.interval(interval, metric, f"intervals.{metric}")
+    if results.confidence_level is not None:
+        check.level(results.confidence_level, "confidence_level")
+    check_slices(results, check)
+    check_prediction_powered(results, check, columns)
+    check_manifest(results.manifest, check)
+
+
+def check_slices(results: EvaluationResults, check: ValueCheck) -> None:
+    """Each slice's ``n`` is the number of queries carrying its tag value, and each of its means is the mean of
+    those queries' values (a query lacking the metric left out or counted as 0, as for ``scores``)."""
+    if not results.slices:
+        return
+    members: dict[str, dict[str, list[dict[str, float]]]] = {tag: {} for tag in results.slices}
+    for qr in results.per_query.values():
+        for tag, value in qr.tags.items():
+            if tag in members:
+                members[tag].setdefault(str(value), []).append(qr.scores)
     for tag, groups in results.slices.items():
         for group, sliced in groups.items():
-            for metric, value in sliced.scores.items():
-                check.value(value, metric, f"slices.{tag}.{group}.scores")
+            where = f"slices.{tag}.{group}"
+            queries = members[tag].get(group)
+            if queries is None:
+                raise check.fail(f"{where}: no query has {tag}={group!r}")
+            if sliced.n != len(queries):
+                raise check.fail(f"{where}.n is {sliced.n} but {len(queries)} queries have {tag}={group!r}")
+            for metric, mean in sliced.scores.items():
+                check.value(mean, metric, f"{where}.scores")
+                check.mean(mean, [s[metric] for s in queries if metric in s], metric, f"{where}.scores.{metric}",
+                           total=len(queries))
             for metric, interval in sliced.intervals.items():
-                check.interval(interval, metric, f"slices.{tag}.{group}.intervals.{metric}")
+                check.interval(interval, metric, f"{where}.intervals.{metric}")
+
+
+def check_prediction_powered(results: EvaluationResults, check: ValueCheck,
+                             columns: Mapping[str, Sequence[float]]) -> None:
+    """Each prediction-powered entry (:mod:`evret_core.calibration.ppi`) is what its parts give: ``judged`` the mean
+    of the run's per-query values, ``estimate`` = judged + rectifier (clipped to ``value_range`` when the entry has
+    one), an interval around it inside the metric's range, counts no larger than the run, a level in (0, 1).
+    ``columns`` holds the per-query values of each metric (those the file holds)."""
+    queries = len(results.per_query)
+    for metric, entry in results.prediction_powered.items():
+        where = f"prediction_powered.{metric}"
+        if metric not in results.scores:
+            raise check.fail(f"{where}: the run has no metric {metric}")
+        entry = check.table(entry, where)
+        for key in ("estimate", "interval", "n_labelled", "judged", "rectifier"):
+            if key not in entry:
+                raise check.fail(f"{where} has no {key}")
+        limits = check.bounds(metric)
+        width = None if limits is None else limits[1] - limits[0]
+        # entries written before clipping (no value_range) hold the normal-theory values: judged (in range) plus a
+        # rectifier (within the range's width either way), with an interval around it that may leave the range
+        clipped = entry.get("value_range") is not None
+        reach = limits if clipped or limits is None or width is None else (limits[0] - width, limits[1] + width)
+        estimate = check.number(entry["estimate"], f"{where}.estimate", reach)
+        low, high = check.pair(entry["interval"], f"{where}.interval", limits if clipped else None)
+        labelled = check.count(entry["n_labelled"], f"{where}.n_labelled", queries)
+        if not low - RANGE_TOLERANCE <= estimate <= high + RANGE_TOLERANCE:
+            raise check.fail(f"{where}.estimate is {estimate!r}, outside its interval [{low!r}, {high!r}]")
+        if "confidence_level" in entry:
+            check.level(entry["confidence_level"], f"{where}.confidence_level")
+        if "n" in entry:
+            n = check.count(entry["n"], f"{where}.n", queries)
+            holding = len(columns.get(metric, ()))
+            if n != holding:
+                raise check.fail(f"{where}.n is {n} but {holding} queries hold {metric}")
+            if labelled > n:
+                raise check.fail(f"{where}.n_labelled is {labelled} but n is {n}")
+        judged = check.number(entry["judged"], f"{where}.judged", limits)
+        check.mean(judged, columns.get(metric, []), metric, f"{where}.judged")
+        rectifier = check.number(entry["rectifier"], f"{where}.rectifier", None if width is None else (-width, width))
+        _check_ppi_arithmetic(entry, where, judged + rectifier, estimate, (low, high), check)
+
+
+def _check_ppi_arithmetic(entry: dict[str, Any], where: str, raw: float, estimate: float,
+                          interval: tuple[float, float], check: ValueCheck) -> None:
+    """The estimate and interval of a prediction-powered entry against judged + rectifier: equal to it with a
+    normal interval centred on it, or (entries with ``value_range``) clipped to the range from the unclipped ones."""
+    if "value_range" not in entry or entry["value_range"] is None:
+        check.agree(estimate, raw, f"{where}.estimate", "judged + rectifier")
+        check.agree((interval[0] + interval[1]) / 2, estimate, f"{where}.interval's centre", "the estimate")
+        return
+    bottom, top = check.pair(entry["value_range"], f"{where}.value_range")
+    unclipped = check.number(entry.get("unclipped_estimate"), f"{where}.unclipped_estimate")
+    check.agree(unclipped, raw, f"{where}.unclipped_estimate", "judged + rectifier")
+    clipped = min(max(unclipped, bottom), top)
+    if abs(estimate - clipped) > MEAN_TOLERANCE * max(1.0, abs(clipped)):
+        raise check.fail(f"{where}.estimate is {estimate!r} but judged + rectifier is {raw!r} ({clipped!r} in "
+                         f"[{bottom:g}, {top:g}])")
+    low, high = check.pair(entry.get("unclipped_interval"), f"{where}.unclipped_interval")
+    check.agree((low + high) / 2, unclipped, f"{where}.unclipped_interval's centre", "the unclipped estimate")
+    for end, stored, normal in (("low", interval[0], low), ("high", interval[1], high)):
+        check.agree(stored, min(max(normal, bottom), top), f"{where}.interval's {end} end",
+                    f"the unclipped interval's, clipped to [{bottom:g}, {top:g}],")
+
+
+def check_manifest(manifest: Manifest | None, check: ValueCheck) -> None:
+    """The manifest's dataset fields have the types Evret writes: ``name`` and ``hash`` strings, ``num_queries`` a
+    count (reports print them; a number where the hash belongs is an error, not a traceback)."""
+    if manifest is None:
+        return
+    for key in ("name", "hash"):
+        value = manifest.dataset.get(key)
+        if value is not None and not isinstance(value, str):
+            raise check.fail(f"manifest.dataset.{key} is {value!r} ({type(value).__name__}); a dataset {key} is a "
+                             f"string")
+    if manifest.dataset.get("num_queries") is not None:
+        check.count(manifest.dataset["num_queries"], "manifest.dataset.num_queries")
 
 
 def _model_identifiers(config: Any, prefix: str) -> dict[str, Any]:

@@ -62,15 +62,33 @@ def metric_value_range(name: str) -> tuple[float, float] | None:
     return (float(bounds[0]), float(bounds[1])) if bounds is not None else None
 
 
+DAMAGED = "the file was edited or damaged (re-run the evaluation)"
+"""How every error about a number Evret cannot have written ends."""
+
+
+def _shown(value: Any) -> str:
+    """A number as the error shows it (``5.0``, ``nan``), anything else as its repr."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(float(value))
+    return repr(value)
+
+
 class ValueCheck:
     """The checks of the numbers in a results file, with errors naming ``source``, where the number is and its
     name: finite values inside their range (``bounds(name)``, None for any finite value), means equal to the mean
-    of their per-query values, intervals ``[low, high]`` with finite ``low <= high``."""
+    of their per-query values (within :data:`MEAN_TOLERANCE`), intervals ``[low, high]`` with finite
+    ``low <= high``, counts, confidence levels. Plain checks of single values: a reader that streams a file calls
+    them as it goes."""
 
-    def __init__(self, source: str, bounds: Any = metric_value_range) -> None:
+    def __init__(self, source: str, bounds: Any = metric_value_range, unit: str = "query") -> None:
         self.source = source
         self._bounds = bounds
         self._ranges: dict[str, tuple[float, float] | None] = {}
+        self.unit = unit  # what the per-record values are of: "query" (retrieval) or "question" (RAG)
+
+    def fail(self, problem: str) -> EvretError:
+        """The error for ``problem`` (``where: what``) in this file."""
+        return EvretError(f"{self.source}: {problem}; {DAMAGED}")
 
     def bounds(self, name: str) -> tuple[float, float] | None:
         if name not in self._ranges:
@@ -79,23 +97,51 @@ class ValueCheck:
 
     def value(self, value: float, name: str, where: str) -> None:
         if not math.isfinite(value):
-            raise EvretError(f"{self.source}: {where}: {name} is {value!r}, not a finite number; the file was "
-                             f"edited or damaged (re-run the evaluation)")
+            raise self.fail(f"{where}: {name} is {value!r}, not a finite number")
         limits = self.bounds(name)
         if limits is not None and not limits[0] - RANGE_TOLERANCE <= value <= limits[1] + RANGE_TOLERANCE:
-            raise EvretError(f"{self.source}: {where}: {name} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], "
-                             f"the range of {name}; the file was edited or damaged (re-run the evaluation)")
+            raise self.fail(f"{where}: {name} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], the range of "
+                            f"{name}")
+
+    def number(self, value: Any, where: str, limits: tuple[float, float] | None = None) -> float:
+        """``value`` as a float: a finite number (not a bool nor a string) inside ``limits`` when given."""
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(f"{where} is {value!r}, not a number")
+        if not math.isfinite(value):
+            raise self.fail(f"{where} is {value!r}, not a finite number")
+        if limits is not None and not limits[0] - RANGE_TOLERANCE <= value <= limits[1] + RANGE_TOLERANCE:
+            raise self.fail(f"{where} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}]")
+        return float(value)
+
+    def count(self, value: Any, where: str, high: int | None = None) -> int:
+        """``value`` as an int: a whole number from 0 (to ``high`` when given)."""
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (high is not None and value > high):
+            limits = f"from 0 to {high}" if high is not None else "from 0 up"
+            raise self.fail(f"{where} is {value!r}; a count is a whole number {limits}")
+        return value
+
+    def level(self, value: Any, where: str) -> float:
+        """``value`` as a confidence level: a number strictly between 0 and 1."""
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+        if not 0.0 < number < 1.0:
+            raise self.fail(f"{where} is {_shown(value)}; a confidence level lies strictly between 0 and 1")
+        return number
+
+    def agree(self, stored: float, expected: float, where: str, what: str) -> None:
+        """``stored`` equals ``expected`` (recomputed here, ``what`` says how) within :data:`MEAN_TOLERANCE`."""
+        if not abs(stored - expected) <= MEAN_TOLERANCE * max(1.0, abs(expected)):
+            raise self.fail(f"{where} is {stored!r} but {what} is {expected!r}")
 
     def mean(self, stored: float, values: Sequence[float], name: str, where: str, total: int | None = None) -> None:
         """``stored`` is the mean of ``values`` (or, with ``total``, their sum over ``total``: the queries without
-        a value counted as 0, as a retrieval writer may choose)."""
+        a value counted as 0, as a retrieval writer may choose); a mean with no values at all was never computed."""
         if not values:
-            return
+            raise self.fail(f"{where} is {stored!r} but no {self.unit} holds {name}")
         present = math.fsum(values) / len(values)
         candidates = [present] if total is None or not total else [present, math.fsum(values) / total]
         if not any(math.isfinite(m) and abs(stored - m) <= MEAN_TOLERANCE * max(1.0, abs(m)) for m in candidates):
-            raise EvretError(f"{self.source}: {where} is {stored!r} but the mean of its {len(values)} per-query "
-                             f"values is {present!r}; the file was edited or damaged (re-run the evaluation)")
+            raise self.fail(f"{where} is {stored!r} but the mean of its {len(values)} per-{self.unit} values is "
+                            f"{present!r}")
 
     def interval(self, interval: Sequence[float], name: str, where: str, in_range: bool = True) -> None:
         if len(interval) != 2 or not all(math.isfinite(x) for x in interval) or not interval[0] <= interval[1]:
@@ -104,6 +150,23 @@ class ValueCheck:
         if in_range:
             for x in interval:
                 self.value(x, name, where)
+
+    def pair(self, value: Any, where: str, limits: tuple[float, float] | None = None) -> tuple[float, float]:
+        """``value`` as an interval ``[low, high]`` of finite numbers, ``low <= high``, inside ``limits``."""
+        if (not isinstance(value, list) or len(value) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+            raise self.fail(f"{where} is {value!r}; an interval is [low, high]")
+        self.interval(value, where, where, in_range=False)
+        low, high = float(value[0]), float(value[1])
+        if limits is not None and not (limits[0] - RANGE_TOLERANCE <= low and high <= limits[1] + RANGE_TOLERANCE):
+            raise self.fail(f"{where} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}]")
+        return low, high
+
+    def table(self, value: Any, where: str) -> dict[str, Any]:
+        """``value`` when it is a JSON object (a dict), else the error."""
+        if not isinstance(value, dict):
+            raise self.fail(f"{where} is {value!r}, not a table")
+        return value
 
 
 def read_document(path_or_text: str | Path, what: str = "results file",

@@ -9,7 +9,7 @@ gold ids) are ``null``, never 0, and are left out of the means; ``n`` says how m
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from evret_core.errors import EvretError
 from evret_core.rag.generate.generators import Answer
-from evret_core.results.model import Results, ScoreView, ValueCheck, metric_value_range
+from evret_core.results.model import MEAN_TOLERANCE, Results, ScoreView, ValueCheck, metric_value_range
 from evret_core.results.outputs import write_output
 
 RAG_SCHEMA = "evret-rag"
@@ -33,6 +33,22 @@ ATTRIBUTIONS = ("both_right", "retrieval_failure", "context_noise", "generator_f
 - ``generator_failure``: wrong even with the gold context;
 - ``unmeasured``: an answer or a judgment is missing, or the question has no correctness label.
 """
+
+
+FAMILY_RATES: dict[str, tuple[str, ...]] = {
+    "counterfactual": ("adopted", "corrected", "flagged_conflict", "correct"),
+    "injection": ("leaked", "resisted", "correct"),
+    "missing-gold": ("refused", "correct"),
+    "irrelevant-only": ("refused", "correct"),
+}
+"""The rates of each adversarial family (:mod:`evret_core.rag.scores.adversarial_scores` says what each means)."""
+
+DERIVED_SCORES: dict[str, tuple[bool, str]] = {
+    "has_ans_exact": (True, "exact"), "has_ans_f1": (True, "f1"), "no_ans_exact": (False, "exact"),
+    "no_ans_f1": (False, "f1"), "wrong_refusal_rate": (True, "refused"), "correct_refusal_rate": (False, "refused"),
+}
+"""Generation rates over part of the questions: name -> (over those expected to be answered, or the others; the
+per-question score it averages)."""
 
 
 class ClaimResult(BaseModel):
@@ -191,11 +207,15 @@ def check_rag_results(results: RagResults, source: str) -> None:
     """Refuse a RAG results file whose numbers cannot be what Evret wrote, as retrieval results are refused
     (:func:`evret_core.results.evaluation.check_results`): a per-question score that is NaN, infinite or outside its
     range, a ``per_question`` key holding another question's record, a mean (retrieval, or generation per
-    condition) that is not the mean of the per-question values it covers, an interval that is not ``[low, high]``
-    with finite ``low <= high``. Errors name ``source``, the question and the score (``gold/f1``)."""
-    check = ValueCheck(source, _score_range)
+    condition, derived rates included) that is not the mean of the per-question values it covers or covers none, a
+    count in ``generation_n`` that is not the number of those values, an interval that is not ``[low, high]`` with
+    finite ``low <= high``, a confidence level outside (0, 1), attribution counts that are not the per-question
+    attributions', differences and slices that are not recomputed from the per-question values, and an adversarial
+    section whose rates, counts and drops do not follow from them. Errors name ``source``, where the number is and
+    the question or score (``gold/f1``)."""
+    check = ValueCheck(source, _score_range, unit="question")
+    check.level(results.confidence_level, "confidence_level")
     retrieval: dict[str, list[float]] = {}
-    generation: dict[tuple[str, str], list[float]] = {}
     scored = 0
     for qid, q in results.per_question.items():
         if q.question_id != qid:
@@ -209,30 +229,263 @@ def check_rag_results(results: RagResults, source: str) -> None:
             for metric, score in outcome.scores.items():
                 if score is not None:
                     check.value(score, f"{condition}/{metric}", f"question {qid!r}")
-                    generation.setdefault((condition, metric), []).append(score)
     for metric, mean in results.retrieval.items():
         check.value(mean, f"retrieval/{metric}", "retrieval")
         check.mean(mean, retrieval.get(metric, []), f"retrieval/{metric}", f"retrieval.{metric}", total=scored)
     for metric, interval in results.retrieval_intervals.items():
         check.interval(interval, f"retrieval/{metric}", f"retrieval_intervals.{metric}")
+    check_generation(results, check)
+    check_attribution(results, check)
+    check_differences(results, check)
+    check_rag_slices(results, check)
+    check_adversarial(results, check)
+    check_injection_scans(results.stats, check)
+
+
+def generation_values(questions: Iterable[QuestionOutcome], condition: str, metric: str) -> list[float]:
+    """The per-question values a generation mean covers: the questions measured under ``condition`` (those a
+    derived rate covers, see :data:`DERIVED_SCORES`) that hold the score."""
+    answered, score = DERIVED_SCORES.get(metric, (None, metric))
+    out = []
+    for q in questions:
+        outcome = q.conditions.get(condition)
+        if outcome is None or (answered is not None and (outcome.expected_behaviour == "answer") is not answered):
+            continue
+        value = outcome.scores.get(score)
+        if value is not None:
+            out.append(float(value))
+    return out
+
+
+def check_generation(results: RagResults, check: ValueCheck) -> None:
+    """Each generation mean (``None``: no question measured it) and count against its per-question values."""
+    questions = list(results.per_question.values())
+    for section in (results.generation, results.generation_intervals, results.generation_n):
+        for condition in section:
+            if condition not in results.conditions:
+                raise check.fail(f"generation: no condition {condition} in this run")
     for condition, means in results.generation.items():
         for metric, generated in means.items():
-            if generated is not None:
-                check.value(generated, f"{condition}/{metric}", "generation")
-                check.mean(generated, generation.get((condition, metric), []), f"{condition}/{metric}",
-                           f"generation.{condition}.{metric}")
+            values = generation_values(questions, condition, metric)
+            if generated is None:
+                if values:
+                    raise check.fail(f"generation.{condition}.{metric} is null but {len(values)} questions hold "
+                                     f"{condition}/{metric}")
+                continue
+            check.value(generated, f"{condition}/{metric}", "generation")
+            check.mean(generated, values, f"{condition}/{metric}", f"generation.{condition}.{metric}")
         for metric, interval in results.generation_intervals.get(condition, {}).items():
             check.interval(interval, f"{condition}/{metric}", f"generation_intervals.{condition}.{metric}")
+    for condition, counts in results.generation_n.items():
+        for metric, count in counts.items():
+            held = len(generation_values(questions, condition, metric))
+            if check.count(count, f"generation_n.{condition}.{metric}") != held:
+                raise check.fail(f"generation_n.{condition}.{metric} is {count} but {held} questions have "
+                                 f"{condition}/{metric}")
+
+
+def check_attribution(results: RagResults, check: ValueCheck) -> None:
+    """The attribution counts are whole numbers that sum to the number of questions and count the per-question
+    attributions; every per-question attribution is one of :data:`ATTRIBUTIONS`."""
+    labels: dict[str, int] = {}
+    for qid, q in results.per_question.items():
+        if q.attribution is None:
+            continue
+        if q.attribution not in ATTRIBUTIONS:
+            raise check.fail(f"question {qid!r}: attribution {q.attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")
+        labels[q.attribution] = labels.get(q.attribution, 0) + 1
+    if not results.attribution:
+        return
+    total = len(results.per_question)
+    for label, count in results.attribution.items():
+        if label not in ATTRIBUTIONS:
+            raise check.fail(f"attribution.{label}: not an attribution (one of {', '.join(ATTRIBUTIONS)})")
+        check.count(count, f"attribution.{label}", total)
+    if sum(results.attribution.values()) != total:
+        raise check.fail(f"attribution counts sum to {sum(results.attribution.values())} but the run has {total} "
+                         f"questions")
+    if labels:
+        for label in ATTRIBUTIONS:
+            if results.attribution.get(label, 0) != labels.get(label, 0):
+                raise check.fail(f"attribution.{label} is {results.attribution.get(label, 0)} but "
+                                 f"{labels.get(label, 0)} questions' per-question attribution is {label}")
+
+
+def _span(name: str) -> tuple[float, float] | None:
+    """The range of a difference of score ``name`` (``SECTION/METRIC``): minus to plus the width of its range."""
+    limits = _score_range(name)
+    return None if limits is None else (limits[0] - limits[1], limits[1] - limits[0])
+
+
+def check_differences(results: RagResults, check: ValueCheck) -> None:
+    """Each difference ``b - a`` has the mean and count of the per-question differences of the questions measured
+    under both conditions (as :mod:`evret_core.rag.scores.summary` computes them)."""
     for d in results.differences:
-        name = f"{d.metric} ({d.b} - {d.a})"  # a difference lies in [-1, 1]: only checked finite
-        check.value(d.mean, name, "differences")
-        check.interval(d.interval, name, f"differences: {name}", in_range=False)
-    for tag, values in results.slices.items():
-        for group, by_condition in values.items():
+        name = f"{d.metric} ({d.b} - {d.a})"
+        where = f"differences: {name}"
+        for condition in (d.a, d.b):
+            if condition not in results.conditions:
+                raise check.fail(f"{where}: no condition {condition} in this run")
+        diffs = []
+        for q in results.per_question.values():
+            a, b = q.conditions.get(d.a), q.conditions.get(d.b)
+            x = None if a is None else a.scores.get(d.metric)
+            y = None if b is None else b.scores.get(d.metric)
+            if x is not None and y is not None:
+                diffs.append(float(y) - float(x))
+        span = _span(f"{d.a}/{d.metric}")
+        check.number(d.mean, f"{where}.mean", span)
+        if d.n != len(diffs):
+            raise check.fail(f"{where}.n is {d.n} but {len(diffs)} questions have both")
+        check.mean(d.mean, diffs, name, f"{where}.mean")
+        check.pair(d.interval, f"{where}.interval", span)
+
+
+def check_rag_slices(results: RagResults, check: ValueCheck) -> None:
+    """Each slice cell (tag value, condition) has the count of the questions carrying the tag value and, per score,
+    the mean of their values (``None`` when none has one)."""
+    members: dict[str, dict[str, list[QuestionOutcome]]] = {tag: {} for tag in results.slices}
+    for q in results.per_question.values():
+        for tag, value in q.tags.items():
+            if tag in members:
+                members[tag].setdefault(value, []).append(q)
+    for tag, groups in results.slices.items():
+        for group, by_condition in groups.items():
+            where = f"slices.{tag}.{group}"
+            questions = members[tag].get(group)
+            if questions is None:
+                raise check.fail(f"{where}: no question has {tag}={group!r}")
             for condition, cells in by_condition.items():
-                for metric, score in cells.items():
-                    if score is not None:
-                        check.value(score, f"{condition}/{metric}", f"slices.{tag}.{group}")
+                if condition not in results.conditions:
+                    raise check.fail(f"{where}.{condition}: no condition {condition} in this run")
+                for metric, stored in cells.items():
+                    at = f"{where}.{condition}.{metric}"
+                    if metric == "n":
+                        if stored != len(questions):
+                            raise check.fail(f"{at} is {stored!r} but {len(questions)} questions have {tag}={group!r}")
+                        continue
+                    values = [float(s) for q in questions if (oc := q.conditions.get(condition)) is not None
+                              and (s := oc.scores.get(metric)) is not None]
+                    if stored is None:
+                        if values:
+                            raise check.fail(f"{at} is null but {len(values)} of its questions hold {metric}")
+                        continue
+                    check.value(stored, f"{condition}/{metric}", where)
+                    check.mean(stored, values, f"{condition}/{metric}", at)
+
+
+UNIT = (0.0, 1.0)
+
+
+def check_adversarial(results: RagResults, check: ValueCheck) -> None:
+    """Each adversarial condition's summary (:func:`evret_core.rag.scores.adversarial_scores.summarise_adversarial`)
+    against its questions: its family, the counts of measured and skipped answers, rates in [0, 1] that are shares
+    of the measured answers (``refused``, and ``correct`` outside the counterfactual family, recomputed from the
+    per-question verdicts), the clean condition's wrong refusals, and the paired drop (its count and clean mean
+    recomputed, ``delta`` = adversarial - clean). Slices are checked for range and arithmetic."""
+    questions = list(results.per_question.values())
+    for condition, entry in results.adversarial.items():
+        where = f"adversarial.{condition}"
+        if condition not in results.conditions:
+            raise check.fail(f"{where}: no condition {condition} in this run")
+        entry = check.table(entry, where)
+        family = entry.get("family")
+        if family not in FAMILY_RATES:
+            raise check.fail(f"{where}.family is {family!r}, not one of {', '.join(FAMILY_RATES)}")
+        outcomes = [(q, q.conditions[condition]) for q in questions if condition in q.conditions]
+        families = sorted({str(oc.info["family"]) for _, oc in outcomes if oc.info.get("family") is not None})
+        if families != [family]:
+            raise check.fail(f"{where}.family is {family!r} but its questions' family is {', '.join(families)!r}")
+        measured = [(q, oc) for q, oc in outcomes if oc.answer is not None and not oc.skipped]
+        n = check.count(entry.get("n"), f"{where}.n", len(questions))
+        if n != len(measured):
+            raise check.fail(f"{where}.n is {n} but {len(measured)} answers were measured")
+        skipped = sum(1 for _, oc in outcomes if oc.skipped)
+        if check.count(entry.get("skipped"), f"{where}.skipped", len(questions)) != skipped:
+            raise check.fail(f"{where}.skipped is {entry.get('skipped')} but {skipped} questions were skipped")
+        _check_rates(entry, where, family, n, check)
+        for name, values in (("refused", [float(bool(oc.answer and (oc.answer.refused or oc.answer.escalated)))
+                                          for _, oc in measured]),
+                             ("correct", [float(oc.correct) for _, oc in measured if oc.correct is not None])):
+            if name in entry["rates"] and (name == "refused" or family != "counterfactual"):
+                check.mean(entry["rates"][name], values, name, f"{where}.rates.{name}")
+        clean = entry.get("clean")
+        if clean is not None and clean not in results.conditions:
+            raise check.fail(f"{where}.clean is {clean!r}, not a condition of this run")
+        if "clean_wrong_refusal_rate" in entry:
+            rate = check.number(entry["clean_wrong_refusal_rate"], f"{where}.clean_wrong_refusal_rate", UNIT)
+            refusals = [float(s) for q in questions if (oc := q.conditions.get(str(clean))) is not None
+                        and oc.expected_behaviour == "answer" and (s := oc.scores.get("refused")) is not None]
+            check.mean(rate, refusals, "refused", f"{where}.clean_wrong_refusal_rate")
+        if "drop" in entry:
+            pairs = [(float(bool(a.correct)), float(bool(b.correct))) for q in questions
+                     if (a := q.conditions.get(str(clean))) is not None and (b := q.conditions.get(condition)) is not None
+                     and a.correct is not None and b.correct is not None and not a.skipped and not b.skipped]
+            # the adversarial side of a counterfactual pair is the family's own verdict, judged from the answer's
+            # text: only its range and arithmetic are checked
+            _check_drop(entry["drop"], f"{where}.drop", len(questions), check, pairs,
+                        f"both {clean} and {condition}", family != "counterfactual")
+        for key, groups in check.table(entry.get("slices", {}), f"{where}.slices").items():
+            for value, cell in check.table(groups, f"{where}.slices.{key}").items():
+                at = f"{where}.slices.{key}.{value}"
+                cell = check.table(cell, at)
+                _check_rates(cell, at, family, check.count(cell.get("n"), f"{at}.n", n), check)
+                if "drop" in cell:
+                    _check_drop(cell["drop"], f"{at}.drop", len(questions), check)
+
+
+def _check_rates(cell: dict[str, Any], where: str, family: str, n: int, check: ValueCheck) -> None:
+    """A cell's rates: the family's, each in [0, 1] with an interval in [0, 1]; each but ``correct`` (which leaves
+    out answers without a verdict) a share of the ``n`` measured answers."""
+    rates = check.table(cell.get("rates"), f"{where}.rates")
+    intervals = check.table(cell.get("intervals"), f"{where}.intervals")
+    for name, value in rates.items():
+        if name not in FAMILY_RATES[family]:
+            raise check.fail(f"{where}.rates.{name}: not a rate of the {family} family "
+                             f"({', '.join(FAMILY_RATES[family])})")
+        rate = check.number(value, f"{where}.rates.{name}", UNIT)
+        if name != "correct" and abs(rate * n - round(rate * n)) > MEAN_TOLERANCE * max(1, n):
+            raise check.fail(f"{where}.rates.{name} is {rate!r}, not a share of the {n} measured answers")
+    for name, interval in intervals.items():
+        if name not in rates:
+            raise check.fail(f"{where}.intervals.{name}: an interval of no rate")
+        check.pair(interval, f"{where}.intervals.{name}", UNIT)
+
+
+def _check_drop(drop: Any, where: str, questions: int, check: ValueCheck,
+                pairs: list[tuple[float, float]] | None = None, under: str = "", both_sides: bool = False) -> None:
+    """A paired drop: ``{"n": 0}``, or its count, the clean and adversarial means, ``delta`` = their difference
+    and its interval; with ``pairs`` (the per-question (clean, adversarial) verdicts), its count and clean mean
+    recomputed from them, and its adversarial mean too when ``both_sides``."""
+    drop = check.table(drop, where)
+    n = check.count(drop.get("n"), f"{where}.n", questions)
+    if pairs is not None and n != len(pairs):
+        raise check.fail(f"{where}.n is {n} but {len(pairs)} questions were measured under {under}")
+    if not n:
+        return
+    clean = check.number(drop.get("clean"), f"{where}.clean", UNIT)
+    adversarial = check.number(drop.get("adversarial"), f"{where}.adversarial", UNIT)
+    if pairs is not None:
+        check.mean(clean, [a for a, _ in pairs], "correct", f"{where}.clean")
+        if both_sides:
+            check.mean(adversarial, [b for _, b in pairs], "correct", f"{where}.adversarial")
+    delta = check.number(drop.get("delta"), f"{where}.delta", (-1.0, 1.0))
+    check.agree(delta, adversarial - clean, f"{where}.delta", "adversarial - clean")
+    check.pair(drop.get("interval"), f"{where}.interval", (-1.0, 1.0))
+
+
+def check_injection_scans(stats: dict[str, Any], check: ValueCheck) -> None:
+    """The prompt-injection scans the report prints (``stats.llm.PART.injection``): whole counts, no more texts
+    flagged than scanned."""
+    for role, part in (stats.get("llm") or {}).items() if isinstance(stats.get("llm"), dict) else ():
+        scan = part.get("injection") if isinstance(part, dict) else None
+        if not isinstance(scan, dict):
+            continue
+        where = f"stats.llm.{role}.injection"
+        scanned = check.count(scan.get("scanned", 0), f"{where}.scanned")
+        check.count(scan.get("flagged", 0), f"{where}.flagged", scanned)
+        for pattern, count in check.table(scan.get("patterns") or {}, f"{where}.patterns").items():
+            check.count(count, f"{where}.patterns.{pattern}", scanned)
 
 
 def clean(value: float | None) -> float | None:

@@ -129,6 +129,36 @@ def test_ppi_from_a_truth_file(results_file: Path, tmp_path: Path, capsys: pytes
     assert list(corrected["prediction_powered"]) == ["hit_rate@1"]  # only metrics with true values
 
 
+
+def test_calx1_a_truth_scored_on_another_run_is_refused(results_file: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """CALX1 (red team 2026-11-28): the truth is another run (BM25 with k1=5, b=0 ranks most queries differently):
+    its rectifier would measure another ranking. Refused naming the file and the queries; nothing written."""
+    from evret_core.calibration import add_prediction_powered
+    from evret_core.results.evaluation import EvaluationResults
+
+    other = tmp_path / "other_run.json"
+    assert main(["evaluate", "--config", str(EXAMPLES / "eval.toml"), "--retriever-option", "k1=5",
+                 "--retriever-option", "b=0", "--output", str(other), "--no-progress"]) == 0
+    judged, truth = EvaluationResults.from_json(results_file), EvaluationResults.from_json(other)
+    differing = [q for q in judged.per_query if judged.per_query[q].retrieved_ids != truth.per_query[q].retrieved_ids]
+    assert 0 < len(differing) < len(judged.per_query)
+    mixed = tmp_path / "ppi_mixed.json"
+    capsys.readouterr()
+    assert main(["calibrate", "--results", str(results_file), "--ppi-truth", str(other), "-o", str(mixed)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        f"evret: error: --ppi-truth {other}: prediction-powered inference: the truth ranks other documents than the "
+        f"judged run for {len(differing)} of 22 labelled queries ({differing[0]!r}, ")
+    assert not mixed.exists()
+    with pytest.raises(EvretError, match=f"for {len(differing)} of 22 labelled queries"):
+        add_prediction_powered(judged, truth)
+    assert judged.prediction_powered == {}
+    # the same run's rankings, scored another way on a subset of its queries, are a truth
+    subset = EvaluationResults.from_json(results_file)
+    subset.per_query = {q: subset.per_query[q] for q in sorted(subset.per_query)[:6]}
+    assert add_prediction_powered(judged, subset).prediction_powered
+
 def test_reports_show_the_prediction_powered_interval(results_file: Path, tmp_path: Path,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
     """A results file with prediction-powered estimates shows them in the Markdown and HTML reports and in the

@@ -87,6 +87,8 @@ def test_markdown_and_latex_reports_survive_lone_surrogates(id_runs: dict[str, E
                      for tag, values in titles.slices.items()}
     for name in ("r.md", "r.tex"):
         text = evret_core.write_report(tmp_path / name, {"run\ud800": titles}).read_text(encoding="utf-8")
-        assert "\ufffd" in text and "\ud800" not in text
+        assert "\ud800" not in text  # written as a visible escape (evret_core.errors.visible)
     markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
-    assert "\ufffd\\|&lt;b&gt;" in markdown  # pipes and brackets still escaped next to the replacement
+    assert "\\\\udfff\\|&lt;b&gt;" in markdown  # pipes and brackets still escaped next to the escape
+    assert "\\textbackslash{}udfff\\textbar{}\\textless{}b\\textgreater{}" in (tmp_path / "r.tex").read_text(
+        encoding="utf-8")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.rag.perturb.perturbations import contains_answer
-from evret_core.results.rag_results import ConditionOutcome, QuestionOutcome, RagResults
+from evret_core.results.rag_results import FAMILY_RATES, ConditionOutcome, QuestionOutcome, RagResults
 
 _SOURCE = r"(?:document|source|passage|context|text|article|report|record|reference|information)s?"
 CONFLICT = re.compile(
@@ -50,12 +50,6 @@ _AFTER = re.compile(r"^\W*(?:\w+\W+){0,3}?(?:is|was|are|were|seems|appears)?\W*(
 _CONTRAST = re.compile(r"\b(?:but|however|while|whereas|although|though|yet)\b", re.IGNORECASE)
 _REPORTED = re.compile(r"\b(?:one|another|some|other|a|the \w+) " + _SOURCE + r"\b", re.IGNORECASE)
 
-FAMILY_RATES: dict[str, tuple[str, ...]] = {
-    "counterfactual": ("adopted", "corrected", "flagged_conflict", "correct"),
-    "injection": ("leaked", "resisted", "correct"),
-    "missing-gold": ("refused", "correct"),
-    "irrelevant-only": ("refused", "correct"),
-}
 
 
 def _answer_texts(outcome: ConditionOutcome) -> str:

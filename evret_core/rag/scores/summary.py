@@ -9,22 +9,28 @@ from typing import Any
 import numpy as np
 
 from evret_core.rag.scores.relevance import unmeasured_relevance
-from evret_core.results.rag_results import ATTRIBUTIONS, Difference, QuestionOutcome, RagResults
+from evret_core.results.rag_results import (
+    ATTRIBUTIONS,
+    DERIVED_SCORES,
+    Difference,
+    QuestionOutcome,
+    RagResults,
+)
 
 GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
                       "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
 DIFFERENCE_METRICS = ("exact", "f1", "correct")
 SLICE_METRICS = ("exact", "f1", "correct", "refused")
 
-# derived rates: name -> (the questions it covers, the per-question score it averages)
+
+def _expected_to_answer(answered: bool) -> Callable[[QuestionOutcome, str], bool]:
+    return lambda q, c: (q.conditions[c].expected_behaviour == "answer") is answered
+
+
+# derived rates: name -> (the questions it covers, the per-question score it averages); results files are checked
+# against the same table (evret_core.results.rag_results.DERIVED_SCORES)
 _SUBSETS: dict[str, tuple[Callable[[QuestionOutcome, str], bool], str]] = {
-    "has_ans_exact": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "exact"),
-    "has_ans_f1": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "f1"),
-    "no_ans_exact": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "exact"),
-    "no_ans_f1": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "f1"),
-    "wrong_refusal_rate": (lambda q, c: q.conditions[c].expected_behaviour == "answer", "refused"),
-    "correct_refusal_rate": (lambda q, c: q.conditions[c].expected_behaviour != "answer", "refused"),
-}
+    name: (_expected_to_answer(answered), score) for name, (answered, score) in DERIVED_SCORES.items()}
 
 DERIVED_METRICS = tuple(_SUBSETS)
 
