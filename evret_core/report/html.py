@@ -34,6 +34,9 @@ MAX_SLICE_BLOCKS = 60  # (tag, metric) blocks
 MAX_SLICE_VALUES = 50  # the largest values of a tag (by queries), fewer when many blocks and runs share the page
 MAX_SLICE_BARS = 6000
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
+# a dash pattern per run (with its colour) in the metric@k charts, so that a run drawn over another stays visible
+DASHES = ("", "7 4", "2 3", "9 3 2 3", "4 2", "1 3", "12 4", "5 2 1 2")
+OVERLAP = 0.005  # two curves closer than this share of the y axis at every k are drawn as one line
 
 
 def _finalize(value: object) -> object:
@@ -58,7 +61,9 @@ def _nice_max(values: list[float]) -> float:
 
 def curve_chart(family: str, curves: dict[str, tuple[int, list[float]]], width: int = 520,
                 height: int = 300) -> dict[str, Any]:
-    """Geometry of a line chart of ``family@k`` against k: one line per run (run -> (colour index, values))."""
+    """Geometry of a line chart of ``family@k`` against k: one line per run (run -> (colour index, values)), each
+    with its run's colour and dash pattern; a run whose curve coincides with an earlier one's (within ``OVERLAP``
+    of the axis) is drawn over it, narrower, and ``overlaps`` says so."""
     left, right, top, bottom = 46, 12, 26, 36
     depth = max((len(v) for _, v in curves.values()), default=1)
     ymax = _nice_max([x for _, v in curves.values() for x in v])
@@ -72,14 +77,27 @@ def curve_chart(family: str, curves: dict[str, tuple[int, list[float]]], width: 
 
     grid = [{"y": py(ymax * i / 5), "label": f"{ymax * i / 5:.1f}"} for i in range(6)]
     ticks = sorted({1, depth, *range(0, depth + 1, max(1, depth // 8 or 1))} - {0})
-    lines = [{"run": run, "color": color,
+    runs = list(curves.items())
+
+    def same(a: list[float], b: list[float]) -> bool:
+        return len(a) == len(b) and all(abs(x - y) <= OVERLAP * ymax for x, y in zip(a, b, strict=True))
+
+    # a line that later lines are drawn over is wider (and its dots larger), so it shows on both sides of them
+    under = [sum(1 for _, (_, later) in runs[i + 1:] if same(values, later)) for i, (_, (_, values)) in enumerate(runs)]
+    overlaps = []
+    for i, (run, (_, values)) in enumerate(runs):
+        below = next((name for name, (_, earlier) in runs[:i] if same(values, earlier)), None)
+        if below is not None:
+            overlaps.append(f"{run} draws over {below} (the same values)")
+    lines = [{"run": run, "color": color, "dash": DASHES[color % len(DASHES)],
+              "width": f"{2 + 1.5 * min(under[i], 3):g}", "radius": f"{2.5 + 1.5 * min(under[i], 3):g}",
               "points": " ".join(f"{px(k)},{py(v)}" for k, v in enumerate(values, start=1)),
               "dots": [{"x": px(k), "y": py(v), "k": k, "value": f"{v:.4f}"} for k, v in enumerate(values, start=1)]
               if len(values) <= 30 else []}
-             for run, (color, values) in curves.items()]
+             for i, (run, (color, values)) in enumerate(runs)]
     return {"family": family, "width": width, "height": height, "left": left, "right": width - right,
             "axis_y": height - bottom + 16, "mid_x": round(left + plot_w / 2, 1), "grid": grid,
-            "ticks": [{"x": px(k), "label": k} for k in ticks], "lines": lines}
+            "ticks": [{"x": px(k), "label": k} for k in ticks], "lines": lines, "overlaps": overlaps}
 
 
 def _curves(data: ReportData) -> list[dict[str, Any]]:
@@ -192,7 +210,7 @@ def render_html(data: ReportData | RagReportData, data_budget: int | None = None
     notes = [f"the manifest of run {name!r} is cut to {MANIFEST_CHARS:,} characters" for name in cut_manifests]
     slices = _slices(data, notes)
     context = {
-        "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE,
+        "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE, "dashes": DASHES,
         "several": len(data.runs) > 1, "metrics": data.metrics,
         "interval_note": f"{level:.0%} percentile bootstrap intervals over queries" if level
         else "no intervals in these results",
