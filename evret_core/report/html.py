@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, clean_text, ppi_rows
 from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, text_cap, truncation_notes
@@ -236,20 +236,24 @@ def render_html(data: ReportData | RagReportData, data_budget: int | None = None
 
 def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
     """The RAG report of ``data`` as one HTML page that loads nothing (the retrieval report's environment, style
-    and content policy): the sections of :func:`~evret_core.report.rag_document.rag_sections`, then the
-    per-question drill-down of the runs (:func:`~evret_core.report.rag_document.question_drilldown`): one collapsed entry per
-    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
-    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
-    that six questions and four conditions share is stored once, not 24 times).
+    and content policy): the sections of :func:`~evret_core.report.rag_page.page_context` (a nav bar, charts of
+    every score by condition with intervals, sortable tables, the compact differences table), then the question
+    list (:func:`~evret_core.report.rag_document.question_drilldown`): one collapsed entry per question, readable
+    without the script, which adds the search, the filters (attribution, verdict under a condition, slice) and the
+    sorting. With the run's ``questions``, each question lists its contexts with a preview of each text and a link
+    to the text, and the page ends with every distinct context text once (a SQuAD passage that six questions and
+    four conditions share is stored once, not 24 times).
 
     The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
     fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
     do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common
-    length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said on the page and appended to ``data.warnings``."""
-    from evret_core.report.rag_document import MAX_QUESTIONS, PREVIEW_CHARS, question_drilldown, rag_sections
+    length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said on the page and
+    appended to ``data.warnings``."""
+    from evret_core.report.rag_document import MAX_QUESTIONS, PREVIEW_CHARS, question_drilldown
+    from evret_core.report.rag_page import page_context, question_index
 
     runs, questions, warnings = data.runs, data.questions, data.warnings
-    sections = rag_sections(runs, data.comparison)
+    context = page_context(runs, data.comparison)
     title = data.title or ", ".join(runs)
     budget = PAGE_BUDGET if budget is None else budget
     template = environment().get_template("rag.html.j2")
@@ -273,8 +277,10 @@ def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
                 texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
             rows.append({**q, "texts": texts})
         store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
-        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
-                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
+        qi = question_index(runs, shown)
+        return template.render(**context, title=title, palette=PALETTE, names=list(runs), several=len(runs) > 1,
+                               questions=rows, total_questions=total, notes=notes, with_texts=questions is not None,
+                               store=store, qi=qi, index=Markup(script_json(qi["data"])))
 
     margin = 4096  # the notes
     size = len(page(drill, 0, 0).encode("utf-8"))
@@ -282,11 +288,25 @@ def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
         drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
         size = len(page(drill, 0, 0).encode("utf-8"))
     texts = stored(drill)
+
+    def estimate(preview: int) -> int:
+        """The page's size with whole texts and ``preview``-character previews, from the size without either
+        (a render takes seconds at real sizes; this takes milliseconds and is exact but for the ellipses)."""
+        def size_of(text: str | None) -> int:
+            return len(str(escape(clean_text(text or ""))).encode("utf-8"))
+
+        previews = sum(size_of(_cut(d["text"], preview)) + len("<small></small> ")
+                       for q in drill for d in q["texts"] if d["text"])
+        return size + previews + sum(size_of(t) for t in texts)
+
+    html = ""
     for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
+        if estimate(preview) > (budget - margin) * 1.01:
+            continue  # clearly too large: not worth rendering
         html = page(drill, None, preview)
         if len(html.encode("utf-8")) <= budget - margin:
             break
-    if len(html.encode("utf-8")) > budget - margin:
+    if not html or len(html.encode("utf-8")) > budget - margin:
         with_previews = len(page(drill, 0, preview).encode("utf-8"))
         if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
             preview = 0
