@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, clean_text, ppi_rows
 from evret_core.report.drilldown import PAGE_BUDGET, drilldown_data, script_json, text_cap, truncation_notes
@@ -34,6 +34,9 @@ MAX_SLICE_BLOCKS = 60  # (tag, metric) blocks
 MAX_SLICE_VALUES = 50  # the largest values of a tag (by queries), fewer when many blocks and runs share the page
 MAX_SLICE_BARS = 6000
 PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f")
+# a dash pattern per run (with its colour) in the metric@k charts, so that a run drawn over another stays visible
+DASHES = ("", "7 4", "2 3", "9 3 2 3", "4 2", "1 3", "12 4", "5 2 1 2")
+OVERLAP = 0.005  # two curves closer than this share of the y axis at every k are drawn as one line
 
 
 def _finalize(value: object) -> object:
@@ -58,7 +61,9 @@ def _nice_max(values: list[float]) -> float:
 
 def curve_chart(family: str, curves: dict[str, tuple[int, list[float]]], width: int = 520,
                 height: int = 300) -> dict[str, Any]:
-    """Geometry of a line chart of ``family@k`` against k: one line per run (run -> (colour index, values))."""
+    """Geometry of a line chart of ``family@k`` against k: one line per run (run -> (colour index, values)), each
+    with its run's colour and dash pattern; a run whose curve coincides with an earlier one's (within ``OVERLAP``
+    of the axis) is drawn over it, narrower, and ``overlaps`` says so."""
     left, right, top, bottom = 46, 12, 26, 36
     depth = max((len(v) for _, v in curves.values()), default=1)
     ymax = _nice_max([x for _, v in curves.values() for x in v])
@@ -72,14 +77,27 @@ def curve_chart(family: str, curves: dict[str, tuple[int, list[float]]], width: 
 
     grid = [{"y": py(ymax * i / 5), "label": f"{ymax * i / 5:.1f}"} for i in range(6)]
     ticks = sorted({1, depth, *range(0, depth + 1, max(1, depth // 8 or 1))} - {0})
-    lines = [{"run": run, "color": color,
+    runs = list(curves.items())
+
+    def same(a: list[float], b: list[float]) -> bool:
+        return len(a) == len(b) and all(abs(x - y) <= OVERLAP * ymax for x, y in zip(a, b, strict=True))
+
+    # a line that later lines are drawn over is wider (and its dots larger), so it shows on both sides of them
+    under = [sum(1 for _, (_, later) in runs[i + 1:] if same(values, later)) for i, (_, (_, values)) in enumerate(runs)]
+    overlaps = []
+    for i, (run, (_, values)) in enumerate(runs):
+        below = next((name for name, (_, earlier) in runs[:i] if same(values, earlier)), None)
+        if below is not None:
+            overlaps.append(f"{run} draws over {below} (the same values)")
+    lines = [{"run": run, "color": color, "dash": DASHES[color % len(DASHES)],
+              "width": f"{2 + 1.5 * min(under[i], 3):g}", "radius": f"{2.5 + 1.5 * min(under[i], 3):g}",
               "points": " ".join(f"{px(k)},{py(v)}" for k, v in enumerate(values, start=1)),
               "dots": [{"x": px(k), "y": py(v), "k": k, "value": f"{v:.4f}"} for k, v in enumerate(values, start=1)]
               if len(values) <= 30 else []}
-             for run, (color, values) in curves.items()]
+             for i, (run, (color, values)) in enumerate(runs)]
     return {"family": family, "width": width, "height": height, "left": left, "right": width - right,
             "axis_y": height - bottom + 16, "mid_x": round(left + plot_w / 2, 1), "grid": grid,
-            "ticks": [{"x": px(k), "label": k} for k in ticks], "lines": lines}
+            "ticks": [{"x": px(k), "label": k} for k in ticks], "lines": lines, "overlaps": overlaps}
 
 
 def _curves(data: ReportData) -> list[dict[str, Any]]:
@@ -192,7 +210,7 @@ def render_html(data: ReportData | RagReportData, data_budget: int | None = None
     notes = [f"the manifest of run {name!r} is cut to {MANIFEST_CHARS:,} characters" for name in cut_manifests]
     slices = _slices(data, notes)
     context = {
-        "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE,
+        "title": _title(data), "sections": SECTIONS, "names": data.names, "palette": PALETTE, "dashes": DASHES,
         "several": len(data.runs) > 1, "metrics": data.metrics,
         "interval_note": f"{level:.0%} percentile bootstrap intervals over queries" if level
         else "no intervals in these results",
@@ -218,20 +236,24 @@ def render_html(data: ReportData | RagReportData, data_budget: int | None = None
 
 def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
     """The RAG report of ``data`` as one HTML page that loads nothing (the retrieval report's environment, style
-    and content policy): the sections of :func:`~evret_core.report.rag_document.rag_sections`, then the
-    per-question drill-down of the runs (:func:`~evret_core.report.rag_document.question_drilldown`): one collapsed entry per
-    question, which needs no script. With the run's ``questions``, each question lists its contexts with a preview
-    of each text and a link to the text, and the page ends with every distinct context text once (a SQuAD passage
-    that six questions and four conditions share is stored once, not 24 times).
+    and content policy): the sections of :func:`~evret_core.report.rag_page.page_context` (a nav bar, charts of
+    every score by condition with intervals, sortable tables, the compact differences table), then the question
+    list (:func:`~evret_core.report.rag_document.question_drilldown`): one collapsed entry per question, readable
+    without the script, which adds the search, the filters (attribution, verdict under a condition, slice) and the
+    sorting. With the run's ``questions``, each question lists its contexts with a preview of each text and a link
+    to the text, and the page ends with every distinct context text once (a SQuAD passage that six questions and
+    four conditions share is stored once, not 24 times).
 
     The page stays within ``budget`` bytes (the retrieval report's ``PAGE_BUDGET``, 5 MB): the drill-down holds
     fewer questions when even its markup does not fit, the previews shrink (160, then 80 characters) or go when they
     do not fit beside the whole texts, and the texts get what the rest leaves, each cut to the longest common
-    length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said on the page and appended to ``data.warnings``."""
-    from evret_core.report.rag_document import MAX_QUESTIONS, PREVIEW_CHARS, question_drilldown, rag_sections
+    length that fits (``text_cap``, as the retrieval report cuts its texts). What was cut is said on the page and
+    appended to ``data.warnings``."""
+    from evret_core.report.rag_document import MAX_QUESTIONS, PREVIEW_CHARS, question_drilldown
+    from evret_core.report.rag_page import page_context, question_index
 
     runs, questions, warnings = data.runs, data.questions, data.warnings
-    sections = rag_sections(runs, data.comparison)
+    context = page_context(runs, data.comparison)
     title = data.title or ", ".join(runs)
     budget = PAGE_BUDGET if budget is None else budget
     template = environment().get_template("rag.html.j2")
@@ -255,8 +277,10 @@ def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
                 texts.append({**d, "ref": ref, "text": _cut(d["text"], preview) if preview else ""})
             rows.append({**q, "texts": texts})
         store = [{"n": n, "ids": ", ".join(ids.get(n, [])), "text": _cut(t, cap)} for t, n in index.items()]
-        return template.render(title=title, sections=list(sections), palette=PALETTE, questions=rows,
-                               total_questions=total, notes=notes, with_texts=questions is not None, store=store)
+        qi = question_index(runs, shown)
+        return template.render(**context, title=title, palette=PALETTE, names=list(runs), several=len(runs) > 1,
+                               questions=rows, total_questions=total, notes=notes, with_texts=questions is not None,
+                               store=store, qi=qi, index=Markup(script_json(qi["data"])))
 
     margin = 4096  # the notes
     size = len(page(drill, 0, 0).encode("utf-8"))
@@ -264,11 +288,25 @@ def render_rag_html(data: RagReportData, budget: int | None = None) -> str:
         drill = drill[: max(0, min(len(drill) - 1, int(len(drill) * (budget - margin) / size * 0.95)))]
         size = len(page(drill, 0, 0).encode("utf-8"))
     texts = stored(drill)
+
+    def estimate(preview: int) -> int:
+        """The page's size with whole texts and ``preview``-character previews, from the size without either
+        (a render takes seconds at real sizes; this takes milliseconds and is exact but for the ellipses)."""
+        def size_of(text: str | None) -> int:
+            return len(str(escape(clean_text(text or ""))).encode("utf-8"))
+
+        previews = sum(size_of(_cut(d["text"], preview)) + len("<small></small> ")
+                       for q in drill for d in q["texts"] if d["text"])
+        return size + previews + sum(size_of(t) for t in texts)
+
+    html = ""
     for preview in (PREVIEW_CHARS, PREVIEW_CHARS // 2):  # whole texts, with the longest previews that fit
+        if estimate(preview) > (budget - margin) * 1.01:
+            continue  # clearly too large: not worth rendering
         html = page(drill, None, preview)
         if len(html.encode("utf-8")) <= budget - margin:
             break
-    if len(html.encode("utf-8")) > budget - margin:
+    if not html or len(html.encode("utf-8")) > budget - margin:
         with_previews = len(page(drill, 0, preview).encode("utf-8"))
         if with_previews - size > (budget - margin - size) // 2:  # the previews would take half the texts' room
             preview = 0

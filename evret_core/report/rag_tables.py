@@ -105,8 +105,9 @@ def _listing(sep: str, widths: list[int] | None = None) -> dict[str, Any]:
     return {"indent": "  ", "sep": sep, "widths": widths or [22]}
 
 
-def _rows(results: RagResults) -> list[str]:
-    """The headline metrics, then the scores of plugins' RAG scores (names the built-ins do not give)."""
+def generation_rows(results: RagResults) -> list[str]:
+    """The generation scores every report lists, in order: the headline metrics, then the scores of plugins' RAG
+    scores (names the built-ins do not give)."""
     from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS
 
     known = {*HEADLINE, *GENERATION_METRICS, *DERIVED_METRICS}
@@ -120,7 +121,7 @@ def _generation_listing(results: RagResults, level: str, out: TextIO, sep: str) 
         print(f"  [{visible(condition)}]", file=out)
         means = results.generation.get(condition, {})
         rows = []
-        for metric in (m for m in _rows(results) if m in means):
+        for metric in (m for m in generation_rows(results) if m in means):
             value = means[metric]
             n = results.generation_n.get(condition, {}).get(metric, 0)
             text = "n/a" if value is None else format_interval(
@@ -136,7 +137,7 @@ def _generation_table(results: RagResults, out: TextIO, sep: str) -> None:
     width = max(9, *(len(c) + 1 for c in conditions)) - len(sep)
     print("\ngeneration (means; intervals and n: --all-pairs or the results JSON)", file=out)
     rows = []
-    for metric in _rows(results):
+    for metric in generation_rows(results):
         if not any(metric in results.generation.get(c, {}) for c in conditions):
             continue
         values = [results.generation.get(c, {}).get(metric) for c in conditions]

@@ -53,7 +53,8 @@ def test_cli_compare_and_report(two_runs: tuple[Path, Path], capsys: pytest.Capt
     assert main(["report", a, b, "--format", "html", "--output", str(page)]) == 0
     html = page.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in html
-    for heading in ("<h2>careful</h2>", "<h3>Failure attribution</h3>", "<h2>Comparison</h2>"):
+    for heading in ("<p><b>careful</b>: 13 questions", "<p><b>shy</b>: 13 questions", "<h2>Failure attribution</h2>",
+                    "<h2>Comparison</h2>"):
         assert heading in html
     careful = RagResults.from_json(two_runs[0])
     recall = careful.retrieval["recall@5"]

@@ -255,3 +255,77 @@ def test_drilldown_json_is_safe_in_a_script_element() -> None:
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     text.encode("utf-8")
     assert json.loads(text) == {"a": value["a"], "b": "x\ufffdy"}
+
+
+# -- identical runs in the Metric@k charts (newcomer item 17) -------------------------------------------------------
+def _png_pixels(path: Path) -> tuple[int, int, list[tuple[int, int, int]]]:
+    """Width, height and RGB pixels of an 8-bit, non-interlaced RGB or RGBA PNG (what Chromium's screenshots are)."""
+    import struct
+    import zlib
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, channels = 8, b"", 0, 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and colour in (2, 6) and interlace == 0
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * channels
+    rows: list[bytearray] = []
+    prev = bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - channels] if x >= channels else 0
+            b, c = prev[x], prev[x - channels] if x >= channels else 0
+            if kind == 1:
+                line[x] = (line[x] + a) & 255
+            elif kind == 2:
+                line[x] = (line[x] + b) & 255
+            elif kind == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(line)
+        prev = line
+    pixels = [(row[x], row[x + 1], row[x + 2]) for row in rows for x in range(0, stride, channels)]
+    return width, height, pixels
+
+
+def test_identical_runs_stay_visible_in_the_curves(tmp_path: Path) -> None:
+    """Two runs with the same values: the second line no longer hides the first (a dash pattern, a narrower line
+    over a wider one), and the chart says they coincide; checked on Chromium's pixels."""
+    from evret_core.report.html import PALETTE, curve_chart, environment
+
+    values = [0.2, 0.35, 0.5, 0.55, 0.6, 0.62, 0.7, 0.72, 0.8, 0.81]
+    chart = curve_chart("hit_rate", {"a": (0, values), "b": (1, list(values)), "c": (2, [v / 2 for v in values])})
+    a, b, c = chart["lines"]
+    assert a["dash"] != b["dash"] and float(a["width"]) > float(b["width"])
+    assert c["width"] == b["width"] or float(c["width"]) <= float(a["width"])
+    assert chart["overlaps"] == ["b draws over a (the same values)"]
+    page = tmp_path / "curve.html"
+    page.write_text(environment().from_string(
+        '{% import "charts.html.j2" as charts %}<!DOCTYPE html><html><head><style>{% include "style.css.j2" %}'
+        '</style></head><body style="background:#fff">{{ charts.curve(chart) }}</body></html>'
+    ).render(chart=curve_chart("hit_rate", {"a": (0, values), "b": (1, list(values))}), palette=PALETTE))
+    shot = tmp_path / "curve.png"
+    proc = subprocess.run([chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile-shot'}",
+                           f"--screenshot={shot}", "--window-size=600,400", "--hide-scrollbars",
+                           page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and shot.exists(), proc.stderr[-2000:]
+
+    def near(colour: str) -> int:
+        target = tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        return sum(1 for p in pixels if sum((x - y) ** 2 for x, y in zip(p, target, strict=True)) < 50 ** 2)
+
+    _, _, pixels = _png_pixels(shot)
+    first, second = near(PALETTE[0]), near(PALETTE[1])
+    assert second > 200 and first > 0.3 * second, (first, second)  # both runs visible, not one over the other
