@@ -226,3 +226,20 @@ def test_the_readmes_line_opens_the_store_with_mlflows_client(tmp_path: Path) ->
                           env={**environ, "MLFLOW_ALLOW_FILE_STORE": "true"})
     assert done.returncode == 0, done.stderr
     assert "'bees'" in done.stdout
+
+
+def test_a_store_failing_at_logging_time_is_not_said_to_be_before_the_run(server: MlflowServer,
+                                                                          tmp_path: Path) -> None:
+    """log_to_mlflow (what the CLI calls after the work) does not check again: a failure there says the run
+    could not be logged, never "nothing was done"; a deleted experiment found then is named as such."""
+    from evret_core.errors import EvretError
+    from evret_core.results.tracking import log_to_mlflow
+
+    assert main([*EVALUATE, "--output", str(tmp_path / "r.json")]) == 0
+    results = EvaluationResults.from_json(tmp_path / "r.json")
+    with pytest.raises(EvretError) as failed:
+        log_to_mlflow(results, server.uri("r500"))
+    assert str(failed.value) == (f"MLflow tracking URI {server.uri('r500')}: could not log the run: the tracking "
+                                 f"server answered HTTP 500")
+    with pytest.raises(EvretError, match="could not log the run: experiment 'gone' is deleted in this store"):
+        log_to_mlflow(results, server.uri("deleted"), experiment="gone")

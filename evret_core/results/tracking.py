@@ -184,7 +184,7 @@ def _is_store(folder: Path) -> bool:
 
 
 def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] = (), option: str = "--mlflow",
-                   experiment: str | None = None) -> str:
+                   experiment: str | None = None, contact: bool = True) -> str:
     """The tracking URI a run will be logged to, checked before any work; errors name ``option``.
 
     ``uri`` None or empty: ``MLFLOW_TRACKING_URI``, else MLflow's default (``sqlite:///mlflow.db``, or ``./mlruns``
@@ -194,7 +194,8 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
     MLflow package (SQLAlchemy and Alembic). Any other store (an ``http(s)://`` server, Databricks) is contacted
     now, once, for at most :data:`CHECK_TIMEOUT_S` seconds, and so is an existing store: an unreachable or
     failing server, refused credentials, or an ``experiment`` (default ``MLFLOW_EXPERIMENT_NAME``, else
-    ``Default``) that was deleted is an error now rather than after the work."""
+    ``Default``) that was deleted is an error now rather than after the work (``contact=False``: the URI and the
+    local checks only, as when the run is logged right away)."""
     mlflow = _import_mlflow(option)
     resolved = uri or os.environ.get("MLFLOW_TRACKING_URI") or str(mlflow.get_tracking_uri())
     folder = _local_path(resolved)
@@ -207,7 +208,7 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
             raise EvretError(f"{option} {folder}: the folder holds other files, not an MLflow store; give a new "
                              f"folder (or an MLflow store's)")
         store = Path(folder).absolute().as_uri()
-        if path.is_dir() and any(path.iterdir()):  # a store with experiments: is the one asked for deleted?
+        if contact and path.is_dir() and any(path.iterdir()):  # a store with experiments: is the one deleted?
             _check_store(store, experiment, option)
         return store
     parts = urlsplit(resolved)
@@ -224,10 +225,11 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
             from evret_core.results.outputs import check_output_path
 
             check_output_path(database, inputs, option)
-            if Path(database).is_file():
+            if contact and Path(database).is_file():
                 _check_store(resolved, experiment, option)
         return resolved
-    _check_store(resolved, experiment, option)
+    if contact:
+        _check_store(resolved, experiment, option)
     return resolved
 
 
@@ -256,8 +258,12 @@ def _check_store(uri: str, experiment: str | None, option: str) -> None:
         raise EvretError(f"{option} {shown}: {redact_text(_describe(exc, CHECK_TIMEOUT_S), secrets)} (checked "
                          f"before the run; nothing was done)") from None
     if found is not None and getattr(found, "lifecycle_stage", "active") == "deleted":
-        raise EvretError(f"{option} {shown}: experiment {name!r} is deleted in this store; restore it (mlflow "
-                         f"experiments restore) or give another --mlflow-experiment")
+        raise EvretError(f"{option} {shown}: {_deleted(name)}")
+
+
+def _deleted(name: str) -> str:
+    return f"experiment {name!r} is deleted in this store; restore it (mlflow experiments restore) or give another " \
+           f"--mlflow-experiment"
 
 
 def _describe(exc: BaseException, timeout: float) -> str:
@@ -381,10 +387,13 @@ def log_to_mlflow(results: Any, tracking_uri: str | None = None, experiment: str
 
     ``tracking_uri``: a folder (MLflow's file store), ``sqlite:///...``, a server's URL, or None for
     ``MLFLOW_TRACKING_URI`` / MLflow's default (:func:`check_tracking`). ``experiment`` (default
-    ``MLFLOW_EXPERIMENT_NAME``, else ``Default``) is created when missing. ``tags`` are added as they are. Any
-    failure is an :class:`EvretError` naming ``option`` and the URI (credentials masked); a run that failed
-    half-way is marked FAILED in the store. The results themselves are never changed."""
-    uri = check_tracking(tracking_uri, inputs, option, experiment)
+    ``MLFLOW_EXPERIMENT_NAME``, else ``Default``) is created when missing; a deleted one is an error. ``tags`` are
+    added as they are. Every call to the store is bounded (:data:`LOG_TIMEOUT_S`, :data:`LOG_RETRIES`, or the
+    ``MLFLOW_HTTP_REQUEST_*`` settings a user made) and MLflow's prints go to standard error, masked. Any failure
+    is an :class:`EvretError` naming ``option`` and the URI (credentials masked) and what went wrong; a run that
+    failed half-way is marked FAILED in the store. The results themselves are never changed. To find a bad store
+    before the work, call :func:`check_tracking` first (the CLI does)."""
+    uri = check_tracking(tracking_uri, inputs, option, experiment, contact=False)  # _log's calls are bounded
     run = results if isinstance(results, TrackedRun) else tracked_run(results, run_name or "run")
     metrics = _metric_names(run)  # a name MLflow refuses fails here, before the run exists
     from evret_core.results.redact import redact, redact_text
@@ -419,6 +428,8 @@ def _log(uri: str, experiment: str | None, run_name: str | None, run: TrackedRun
     client = MlflowClient(tracking_uri=uri)
     name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
     found = client.get_experiment_by_name(name)
+    if found is not None and getattr(found, "lifecycle_stage", "active") == "deleted":
+        raise EvretError(_deleted(name))
     experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
     created = client.create_run(experiment_id, run_name=run_name or None)
     run_id = str(created.info.run_id)
