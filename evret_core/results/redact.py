@@ -57,13 +57,15 @@ NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
 _NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
-# user:password@host[:port] without a scheme (opensearch-py takes "admin:pw@host:9200"), anywhere in a text. The
-# password runs to the last "@" that a host follows (a password may hold "@" and ":"); it never holds a
-# space, a quote or "/" (a URL's password must percent-encode "/"). The host is a name, an IPv4 or a [IPv6]
-# address, ended by the end of the text, a port or a character that cannot continue a host.
+# user:password@host[:port] without a scheme (opensearch-py takes "admin:pw@host:9200"), anywhere in a text: at
+# the start, or after a space, a quote, a bracket, "=", ",", ";", "/" or "|". The password runs to the last "@"
+# that a host follows (a password may hold "@" and ":"); it never holds a space, a quote or "/" (a URL's
+# password must percent-encode "/"). The host is a name, an IPv4 or a [IPv6] address, ended by the end of the
+# text, a port or a character that cannot continue a host. The lengths are bounded so that no text makes the
+# search quadratic.
 _HOST = r"(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)"
 _BARE_USERINFO = re.compile(
-    r"(?<![A-Za-z0-9._~%+-])(?P<user>[A-Za-z0-9._~%+-]+):(?P<password>[^\s'\"<>`/]+)@"
+    r"(?<![^\s'\"(\[{,;=/|])(?P<user>[A-Za-z0-9._~%+-]{1,128}):(?P<password>[^\s'\"<>`/]{1,512})@"
     rf"(?P<host>{_HOST}(?::\d{{1,5}})?)(?=$|[\s/'\"?#,;)\]}}>\\]|\.(?![A-Za-z0-9])|:(?!\d))")
 _PARAM = re.compile(r"([?&])([^=&\s?#'\"]+)=(?!\*\*\*)([^&\s#'\"]+)")
 # NAME=VALUE in free text (a libpq DSN, a connection string, a command line): at the start, or after a space or
