@@ -82,6 +82,7 @@ _AUTH_VALUE = re.compile(r"(?<![A-Za-z0-9])(?P<scheme>(?i:basic|bearer|token|dig
                          r"(?P<token>[A-Za-z0-9._~+/=-]{8,})")
 _EMPTY_VALUES = frozenset({"None", "null", "true", "false", "True", "False", "''", '""', "()", "[]"})
 
+
 def is_secret_name(name: str) -> bool:
     """Whether an option, field or query parameter called ``name`` holds a secret (see the module docs)."""
     parts = {p.lower() for p in _NAME_PARTS.findall(str(name))}
@@ -100,7 +101,7 @@ def redact_url(url: str) -> str:
     except ValueError:  # "Invalid IPv6 URL": what looks like credentials is still masked
         return _redact_pieces(url)
     netloc = parts.netloc
-    if "@" in netloc and not netloc.endswith((f":{MASK}@", f"{MASK}@")) and f"{MASK}@" not in netloc:
+    if "@" in netloc and f"{MASK}@" not in netloc:
         userinfo, _, host = netloc.rpartition("@")
         user, colon, _password = userinfo.partition(":")
         netloc = f"{user}:{MASK}@{host}" if colon else f"{MASK}@{host}"
