@@ -70,8 +70,9 @@ def test_a_server_run_prints_no_password_and_standard_output_stays_the_json(serv
     assert "View run" not in done.stdout
     runs = list(server.runs.values())
     assert len(runs) == 1 and runs[0]["info"]["status"] == "FINISHED"
-    assert done.stderr.strip().splitlines()[-1] == (f"MLflow run {runs[0]['info']['run_id']} logged to "
-                                                    f"http://u:***@127.0.0.1:{server.port}/ok")
+    assert done.stderr.strip().splitlines()[-2:] == [  # newcomer 15: a line before the wait, one after it
+        f"logging the run to MLflow at http://u:***@127.0.0.1:{server.port}/ok ...",
+        f"MLflow run {runs[0]['info']['run_id']} logged to http://u:***@127.0.0.1:{server.port}/ok"]
     assert runs[0]["metrics"]["ndcg_at_10"] == pytest.approx(results["scores"]["ndcg@10"], abs=1e-12)
     assert sorted(p.rsplit("/", 1)[1] for p in server.artifacts) == ["manifest.json", "metric_names.json",
                                                                       "report.html", "results.json"]
@@ -133,8 +134,8 @@ def test_a_store_failing_after_the_work_is_named_within_seconds_and_the_results_
                  env={"MLFLOW_HTTP_REQUEST_TIMEOUT": "2"})
     took = time.monotonic() - started
     assert done.returncode == 2
-    written, line = done.stderr.strip().splitlines()[-2:]
-    assert written == f"results written to {output}"
+    written, logging, line = done.stderr.strip().splitlines()[-3:]
+    assert written == f"results written to {output}" and logging.startswith("logging the run to MLflow at ")
     assert line.startswith(f"evret: error: --mlflow http://u:***@127.0.0.1:{server.port}/{mode}: could not log "
                            f"the run: the tracking server {'answered' if mode == 'late500' else ''}"), line
     assert said in line and TRACK_PW not in done.stderr

@@ -56,6 +56,8 @@ def log_run(args: argparse.Namespace, uri: str | None, results: Any) -> None:
     from evret_core.results.redact import known_secrets, redact_text
     from evret_core.results.tracking import log_to_mlflow
 
+    shown = redact_text(uri, known_secrets(sys.argv))
+    print(f"logging the run to MLflow at {shown} ...", file=sys.stderr, flush=True)  # it takes seconds
     run_id = log_to_mlflow(results, uri, experiment=args.mlflow_experiment, run_name=args.mlflow_run_name,
                            option="--mlflow")
-    print(f"MLflow run {run_id} logged to {redact_text(uri, known_secrets(sys.argv))}", file=sys.stderr)
+    print(f"MLflow run {run_id} logged to {shown}", file=sys.stderr)
