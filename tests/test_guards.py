@@ -5,6 +5,7 @@ errors instead of tracebacks. Case ids (SEC3, C09, A14, F23...) are those of the
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import subprocess
@@ -90,7 +91,8 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
     argv = ["rag", "--generator-option", "base_url=http://h/v1?api-key=QPARAM-555555", "--api-key", "FLAGKEY-66666",
             "--judge-option=api_key=EQKEY-7777777", "--dataset", "http://u:URLPASS-888888@h/d.jsonl"]
     found = known_secrets(argv, {"PGPASSWORD": "pg-secret-1", "HOME": "/home/someone"})
-    assert set(found) == {"QPARAM-555555", "FLAGKEY-66666", "EQKEY-7777777", "URLPASS-888888", "pg-secret-1"}
+    basic = base64.b64encode(b"u:URLPASS-888888").decode()  # the Authorization header sent for the URL's user
+    assert set(found) == {"QPARAM-555555", "FLAGKEY-66666", "EQKEY-7777777", "URLPASS-888888", "pg-secret-1", basic}
     text = "failed: QPARAM-555555 at http://x:y@h/?token=abc and EQKEY-7777777"
     assert redact_text(text, found) == "failed: *** at http://x:***@h/?token=*** and ***"
     # the providers' helper is the same rule: a known key and URL credentials

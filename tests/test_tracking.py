@@ -348,8 +348,9 @@ class RefusingServer(BaseHTTPRequestHandler):
         pass
 
 
-def test_a_tracking_failure_keeps_the_results_and_is_one_line(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refusing_server_is_one_line_before_the_work(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The server is asked before the run (issue 33): its refusal is one line with the password masked, and no
+    results file is begun. A failure after the work keeps the results: test_tracking_server.py."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), RefusingServer)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -362,12 +363,11 @@ def test_a_tracking_failure_keeps_the_results_and_is_one_line(tmp_path: Path,
         server.server_close()
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    written, line = err.strip().splitlines()  # the results first, then the one line of the failure
-    assert written == f"results written to {output}"
-    assert line.startswith(f"evret: error: --mlflow http://user:***@127.0.0.1:{server.server_address[1]}: "
-                           f"could not log the run: ") and "tracking is closed" in line
-    assert PASSWORD not in line
-    assert EvaluationResults.from_json(output).scores["ndcg@10"] > 0  # written before, and whole
+    (line,) = err.strip().splitlines()
+    assert line == (f"evret: error: --mlflow http://user:***@127.0.0.1:{server.server_address[1]}: the tracking "
+                    f"server answered HTTP 403: PERMISSION_DENIED: tracking is closed (checked before the run; "
+                    f"nothing was done)")
+    assert not output.exists()
 
 
 # -- evret trec --mlflow --------------------------------------------------------------------------------------------

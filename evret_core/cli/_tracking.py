@@ -1,9 +1,11 @@
 """``--mlflow [URI]``, ``--mlflow-experiment`` and ``--mlflow-run-name`` of the commands that produce results.
 
 A command adds the options (:func:`add_tracking_arguments`), checks them with its other outputs before any work
-(:func:`check_tracking_arguments`: MLflow installed, the store usable and not an input) and logs the run after its
-results are written and shown (:func:`log_run`), so a tracking failure never loses the results file: it is one
-line naming the URI, and the command exits 2. The mapping itself is :mod:`evret_core.results.tracking`'s.
+(:func:`check_tracking_arguments`: MLflow installed, the store usable and not an input, a server answering and
+the experiment not deleted) and logs the run after its results are written and shown (:func:`log_run`), so a
+tracking failure never loses the results file: it is one line naming the URI, and the command exits 2. A
+``--dry-run`` says that it logs nothing (:func:`note_dry_run`). The mapping itself is
+:mod:`evret_core.results.tracking`'s.
 """
 
 from __future__ import annotations
@@ -35,16 +37,27 @@ def check_tracking_arguments(args: argparse.Namespace, inputs: Sequence[str | No
         return None
     from evret_core.results.tracking import check_tracking
 
-    return check_tracking(args.mlflow, [str(p) for p in inputs if p], "--mlflow")
+    return check_tracking(args.mlflow, [str(p) for p in inputs if p], "--mlflow", args.mlflow_experiment)
+
+
+def note_dry_run(uri: str | None) -> None:
+    """With ``--dry-run``: say that the run is not logged to ``uri`` (nothing when there is no ``--mlflow``)."""
+    if uri is not None:
+        from evret_core.results.redact import known_secrets, redact_text
+
+        print(f"note: --dry-run: nothing is logged to MLflow (--mlflow {redact_text(uri, known_secrets(sys.argv))})",
+              file=sys.stderr)
 
 
 def log_run(args: argparse.Namespace, uri: str | None, results: Any) -> None:
     """Log ``results`` to ``uri`` (from :func:`check_tracking_arguments`; nothing when None) and say where."""
     if uri is None:
         return
-    from evret_core.results.redact import redact_text
+    from evret_core.results.redact import known_secrets, redact_text
     from evret_core.results.tracking import log_to_mlflow
 
+    shown = redact_text(uri, known_secrets(sys.argv))
+    print(f"logging the run to MLflow at {shown} ...", file=sys.stderr, flush=True)  # it takes seconds
     run_id = log_to_mlflow(results, uri, experiment=args.mlflow_experiment, run_name=args.mlflow_run_name,
                            option="--mlflow")
-    print(f"MLflow run {run_id} logged to {redact_text(uri)}", file=sys.stderr)
+    print(f"MLflow run {run_id} logged to {shown}", file=sys.stderr)

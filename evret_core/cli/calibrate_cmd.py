@@ -103,9 +103,10 @@ def check_before_work(args: argparse.Namespace) -> None:
     check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
     check_float(args.confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
     inputs = [args.labels, args.corpus, args.results, args.qrels, args.ppi_truth]
-    check_outputs({"--output": args.output}, inputs=[*inputs, args.save_threshold])
+    named = [pair.partition("=")[2] for pair in args.judge_option or []]  # a judge's cache=, a model's folder
+    check_outputs({"--output": args.output}, inputs=[*inputs, args.save_threshold], options=named)
     if args.save_threshold:  # read and rewritten in place: only the other inputs may not be it
-        check_outputs({"--save-threshold": args.save_threshold}, inputs=inputs)
+        check_outputs({"--save-threshold": args.save_threshold}, inputs=inputs, options=named)
 
 
 def run(args: argparse.Namespace) -> int:

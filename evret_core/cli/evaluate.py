@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run
+from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
 from evret_core.errors import EvretError, visible
@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
         _print_plan(plan)
+        note_dry_run(tracking)
         return 0
     results = evaluator.evaluate(dataset)
     if progress is not None:

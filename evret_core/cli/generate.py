@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n, "-n", 1, 100_000)
     check_float(args.dedupe_threshold, "--dedupe-threshold", 0.0, 1.0)
-    check_outputs({"--output": args.output}, inputs=[args.corpus])
+    check_outputs({"--output": args.output}, inputs=[args.corpus],
+                  options=[pair.partition("=")[2] for pair in args.llm_option or []])  # an LLM's cache=...
     if not args.output and not args.dry_run:
         raise EvretError("missing --output (where the question set goes), or use --dry-run")
     corpus = {doc_id: record for _where, doc_id, record in iter_corpus(args.corpus)}

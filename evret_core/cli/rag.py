@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run
+from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
 from evret_core.errors import EvretError
@@ -145,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
             progress.close()
     if args.dry_run:
         print_plan(plan, file=sys.stdout)
+        note_dry_run(tracking)
         return 0
     from evret_core.results.outputs import STDOUT
 

@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_k is not None:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
     check_float(args.alpha, "--alpha", 0.0, 1.0, open_interval=True)
-    check_outputs({"--output": args.output}, inputs=args.results)
+    # the drill-down's question set and corpus (an RGB file too) are inputs like the results files
+    check_outputs({"--output": args.output}, inputs=[*args.results, args.dataset, args.corpus])
     from evret_core.report.api import any_runs, rag_runs
     from evret_core.results.evaluation import EvaluationResults
 

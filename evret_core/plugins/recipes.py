@@ -9,7 +9,8 @@ creates remembers its recipe (:func:`recipe`); :func:`recipe_of` is how an execu
 recipe of a part, with an LLM part's answer cache pinned to the file it uses here so that every worker shares it.
 
 Recipes travel to workers and are never written: a recipe's options may hold an API key, and its ``repr`` masks
-every option named like a secret (:func:`evret_core.results.redact.redact`).
+them by the one redaction rule (:func:`evret_core.results.redact.redact`: any value under a secret name, tuples
+and lists too, and credentials in URLs and texts, with a scheme or without).
 """
 
 from __future__ import annotations

@@ -8,10 +8,13 @@ The rules every ``--output`` follows:
   A new file gets the permissions the umask allows (like any other tool's output); a replaced file keeps its mode.
 - A symbolic link is followed: its target is written (atomically when it is a regular file) and the link stays.
 - A FIFO or a device (``/dev/null``, ``/dev/stdout``, a terminal) is written through, never replaced.
-- A folder, a socket, a missing folder, an unwritable folder, a read-only file, or one of the run's own input
-  files is refused by :func:`check_output_path` before any work is done.
+- A folder, a socket, a missing folder, an unwritable folder, a read-only file, one of the run's own input files
+  (or its SQLite companions ``-wal``, ``-shm``, ``-journal``), a file inside a folder that is an input (a BEIR
+  folder, a vector store's data folder such as Milvus Lite's, LanceDB's or Chroma's named by an option), or the
+  judgment cache in use (``$EVRET_CACHE_DIR/judgments.sqlite3`` and its companions: every paid LLM answer) is
+  refused by :func:`check_output_path` before any work is done.
 - An output that is a folder (an MLflow store, ``--mlflow DIR``) is checked by :func:`check_output_folder`: never
-  an input, never a file, and writable.
+  an input nor inside one, never a file, and writable.
 
 Every command that writes calls :func:`check_outputs` once, before any work, with all its outputs and all its
 inputs: each output is checked as above, against every input and against the command's other outputs.
@@ -44,25 +47,74 @@ def _fail(option: str, path: str | Path, problem: str) -> EvretError:
     return EvretError(f"{option} {path}: {problem}" if option else f"{path}: {problem}")
 
 
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database ``X`` (``X-wal``...): replacing one corrupts or loses ``X``'s data."""
+
+
+def _same(target: Path, source: str | Path) -> bool:
+    try:
+        return os.path.samefile(target, source)
+    except OSError:  # one of them does not exist
+        return os.path.abspath(target) == os.path.abspath(source)
+
+
+def _inside(target: Path, folder: str | Path) -> bool:
+    """Whether ``target`` is ``folder`` or lies under it (links followed), ``folder`` being an existing folder
+    other than the file system's root."""
+    try:
+        if not Path(folder).is_dir():
+            return False
+        top = os.path.realpath(folder)
+    except (OSError, ValueError):
+        return False
+    if top == os.path.dirname(top):  # "/": an option's value that is no data folder
+        return False
+    where = os.path.realpath(target)
+    return where == top or where.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _judgment_cache() -> Path:
+    """The judgment cache every LLM part uses by default (``$EVRET_CACHE_DIR/judgments.sqlite3``)."""
+    from evret_core.llm.cache import default_cache_path
+
+    return default_cache_path()
+
+
+def _refuse_inputs(target: Path, path: str | Path, inputs: Sequence[str | Path], option: str, what: str) -> None:
+    """The checks against what the run reads: an input or its SQLite companions, a file inside an input folder, the
+    judgment cache in use. ``what`` ends the message (write the output elsewhere / give another folder)."""
+    sources = [source for source in inputs if str(source) != STDOUT and str(source)]
+    for source in sources:
+        if _same(target, source):
+            raise _fail(option, path, f"is also an input of this run ({source}); {what}")
+    for source in sources:
+        for suffix in SQLITE_COMPANIONS:
+            if _same(target, f"{source}{suffix}"):
+                raise _fail(option, path, f"is SQLite's {suffix[1:]} file of an input of this run ({source}); "
+                                          f"{what}")
+    for source in sources:
+        if _inside(target, source):
+            raise _fail(option, path, f"is inside {source}, a folder this run reads (a dataset or a store named "
+                                      f"by an option); {what}")
+    cache = _judgment_cache()
+    for name in (cache, *(Path(f"{cache}{suffix}") for suffix in SQLITE_COMPANIONS)):
+        if _same(target, name) or (target.name == name.name and _same(target.parent, name.parent)):
+            raise _fail(option, path, f"is the judgment cache in use ({name}): every stored LLM answer would be "
+                                      f"lost; {what}")
+
+
 def check_output_path(path: str | Path, inputs: Sequence[str | Path] = (), option: str = "--output") -> None:
     """Raise an :class:`EvretError` naming ``option`` when ``path`` cannot be written as :func:`write_output`
-    would write it, or when it is one of ``inputs`` (the files the run reads). Writes nothing: call it before
-    any work, so a bad path fails in a second instead of after the whole run."""
+    would write it, or when it is what the run reads: one of ``inputs`` (files or folders) or its SQLite
+    companions, a file inside an input folder, or the judgment cache in use. Writes nothing: call it before any
+    work, so a bad path fails in a second instead of after the whole run."""
     if str(path) == STDOUT:
         return
     if not str(path):
         raise _fail(option, "''", "empty file name")
     given = Path(path)
     target = _target(given)
-    for source in inputs:
-        if str(source) == STDOUT:
-            continue
-        try:
-            same = os.path.samefile(target, source)
-        except OSError:  # one of them does not exist
-            same = os.path.abspath(target) == os.path.abspath(source)
-        if same:
-            raise _fail(option, path, f"is also an input of this run ({source}); write the output elsewhere")
+    _refuse_inputs(target, path, inputs, option, "write the output elsewhere")
     try:
         info = os.stat(target)
     except FileNotFoundError:
@@ -98,21 +150,14 @@ def check_output_path(path: str | Path, inputs: Sequence[str | Path] = (), optio
 
 def check_output_folder(path: str | Path, inputs: Sequence[str | Path] = (), option: str = "--output") -> None:
     """Raise an :class:`EvretError` naming ``option`` when folder ``path`` cannot take a command's files (an
-    MLflow store, ``--mlflow DIR``): it is one of ``inputs`` (a BEIR dataset folder) or an input file, it is a
-    file, or neither it nor its parent folder (when it is new) exists and can be written in. Writes nothing that
-    stays: call it before any work. Whether an existing folder holds the right kind of files is the caller's check."""
+    MLflow store, ``--mlflow DIR``): it is one of ``inputs`` (a BEIR dataset folder) or an input file, or inside an
+    input folder, it is a file, or neither it nor its parent folder (when it is new) exists and can be written in.
+    Writes nothing that stays: call it before any work. Whether an existing folder holds the right kind of files is
+    the caller's check."""
     if not str(path):
         raise _fail(option, "''", "empty folder name")
     target = Path(os.path.realpath(path))
-    for source in inputs:
-        if str(source) == STDOUT:
-            continue
-        try:
-            same = os.path.samefile(target, source)
-        except OSError:
-            same = os.path.abspath(target) == os.path.abspath(source)
-        if same:
-            raise _fail(option, path, f"is also an input of this run ({source}); give another folder")
+    _refuse_inputs(target, path, inputs, option, "give another folder")
     if target.exists() and not target.is_dir():
         raise _fail(option, path, "is a file, not a folder")
     folder = target if target.exists() else target.parent
@@ -127,9 +172,10 @@ def check_output_folder(path: str | Path, inputs: Sequence[str | Path] = (), opt
 
 
 def files_named(values: Iterable[Any]) -> list[str]:
-    """The existing files among ``values`` and inside option mappings and lists: the input files a command's options
-    name, such as ``--retriever-option corpus=docs.jsonl`` or a precomputed answers file. Folders are not walked
-    (an index folder may be large); a command whose input is a folder lists its files itself."""
+    """The existing files and folders among ``values`` and inside option mappings and lists: the inputs a
+    command's options name, such as ``--retriever-option corpus=docs.jsonl``, a precomputed answers file or a vector
+    store's folder (``uri=milvus.db``, ``persist_directory=chroma``). Folders are not walked (an index folder may be
+    large): an output inside one is refused by :func:`check_output_path`."""
     found: list[str] = []
     for value in values:
         if isinstance(value, Mapping):
@@ -138,7 +184,7 @@ def files_named(values: Iterable[Any]) -> list[str]:
             found += files_named(value)
         elif isinstance(value, (str, Path)) and str(value) and str(value) != STDOUT:
             try:
-                if Path(value).is_file():
+                if Path(value).is_file() or Path(value).is_dir():
                     found.append(str(value))
             except (OSError, ValueError):  # a prompt, not a path: too long a name, a NUL character
                 continue

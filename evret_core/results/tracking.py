@@ -19,13 +19,15 @@ hold ``@``: :func:`mlflow_name` maps every name to one MLflow accepts, and :func
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,15 @@ MAX_NAME = 250  # MLflow's longest metric, parameter or tag name
 MAX_PARAM_VALUE = 6000  # MLflow's longest parameter value
 SHORT_TAG = 250  # a manifest entry longer than this stays in manifest.json only
 BATCH = 100  # MLflow's most parameters or tags per call
+CHECK_TIMEOUT_S = 5
+"""The bound of the check of a tracking server before the work: one try, at most this many seconds."""
+LOG_TIMEOUT_S = 10
+LOG_RETRIES = 1
+"""The bounds of each MLflow call that logs a run (unless ``MLFLOW_HTTP_REQUEST_TIMEOUT`` /
+``MLFLOW_HTTP_REQUEST_MAX_RETRIES`` say otherwise): MLflow's own default, 7 retries with backoff and a 120 s
+timeout, takes over 4 minutes to give up on a server that fails."""
+HTTP_BOUNDS = ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
+               "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER")
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -172,14 +183,19 @@ def _is_store(folder: Path) -> bool:
     return not entries or (folder / ".trash").is_dir() or any((e / "meta.yaml").is_file() for e in entries)
 
 
-def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] = (), option: str = "--mlflow") -> str:
+def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] = (), option: str = "--mlflow",
+                   experiment: str | None = None, contact: bool = True) -> str:
     """The tracking URI a run will be logged to, checked before any work; errors name ``option``.
 
     ``uri`` None or empty: ``MLFLOW_TRACKING_URI``, else MLflow's default (``sqlite:///mlflow.db``, or ``./mlruns``
     when it holds runs). A path or a ``file:`` URI is MLflow's file store (a folder): it goes through the output
-    guard (:func:`evret_core.results.outputs.check_output_folder`: never an input) and must be new, empty or a store. A
-    ``sqlite:`` database must be writable and not an input, and needs the full MLflow package (SQLAlchemy and
-    Alembic). Other stores (an ``http(s)://`` server, Databricks) are reached when the run is logged."""
+    guard (:func:`evret_core.results.outputs.check_output_folder`: never an input nor inside an input folder) and
+    must be new, empty or a store. A ``sqlite:`` database must be writable and not an input, and needs the full
+    MLflow package (SQLAlchemy and Alembic). Any other store (an ``http(s)://`` server, Databricks) is contacted
+    now, once, for at most :data:`CHECK_TIMEOUT_S` seconds, and so is an existing store: an unreachable or
+    failing server, refused credentials, or an ``experiment`` (default ``MLFLOW_EXPERIMENT_NAME``, else
+    ``Default``) that was deleted is an error now rather than after the work (``contact=False``: the URI and the
+    local checks only, as when the run is logged right away)."""
     mlflow = _import_mlflow(option)
     resolved = uri or os.environ.get("MLFLOW_TRACKING_URI") or str(mlflow.get_tracking_uri())
     folder = _local_path(resolved)
@@ -191,7 +207,10 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
         if path.is_dir() and not _is_store(path):
             raise EvretError(f"{option} {folder}: the folder holds other files, not an MLflow store; give a new "
                              f"folder (or an MLflow store's)")
-        return Path(folder).absolute().as_uri()
+        store = Path(folder).absolute().as_uri()
+        if contact and path.is_dir() and any(path.iterdir()):  # a store with experiments: is the one deleted?
+            _check_store(store, experiment, option)
+        return store
     parts = urlsplit(resolved)
     if parts.scheme == "sqlite":
         try:
@@ -206,7 +225,106 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
             from evret_core.results.outputs import check_output_path
 
             check_output_path(database, inputs, option)
+            if contact and Path(database).is_file():
+                _check_store(resolved, experiment, option)
+        return resolved
+    if contact:
+        _check_store(resolved, experiment, option)
     return resolved
+
+
+def _secrets(uri: str) -> list[str]:
+    """What must not be printed about ``uri``: the command line's and the environment's secrets, and the URI's
+    own (its password, and the ``Basic`` header value a server may echo)."""
+    from evret_core.results.redact import known_secrets
+
+    return known_secrets([*sys.argv[1:], uri])
+
+
+def _check_store(uri: str, experiment: str | None, option: str) -> None:
+    """Contact the store once, bounded (:data:`CHECK_TIMEOUT_S`, no retry), and look ``experiment`` up: an error
+    naming ``option`` and what happened when the store fails or the experiment is deleted."""
+    from evret_core.results.redact import redact_text
+
+    name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
+    secrets = _secrets(uri)
+    shown = redact_text(uri, secrets)
+    try:
+        with _mlflow_calls(uri, check=True):
+            from mlflow.tracking import MlflowClient
+
+            found = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
+    except Exception as exc:  # noqa: BLE001  (whatever the store raises is said in one line)
+        raise EvretError(f"{option} {shown}: {redact_text(_describe(exc, CHECK_TIMEOUT_S), secrets)} (checked "
+                         f"before the run; nothing was done)") from None
+    if found is not None and getattr(found, "lifecycle_stage", "active") == "deleted":
+        raise EvretError(f"{option} {shown}: {_deleted(name)}")
+
+
+def _deleted(name: str) -> str:
+    return f"experiment {name!r} is deleted in this store; restore it (mlflow experiments restore) or give another " \
+           f"--mlflow-experiment"
+
+
+def _describe(exc: BaseException, timeout: float) -> str:
+    """What went wrong with a call to the store, in a few words (MLflow's message is a URL and a chain of
+    urllib3 errors)."""
+    text = " ".join(str(exc).split())
+    status = getattr(exc, "get_http_status_code", None)
+    if type(exc).__name__ == "RestException" and callable(status):
+        return f"the tracking server answered HTTP {status()}: {text[:300]}"
+    retried = re.search(r"too many (\d{3}) error responses", text)
+    if retried:
+        return f"the tracking server answered HTTP {retried.group(1)}"
+    if "timed out" in text.lower():
+        return f"the tracking server did not answer within {timeout:g} s"
+    if "Connection refused" in text:
+        return "nothing answers at this address (connection refused)"
+    if any(s in text for s in ("Name or service not known", "nodename nor servname", "getaddrinfo failed",
+                                "Temporary failure in name resolution")):
+        return "the server's host name is not known"
+    return text[:400] or type(exc).__name__
+
+
+def _bounds(check: bool) -> dict[str, str]:
+    """The ``MLFLOW_HTTP_REQUEST_*`` settings of a call: the check's own, or the user's with Evret's defaults."""
+    if check:
+        return dict(zip(HTTP_BOUNDS, (str(CHECK_TIMEOUT_S), "0", "0", "0"), strict=True))
+    defaults = dict(zip(HTTP_BOUNDS, (str(LOG_TIMEOUT_S), str(LOG_RETRIES), "1", "0"), strict=True))
+    return {name: os.environ.get(name) or value for name, value in defaults.items()}
+
+
+def _log_timeout() -> float:
+    try:
+        return float(_bounds(check=False)["MLFLOW_HTTP_REQUEST_TIMEOUT"])
+    except ValueError:
+        return float(LOG_TIMEOUT_S)
+
+
+@contextmanager
+def _mlflow_calls(uri: str, check: bool = False) -> Iterator[None]:
+    """Around every call into MLflow: its file store allowed (:func:`_file_store_allowed`), its HTTP requests
+    bounded (:func:`_bounds`), its "View run ... at: URL" banner off, and whatever it prints caught and shown on
+    standard error with the URI's credentials masked (standard output may be the results JSON: ``--output -``).
+    The environment is put back afterwards."""
+    settings = {**_bounds(check), "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true"}
+    before = {name: os.environ.get(name) for name in settings}
+    os.environ.update({name: os.environ.get(name) or value if name.endswith("STDOUT") else value
+                       for name, value in settings.items()})
+    printed = io.StringIO()
+    try:
+        with _file_store_allowed(uri), redirect_stdout(printed), redirect_stderr(printed):
+            yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if printed.getvalue().strip():
+            from evret_core.results.redact import redact_text
+
+            sys.stderr.write(redact_text(printed.getvalue(), _secrets(uri)).rstrip("\n") + "\n")
 
 
 @contextmanager
@@ -269,15 +387,18 @@ def log_to_mlflow(results: Any, tracking_uri: str | None = None, experiment: str
 
     ``tracking_uri``: a folder (MLflow's file store), ``sqlite:///...``, a server's URL, or None for
     ``MLFLOW_TRACKING_URI`` / MLflow's default (:func:`check_tracking`). ``experiment`` (default
-    ``MLFLOW_EXPERIMENT_NAME``, else ``Default``) is created when missing. ``tags`` are added as they are. Any
-    failure is an :class:`EvretError` naming ``option`` and the URI (credentials masked); a run that failed
-    half-way is marked FAILED in the store. The results themselves are never changed."""
-    uri = check_tracking(tracking_uri, inputs, option)
+    ``MLFLOW_EXPERIMENT_NAME``, else ``Default``) is created when missing; a deleted one is an error. ``tags`` are
+    added as they are. Every call to the store is bounded (:data:`LOG_TIMEOUT_S`, :data:`LOG_RETRIES`, or the
+    ``MLFLOW_HTTP_REQUEST_*`` settings a user made) and MLflow's prints go to standard error, masked. Any failure
+    is an :class:`EvretError` naming ``option`` and the URI (credentials masked) and what went wrong; a run that
+    failed half-way is marked FAILED in the store. The results themselves are never changed. To find a bad store
+    before the work, call :func:`check_tracking` first (the CLI does)."""
+    uri = check_tracking(tracking_uri, inputs, option, experiment, contact=False)  # _log's calls are bounded
     run = results if isinstance(results, TrackedRun) else tracked_run(results, run_name or "run")
     metrics = _metric_names(run)  # a name MLflow refuses fails here, before the run exists
-    from evret_core.results.redact import known_secrets, redact, redact_text
+    from evret_core.results.redact import redact, redact_text
 
-    secrets = known_secrets(sys.argv[1:])
+    secrets = _secrets(uri)
     params = {k: redact_text(_text(v, MAX_PARAM_VALUE), secrets) for k, v in _flatten(redact(run.params)).items()}
     manifest = redact(run.manifest)
     run_tags = {"evret.kind": run.kind, **{f"evret.{k}": redact_text(_text(v, SHORT_TAG), secrets)
@@ -287,12 +408,12 @@ def log_to_mlflow(results: Any, tracking_uri: str | None = None, experiment: str
     run_tags.update({str(k): str(v) for k, v in (tags or {}).items()})
     shown = redact_text(uri, secrets)
     try:
-        with _file_store_allowed(uri):
+        with _mlflow_calls(uri):
             return _log(uri, experiment, run_name, run, metrics, params, run_tags, manifest)
     except EvretError as exc:
         raise EvretError(f"{option} {shown}: could not log the run: {redact_text(str(exc), secrets)}") from None
     except Exception as exc:  # the store's own errors (a server's answer, a full disk): one line, not a traceback
-        message = " ".join(str(exc).split())[:400] or type(exc).__name__
+        message = _describe(exc, _log_timeout())
         raise EvretError(f"{option} {shown}: could not log the run: {redact_text(message, secrets)}") from None
 
 
@@ -307,6 +428,8 @@ def _log(uri: str, experiment: str | None, run_name: str | None, run: TrackedRun
     client = MlflowClient(tracking_uri=uri)
     name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
     found = client.get_experiment_by_name(name)
+    if found is not None and getattr(found, "lifecycle_stage", "active") == "deleted":
+        raise EvretError(_deleted(name))
     experiment_id = found.experiment_id if found is not None else client.create_experiment(name)
     created = client.create_run(experiment_id, run_name=run_name or None)
     run_id = str(created.info.run_id)
@@ -332,8 +455,9 @@ def _log(uri: str, experiment: str | None, run_name: str | None, run: TrackedRun
                 client.log_artifact(run_id, str(path))
     except BaseException:
         try:
-            client.set_terminated(run_id, "FAILED")
-        except Exception:  # the store is what failed: the first error is the one to report
+            with _mlflow_calls(uri, check=True):  # the store is what failed: one short try to mark the run
+                client.set_terminated(run_id, "FAILED")
+        except Exception:  # the first error is the one to report
             pass
         raise
     client.set_terminated(run_id, "FINISHED")

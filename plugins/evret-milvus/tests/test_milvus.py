@@ -201,3 +201,27 @@ def test_cli_evaluate(tmp_path: Path, corpus_file: Path) -> None:
 
 def test_plugin_load_does_not_import_pymilvus() -> None:
     assert_plugin_load_leaves_unimported("milvus", "pymilvus", "milvus_lite")
+
+
+def test_an_output_inside_the_milvus_lite_folder_is_refused(store: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 33, OG08: Milvus Lite keeps a collection in the folder given as uri=; --output naming a file in it
+    (the collection's manifest) is refused before any work, and the collection still answers."""
+    from evret_core.cli import main
+
+    manifest = store / "collections" / "bees" / "manifest.json"
+    assert manifest.is_file()
+    before = manifest.read_bytes()
+    dataset = tmp_path / "eval.jsonl"
+    dataset.write_text(json.dumps({"query_id": "q1", "query": BEE_QUERIES[0], "relevant_doc_ids": [KNOWN[0]]}) + "\n",
+                       encoding="utf-8")
+    assert main(["evaluate", "--dataset", str(dataset), "--retriever", "milvus", "--retriever-option",
+                 "collection=bees", "--retriever-option", f"uri={store}", "--metric", "recall@1", "--no-progress",
+                 "--output", str(manifest)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (f"evret: error: --output {manifest}: is inside {store}, a folder this run reads (a dataset or a "
+                   f"store named by an option); write the output elsewhere")
+    assert manifest.read_bytes() == before
+    with closing(MilvusClient(str(store))) as client:
+        retriever = MilvusRetriever("bees", embedding=embed, client=client)
+        assert [r.doc_id for r in retriever.retrieve(BEE_QUERIES[0], 1)] == KNOWN[:1]

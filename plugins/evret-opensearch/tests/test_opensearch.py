@@ -349,3 +349,54 @@ def test_lists_numbers_and_missing_fields_in_a_batch(client: Any) -> None:
         with pytest.raises(EvretError, match=r"document '3' \(rank \d for query 'note'\) has no source field 'body' "
                                              r"\(option 'text_field'\)"):
             path(["note"], 3)
+
+
+# -- issue 33, F1 (OS2, OS5d, OS8, ML03): credentials in a url without a scheme ----------------------------------------
+NOSCHEME_PW = "S3cret-OS-pass-77"
+
+
+def _store_files(store: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(store)): p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+
+def test_a_url_without_a_scheme_keeps_its_password_out_of_everything(tmp_path: Path, corpus_file: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """opensearch-py takes 'admin:PW@host:9200' as the server: the password reaches no results file, manifest,
+    message, MLflow parameter, tag or artifact, and a refused one is masked in the error."""
+    pytest.importorskip("mlflow")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    from opensearchpy import OpenSearch
+
+    with OpenSearchStub(auth=("admin", NOSCHEME_PW)) as guarded:
+        hostport = guarded.url.split("://", 1)[1]
+        indexer = OpenSearch(hosts=[guarded.url], http_auth=("admin", NOSCHEME_PW))
+        index_corpus(indexer, "bees", corpus_file, batch_size=4)
+        indexer.close()
+        url = f"admin:{NOSCHEME_PW}@{hostport}"
+        out, store = tmp_path / "os2.json", tmp_path / "mlruns"
+        argv = ["evaluate", "--dataset", str(_dataset(tmp_path)), "--retriever", "opensearch", "--retriever-option",
+                "index=bees", "--retriever-option", f"url={url}", "--metric", "recall@1", "--no-progress",
+                "--output", str(out), "--mlflow", str(store)]
+        assert main(argv) == 0  # OS2, ML03: the server was reached with these credentials
+        captured = capsys.readouterr()
+        config = tmp_path / "os8.toml"  # OS8: the same url in a config file
+        config.write_text(f'dataset = "eval.jsonl"\nmetrics = ["recall@1"]\n[retriever]\nname = "opensearch"\n'
+                          f'index = "bees"\nurl = "{url}"\n', encoding="utf-8")
+        assert main(["evaluate", "--config", str(config), "--output", str(tmp_path / "os8.json"),
+                     "--no-progress"]) == 0
+        captured8 = capsys.readouterr()
+        wrong = f"admin:WRONG-pass-xyz14@{hostport}"  # OS5d: refused credentials, in the error message
+        assert main([*argv[:8], f"url={wrong}", "--metric", "recall@1", "--no-progress"]) == 2
+        refused = capsys.readouterr().err
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert written["scores"]["recall@1"] == 1.0
+    assert written["config"]["retriever"]["url"] == f"admin:***@{hostport}"
+    texts = {"os2.json": out.read_bytes(), "os8.json": (tmp_path / "os8.json").read_bytes(),
+             "output": (captured.out + captured.err + captured8.out + captured8.err).encode(),
+             **_store_files(store)}
+    assert any(name.endswith("results.json") for name in texts) and len(texts) > 20
+    for name, data in texts.items():
+        assert NOSCHEME_PW.encode() not in data, name
+    assert f"[index 'bees' at admin:***@{hostport}]" in refused and "WRONG-pass-xyz14" not in refused
