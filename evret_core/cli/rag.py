@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     config.write(evaluator, questions, results)
     table = sys.stderr if STDOUT in (config.output, config.write_cases) else sys.stdout
     print_rag(results, title=f"{Path(config.dataset).name}: {len(questions)} questions", file=table,
-              all_pairs=args.all_pairs)
+              all_pairs=args.all_pairs, warnings=sys.stderr)
     for path, what in ((config.write_cases, "adversarial cases"), (config.output, "results")):
         if path and path != STDOUT:
             print(f"{what} written to {path}", file=sys.stderr)

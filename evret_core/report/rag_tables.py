@@ -16,8 +16,9 @@ HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_an
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
-              all_pairs: bool = False, sep: str = " ") -> None:
-    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured.
+              all_pairs: bool = False, sep: str = " ", warnings: TextIO | None = None) -> None:
+    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured (the
+    ``WARNING`` lines go to ``warnings``, default ``file``: ``evret rag`` sends them to standard error).
 
     With more than two conditions (an adversarial run) the default is compact: one table of means (conditions as
     columns), each condition's difference against the clean one (``retrieved``, else ``gold``), and one row per
@@ -65,7 +66,7 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     for line in notes(results):
         print(f"note: {line}", file=out)
     for line in unmeasured_lines(results.unmeasured):
-        print(f"WARNING: {line}", file=out)
+        print(f"WARNING: {line}", file=warnings or out)
     if results.stats.get("dropped_citations"):
         print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
               f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
