@@ -131,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         baseline = rag_scores(RagResults.from_json(args.baseline))
     tracking = check_rag_outputs(config, args)
     questions = config.load_questions()
+    for warning in questions.warnings:  # what the reader kept but will not use as the file meant (fake answers)
+        print(f"WARNING: {warning}", file=sys.stderr)
     from evret_core.progress import terminal_progress
 
     progress = None if getattr(args, "no_progress", False) else terminal_progress()

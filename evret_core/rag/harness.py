@@ -236,9 +236,11 @@ class RagEvaluator:
             for name in cases:
                 outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)), name)
             per_question[q.question_id] = outcome
+        # the hashes of what the run read: a report's drill-down checks the files it is given against them
         results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
-                             per_question=per_question, config=self.config())
+                             per_question=per_question,
+                             config={**self.config(), "question_set": questions.fingerprint()})
         summarise(results, retrieval, self.n_resamples, self.seed, extra_metrics=self.extra_metrics())
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),

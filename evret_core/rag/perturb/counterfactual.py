@@ -228,6 +228,9 @@ class Counterfactual:
 
     def __call__(self, question: RagQuestion, contexts: Sequence[Context], questions: QuestionSet,
                  rng: np.random.Generator) -> ConditionCase:
+        if question.fake_answer_is_an_answer:
+            return ConditionCase(list(contexts), skip="counterfactual: the question's own fake answer is one of its "
+                                                      "answers (adopting it could not be told from answering right)")
         if question.counterfactual_passages:
             return self._own_passages(question, contexts, rng)
         if question.expected_behaviour != "answer" or not question.answers:
