@@ -33,6 +33,9 @@ from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, s
 from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
+DEFAULT_RETRIEVAL_JUDGE = "token-overlap"
+"""The judge of retrieval for questions labelled by answer texts only, when none is named (``evret evaluate``'s
+default is the stricter ``contains``)."""
 
 
 class RagEvaluator:
@@ -50,7 +53,9 @@ class RagEvaluator:
     :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
         F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
         says it matches.
-    :param retrieval_judge: the judge for questions labelled by answer texts only (default ``token-overlap``).
+    :param retrieval_judge: the Evret judge (a name, with ``retrieval_judge_options``, or a judge object) that
+        decides which retrieved passages hold the answer of a question labelled by answer texts only (default
+        :data:`DEFAULT_RETRIEVAL_JUDGE`, ``token-overlap``); recorded in the results' ``config``.
     :param relevance: answer relevance: ``lexical`` (offline, default), ``llm`` (options in
         ``relevance_options``), ``none``, or an object with ``score(question, answer)`` / ``ascore``.
     :param pipelined: judge each answer as soon as it arrives, every LLM call in one shared pool (default);
@@ -73,6 +78,7 @@ class RagEvaluator:
         answer_judge: Any = None,
         correct_f1: float = 0.5,
         retrieval_judge: Any = None,
+        retrieval_judge_options: dict[str, Any] | None = None,
         generator_options: dict[str, Any] | None = None,
         claim_judge_options: dict[str, Any] | None = None,
         relevance: Any = "lexical",
@@ -112,7 +118,7 @@ class RagEvaluator:
             raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}") from None
         if not 0.0 <= self.correct_f1 <= 1.0:
             raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}")
-        self.retrieval_judge = retrieval_judge
+        self.retrieval_judge = _retrieval_judge(retrieval_judge, retrieval_judge_options)
         self.confidence_level = check_confidence_level(confidence_level)
         self.n_resamples = check_resamples(n_resamples)
         from evret_core.limits import MAX_SEED, check_int
@@ -125,8 +131,10 @@ class RagEvaluator:
     def retrieval_metrics(self) -> list[str]:
         return retrieval_metric_names(self.k)
 
-    def retrieve(self, questions: QuestionSet) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
-        """The retrieved lists (None when no condition needs them) and the retrieval section."""
+    def retrieve(self, questions: QuestionSet, score: bool = True
+                 ) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
+        """The retrieved lists (None when no condition needs them) and the retrieval section (empty unless
+        ``score``: scoring may call an LLM judge)."""
         if not any(c.needs_retrieval for c in self.conditions):
             return None, {}
         from evret_core.evaluation.evaluator import Evaluator
@@ -142,7 +150,7 @@ class RagEvaluator:
         section: dict[str, Any] = {"per_question": {}, "means": {}, "intervals": {},
                                    "unlabelled": [q.question_id for q in questions.questions
                                                   if not (q.gold_doc_ids or q.answers)]}
-        if labelled:
+        if labelled and score:
             scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
                                 judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
                                 n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1,
@@ -269,7 +277,7 @@ class RagEvaluator:
         after the cache (:func:`~evret_core.rag.planning.plan_run`). Retrieval runs (it builds the contexts);
         nothing is sent to an LLM."""
         self.check_inputs(questions)
-        retrieved, _ = self.retrieve(questions)
+        retrieved, _ = self.retrieve(questions, score=False)
         cases = self.cases(questions, retrieved)
         return plan_run(self, questions, cases, self.requests(questions, cases))
 
@@ -315,8 +323,11 @@ class RagEvaluator:
         retriever = None
         if self.retriever is not None:
             retriever = conf(self.retriever) if not isinstance(self.retriever, dict) else {"name": "precomputed"}
+        retrieves = any(c.needs_retrieval for c in self.conditions)
         return {"retriever": retriever, "generator": conf(self.generator), "claim_judge": conf(self.claim_judge),
-                "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance), "conditions": [c.config() for c in self.conditions],
+                "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance),
+                "retrieval_judge": conf(self.retrieval_judge) if retrieves else None,
+                "conditions": [c.config() for c in self.conditions],
                 "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
                 "n_resamples": self.n_resamples, "seed": self.seed, "executor": self.executor.config()}
 
@@ -339,6 +350,25 @@ def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = Tr
     extra = [m for score in registered_scores() if score.name not in BUILTIN_SCORES for m in score.metrics]
     metrics = [m for m in dict.fromkeys((*GENERATION_METRICS, *DERIVED_METRICS, *extra)) if m not in off]
     return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
+
+
+def _retrieval_judge(judge: Any, options: dict[str, Any] | None) -> Any:
+    """The retrieval judge object: a registered judge by name (default :data:`DEFAULT_RETRIEVAL_JUDGE`) built with
+    ``options``, or a judge object as it is."""
+    from evret_core.plugins.registry import create_judge
+
+    if judge is None or isinstance(judge, str):
+        return create_judge(judge or DEFAULT_RETRIEVAL_JUDGE, **(options or {}))
+    if options:
+        raise EvretError("retrieval_judge_options apply only to a retrieval judge given by name")
+    return judge
+
+
+def uses_retrieval_judge(questions: QuestionSet, conditions: Sequence[Condition]) -> bool:
+    """Whether a run over ``conditions`` judges retrieved passages: it retrieves, and a question has answer texts
+    but no gold ids."""
+    return any(c.needs_retrieval for c in conditions) and any(
+        q.answers and not q.gold_doc_ids for q in questions.questions)
 
 
 def _retrieval_example(q: RagQuestion) -> QueryExample:
