@@ -26,7 +26,7 @@ from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.adversarial_scores import summarise_adversarial
-from evret_core.rag.scores.answers import behaviour_ok
+from evret_core.rag.scores.answers import answer_is_correct, behaviour_ok
 from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
@@ -50,9 +50,10 @@ class RagEvaluator:
         ``llm`` for the LLM claim judge, a plugin's; options in ``claim_judge_options``), or a registered Evret
         judge's name for the lexical claim judge over it.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
-    :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
-        F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
-        says it matches.
+    :param correct_f1: an answer counts as right (for correctness and attribution) by
+        :func:`~evret_core.rag.scores.answers.answer_is_correct`: it matches exactly, its F1 is above this, or it
+        is short and states a gold answer whole, and no number in it disagrees with that gold answer ("2 euros" for
+        "5 euros" is wrong at F1 0.5 or 0.75); or when ``answer_judge`` says it matches.
     :param retrieval_judge: the Evret judge (a name, with ``retrieval_judge_options``, or a judge object) that
         decides which retrieved passages hold the answer of a question labelled by answer texts only (default
         :data:`DEFAULT_RETRIEVAL_JUDGE`, ``token-overlap``); recorded in the results' ``config``.
@@ -307,8 +308,8 @@ class RagEvaluator:
         if has_label:
             right = behaved
             if expected == "answer":
-                f1_ok = bool(scores["exact"]) or (scores["f1"] or 0.0) > self.correct_f1
-                right = behaved and (f1_ok or bool(scores.get("answer_judge")))
+                said_right = answer_is_correct(prediction, golds, self.correct_f1, q.question)
+                right = behaved and (said_right or bool(scores.get("answer_judge")))
             outcome.correct = bool(right)
             scores["correct"] = float(right)
         apply_scores([s for s in self.scores if s.name not in BUILTIN_SCORES], item, scores)
