@@ -25,7 +25,7 @@ from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
-from evret_core.rag.scores.adversarial_scores import summarise_adversarial
+from evret_core.rag.scores.adversarial_scores import counterfactual_scores, summarise_adversarial
 from evret_core.rag.scores.answers import answer_is_correct, behaviour_ok
 from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.scores.relevance import resolve_relevance
@@ -310,6 +310,10 @@ class RagEvaluator:
             if expected == "answer":
                 said_right = answer_is_correct(prediction, golds, self.correct_f1, q.question)
                 right = behaved and (said_right or bool(scores.get("answer_judge")))
+                if case.info.get("family") == "counterfactual":
+                    # an answer stating the planted value is never right, one correcting it is: decided here, once,
+                    # so that every table and the family's rates read the same verdict
+                    right = counterfactual_scores(outcome, bool(refused), float(right), golds)["correct"] == 1.0
             outcome.correct = bool(right)
             scores["correct"] = float(right)
         apply_scores([s for s in self.scores if s.name not in BUILTIN_SCORES], item, scores)

@@ -161,7 +161,9 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
                 planted = set(oc.info.get("forged_docs") or [oc.info.get("forged_doc")] + list(
                     oc.info.get("injected_docs") or []))
                 expected = list(dict.fromkeys(a for variants in q.answers for a in variants))
-                family = {k: f"{v:g}" for k, v in outcome_scores(oc, expected).items() if v == v}
+                # the family's rates beside the verdict, without its "correct": the verdict is that number (a second
+                # one, recomputed here, could differ from what an older results file recorded)
+                family = {k: f"{v:g}" for k, v in outcome_scores(oc, expected).items() if v == v and k != "correct"}
                 conditions.append({
                     "name": condition, "verdict": _verdict_mark(oc.correct), "answer": _answer_line(oc),
                     "contexts": [{"id": c, "mark": "gold" if c in gold else "planted" if c in planted else ""}
