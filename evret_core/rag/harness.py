@@ -26,7 +26,7 @@ from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.adversarial_scores import counterfactual_scores, summarise_adversarial
-from evret_core.rag.scores.answers import answer_is_correct, behaviour_ok
+from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS, answer_is_correct, behaviour_ok
 from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
@@ -333,7 +333,10 @@ class RagEvaluator:
                 "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance),
                 "retrieval_judge": conf(self.retrieval_judge) if retrieves else None,
                 "conditions": [c.config() for c in self.conditions],
-                "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
+                "k": self.k, "correct_f1": self.correct_f1,
+                "correct_rule": {"name": "answer_is_correct", "short_answer_extra_words": SHORT_ANSWER_EXTRA_WORDS,
+                                 "numbers_must_agree": True, "counterfactual_adoption_is_wrong": True},
+                "retrieval_metrics": self.retrieval_metrics(),
                 "n_resamples": self.n_resamples, "seed": self.seed, "executor": self.executor.config()}
 
 

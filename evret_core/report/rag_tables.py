@@ -90,15 +90,22 @@ def notes(results: RagResults) -> list[str]:
 
 
 def correct_rule(config: dict[str, Any]) -> str:
-    """How the run decided ``correct`` for a question expected to be answered, in words."""
-    from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS
-
-    rule = (f"exact match, token F1 > {config.get('correct_f1', 0.5):g}, or a short answer stating a gold answer "
-            f"whole (at most {SHORT_ANSWER_EXTRA_WORDS} other words beside the question's); never with a number "
-            f"that disagrees with the gold answer or an alternative offered ('or')")
+    """How the run decided ``correct`` for a question expected to be answered, in words (a results file written
+    before ``config["correct_rule"]`` was recorded used exact match or F1 alone)."""
     judge = config.get("answer_judge")
+    name = judge.get("name", judge) if isinstance(judge, dict) else judge
+    recorded = config.get("correct_rule")
+    short = recorded.get("short_answer_extra_words") if isinstance(recorded, dict) else None
+    if not isinstance(short, int) or isinstance(short, bool):
+        rule = f"exact match or token F1 > {config.get('correct_f1', 0.5):g}"
+        if judge:
+            return f"{rule}, or the answer judge {name!r} (--answer-judge) accepting the answer"
+        return (f"{rule} (no answer judge: a verbose answer that holds the gold answer counts as wrong; "
+                f"add --answer-judge contains to accept it)")
+    rule = (f"exact match, token F1 > {config.get('correct_f1', 0.5):g}, or a short answer stating a gold answer "
+            f"whole (at most {short} other words beside the question's); never with a number that disagrees with "
+            f"the gold answer or an alternative offered ('or')")
     if judge:
-        name = judge.get("name", judge) if isinstance(judge, dict) else judge
         return f"{rule}; or the answer judge {name!r} (--answer-judge) accepting the answer"
     return f"{rule} (a longer answer that holds the gold answer needs --answer-judge, e.g. contains)"
 
