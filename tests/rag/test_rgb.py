@@ -214,3 +214,21 @@ def test_report_refuses_a_question_set_or_corpus_edited_since_the_run(
                  "--dataset-format", "rgb", "--output", str(tmp_path / "old.html")]) == 0
     assert ("WARNING: run 'old' records no hashes of its question set and corpus (written by an earlier Evret): "
             "the drill-down's context texts cannot be checked against what the run saw") in capsys.readouterr().err
+
+
+def test_a_jsonl_question_set_s_own_fake_answer_equal_to_its_answer_is_warned_and_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    rows = [{"id": "a", "question": "Who acquired Instagram?", "answers": ["Facebook", "Meta"],
+             "counterfactual_answers": ["META"], "counterfactual_passages": ["Meta bought Instagram."]},
+            {"id": "b", "question": "Who acquired WhatsApp?", "answers": ["Facebook"],
+             "counterfactual_answers": ["Apple"], "counterfactual_passages": ["Apple bought WhatsApp."]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    questions = QuestionSet.from_jsonl(path)
+    assert questions.warnings == [f"1 record(s) give a fake answer equal to one of their answers (first at {path}:1): "
+                                  f"the counterfactual condition leaves them out (adopting the fake answer could not "
+                                  f"be told from answering right)"]
+    first, second = questions.questions
+    assert first.fake_answer_is_an_answer and not second.fake_answer_is_an_answer
+    case = Counterfactual()(first, [], questions, np.random.default_rng(0))
+    assert case.skip is not None and "one of its answers" in case.skip
+    assert Counterfactual()(second, [], questions, np.random.default_rng(0)).skip is None
