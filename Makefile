@@ -53,6 +53,7 @@ bench: install-all
 	$(BIN)/python benchmarks/judges.py --sweep
 	$(BIN)/python benchmarks/bm25_batch.py
 	$(BIN)/python benchmarks/rag.py
+	$(BIN)/python benchmarks/correct_rule.py
 	$(BIN)/python benchmarks/rag_llm.py
 	$(BIN)/python benchmarks/ray.py
 

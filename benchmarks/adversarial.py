@@ -10,10 +10,12 @@ it follows any instruction that carries a canary, as a model without injection d
 
 ``--plantings N`` prints instead what the counterfactual family planted: the share of plantings that keep the
 original answer's type by :func:`evret_core.rag.perturb.answer_types.check_planting`, the skips, and N plantings drawn at
-random (seeded) with the rule that found each value and the question it answers, for a person to judge;
-``--rule same-head`` (or ``question-head``...) draws the sample from that rule's plantings only.
+random (``--seed``: the plantings' and the draw's) with the rule that found each value and the question it answers, for
+a person to judge; ``--rule same-head`` (or ``question-head``...) draws the sample from that rule's plantings only;
+``--with-example`` adds the bundled example's plantings (examples/rag) to the SQuAD subset's before the draw.
 
-Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm] [--plantings 40 [--rule R]]
+Usage: python benchmarks/adversarial.py [--shared ../shared] [--resamples 1000] [--llm]
+       [--plantings 40 [--seed S] [--rule R] [--with-example]]
 """
 
 from __future__ import annotations
@@ -73,10 +75,17 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="also the llm generator against two stub models")
     parser.add_argument("--plantings", type=int, metavar="N", help="only the counterfactual plantings, N sampled")
     parser.add_argument("--rule", help="with --plantings: sample only the plantings of this rule (same-head...)")
+    parser.add_argument("--seed", type=int, default=0, help="with --plantings: seed of the plantings and the draw")
+    parser.add_argument("--with-example", action="store_true",
+                        help="with --plantings: the bundled example's plantings too (examples/rag)")
     args = parser.parse_args()
     questions = QuestionSet.load(args.shared / SQUAD)
     if args.plantings is not None:
-        print(plantings(questions, args.plantings, rule=args.rule))
+        sets = [questions]
+        if args.with_example:
+            sets.append(QuestionSet.load(REPO / "examples" / "rag" / "questions.jsonl",
+                                         REPO / "examples" / "rag" / "corpus.jsonl"))
+        print(plantings(sets, args.plantings, seed=args.seed, rule=args.rule))
         return
     generators: dict[str, tuple[Any, dict[str, Any] | None]] = {
         "extractive (threshold 0.5)": ("extractive", None),
@@ -100,34 +109,41 @@ def main() -> None:
                       f"{len(server.requests)} LLM calls)\n")
 
 
-def plantings(questions: QuestionSet, sample: int, seed: int = 0, rule: str | None = None) -> str:
-    """The counterfactual family's plantings over the gold contexts: type-consistent share, skips, a sample."""
+def plantings(sets: list[QuestionSet], sample: int, seed: int = 0, rule: str | None = None) -> str:
+    """The counterfactual family's plantings over the gold contexts of each question set: type-consistent share,
+    skips, and a sample drawn from all of them."""
     import random
     from collections import Counter
 
     from evret_core.rag.perturb.answer_types import check_planting
     from evret_core.rag.perturb.cases import build_cases
 
-    cases = build_cases(adversarial_conditions(["counterfactual"], base="gold", seed=seed), questions, None, k=5,
-                        seed=seed)["counterfactual"]
-    built = [(q, c) for q, c in zip(questions.questions, cases, strict=True) if not c.skip]
-    answerable = sum(bool(q.answers) for q in questions.questions)
-    consistent = sum(check_planting(c.info["original_answer"], c.info["planted_answer"])[0] for _q, c in built)
-    in_question = sum(c.info["planted_answer"].lower() in q.question.lower() for q, c in built)
-    origin = Counter(c.info["rule"] for _q, c in built)
-    skips = Counter(c.skip for q, c in zip(questions.questions, cases, strict=True) if c.skip and q.answers)
-    by_id = {q.question_id: q.question.strip() for q in questions.questions}
+    built, skips, lines = [], Counter(), []
+    answerable = consistent = in_question = 0
+    origin: Counter[str] = Counter()
+    sources = {"shifted": "(its own numerals, moved)", "corpus": "(a corpus phrase)"}
+    for questions in sets:
+        cases = build_cases(adversarial_conditions(["counterfactual"], base="gold", seed=seed), questions, None,
+                            k=5, seed=seed)["counterfactual"]
+        asked = {q.question_id: q.question.strip() for q in questions.questions}
+        here = [(q, c) for q, c in zip(questions.questions, cases, strict=True) if not c.skip]
+        answerable += sum(bool(q.answers) for q in questions.questions)
+        consistent += sum(check_planting(c.info["original_answer"], c.info["planted_answer"], q.question,
+                                         asked.get(c.info["planted_from"]))[0] for q, c in here)
+        in_question += sum(c.info["planted_answer"].lower() in q.question.lower() for q, c in here)
+        origin.update(c.info["rule"] for _q, c in here)
+        skips.update(c.skip for q, c in zip(questions.questions, cases, strict=True) if c.skip and q.answers)
+        built += [(q, c, asked.get(c.info["planted_from"]) or sources[c.info["planted_from"]],
+                   questions.name or "") for q, c in here]
     lines = [f"plantings: {len(built)} of {answerable} answerable questions; type-consistent by check_planting: "
              f"{consistent} ({consistent / max(len(built), 1):.1%}); substrings of the question: {in_question}",
              f"planted by rule: {dict(origin)}; answerable questions skipped: {dict(skips)}", "",
-             "| question | original | planted | rule | checker | the planted value answers |",
-             "|---|---|---|---|---|---|"]
-    sources = {"shifted": "(its own numerals, moved)", "corpus": "(a corpus phrase)"}
-    pool = [(q, c) for q, c in built if rule is None or c.info["rule"] == rule]
-    for q, c in random.Random(seed).sample(pool, min(sample, len(pool))):
-        source = by_id.get(c.info["planted_from"]) or sources[c.info["planted_from"]]
-        cells = [q.question.strip(), c.info["original_answer"], c.info["planted_answer"], c.info["rule"],
-                 c.info["type_check"], source]
+             "| # | set | question | original | planted | rule | checker | the planted value answers |",
+             "|---|---|---|---|---|---|---|---|"]
+    pool = [row for row in built if rule is None or row[1].info["rule"] == rule]
+    for n, (q, c, source, name) in enumerate(random.Random(seed).sample(pool, min(sample, len(pool))), start=1):
+        cells = [str(n), name, q.question.strip(), c.info["original_answer"], c.info["planted_answer"],
+                 c.info["rule"], c.info["type_check"], source]
         lines.append("| " + " | ".join(x.replace("|", "/") for x in cells) + " |")
     return "\n".join(lines)
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the
 
 DATASET_FORMATS = ("rgb",)
 BUILTIN_CONDITIONS = ("gold", "retrieved")
-PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "executor")
+PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "retrieval_judge", "executor")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -49,6 +49,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--staged", action="store_true",
                    help="generate everything, then judge everything (default: judge each answer as it arrives)")
     p.add_argument("--answer-judge", help="an Evret judge that also decides answer correctness (optional)")
+    p.add_argument("--retrieval-judge", metavar="NAME",
+                   help="the Evret judge that decides which retrieved passages hold the answer of a question labelled "
+                        "by answer texts only (default token-overlap; contains, semantic, llm, a plugin's)")
+    p.add_argument("--retrieval-judge-option", action="append", metavar="KEY=VALUE",
+                   help="retrieval judge option (repeatable), e.g. overlap_ratio=0.8")
     p.add_argument("--correct-f1", type=float, help="an answer with F1 above this counts as right (default 0.5)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
@@ -100,11 +105,14 @@ def settings_from(args: argparse.Namespace) -> RagConfig:
             value = False if args.staged else None
         if value is not None:
             data[key], sources[key] = value, flag
+    from evret_core.rag.harness import DEFAULT_RETRIEVAL_JUDGE
+
     for part in PARTS:
         default = RagConfig.model_fields[part].default  # options alone go to the default part (claim judge...)
+        name = DEFAULT_RETRIEVAL_JUDGE if part == "retrieval_judge" else getattr(default, "name", None)
         layer_component(data, sources, option_sources, part, getattr(args, part, None),
                         parse_options(getattr(args, f"{part}_option", None), f"--{part.replace('_', '-')}-option"),
-                        getattr(default, "name", None))
+                        name)
     # a wrong value in the file is reported before a missing setting
     config = RagConfig.validated(data, sources, option_sources,
                                  required_flags={"dataset": "--dataset", "generator": "--generator"})
@@ -131,6 +139,8 @@ def run(args: argparse.Namespace) -> int:
         baseline = rag_scores(RagResults.from_json(args.baseline))
     tracking = check_rag_outputs(config, args)
     questions = config.load_questions()
+    for warning in questions.warnings:  # what the reader kept but will not use as the file meant (fake answers)
+        print(f"WARNING: {warning}", file=sys.stderr)
     from evret_core.progress import terminal_progress
 
     progress = None if getattr(args, "no_progress", False) else terminal_progress()
@@ -153,7 +163,11 @@ def run(args: argparse.Namespace) -> int:
     config.write(evaluator, questions, results)
     table = sys.stderr if STDOUT in (config.output, config.write_cases) else sys.stdout
     print_rag(results, title=f"{Path(config.dataset).name}: {len(questions)} questions", file=table,
-              all_pairs=args.all_pairs)
+              all_pairs=args.all_pairs, warnings=sys.stderr)
+    from evret_core.rag.harness import uses_retrieval_judge
+
+    if config.retrieval_judge is None and uses_retrieval_judge(questions, evaluator.conditions):
+        _note_default_retrieval_judge()
     for path, what in ((config.write_cases, "adversarial cases"), (config.output, "results")):
         if path and path != STDOUT:
             print(f"{what} written to {path}", file=sys.stderr)
@@ -161,6 +175,18 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.statistics.gates import rag_scores
 
     return run_gates(args, floors, rag_scores(results), lambda _path: baseline)
+
+
+def _note_default_retrieval_judge() -> None:
+    """Says which judge decided the retrieval matches of text-labelled questions when none was named, as
+    ``evret evaluate`` does for its default: the two commands' defaults differ."""
+    from evret_core.rag.harness import DEFAULT_RETRIEVAL_JUDGE
+
+    print(f"note: retrieval matches judged by the default judge, {DEFAULT_RETRIEVAL_JUDGE} (evret rag's default; "
+          f"evret evaluate's is contains): a passage holds an expected answer when it has the answer's words, "
+          f"normalised, as one contiguous run, or most of the answer's words that are not in the question; name "
+          f"another with --retrieval-judge (contains for the strict rule, semantic or llm) or a [retrieval_judge] "
+          f"table in the config", file=sys.stderr)
 
 
 def check_rag_outputs(config: RagConfig, args: argparse.Namespace) -> str | None:

@@ -89,16 +89,19 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     if args.dataset and args.format != "html":
         raise EvretError("--dataset: context texts are shown by the HTML report's drill-down; add --format html")
     questions = None
+    unchecked: list[str] = []
     if args.dataset:
         from evret_core.rag.rag_config import load_questions
         from evret_core.report.rag_compare import check_questions
 
         questions = load_questions(args.dataset, args.corpus, args.dataset_format)
-        check_questions(runs, questions)
+        # the files must be those the run read: an edited passage must not show as the context the run saw
+        unchecked = check_questions(runs, questions, f"--dataset {args.dataset}",
+                                    f"--corpus {args.corpus}" if args.corpus else None)
     comparison = compare_rag(runs, test=args.test, alpha=args.alpha) if len(runs) > 1 else None
     data = RagReportData(runs, comparison, questions)
     text = render_report(data, args.format) + ("\n" if args.format == "markdown" else "")
-    for warning in data.warnings:
+    for warning in [*unchecked, *data.warnings]:
         print(f"WARNING: {visible(warning)}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":

@@ -25,14 +25,17 @@ from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
-from evret_core.rag.scores.adversarial_scores import summarise_adversarial
-from evret_core.rag.scores.answers import behaviour_ok
+from evret_core.rag.scores.adversarial_scores import counterfactual_scores, summarise_adversarial
+from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS, answer_is_correct, behaviour_ok
 from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
+DEFAULT_RETRIEVAL_JUDGE = "token-overlap"
+"""The judge of retrieval for questions labelled by answer texts only, when none is named (``evret evaluate``'s
+default is the stricter ``contains``)."""
 
 
 class RagEvaluator:
@@ -47,10 +50,13 @@ class RagEvaluator:
         ``llm`` for the LLM claim judge, a plugin's; options in ``claim_judge_options``), or a registered Evret
         judge's name for the lexical claim judge over it.
     :param answer_judge: an optional Evret judge (name or object) that also decides answer correctness.
-    :param correct_f1: an answer counts as right (for correctness and attribution) when it matches exactly, when its
-        F1 is above this (so "10 cents" against "50 cents", F1 0.5, is wrong by default), or when ``answer_judge``
-        says it matches.
-    :param retrieval_judge: the judge for questions labelled by answer texts only (default ``token-overlap``).
+    :param correct_f1: an answer counts as right (for correctness and attribution) by
+        :func:`~evret_core.rag.scores.answers.answer_is_correct`: it matches exactly, its F1 is above this, or it
+        is short and states a gold answer whole, and no number in it disagrees with that gold answer ("2 euros" for
+        "5 euros" is wrong at F1 0.5 or 0.75); or when ``answer_judge`` says it matches.
+    :param retrieval_judge: the Evret judge (a name, with ``retrieval_judge_options``, or a judge object) that
+        decides which retrieved passages hold the answer of a question labelled by answer texts only (default
+        :data:`DEFAULT_RETRIEVAL_JUDGE`, ``token-overlap``); recorded in the results' ``config``.
     :param relevance: answer relevance: ``lexical`` (offline, default), ``llm`` (options in
         ``relevance_options``), ``none``, or an object with ``score(question, answer)`` / ``ascore``.
     :param pipelined: judge each answer as soon as it arrives, every LLM call in one shared pool (default);
@@ -73,6 +79,7 @@ class RagEvaluator:
         answer_judge: Any = None,
         correct_f1: float = 0.5,
         retrieval_judge: Any = None,
+        retrieval_judge_options: dict[str, Any] | None = None,
         generator_options: dict[str, Any] | None = None,
         claim_judge_options: dict[str, Any] | None = None,
         relevance: Any = "lexical",
@@ -112,7 +119,7 @@ class RagEvaluator:
             raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}") from None
         if not 0.0 <= self.correct_f1 <= 1.0:
             raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}")
-        self.retrieval_judge = retrieval_judge
+        self.retrieval_judge = _retrieval_judge(retrieval_judge, retrieval_judge_options)
         self.confidence_level = check_confidence_level(confidence_level)
         self.n_resamples = check_resamples(n_resamples)
         from evret_core.limits import MAX_SEED, check_int
@@ -125,8 +132,10 @@ class RagEvaluator:
     def retrieval_metrics(self) -> list[str]:
         return retrieval_metric_names(self.k)
 
-    def retrieve(self, questions: QuestionSet) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
-        """The retrieved lists (None when no condition needs them) and the retrieval section."""
+    def retrieve(self, questions: QuestionSet, score: bool = True
+                 ) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
+        """The retrieved lists (None when no condition needs them) and the retrieval section (empty unless
+        ``score``: scoring may call an LLM judge)."""
         if not any(c.needs_retrieval for c in self.conditions):
             return None, {}
         from evret_core.evaluation.evaluator import Evaluator
@@ -142,7 +151,7 @@ class RagEvaluator:
         section: dict[str, Any] = {"per_question": {}, "means": {}, "intervals": {},
                                    "unlabelled": [q.question_id for q in questions.questions
                                                   if not (q.gold_doc_ids or q.answers)]}
-        if labelled:
+        if labelled and score:
             scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
                                 judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
                                 n_resamples=self.n_resamples, seed=self.seed, min_slice_size=1,
@@ -236,9 +245,11 @@ class RagEvaluator:
             for name in cases:
                 outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)), name)
             per_question[q.question_id] = outcome
+        # the hashes of what the run read: a report's drill-down checks the files it is given against them
         results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
-                             per_question=per_question, config=self.config())
+                             per_question=per_question,
+                             config={**self.config(), "question_set": questions.fingerprint()})
         summarise(results, retrieval, self.n_resamples, self.seed, extra_metrics=self.extra_metrics())
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
@@ -267,7 +278,7 @@ class RagEvaluator:
         after the cache (:func:`~evret_core.rag.planning.plan_run`). Retrieval runs (it builds the contexts);
         nothing is sent to an LLM."""
         self.check_inputs(questions)
-        retrieved, _ = self.retrieve(questions)
+        retrieved, _ = self.retrieve(questions, score=False)
         cases = self.cases(questions, retrieved)
         return plan_run(self, questions, cases, self.requests(questions, cases))
 
@@ -297,8 +308,12 @@ class RagEvaluator:
         if has_label:
             right = behaved
             if expected == "answer":
-                f1_ok = bool(scores["exact"]) or (scores["f1"] or 0.0) > self.correct_f1
-                right = behaved and (f1_ok or bool(scores.get("answer_judge")))
+                said_right = answer_is_correct(prediction, golds, self.correct_f1, q.question)
+                right = behaved and (said_right or bool(scores.get("answer_judge")))
+                if case.info.get("family") == "counterfactual":
+                    # an answer stating the planted value is never right, one correcting it is: decided here, once,
+                    # so that every table and the family's rates read the same verdict
+                    right = counterfactual_scores(outcome, bool(refused), float(right), golds)["correct"] == 1.0
             outcome.correct = bool(right)
             scores["correct"] = float(right)
         apply_scores([s for s in self.scores if s.name not in BUILTIN_SCORES], item, scores)
@@ -313,9 +328,15 @@ class RagEvaluator:
         retriever = None
         if self.retriever is not None:
             retriever = conf(self.retriever) if not isinstance(self.retriever, dict) else {"name": "precomputed"}
+        retrieves = any(c.needs_retrieval for c in self.conditions)
         return {"retriever": retriever, "generator": conf(self.generator), "claim_judge": conf(self.claim_judge),
-                "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance), "conditions": [c.config() for c in self.conditions],
-                "k": self.k, "correct_f1": self.correct_f1, "retrieval_metrics": self.retrieval_metrics(),
+                "answer_judge": conf(self.answer_judge), "relevance": conf(self.relevance),
+                "retrieval_judge": conf(self.retrieval_judge) if retrieves else None,
+                "conditions": [c.config() for c in self.conditions],
+                "k": self.k, "correct_f1": self.correct_f1,
+                "correct_rule": {"name": "answer_is_correct", "short_answer_extra_words": SHORT_ANSWER_EXTRA_WORDS,
+                                 "numbers_must_agree": True, "counterfactual_adoption_is_wrong": True},
+                "retrieval_metrics": self.retrieval_metrics(),
                 "n_resamples": self.n_resamples, "seed": self.seed, "executor": self.executor.config()}
 
 
@@ -337,6 +358,25 @@ def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = Tr
     extra = [m for score in registered_scores() if score.name not in BUILTIN_SCORES for m in score.metrics]
     metrics = [m for m in dict.fromkeys((*GENERATION_METRICS, *DERIVED_METRICS, *extra)) if m not in off]
     return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
+
+
+def _retrieval_judge(judge: Any, options: dict[str, Any] | None) -> Any:
+    """The retrieval judge object: a registered judge by name (default :data:`DEFAULT_RETRIEVAL_JUDGE`) built with
+    ``options``, or a judge object as it is."""
+    from evret_core.plugins.registry import create_judge
+
+    if judge is None or isinstance(judge, str):
+        return create_judge(judge or DEFAULT_RETRIEVAL_JUDGE, **(options or {}))
+    if options:
+        raise EvretError("retrieval_judge_options apply only to a retrieval judge given by name")
+    return judge
+
+
+def uses_retrieval_judge(questions: QuestionSet, conditions: Sequence[Condition]) -> bool:
+    """Whether a run over ``conditions`` judges retrieved passages: it retrieves, and a question has answer texts
+    but no gold ids."""
+    return any(c.needs_retrieval for c in conditions) and any(
+        q.answers and not q.gold_doc_ids for q in questions.questions)
 
 
 def _retrieval_example(q: RagQuestion) -> QueryExample:

@@ -2,8 +2,8 @@
 
 The same style as :class:`~evret_core.evaluation.config.EvaluateConfig` (:mod:`evret_core.evaluation.run_config`):
 a TOML file (``evret rag --config rag.toml``) holds the same keys as the model, relative paths are relative to the
-file, and the parts (``retriever``, ``generator``, ``claim_judge``, ``answer_judge``, ``relevance``, ``executor``)
-are a name or a table with ``name`` and the part's options::
+file, and the parts (``retriever``, ``generator``, ``claim_judge``, ``answer_judge``, ``relevance``,
+``retrieval_judge``, ``executor``) are a name or a table with ``name`` and the part's options::
 
     dataset = "questions.jsonl"
     corpus = "corpus.jsonl"
@@ -45,7 +45,7 @@ __all__ = ["DATASET_FORMATS", "RagConfig", "build_retriever", "load_questions"]
 
 DATASET_FORMATS = ("rgb",)
 BUILTIN_CONDITIONS = ("gold", "retrieved")
-PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "executor")
+PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "retrieval_judge", "executor")
 
 # setting -> the types a TOML file (or Python) may give it
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -81,6 +81,7 @@ class RagConfig(Config):
     claim_judge: ComponentSpec = ComponentSpec(name="token-overlap")
     answer_judge: ComponentSpec | None = None
     relevance: ComponentSpec = ComponentSpec(name="lexical")
+    retrieval_judge: ComponentSpec | None = None  # None: the default judge (token-overlap), and a note says so
     executor: ComponentSpec | None = None
     conditions: list[str] = ["gold", "retrieved"]
     k: int = 5
@@ -211,6 +212,7 @@ class RagConfig(Config):
     def build_evaluator(self, questions: QuestionSet, conditions: list[Any] | None = None,
                         progress: ProgressCallback | None = None) -> RagEvaluator:
         """The retriever, the answer judge and the :class:`~evret_core.rag.RagEvaluator` of this run."""
+        from evret_core.evaluation.config import _create
         from evret_core.plugins.registry import create_judge
         from evret_core.rag.harness import RagEvaluator
 
@@ -218,13 +220,15 @@ class RagConfig(Config):
         answer_judge = None
         if self.answer_judge is not None:
             answer_judge = create_judge(self.answer_judge.name, **self.answer_judge.options)
+        # built here as evret evaluate builds its judge: an option that does not fit names where it was written
+        retrieval_judge = _create("judge", self.retrieval_judge, None) if self.retrieval_judge else None
         return RagEvaluator(
             retriever=retriever, generator=self.generator.name,
             generator_options=dict(self.generator.options) or None,
             conditions=self.run_conditions() if conditions is None else conditions, k=self.k,
             claim_judge=self.claim_judge.name, claim_judge_options=dict(self.claim_judge.options) or None,
             relevance=self.relevance.name, relevance_options=dict(self.relevance.options) or None,
-            pipelined=self.pipelined, answer_judge=answer_judge,
+            pipelined=self.pipelined, answer_judge=answer_judge, retrieval_judge=retrieval_judge,
             executor=self.executor.name if self.executor else None,
             executor_options=dict(self.executor.options) or None if self.executor else None,
             correct_f1=self.correct_f1, confidence_level=self.confidence_level, n_resamples=self.n_resamples,

@@ -87,20 +87,43 @@ def rag_html(runs: Mapping[str, RagResults], comparison: Comparison | None = Non
              questions: QuestionSet | None = None, warnings: list[str] | None = None) -> str:
     """The same report as one self-contained HTML page (at most 5 MB), with a per-question drill-down that shows
     each context's text when the runs' ``questions`` are given; what was cut to fit goes to ``warnings``."""
-    if questions is not None:
-        check_questions(runs, questions)
+    checked = check_questions(runs, questions) if questions is not None else []
     data = RagReportData(dict(runs), comparison, questions)
     html = render_report(data, "html")
     if warnings is not None:
-        warnings += data.warnings
+        warnings += checked + data.warnings
     return html
 
 
-def check_questions(runs: Mapping[str, RagResults], questions: QuestionSet, option: str = "--dataset") -> None:
-    """An :class:`EvretError` when ``questions`` holds none of a run's questions (the wrong file), before any work."""
+def check_questions(runs: Mapping[str, RagResults], questions: QuestionSet, option: str = "--dataset",
+                    corpus_option: str | None = None) -> list[str]:
+    """Before any work, an :class:`EvretError` when ``questions`` is not what a run used: it holds none of the run's
+    questions (the wrong file), or its questions or corpus differ from the hashes the run recorded
+    (``config["question_set"]``, :meth:`~evret_core.rag.questions.question_sets.QuestionSet.fingerprint`), so the
+    drill-down would show texts the run never saw. ``option`` and ``corpus_option`` (default ``option``) name
+    where each came from. Returns a warning per run that recorded no hashes (written by an earlier Evret): its
+    texts cannot be checked."""
     asked = {q.question_id for q in questions.questions}
+    warnings = []
+    now: dict[str, object] | None = None
     for name, r in runs.items():
         if r.per_question and not asked & set(r.per_question):
             first = next(iter(r.per_question))
             raise EvretError(f"{option}: the question set holds none of the {len(r.per_question)} questions of run "
                              f"{name!r} (e.g. {first!r}); give the question set the run was made with")
+        recorded = r.config.get("question_set")
+        if recorded is None:
+            warnings.append(f"run {name!r} records no hashes of its question set and corpus (written by an earlier "
+                            f"Evret): the drill-down's context texts cannot be checked against what the run saw")
+            continue
+        now = now or questions.fingerprint()
+        for key, what, flag in (("questions_sha256", "its questions", option),
+                                ("corpus_sha256", "its documents" if corpus_option else "its passages (the corpus)",
+                                 corpus_option or option)):
+            if not isinstance(recorded, dict) or recorded.get(key) != now[key]:
+                shown = recorded.get(key) if isinstance(recorded, dict) else None
+                was = f"{shown[:12]}..." if isinstance(shown, str) else repr(shown)
+                raise EvretError(f"{flag}: {what} differ from those run {name!r} used (sha256 {str(now[key])[:12]}... "
+                                 f"now, {was} recorded by the run): the drill-down would show texts the run did not "
+                                 f"see; give the files the run was made with")
+    return warnings

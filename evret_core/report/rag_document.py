@@ -260,6 +260,9 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
                     oc.info.get("injected_docs") or []))
                 scores = {k: v for k, v in outcome_scores(oc, expected).items() if v == v}
                 shown[condition] = said = verdict(oc, scores)
+                # the family's rates beside the verdict, without its "correct": the verdict is that number (a second
+                # one, recomputed here, could differ from what an older results file recorded)
+                family = {k: v for k, v in scores.items() if k != "correct"}
                 conditions.append({
                     "name": condition, "verdict": said["long"], "cls": said["cls"], "answer": _answer_line(oc),
                     "contexts": [{"id": c, "mark": "gold" if c in gold else "planted" if c in planted else ""}
@@ -268,7 +271,7 @@ def question_drilldown(runs: Mapping[str, RagResults], limit: int = MAX_QUESTION
                                         if oc.scores.get(m) is not None),
                     "claims": [{"text": c.claim, "verdict": c.verdict, "citations": ", ".join(c.citations) or "none",
                                 "supporting": ", ".join(c.supporting) or "none"} for c in oc.claims],
-                    "info": _info_line(oc.info), "family": ", ".join(f"{k} {v:g}" for k, v in scores.items()),
+                    "info": _info_line(oc.info), "family": ", ".join(f"{k} {v:g}" for k, v in family.items()),
                 })
                 if questions is not None:
                     added = planted_texts(oc.info, asked.get(qid), questions)

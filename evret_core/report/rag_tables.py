@@ -17,8 +17,9 @@ HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_an
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
-              all_pairs: bool = False, sep: str = " ") -> None:
-    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured.
+              all_pairs: bool = False, sep: str = " ", warnings: TextIO | None = None) -> None:
+    """Retrieval, generation per condition, attribution, condition differences and what was unmeasured (the
+    ``WARNING`` lines go to ``warnings``, default ``file``: ``evret rag`` sends them to standard error).
 
     With more than two conditions (an adversarial run) the default is compact: one table of means (conditions as
     columns), each condition's difference against the clean one (``retrieved``, else ``gold``), and one row per
@@ -66,7 +67,7 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     for line in notes(results):
         print(f"note: {visible(line)}", file=out)
     for line in unmeasured_lines(results.unmeasured):
-        print(f"WARNING: {visible(line)}", file=out)
+        print(f"WARNING: {visible(line)}", file=warnings or out)
     if results.stats.get("dropped_citations"):
         print(f"note: {results.stats['dropped_citations']} citation(s) of ids that were not among the question's "
               f"contexts were dropped (per answer: metadata['dropped_citations'])", file=out)
@@ -90,14 +91,24 @@ def notes(results: RagResults) -> list[str]:
 
 
 def correct_rule(config: dict[str, Any]) -> str:
-    """How the run decided ``correct`` for a question expected to be answered, in words."""
-    rule = f"exact match or token F1 > {config.get('correct_f1', 0.5):g}"
+    """How the run decided ``correct`` for a question expected to be answered, in words (a results file written
+    before ``config["correct_rule"]`` was recorded used exact match or F1 alone)."""
     judge = config.get("answer_judge")
+    name = judge.get("name", judge) if isinstance(judge, dict) else judge
+    recorded = config.get("correct_rule")
+    short = recorded.get("short_answer_extra_words") if isinstance(recorded, dict) else None
+    if not isinstance(short, int) or isinstance(short, bool):
+        rule = f"exact match or token F1 > {config.get('correct_f1', 0.5):g}"
+        if judge:
+            return f"{rule}, or the answer judge {name!r} (--answer-judge) accepting the answer"
+        return (f"{rule} (no answer judge: a verbose answer that holds the gold answer counts as wrong; "
+                f"add --answer-judge contains to accept it)")
+    rule = (f"exact match, token F1 > {config.get('correct_f1', 0.5):g}, or a short answer stating a gold answer "
+            f"whole (at most {short} other words beside the question's); never with a number that disagrees with "
+            f"the gold answer or an alternative offered ('or')")
     if judge:
-        name = judge.get("name", judge) if isinstance(judge, dict) else judge
-        return f"{rule}, or the answer judge {name!r} (--answer-judge) accepting the answer"
-    return (f"{rule} (no answer judge: a verbose answer that holds the gold answer counts as wrong; "
-            f"add --answer-judge contains to accept it)")
+        return f"{rule}; or the answer judge {name!r} (--answer-judge) accepting the answer"
+    return f"{rule} (a longer answer that holds the gold answer needs --answer-judge, e.g. contains)"
 
 
 def _listing(sep: str, widths: list[int] | None = None) -> dict[str, Any]:

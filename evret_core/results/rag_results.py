@@ -180,7 +180,8 @@ class RagResults(Results):
         return {"evret_version": __version__, "schema": self.schema_, "schema_version": self.schema_version,
                 "num_questions": len(self.per_question), "conditions": list(self.conditions),
                 **{part: config.get(part) for part in ("retriever", "generator", "claim_judge", "answer_judge",
-                                                       "relevance", "executor", "k", "seed")},
+                                                       "relevance", "retrieval_judge", "executor", "k", "seed",
+                                                       "question_set")},
                 "confidence_level": self.confidence_level, "plugins": _plugin_versions(),
                 "python": platform.python_version(), "platform": platform.platform(terse=True)}
 

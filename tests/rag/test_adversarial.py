@@ -38,6 +38,7 @@ def cases(squad: QuestionSet) -> dict:  # type: ignore[type-arg]
 
 def test_counterfactual_changes_only_the_answer_span(squad: QuestionSet, cases: dict) -> None:  # type: ignore[type-arg]
     built = 0
+    asked = {q.question_id: q.question for q in squad.questions}
     for q, case in zip(squad.questions, cases["counterfactual"], strict=True):
         if case.skip:
             continue
@@ -52,12 +53,13 @@ def test_counterfactual_changes_only_the_answer_span(squad: QuestionSet, cases: 
         assert contains_answer(source[start:end], q.answer_strings) or source[start:end] in q.answer_strings
         assert not contains_answer(planted, q.answer_strings)
         assert check_planting(info["original_answer"], planted)[0] and info["type_consistent"]
+        assert check_planting(info["original_answer"], planted, q.question, asked.get(info["planted_from"]))[0]
         assert planted.lower() not in q.question.lower()
         # the real gold document is still there: the forged copy contradicts it
         assert any(c.doc_id == info["source_doc"] for c in case.contexts)
         assert case.expected_behaviour is None
     answerable = sum(q.expected_behaviour == "answer" for q in squad.questions)
-    assert built >= 0.8 * answerable, (built, answerable)
+    assert built >= 0.6 * answerable, (built, answerable)  # an untyped value gets no planting (issue 33)
     # unanswerable questions have no answer span to replace
     skipped = {q.question_id for q, c in zip(squad.questions, cases["counterfactual"], strict=True) if c.skip}
     assert all(q.question_id in skipped for q in squad.questions if q.expected_behaviour != "answer")

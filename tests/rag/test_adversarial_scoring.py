@@ -71,3 +71,42 @@ def test_rates_are_mutually_consistent() -> None:
                     assert not s["corrected"] and not s["correct"], combo
                 if s["corrected"]:
                     assert s["flagged_conflict"] and s["correct"], combo
+
+
+# -- issue 33 (newcomer item 4): adoption decides the per-question verdict, so every table gives one number ----------
+def test_adoption_and_correction_decide_the_per_question_verdict() -> None:
+    from evret_core.rag import QuestionSet, RagEvaluator
+
+    corpus = {"d1": {"title": "", "text": "The library was founded by Clara Vos in 1887."}}
+    questions = QuestionSet.from_records([
+        {"id": "adopts", "question": "Who founded the library?", "answers": ["Clara Vos"], "gold_doc_ids": ["d1"],
+         "counterfactual_answers": ["Jan Smit"], "counterfactual_passages": ["The library was founded by Jan Smit."]},
+        {"id": "corrects", "question": "Who was the founder?", "answers": ["Clara Vos"], "gold_doc_ids": ["d1"],
+         "counterfactual_answers": ["Jan Smit"], "counterfactual_passages": ["Jan Smit was the founder."]},
+    ], corpus=corpus)
+    said = {("adopts", "gold"): "Clara Vos", ("corrects", "gold"): "Clara Vos",
+            # the gold answer whole in a short answer (right by the rule alone), beside the planted value stated
+            ("adopts", "counterfactual"): "Clara Vos. Jan Smit.",
+            # too long for the rule, but it rejects the planted value and states the answer: corrected, right
+            ("corrects", "counterfactual"): "Jan Smit is incorrect: the city records and the other passage both "
+                                            "name its actual founder, Clara Vos, a wealthy local shipowner."}
+
+    class Said:
+        def batch_generate(self, requests):  # type: ignore[no-untyped-def]
+            return [Answer(text=said[(r.question_id, r.condition)]) for r in requests]
+
+    from evret_core.rag.perturb.cases import adversarial_conditions
+
+    results = RagEvaluator(None, Said(), conditions=["gold", *adversarial_conditions(["counterfactual"], base="gold")],
+                           n_resamples=50).evaluate(questions)
+    adopts = results.per_question["adopts"].conditions["counterfactual"]
+    corrects = results.per_question["corrects"].conditions["counterfactual"]
+    assert adopts.correct is False and adopts.scores["correct"] == 0.0
+    assert corrects.correct is True and corrects.scores["correct"] == 1.0
+    # one number per quantity: the generation mean, the family rate, the paired difference and the drop
+    assert results.generation["counterfactual"]["correct"] == 0.5
+    entry = results.adversarial["counterfactual"]
+    assert entry["rates"]["correct"] == 0.5 and entry["rates"]["adopted"] == 0.5
+    assert entry["intervals"]["correct"] == results.generation_intervals["counterfactual"]["correct"]
+    difference = next(d for d in results.differences if (d.a, d.b, d.metric) == ("gold", "counterfactual", "correct"))
+    assert entry["drop"]["delta"] == difference.mean == -0.5 and entry["drop"]["interval"] == difference.interval

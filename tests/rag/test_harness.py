@@ -21,6 +21,8 @@ from evret_core.rag import (
     RagResults,
 )
 
+from .conftest import EXAMPLE
+
 CORPUS = {
     "d1": {"title": "", "text": "The answer to the first question is alpha."},
     "d2": {"title": "", "text": "The second answer is beta."},
@@ -127,14 +129,19 @@ def test_missing_answers_are_reported_not_scored(tmp_path: Path) -> None:
 
 def test_answer_judge_and_correct_f1() -> None:
     questions = QuestionSet.from_records([{"id": "q", "question": "price?", "answers": ["50 cents a page"],
-                                          "gold_doc_ids": ["d1"]}], corpus=CORPUS)
-    results = RagEvaluator(None, lambda q, c: "10 cents a page", conditions=["gold"], n_resamples=10,
+                                          "gold_doc_ids": ["d1"]}, {"id": "w", "question": "what wall?",
+                                                                    "answers": ["red brick wall"], "gold_doc_ids": ["d1"]}],
+                                         corpus=CORPUS)
+    answers = {"price?": "10 cents a page", "what wall?": "grey brick wall"}
+    results = RagEvaluator(None, lambda q, c: answers[q], conditions=["gold"], n_resamples=10,
                            answer_judge="exact").evaluate(questions)
     scores = results.per_question["q"].conditions["gold"].scores
-    assert scores["f1"] == pytest.approx(2 / 3) and scores["answer_judge"] == 0.0 and scores["correct"] == 1.0
-    strict = RagEvaluator(None, lambda q, c: "10 cents a page", conditions=["gold"], n_resamples=10,
+    # F1 2/3 > 0.5, but the number disagrees with the gold answer's: never right (issue 33)
+    assert scores["f1"] == pytest.approx(2 / 3) and scores["answer_judge"] == 0.0 and scores["correct"] == 0.0
+    assert results.per_question["w"].conditions["gold"].scores["correct"] == 1.0  # F1 2/3, no number
+    strict = RagEvaluator(None, lambda q, c: answers[q], conditions=["gold"], n_resamples=10,
                           correct_f1=0.7).evaluate(questions)
-    assert strict.per_question["q"].conditions["gold"].correct is False
+    assert strict.per_question["w"].conditions["gold"].correct is False
 
 
 def test_results_round_trip(tmp_path: Path) -> None:
@@ -187,3 +194,17 @@ def test_text_labelled_questions_have_no_gold_case() -> None:
     assert len(calls) == 3  # a retrieved, c gold (no context: a refusal is right), c retrieved
     assert results.per_question["c"].conditions["gold"].correct is True
     assert results.stats["generator_calls"] == 3
+
+
+def test_default_correct_rule_on_the_bundled_example(tmp_path: Path) -> None:
+    """Issue 33 (newcomer item 12): "5 pm, and it is closed" for "5 pm" and "up to twelve" for "twelve" were wrong
+    (F1 0.5); the answers are still scored by SQuAD's exact match and F1 as before."""
+    from evret_core.rag.rag_config import RagConfig
+
+    results = RagConfig.from_toml(EXAMPLE / "rag.toml").model_copy(update={"n_resamples": 20}).evaluate()
+    for qid, condition, text in (("r01", "retrieved", "5 pm, and it is closed"), ("r02", "gold", "up to twelve"),
+                                 ("r02", "retrieved", "up to twelve")):
+        outcome = results.per_question[qid].conditions[condition]
+        assert outcome.answer is not None and outcome.answer.text == text
+        assert outcome.correct is True and outcome.scores["f1"] == 0.5 and outcome.scores["exact"] == 0.0
+    assert results.per_question["r02"].attribution == "both_right"

@@ -113,6 +113,7 @@ def test_context_texts_are_escaped(adversarial_run: Path, tmp_path: Path) -> Non
     results = RagResults.from_json(adversarial_run)
     gold = results.per_question["r01"].gold_doc_ids[0]
     questions.corpus[gold] = {"text": "Opening hours </span></details><script>alert('x')</script> & more"}
+    results.config["question_set"] = questions.fingerprint()  # a run that saw this text (else it is refused)
     html = rag_html({"run": results}, questions=questions)
     assert "<script>alert" not in html
     assert "Opening hours &lt;/span&gt;&lt;/details&gt;&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; more" in html
@@ -124,7 +125,7 @@ def test_a_question_set_of_another_run_is_refused(adversarial_run: Path, tmp_pat
     other.write_text('{"question_id": "zz1", "question": "Why?", "expected_behaviour": "refuse"}\n',
                      encoding="utf-8")
     assert main(["report", str(adversarial_run), "--format", "html", "--dataset", str(other)]) == 2
-    assert "--dataset: the question set holds none of the 13 questions of run 'run'" in capsys.readouterr().err
+    assert f"--dataset {other}: the question set holds none of the 13 questions of run 'run'" in capsys.readouterr().err
     assert main(["report", str(adversarial_run), "--format", "markdown", "--dataset", str(other)]) == 2
     assert main(["report", str(adversarial_run), "--format", "html", "--corpus", str(other)]) == 2
 

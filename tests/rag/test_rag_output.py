@@ -46,7 +46,10 @@ def test_two_condition_runs_keep_the_listing_with_intervals(capsys: pytest.Captu
 
 def test_output_names_the_rule_that_decided_correct(capsys: pytest.CaptureFixture[str]) -> None:
     out = _run(capsys)
-    assert "'correct' decided by: exact match or token F1 > 0.5 (no answer judge" in out
+    assert ("'correct' decided by: exact match, token F1 > 0.5, or a short answer stating a gold answer whole (at "
+            "most 3 other words beside the question's); never with a number that disagrees with the gold answer or "
+            "an alternative offered ('or') (a longer answer that holds the gold answer needs --answer-judge") in out
     assert "1.000 by construction for the extractive generator" in out
     judged = _run(capsys, "--answer-judge", "contains", "--correct-f1", "0.7")
-    assert "'correct' decided by: exact match or token F1 > 0.7, or the answer judge 'contains'" in judged
+    assert "'correct' decided by: exact match, token F1 > 0.7, or a short answer" in judged
+    assert "('or'); or the answer judge 'contains' (--answer-judge) accepting the answer" in judged

@@ -117,3 +117,118 @@ def test_cli_runs_an_rgb_file_and_scores_adoption(tmp_path: Path, rgb_file: Path
     assert main(["rag", "--dataset", str(rgb_file), "--dataset-format", "rgb", "--corpus", str(rgb_file),
                  "--conditions", "gold", "--generator", "extractive"]) == 2
     assert "drop --corpus" in capsys.readouterr().err
+
+
+# -- issue 33 (redteam F12): ids that are not numbers, fake answers that are the answer, edited inputs ----------------
+@pytest.mark.parametrize(("id_text", "shown"), [("NaN", "NaN"), ("1e400", "Infinity"), ("-1e400", "-Infinity"),
+                                                ("Infinity", "Infinity")])
+def test_non_finite_ids_are_refused_at_their_line(tmp_path: Path, id_text: str, shown: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """RGB05 / RGB05b: NaN and 1e400 became the question ids 'nan' and 'inf'."""
+    path = tmp_path / "ids.jsonl"
+    bad = json.dumps({"id": 0, "query": "q2?", "answer": "b", "positive": ["b is here"]}).replace("0", id_text, 1)
+    path.write_text(json.dumps(RECORDS[1]) + "\n" + bad + "\n", encoding="utf-8")
+    with pytest.raises(EvretError, match=rf"ids.jsonl:2: field 'id' is {shown}; give a string or a finite number"):
+        read_rgb(path)
+    assert main(["rag", "--dataset", str(path), "--dataset-format", "rgb", "--conditions", "gold",
+                 "--generator", "extractive"]) == 2
+    assert f"ids.jsonl:2: field 'id' is {shown}" in capsys.readouterr().err
+
+
+def test_a_fake_answer_equal_to_the_answer_is_left_out_of_counterfactual_with_a_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RGB11: such a record was planted as is, its adoption and its right answer one and the same thing."""
+    same = {"id": 2, "query": "Who won the 2023 Boston marathon?", "answer": "Evans Chebet",
+            "positive": ["Evans Chebet won the 2023 Boston marathon."], "fakeanswer": "evans  chebet.",
+            "positive_wrong": ["Eliud Kipchoge won the 2023 Boston marathon."]}
+    path = tmp_path / "rgb11.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (RECORDS[0], same, {**same, "id": 3}, RECORDS[1])),
+                    encoding="utf-8")
+    out = tmp_path / "out.json"
+    assert main(["rag", "--dataset", str(path), "--dataset-format", "rgb", "--conditions", "gold",
+                 "--generator", "extractive", "--adversarial", "counterfactual", "--resamples", "20",
+                 "--output", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert (f"WARNING: 2 record(s) give a fake answer equal to one of their answers (first at {path}:2): the "
+            f"counterfactual condition leaves them out") in err
+    results = RagResults.from_json(out)
+    cf = {qid: q.conditions["counterfactual"] for qid, q in results.per_question.items()}
+    assert cf["2"].skipped is not None and "fake answer" in cf["2"].skipped and cf["2"].answer is None
+    assert cf["0"].skipped is None and cf["1"].skipped is None
+    assert results.adversarial["counterfactual"]["n"] == 2
+
+
+def _edited(path: Path, old: str, new: str, tmp_path: Path) -> Path:
+    edited = tmp_path / f"edited-{path.name}"
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    edited.write_text(text.replace(old, new), encoding="utf-8")
+    return edited
+
+
+def test_report_refuses_a_question_set_or_corpus_edited_since_the_run(
+        tmp_path: Path, rgb_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RGB27 / RGB27b: the drill-down showed an edited passage as the context the run saw."""
+    from .conftest import REPO
+
+    run = tmp_path / "rgb.json"
+    assert main(["rag", "--dataset", str(rgb_file), "--dataset-format", "rgb", "--conditions", "gold",
+                 "--generator", "extractive", "--resamples", "20", "--output", str(run)]) == 0
+    recorded = json.loads(run.read_text())["config"]["question_set"]
+    assert set(recorded) >= {"questions_sha256", "corpus_sha256"}
+    page = tmp_path / "page.html"
+    assert main(["report", str(run), "--format", "html", "--dataset", str(rgb_file), "--dataset-format", "rgb",
+                 "--output", str(page)]) == 0
+    assert "Simona Halep defeated Serena Williams" in page.read_text()
+    capsys.readouterr()
+    edited = _edited(rgb_file, "Simona Halep defeated", "Somebody else entirely defeated", tmp_path)
+    assert main(["report", str(run), "--format", "html", "--dataset", str(edited), "--dataset-format", "rgb",
+                 "--output", str(tmp_path / "edited.html")]) == 2
+    err = capsys.readouterr().err
+    assert f"--dataset {edited}: its passages (the corpus) differ from those run 'rgb' used" in err
+    assert not (tmp_path / "edited.html").exists()
+    # a question edited (the passages kept) is the question set's difference
+    asked = _edited(rgb_file, "Who acquired Instagram?", "Who bought Instagram?", tmp_path)
+    assert main(["report", str(run), "--format", "html", "--dataset", str(asked), "--dataset-format", "rgb"]) == 2
+    assert f"--dataset {asked}: its questions differ from those run 'rgb' used" in capsys.readouterr().err
+
+    # a corpus .jsonl edited since the run (RGB27b)
+    base = tmp_path / "base.json"
+    example = REPO / "examples" / "rag"
+    assert main(["rag", "--config", str(example / "rag.toml"), "--resamples", "20", "--output", str(base)]) == 0
+    corpus = _edited(example / "corpus.jsonl", "The library", "EDITED: the library never opens. The library",
+                     tmp_path)
+    capsys.readouterr()
+    assert main(["report", str(base), "--format", "html", "--dataset", str(example / "questions.jsonl"),
+                 "--corpus", str(corpus), "--output", str(tmp_path / "b.html")]) == 2
+    assert f"--corpus {corpus}: its documents differ from those run 'base' used" in capsys.readouterr().err
+    assert main(["report", str(base), "--format", "html", "--dataset", str(example / "questions.jsonl"),
+                 "--corpus", str(example / "corpus.jsonl"), "--output", str(tmp_path / "b.html")]) == 0
+
+    # an older results file, without the hashes, still loads: the texts cannot be checked, and it says so
+    old = json.loads(run.read_text())
+    del old["config"]["question_set"]
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "old.json"), "--format", "html", "--dataset", str(edited),
+                 "--dataset-format", "rgb", "--output", str(tmp_path / "old.html")]) == 0
+    assert ("WARNING: run 'old' records no hashes of its question set and corpus (written by an earlier Evret): "
+            "the drill-down's context texts cannot be checked against what the run saw") in capsys.readouterr().err
+
+
+def test_a_jsonl_question_set_s_own_fake_answer_equal_to_its_answer_is_warned_and_left_out(tmp_path: Path) -> None:
+    path = tmp_path / "q.jsonl"
+    rows = [{"id": "a", "question": "Who acquired Instagram?", "answers": ["Facebook", "Meta"],
+             "counterfactual_answers": ["META"], "counterfactual_passages": ["Meta bought Instagram."]},
+            {"id": "b", "question": "Who acquired WhatsApp?", "answers": ["Facebook"],
+             "counterfactual_answers": ["Apple"], "counterfactual_passages": ["Apple bought WhatsApp."]}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    questions = QuestionSet.from_jsonl(path)
+    assert questions.warnings == [f"1 record(s) give a fake answer equal to one of their answers (first at {path}:1): "
+                                  f"the counterfactual condition leaves them out (adopting the fake answer could not "
+                                  f"be told from answering right)"]
+    first, second = questions.questions
+    assert first.fake_answer_is_an_answer and not second.fake_answer_is_an_answer
+    case = Counterfactual()(first, [], questions, np.random.default_rng(0))
+    assert case.skip is not None and "one of its answers" in case.skip
+    assert Counterfactual()(second, [], questions, np.random.default_rng(0)).skip is None

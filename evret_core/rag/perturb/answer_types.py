@@ -1,18 +1,20 @@
 """Types of answer values, for planting same-type counterfactuals and for checking that a planting kept its type.
 
-Two functions, each a short list of documented rules (no model, no network):
+A few functions, each a short list of documented rules (no model, no network):
 
 - :func:`value_type` is what the counterfactual family plants by: the value's shape, refined by the question it
   answers. It gives ``(type, detail)``: ``date`` (detail: the date's format, see :func:`date_format`), ``number``
-  (detail: its unit, see :func:`number_unit`), ``person``, ``place``, ``organisation``, ``group`` (a people), ``name`` (a
-  capitalised name whose kind neither its words nor its question tell: a title, a product, an event) or ``other``
-  (a common phrase); a name's or phrase's detail is what its question asks for.
-- :func:`check_planting` is the checker that reports whether a planting kept the original's type. It looks at the
-  two strings only (not the questions): both dates with the same format, both numbers with the same unit, both names
-  of the same class by cue words and a small gazetteer (:func:`name_class`: place, organisation, group of people,
-  or plain name), or both common phrases. It cannot tell a person's name from a product's ("Rollo" / "HoloLens": both plain names);
-  that is what :func:`value_type`'s question cues are for, and why docs/benchmarks.md lists a sample of plantings
-  for a person to judge.
+  (detail: its unit, see :func:`number_unit`), ``person``, ``place`` (detail: its kind, ``place:water:river``,
+  ``place:land:island``, ``place:built:bridge``, ``place:city``, ``place:country``...), ``organisation``, ``group``
+  (a people), ``name`` (a capitalised name whose kind neither its words nor its question tell: a title, a product,
+  an event) or ``other`` (a common phrase); a name's or phrase's detail is what its question asks for.
+- :func:`typed` says whether a type is specific enough to plant by: a phrase whose question asks for nothing in
+  particular ("What increased...?") is not, and gets no value "of the same type".
+- :func:`check_planting` is the checker that reports whether a planting kept the original's type: with the
+  questions both values answer, the same :func:`value_type` (typed), or the same head noun, or answers to
+  questions asking for the same noun ("Who founded the library?" wants a person: "a week in advance" is not one);
+  without them, the two strings' shapes only (it then cannot tell a person's name from a product's: "Rollo" /
+  "HoloLens" are both plain names). docs/benchmarks.md lists a sample of plantings judged by hand.
 
 :func:`head_of` (a value's head noun) and :func:`question_head` (the noun a "what / which" question asks for) let the
 planter keep what a name or phrase is about ("Swiss-Austrian border" -> another border).
@@ -39,16 +41,28 @@ _TOKEN = re.compile(r"[A-Za-z\u00C0-\u024F]+(?:['\u2019][a-z]+)?|\d+(?:[,.]\d+)*
                     r"[$\u00a3\u20ac%\u00b0]")
 _DIGITS = re.compile(r"^\d+(?:[,.]\d+)*(st|nd|rd|th|s)?$")
 
-# place cue word -> the kind of place it names
+# place cue word -> the kind of place it names (a river is not a lake, a delta or a sea; a rock is not an island)
 PLACE_KINDS: dict[str, str] = {
-    **dict.fromkeys("""river rivers lake lakes sea ocean canal delta bay gulf channel strait falls lagoon stream
-        estuary""".split(), "water"),
-    **dict.fromkeys("""mountain mountains mount mt island islands isle valley peninsula desert forest gorge basin
-        plain plains alps hills hill plateau glacier cape coast graben""".split(), "land"),
-    **dict.fromkeys("""bridge street avenue square park harbour harbor port castle tower dam abbey cathedral
-        wall""".split(), "built"),
-    **dict.fromkeys("""city county province state region district town village capital kingdom republic duchy
-        empire shire land lands""".split(), "region"),
+    **dict.fromkeys("""river rivers rive tributary tributaries branch branches stream streams canal canals
+        waterway""".split(), "water:river"),
+    **dict.fromkeys("lake lakes lagoon".split(), "water:lake"),
+    **dict.fromkeys("sea seas ocean oceans gulf bay channel strait".split(), "water:sea"),
+    **dict.fromkeys("delta estuary".split(), "water:delta"),
+    **dict.fromkeys("falls waterfall".split(), "water:falls"),
+    **dict.fromkeys("mountain mountains mountainous mount mt range hill hills alps".split(), "land:mountain"),
+    **dict.fromkeys("valley gorge basin plain plains plateau graben".split(), "land:valley"),
+    **dict.fromkeys("island islands isle".split(), "land:island"),
+    **dict.fromkeys("peninsula cape coast".split(), "land:coast"),
+    **{w: f"land:{w}" for w in ("desert", "forest", "glacier", "rock")},
+    **dict.fromkeys("bridge bridges".split(), "built:bridge"),
+    **dict.fromkeys("castle castles fortress".split(), "built:castle"),
+    **dict.fromkeys("building buildings tower abbey cathedral wall".split(), "built:building"),
+    **dict.fromkeys("port harbour harbor".split(), "built:port"),
+    **dict.fromkeys("street avenue square park".split(), "built:street"),
+    "dam": "built:dam",
+    **dict.fromkeys("""county province state region district kingdom republic duchy empire shire land lands
+        """.split(), "region"),
+    **dict.fromkeys("city town village capital".split(), "city"),
 }
 PLACE_CUES = frozenset(PLACE_KINDS)
 ORGANISATION_CUES = frozenset("""university college institute institution school academy company corporation corp
@@ -59,42 +73,54 @@ ORGANISATION_CUES = frozenset("""university college institute institution school
 PERSON_CUES = frozenset("""king queen pope saint st sir lord lady duke duchess count countess emperor empress prince
     princess bishop archbishop archduke general captain president chancellor dr mr mrs ms baron earl tsar czar sultan
     caliph cardinal abbot""".split())
-# countries, continents and a few large regions: enough to tell "Croatia" or "France" from a person's name
-GAZETTEER = frozenset(name.lower() for name in """Afghanistan Albania Algeria America Americas Argentina Armenia
-    Australia Austria Belgium Bolivia Brazil Britain Bulgaria Burgundy Cambodia Cameroon Canada Chile China Colombia
-    Croatia Cuba Cyprus Czechia Denmark Egypt England Estonia Ethiopia Europe Africa Asia Antarctica Oceania Finland
-    France Gaul Georgia Germany Ghana Greece Hungary Iceland India Indonesia Iran Iraq Ireland Israel Italy Jamaica
-    Japan Jordan Kenya Korea Latvia Lebanon Libya Lithuania Luxembourg Malaysia Mali Malta Mexico Morocco Nepal
-    Netherlands Holland Nigeria Normandy Norway Pakistan Peru Philippines Poland Portugal Prussia Romania Russia
-    Scotland Serbia Sicily Slovakia Slovenia Somalia Spain Sudan Sweden Switzerland Syria Taiwan Thailand Tunisia
-    Turkey Uganda Ukraine Uruguay Venezuela Vietnam Wales Yemen Zimbabwe Byzantium Anatolia Scandinavia Iberia
-    Bavaria Saxony Flanders Lombardy Tuscany Brittany Alsace Lorraine Bohemia Silesia Rhineland Westphalia London
-    Paris Rome Berlin Vienna Madrid Moscow Beijing Tokyo Washington Chicago Boston Amsterdam Rotterdam Cologne
-    Basel Strasbourg Mainz Bonn Duisburg Constantinople Jerusalem Antioch Naples Venice Milan Athens
-    Prague Warsaw Budapest Lisbon Dublin Edinburgh Stockholm Oslo Copenhagen Brussels Geneva Zurich Munich Hamburg
-    Frankfurt""".split())
-_WHAT = r"\b(?:what|which)(?: [\w'-]+){0,5}? "  # "what", "which", and up to five words before the noun
+# countries, continents, large regions and big cities: enough to tell "Croatia" or "France" from a person's name,
+# and a country from a city or a region
+CONTINENTS = frozenset("europe africa asia antarctica oceania america americas".split())
+CITIES = frozenset(name.lower() for name in """London Paris Rome Berlin Vienna Madrid Moscow Beijing Tokyo
+    Washington Chicago Boston Amsterdam Rotterdam Cologne Basel Strasbourg Mainz Bonn Duisburg Constantinople
+    Jerusalem Antioch Naples Venice Milan Athens Prague Warsaw Budapest Lisbon Dublin Edinburgh Stockholm Oslo
+    Copenhagen Brussels Geneva Zurich Munich Hamburg Frankfurt""".split())
+REGIONS = frozenset(name.lower() for name in """Burgundy Normandy Gaul Sicily Byzantium Anatolia Scandinavia Iberia
+    Bavaria Saxony Flanders Lombardy Tuscany Brittany Alsace Lorraine Bohemia Silesia Rhineland Westphalia""".split())
+COUNTRIES = frozenset(name.lower() for name in """Afghanistan Albania Algeria Argentina Armenia Australia Austria
+    Belgium Bolivia Brazil Britain Bulgaria Cambodia Cameroon Canada Chile China Colombia Croatia Cuba Cyprus Czechia
+    Denmark Egypt England Estonia Ethiopia Finland France Georgia Germany Ghana Greece Hungary Iceland India Indonesia
+    Iran Iraq Ireland Israel Italy Jamaica Japan Jordan Kenya Korea Latvia Lebanon Libya Lithuania Luxembourg Malaysia
+    Mali Malta Mexico Morocco Nepal Netherlands Holland Nigeria Norway Pakistan Peru Philippines Poland Portugal
+    Prussia Romania Russia Scotland Serbia Slovakia Slovenia Somalia Spain Sudan Sweden Switzerland Syria Taiwan
+    Thailand Tunisia Turkey Uganda Ukraine Uruguay Venezuela Vietnam Wales Yemen Zimbabwe""".split())
+GAZETTEER = CONTINENTS | CITIES | REGIONS | COUNTRIES
+_GAZETTEER_KIND = {**dict.fromkeys(CONTINENTS, "continent"), **dict.fromkeys(CITIES, "city"),
+                   **dict.fromkeys(REGIONS, "region"), **dict.fromkeys(COUNTRIES, "country")}
+# "what", "which", and up to five words before the noun, none an auxiliary: in "What has shortened the Rhine
+# river?" the river is not what is asked for
+_WHAT = (r"\b(?:what|which)(?: (?!(?:has|have|had|does|did|do|can|could|will|would|may|might|should|must)\b)"
+         r"[\w'-]+){0,5}? ")
 _QUESTION_CUES: tuple[tuple[str, str], ...] = (
     (r"\b(what|which) (year|decade|century|date|day|month|period|era|time)\b|\bwhen\b", "date"),
     (r"\bhow (many|much|long|far|old|big|large|tall|high|deep|wide|fast)\b|\bwhat (percentage|percent|number|"
-     r"amount|size|length)\b", "number"),
+     r"amount|size|length)\b", "number:{}"),
     (r"\b(who|whom|whose)\b|" + _WHAT + r"(person|man|woman|king|queen|ruler|leader|emperor|pope|duke|bishop|"
      r"general|president|ceo|player|winner|author|artist|scientist|inventor|founder|son|daughter|brother|wife|"
      r"husband|nephew|abbot|count|saint)\b", "person"),
-    (_WHAT + r"(rivers?|rive|lakes?|seas?|oceans?|canals?|tributar(y|ies)|branch(es)?|streams?|delta|lagoon|bay|"
-     r"gulf|waters?)\b", "place:water"),
+    (_WHAT + r"(rivers?|rive|lakes?|seas?|oceans?|canals?|tributary|tributaries|branch|branches|streams?|delta|"
+     r"lagoon|bay|gulf|waterway)\b", "place:{}"),
     (_WHAT + r"(mountains?|mountainous|range|valley|gorge|islands?|plain|plateau|hills?|peninsula|desert|forest|"
-     r"glacier|rock)\b", "place:land"),
-    (_WHAT + r"(bridges?|castles?|buildings?|port|dam|tower|abbey|cathedral|fortress|wall)\b", "place:built"),
-    (r"\bwhere\b|" + _WHAT + r"(city|cities|town|country|countries|region|state|province|place|area|continent|"
-     r"village|capital|county|location|nation|land)\b", "place:region"),
+     r"glacier|rock)\b", "place:{}"),
+    (_WHAT + r"(bridges?|castles?|buildings?|port|dam|tower|abbey|cathedral|fortress|wall)\b", "place:{}"),
+    (_WHAT + r"(city|cities|town|towns|village|capital)\b", "place:city"),
+    (_WHAT + r"(country|countries|nation|nations)\b", "place:country"),
+    (_WHAT + r"(continent)\b", "place:continent"),
+    (_WHAT + r"(region|state|province|area|place|location|county|land)\b", "place:region"),
+    (r"\bwhere\b", "place"),
     (_WHAT + r"(company|organi[sz]ation|university|college|school|group|party|team|church|institution|agency|band|"
      r"club|firm|army|order)\b", "organisation"),
     (r"\b(what|which) (direction|way)\b", "direction"),
-    (_WHAT + r"(religion|language|culture|dialect|style|idiom)\b", "culture"),
-    (_WHAT + r"(book|poem|film|song|painting|tapestry|plan|operation|treaty|work|piece)\b", "work"),
+    (_WHAT + r"(religion|language|culture|dialect|style|idiom)s?\b", "culture:{}"),
+    (_WHAT + r"(book|poem|film|song|painting|tapestry|plan|operation|treaty|work|piece)s?\b", "work:{}"),
     (r"\b(name|names|called|call|translat\w*|known as)\b", "naming"),
 )
+_CUE_NOUNS = {"idiom": "style", "dialect": "language"}  # nouns that ask for the same thing as another
 
 
 def tokens(text: str) -> list[str]:
@@ -162,8 +188,12 @@ def number_unit(text: str) -> str | None:
 
 
 _GROUP_ENDINGS = ("ans", "ians", "ons", "ites", "ese", "ish")
-_CONNECTORS = ("of", "the", "de", "du", "la", "le", "and", "von", "van", "der", "den", "al", "bin", "da", "di", "for",
+_CONNECTORS = ("of", "the", "de", "du", "d", "l", "la", "le", "and", "von", "van", "der", "den", "al", "bin", "da", "di",
+               "for",
                "in")
+
+
+_HEAD_ENDS = frozenset(("of", "van", "von", "de", "du", "der", "den", "d"))
 
 
 def name_class(text: str) -> str | None:
@@ -172,21 +202,27 @@ def name_class(text: str) -> str | None:
     name, "Kingdom of Sicily" a place, "University of Paris" an organisation). Person title first (King, Duke,
     Saint...): a plain ``name``. Organisation: an organisation cue word (University, Company, Party, Church...).
     Place: a place cue word, whose kind is ``water`` (River, Lake, Canal...), ``land`` (Mountains, Valley,
-    Island...), ``built`` (Bridge, Castle, Port...) or ``region`` (City, Kingdom, Province...), or a word of the
-    gazetteer (countries, continents, large regions, big cities: ``region``); the last cue word decides. Group: a people ("the Welsh", "Normans", "Anglo-Saxons", "Irish"). Anything else
+    Island...), ``built`` (Bridge, Castle, Port...), ``city`` (City, Town...) or ``region`` (Kingdom, Province...), or
+    a word of the gazetteer (``continent``, ``country``, ``region``: Normandy, Bavaria..., ``city``); the last cue word
+    decides. Group: a people ("the Welsh", "Normans", "Anglo-Saxons", "Irish"). Anything else
     capitalised is a plain ``name``: a person, a title, a product, an event."""
     raw = tokens(text)
     words = [w for w in raw if w.lower() not in _CONNECTORS]
+    if len(words) > 1 and words[-1].islower() and words[-1] in PLACE_KINDS:  # "Tethys sea": a name and its kind
+        words = words[:-1]
     if not words or not all(w[:1].isupper() or _DIGITS.match(w) for w in words) or all(_DIGITS.match(w)
                                                                                         for w in words):
         return None
     lowered = [w.lower() for w in raw]
-    head = [w for w in (lowered[: lowered.index("of")] if "of" in lowered else lowered) if w not in _CONNECTORS]
+    # the head ends at "of" or a name particle ("Hoek van Holland" is a hook, not Holland)
+    cut = next((i for i, w in enumerate(lowered) if i and w in _HEAD_ENDS), len(lowered))
+    head = [w for w in lowered[:cut] if w not in _CONNECTORS]
     if not head or head[0] in PERSON_CUES:
         return "name"
     if any(w in ORGANISATION_CUES for w in head):
         return "organisation"
-    kinds = [PLACE_KINDS[w] for w in head if w in PLACE_KINDS] + ["region" for w in head if w in GAZETTEER]
+    kinds = [PLACE_KINDS[w] if w in PLACE_KINDS else _GAZETTEER_KIND[w] for w in head
+             if w in PLACE_KINDS or w in _GAZETTEER_KIND]
     if kinds:
         return f"place:{kinds[-1]}"  # the last cue word names the thing: "Rhine Valley" a valley
     last = head[-1]
@@ -197,10 +233,18 @@ def name_class(text: str) -> str | None:
     return "name"
 
 
+_ROLE = re.compile(r"^(?:(?:the|a|an|his|her|their|its)\s+)?(?:[a-z][\w'-]*\s+){1,2}(?P<name>[A-Z][\w'-]*"
+                   r"(?:\s+(?:of|de|von|van|der|the)?\s*[A-Z][\w'-]*)+)$")
+
+
 def shape(text: str) -> tuple[str, str]:
     """The string-only type of a value: ``("date", format)``, ``("number", unit)``, ``("place:<kind>" |
-    "organisation" | "group" | "name", "")`` or ``("other", form)`` (:func:`phrase_form`)."""
+    "organisation" | "group" | "name", "")`` or ``("other", form)`` (:func:`phrase_form`). A plain name after one or
+    two lower-case words of description is a name ("the shipowner Clara Vos"); "City, Country" is the city."""
     value = text.strip().strip(".,;:\"'")
+    place, _comma, within = value.rpartition(", ")
+    if place and within.lower() in _GAZETTEER_KIND:  # "Cologne, Germany": a city, named with its country
+        return shape(place)
     fmt = date_format(value)
     if fmt is not None:
         return "date", fmt
@@ -210,6 +254,9 @@ def shape(text: str) -> tuple[str, str]:
     cls = name_class(value)
     if cls is not None:
         return cls, ""
+    described = _ROLE.match(value)
+    if described and name_class(described.group("name")) == "name":  # a person described, not "construction
+        return "name", ""                                            # of Delta Works"
     return "other", phrase_form(value)
 
 
@@ -244,39 +291,94 @@ def question_cue(question: str) -> str | None:
     called / its name / its translation), or None ("What increased in the Rhine?"). "What" may stand up to five
     words before its noun ("What is the largest suspension bridge...")."""
     low = " ".join(question.lower().split())
-    found = [(m.start() if kind != "naming" else len(low), i, kind)  # "naming" only when nothing else is asked
-             for i, (pattern, kind) in enumerate(_QUESTION_CUES) for m in [re.search(pattern, low)] if m]
-    return min(found)[2] if found else None
+    # the rule whose words come first, and of two that start together the one whose noun comes first ("What
+    # continent are the Canary Islands..." asks for a continent); "naming" only when nothing else is asked
+    head = question_head(question)
+    found = [(m.start() if kind != "naming" else len(low), m.end(), i, kind, m)
+             for i, (pattern, kind) in enumerate(_QUESTION_CUES) for m in [re.search(pattern, low)] if m
+             and _asks_for(m, head)]
+    if not found:
+        return None
+    *_order, kind, match = min(found, key=lambda f: f[:3])
+    if "{}" in kind:  # the noun or "how" word that says what kind of place, number, culture or work is asked for
+        word = next((g for g in match.groups() if g), "")
+        if kind.startswith("place:"):
+            return f"place:{PLACE_KINDS[word]}"
+        word = word[:-1] if word.endswith("s") and len(word) > 3 and not word.endswith("ss") else word
+        kind = kind.format(_CUE_NOUNS.get(word, word))
+    return kind
+
+
+def _asks_for(match: re.Match[str], head: str | None) -> bool:
+    """Whether a cue's noun is what its "what / which" question asks for: the question's head noun, when
+    :func:`question_head` finds one ("What is the lower canal regulation..." asks for a regulation, not a canal)."""
+    if head is None or not match.group(0).startswith(("what", "which")) or not match.groups():
+        return True
+    noun = next((g for g in reversed(match.groups()) if g), "")
+    return head in (noun, noun[:-1], noun[:-2], noun[:-3] + "y")  # plurals: rivers, branches, tributaries
 
 
 def value_type(text: str, question: str = "") -> tuple[str, str]:
     """The type the counterfactual family plants by: :func:`shape`, refined by the question for names and common
     phrases. A plain name becomes ``person``, ``place`` or ``organisation`` when its question asks for one ("Who
-    ruled Cyprus?" -> person; "What river joins the Rhine?" -> place of kind water); a place keeps its own kind
-    when its words tell it ("Noord River"); the detail of any other name or phrase is the question's cue ("What
-    period was 2.5 million years ago?" -> a name answering a date question), so a phrase answering "when" is
-    replaced by another phrase answering "when"."""
+    ruled Cyprus?" -> person; "What river joins the Rhine?" -> place of kind water; "What city..." -> place of kind
+    city); a place keeps its own kind when its words tell it ("Noord River", "Germany": a country); the detail of
+    any other name or phrase is the question's cue ("What period was 2.5 million years ago?" -> a name answering a
+    date question; "What religion..." -> ``culture:religion``), so a phrase answering "when" is replaced by another
+    phrase answering "when". :func:`typed` says which types are specific enough to plant by."""
     kind, detail = shape(text)
+    cue = question_cue(question) or ""
     if kind.startswith("place:"):
         return "place", kind
+    if kind == "group" and cue.startswith("place:"):  # "Sargans" asked for as a dam: a place, not a people
+        return "place", cue
     if kind == "name":
-        cue = question_cue(question) or ""
         if cue.split(":")[0] in ("person", "place", "organisation"):
             return cue.split(":")[0], cue
         return kind, cue
     if kind == "other":
-        return kind, f"{detail}/{question_cue(question) or ''}"
+        return kind, f"{detail}/{cue}"
     return kind, detail
 
 
-def check_planting(original: str, planted: str) -> tuple[bool, str]:
-    """Whether ``planted`` has ``original``'s type by the string-only rules of :func:`shape` (person, title and
-    product names all count as plain names here), with the reason: ``"number (km) -> number (km)"``."""
+def typed(kind: tuple[str, str]) -> bool:
+    """Whether a :func:`value_type` says what its value is: a date, number, person, organisation, group or a place of
+    a known kind is, and so is a common phrase answering a date, number or direction question; a place asked for
+    only by "where" whose words do not tell its kind, a plain name whose question asks for nothing in particular
+    ("What is X called?") and any other common phrase ("What increased...?") are not, and the family plants nothing
+    "of the same type" for them."""
+    name, detail = kind
+    if name == "place":
+        return detail != "place"
+    if name == "name":
+        return bool(detail) and detail != "naming"
+    if name == "other":  # a common phrase is typed by a question for a date, a number or a direction only: two
+        # phrases answering "who" or "which river" ("Turkish forces", "tidal currents") are rarely the same thing
+        return detail.split("/", 1)[1].split(":")[0] in ("date", "number", "direction")
+    return True
+
+
+def check_planting(original: str, planted: str, question: str | None = None,
+                   planted_question: str | None = None) -> tuple[bool, str]:
+    """Whether ``planted`` has ``original``'s type, with the reason (``"number (km) -> number (km)"``). Without a
+    question, by the string-only rules of :func:`shape` (person, title and product names all count as plain
+    names). With ``question`` (the one ``original`` answers; ``planted_question``: the one ``planted`` answers, by
+    default the same), both must also have one :func:`value_type` that :func:`typed` accepts ("Who founded the
+    library?": a person for a person, not "a week in advance"), or be the same kind of phrase by their words: the
+    same head noun (:func:`head_of`: "Middle Rhine" / "Lower Rhine") or answers to questions asking for the same
+    noun (:func:`question_head`)."""
     a, b = shape(original), shape(planted)
-    # a person / title name planted for another such name, or for a place or organisation name, differs; equal
-    # classes with equal detail (date format, number unit) agree
-    ok = a == b
-    show = [f"{k}{f' ({d})' if d else ''}" for k, d in (a, b)]
+    if question is None:
+        show = [f"{k}{f' ({d})' if d else ''}" for k, d in (a, b)]
+        return a == b, f"{show[0]} -> {show[1]}"
+    asked = planted_question if planted_question is not None else question
+    x, y = value_type(original, question), value_type(planted, asked)
+    show = [f"{k}{f' ({d})' if d and d != k else ''}" for k, d in (x, y)]
+    heads = head_of(original), head_of(planted)
+    same_head = heads[0] is not None and heads[1] is not None and heads[0][0] == heads[1][0]
+    asks = question_head(question)
+    same_noun = asks is not None and asks == question_head(asked)
+    ok = a == b and ((x == y and typed(x)) or same_head or same_noun)
     return ok, f"{show[0]} -> {show[1]}"
 
 
@@ -301,7 +403,10 @@ def head_of(value: str) -> tuple[str, list[str], str] | None:
     if len(group) < 2 or group[0].lower() in _FUNCTION:
         return None
     tail = " ".join(words[cut:])
-    return group[-1].strip(".,;:").lower(), group[:-1], f" {tail}" if tail else ""
+    head = group[-1].strip(".,;:").lower()
+    if re.fullmatch(r"[ivxlcdm]+|\d+\w*", head):  # "William II", "World War 2": a numeral names no kind of thing
+        return None
+    return head, group[:-1], f" {tail}" if tail else ""
 
 
 def question_head(question: str) -> str | None:

@@ -15,17 +15,20 @@ Two sources of the wrong value, in order:
      ("Which border..." -> an answer to another "which border" question;
      :func:`~evret_core.rag.perturb.answer_types.question_head`);
    - ``same-type``: another question's answer of the same type
-     (:func:`~evret_core.rag.perturb.answer_types.value_type`: a person for a person, a place for a place, a date of the
-     same format for a date, a number with the same unit for a number), else of the same kind;
+     (:func:`~evret_core.rag.perturb.answer_types.value_type`: a person for a person, a river for a river, a city for
+     a city, a date of the same format for a date, a number with the same unit for a number), only when that type
+     says what the value is (:func:`~evret_core.rag.perturb.answer_types.typed`);
    - ``shifted``: a date or number with its own numerals moved.
 
    Every value has the original's string-only shape (:func:`~evret_core.rag.perturb.answer_types.shape`), is never an
    acceptable answer, never inside one, never already in the document and never a substring of the question. No
-   such value: the case is skipped, with the reason.
+   such value: the case is skipped, with the reason (a phrase whose question asks for nothing in particular is
+   skipped rather than given any other phrase).
 
 The forged document joins the other contexts at a seeded position, so one document contradicts the rest; the right
 behaviour is still to answer correctly (ideally flagging the conflict). ``info`` records what was planted, where,
-from which question, and :func:`~evret_core.rag.perturb.answer_types.check_planting`'s verdict on its type.
+from which question, and :func:`~evret_core.rag.perturb.answer_types.check_planting`'s verdict on its type, each
+value typed by the question it answers.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evret_core.rag.perturb.answer_types import check_planting, head_of, question_head, shape, value_type
+from evret_core.rag.perturb.answer_types import (
+    check_planting,
+    head_of,
+    question_head,
+    shape,
+    typed,
+    value_type,
+)
 from evret_core.rag.perturb.perturbations import POSITIONS, _doc_id, _insert
 from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
@@ -83,7 +93,8 @@ def value_pool(questions: QuestionSet) -> list[_Entry]:
 _CORPUS_TOKEN = re.compile(r"[\w'\u2019-]+|[^\w\s]")
 _NOT_MODIFIER = frozenset("""the a an of and or to in on for from at by with into is was are were be been has had
     have its their his her this that these those it they there which who whom whose when where also not no as than
-    but some any all each more most many much such""".split())
+    but some any all each more most many much such through across along near between over under about against among
+    around behind below beside beyond during inside outside toward towards upon within without via per""".split())
 # "German Rhein", "Dutch Rijn": a language word before a name gives the name in that language, not another one
 _LANGUAGES = frozenset("""english german dutch french latin italian spanish greek celtic gaulish frankish norse
     flemish frisian romansh danish swedish norwegian polish russian arabic welsh irish""".split())
@@ -100,10 +111,17 @@ def corpus_heads(questions: QuestionSet, heads: set[str]) -> dict[str, set[tuple
             if low not in heads or j == 0:
                 continue
             before: list[str] = []
-            for prev in reversed(toks[max(0, j - 3):j]):
+            start = j
+            for k in range(j - 1, max(-1, j - 4), -1):
+                prev = toks[k]
                 if not (prev[0].isalnum() or prev[0] == "_") or prev.lower() in _NOT_MODIFIER:
                     break
                 before.insert(0, prev)
+                start = k
+            # a capitalised word that opens a sentence says nothing of a name ("Currently Rhine...")
+            while before and before[0][:1].isupper() and (start == 0 or toks[start - 1] in (".", "!", "?")):
+                before.pop(0)
+                start += 1
             if before:
                 out.setdefault(low, set()).add((*before, tok))
     return out
@@ -181,6 +199,8 @@ def shifted(original: str, kind: str, detail: str, rng: np.random.Generator) -> 
             text = f"{value:.{len(decimals)}f}"
         else:
             text = f"{max(1, round(value)):,}" if "," in whole else str(max(1, round(value)))
+        if suffix in ("st", "nd", "rd", "th") and not decimals:  # "11th" doubled is "22nd", not "22th"
+            suffix = _ordinal(max(1, round(value)))
         return f"{text}{suffix}"
 
     moved = _NUMERAL.sub(move, original)
@@ -203,6 +223,9 @@ def _same_word(a: str, b: str) -> bool:
 def _is_list(value: str) -> bool:
     """Whether a value names several things ("William of Volpiano and John of Ravenna", "Swabia, Franconia") or a
     range ("1421 to 1904")."""
+    place, _comma, within = value.rpartition(", ")
+    if place and "," not in place and " and " not in value and shape(value) == shape(place):
+        return False  # "Cologne, Germany": one place, named with its country
     return (bool(re.search(r"\band\b|,\s*\w", value)) and not re.search(r"\d,\d", value)
             or bool(re.search(r"\d\s*(?:to|\u2013)\s*\d", value)))
 
@@ -222,12 +245,16 @@ class Counterfactual:
         self._pool = value_pool(questions)
         self._for = questions
         asked = {q.question_id: q.question for q in questions.questions}
+        self._questions = asked
         self._asks = {v: question_head(asked.get(qid, "")) for v, qid, _t, _s in self._pool}
         heads = {h[0] for q in questions.questions for a in q.answer_strings for h in [head_of(a)] if h}
         self._phrases = corpus_heads(questions, heads)
 
     def __call__(self, question: RagQuestion, contexts: Sequence[Context], questions: QuestionSet,
                  rng: np.random.Generator) -> ConditionCase:
+        if question.fake_answer_is_an_answer:
+            return ConditionCase(list(contexts), skip="counterfactual: the question's own fake answer is one of its "
+                                                      "answers (adopting it could not be told from answering right)")
         if question.counterfactual_passages:
             return self._own_passages(question, contexts, rng)
         if question.expected_behaviour != "answer" or not question.answers:
@@ -253,11 +280,17 @@ class Counterfactual:
                 moved = shifted(original, *shape(original), rng)
                 rule, choices = "shifted", [(moved, "shifted")] if moved and acceptable(moved, question, text) else []
             if not choices:
-                return ConditionCase(list(contexts), skip=f"counterfactual: no other {wanted[0]} value to plant")
+                what = f"{wanted[0]}{f' ({wanted[1]})' if wanted[1] and wanted[1] != wanted[0] else ''}"
+                why = "" if typed(wanted) else ", and its question asks for nothing in particular"
+                return ConditionCase(list(contexts), skip=f"counterfactual: no other value of the answer's type "
+                                                          f"({what}) to plant{why}")
         planted, origin = choices[int(rng.integers(len(choices)))]
         forged = Context(_doc_id(question.question_id, self.name), text[: span[0]] + planted + text[span[1] :])
         position = POSITIONS[int(rng.integers(len(POSITIONS)))]
-        consistent, why = check_planting(original, planted)
+        # the planted value is typed by the question it answers (a corpus phrase, a moved number or the question's
+        # own fake answer by this question)
+        answers = self._questions.get(origin) if self._for is questions else None
+        consistent, why = check_planting(original, planted, question.question, answers)
         return ConditionCase(
             _insert(list(contexts), forged, position),
             info={"family": self.name, "planted_answer": planted, "original_answer": original, "kind": wanted[0],
@@ -286,8 +319,9 @@ class Counterfactual:
             by_question = [(v, qid) for v, qid, _t in same_shape if asks and self._asks.get(v) == asks]
             if by_question:
                 return "question-head", by_question
-        exact = [(v, qid) for v, qid, t in same_shape if t == refined]
-        return "same-type", exact or [(v, qid) for v, qid, t in same_shape if t[0] == refined[0]]
+        # a value whose type says nothing in particular (a phrase answering "what increased...?") gets no
+        # "same-type" value: any phrase would do, and a reader spots it ("loess" -> "pollution")
+        return "same-type", [(v, qid) for v, qid, t in same_shape if t == refined] if typed(refined) else []
 
     def _same_head(self, original: str, plain: tuple[str, str], avoid: Avoid,
                    same_shape: list[tuple[str, str, tuple[str, str]]]) -> list[tuple[str, str]]:
@@ -303,9 +337,12 @@ class Counterfactual:
             other = head_of(v)
             if other and other[0] == head and [w[:1].isupper() for w in other[1]] == caps:
                 out.setdefault(v, qid)
+        named = original.split()[len(before)][:1].isupper()  # "Lake" in a name is not "lake" in a phrase
         for phrase in sorted(self._phrases.get(head, ())):
             words = phrase[:-1][-len(before):]
             if len(words) < len(before) or [w[:1].isupper() for w in words] != caps:
+                continue
+            if phrase[-1][:1].isupper() != named:
                 continue
             if phrase[-1][:1].isupper() and any(w.lower() in _LANGUAGES for w in words):
                 continue
@@ -329,5 +366,6 @@ class Counterfactual:
             "family": self.name, "planted_answer": planted, "planted_answers": list(question.counterfactual_answers),
             "planted_from": "question", "forged_docs": forged, "forged_doc": forged[0], "position": position}
         if planted and question.answers:  # how the set's own fake compares with its answer, by the same checker
-            info["type_consistent"], info["type_check"] = check_planting(question.canonical_answers[0], planted)
+            info["type_consistent"], info["type_check"] = check_planting(question.canonical_answers[0], planted,
+                                                                         question.question)
         return ConditionCase(docs, info=info)

@@ -111,6 +111,16 @@ class RagQuestion(BaseModel):
         """Every acceptable string of every answer, in order, without repeats."""
         return list(dict.fromkeys(s for variants in self.answers for s in variants))
 
+    @property
+    def fake_answer_is_an_answer(self) -> bool:
+        """Whether one of the question's own fake answers (``counterfactual_answers``) is, normalised as SQuAD
+        normalises, one of its acceptable answers: adopting it could not be told from answering right, so the
+        ``counterfactual`` family leaves the question out."""
+        from evret_core.rag.scores.answers import normalize_answer
+
+        answers = {normalize_answer(a) for a in self.answer_strings}
+        return any(normalize_answer(f) in answers for f in self.counterfactual_answers)
+
 
 # the shared schema's fields (evret_core.data.dataset_files.FIELDS) that RagQuestion names otherwise
 _RAG_NAMES = {"query_id": "question_id", "query": "question", "expected_answers": "answers",
@@ -149,13 +159,15 @@ def question_from_record(record: Any, where: str) -> RagQuestion:
 
 
 class QuestionSet(BaseModel):
-    """Questions with unique ids plus the corpus (doc id -> ``{"title", "text"}``) their gold ids point into."""
+    """Questions with unique ids plus the corpus (doc id -> ``{"title", "text"}``) their gold ids point into;
+    ``warnings``: what the reader found wrong in the file without refusing it (``evret rag`` prints them)."""
 
     model_config = ConfigDict(extra="forbid")
 
     questions: list[RagQuestion]
     corpus: dict[str, dict[str, str]] = Field(default_factory=dict)
     name: str | None = None
+    warnings: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionSet:
@@ -176,6 +188,27 @@ class QuestionSet(BaseModel):
             return None
         title = record.get("title") or ""
         return f"{title}\n{record['text']}" if title else record["text"]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """SHA-256 hashes of the questions (every field, by id) and of the corpus (every document's id, title and
+        text, by id), as read: a results file records them (``config["question_set"]``), so that a report can tell
+        a question set or corpus edited since the run from the one it used (key order, whitespace between fields
+        and the order of the lines do not count)."""
+        import hashlib
+        import json
+
+        def digest(rows: Iterable[Any]) -> str:
+            h = hashlib.sha256()
+            for row in rows:
+                h.update(json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                h.update(b"\n")
+            return h.hexdigest()
+
+        by_id = sorted(self.questions, key=lambda q: q.question_id)
+        return {"name": self.name, "questions": len(self.questions), "documents": len(self.corpus),
+                "questions_sha256": digest(q.model_dump(mode="json") for q in by_id),
+                "corpus_sha256": digest([doc_id, self.corpus[doc_id].get("title") or "", self.corpus[doc_id]["text"]]
+                                        for doc_id in sorted(self.corpus))}
 
     def check_gold_ids(self) -> list[str]:
         """Gold ids that the corpus does not hold, as ``"question: id"``: empty means every gold id resolves.
@@ -211,7 +244,9 @@ class QuestionSet(BaseModel):
             lines[question.question_id] = where
             questions.append(question)
         docs = read_corpus(corpus) if isinstance(corpus, (str, Path)) else corpus
-        return _build(questions, docs, path.stem, str(path))
+        built = _build(questions, docs, path.stem, str(path))
+        built.warnings += fake_answer_warnings(questions, lines)
+        return built
 
     @classmethod
     def from_squad(cls, path: str | Path) -> QuestionSet:
@@ -231,6 +266,19 @@ class QuestionSet(BaseModel):
             return cls.from_squad(path)
         raise EvretError(f"{path}: unknown question-set format {suffix or '(no suffix)'!r}; use .jsonl or a "
                          f"SQuAD-format .json")
+
+
+def fake_answer_warnings(questions: Iterable[RagQuestion], lines: Mapping[str, str]) -> list[str]:
+    """One warning for the questions whose own fake answer is one of their answers
+    (:attr:`RagQuestion.fake_answer_is_an_answer`), with their count and the first one's ``file:line`` (``lines``:
+    question id -> where it was read)."""
+    flagged = [q for q in questions if q.fake_answer_is_an_answer]
+    if not flagged:
+        return []
+    first = lines.get(flagged[0].question_id, f"question {flagged[0].question_id!r}")
+    return [f"{len(flagged)} record(s) give a fake answer equal to one of their answers (first at {first}): the "
+            f"counterfactual condition leaves them out (adopting the fake answer could not be told from answering "
+            f"right)"]
 
 
 def _build(questions: list[RagQuestion], corpus: Mapping[str, Mapping[str, str]] | None, name: str | None,

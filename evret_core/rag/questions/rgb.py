@@ -8,17 +8,25 @@ positive passages with the answer altered to the fake one). Each question become
 documents are its positive passages; every passage joins the corpus (``<id>-pos-<n>``, ``<id>-neg-<n>``), so a
 retriever sees the negatives as distractors; ``fakeanswer`` and ``positive_wrong`` become the question's
 ``counterfactual_answers`` and ``counterfactual_passages``, which the ``counterfactual`` family plants as they are.
-Errors name the file and line.
+Errors name the file and line: an ``id`` that is NaN or infinite (``NaN``, ``1e400``) is one. A record whose fake
+answer is one of its answers is kept for the other conditions and left out of the counterfactual one, with one
+warning in the question set's ``warnings`` (the count and the first ``file:line``).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from evret_core.data.corpus import iter_json_lines
 from evret_core.errors import EvretError
-from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion, question_from_record
+from evret_core.rag.questions.question_sets import (
+    QuestionSet,
+    RagQuestion,
+    fake_answer_warnings,
+    question_from_record,
+)
 
 FIELDS = ("id", "query", "answer", "positive", "negative", "fakeanswer", "positive_wrong")
 
@@ -62,6 +70,10 @@ def rgb_question(record: Any, where: str, corpus: dict[str, dict[str, str]]) -> 
         raise EvretError(f"{where}: field 'query' is missing or not a non-empty string")
     if record.get("id") in (None, "") or isinstance(record.get("id"), (dict, list, bool)):
         raise EvretError(f"{where}: field 'id' is missing or not a string or number")
+    if isinstance(record["id"], float) and not math.isfinite(record["id"]):
+        # JSON has no NaN or infinity; Python's reader takes NaN, Infinity and 1e400, which str() made 'nan', 'inf'
+        shown = "NaN" if math.isnan(record["id"]) else "Infinity" if record["id"] > 0 else "-Infinity"
+        raise EvretError(f"{where}: field 'id' is {shown}; give a string or a finite number")
     qid = str(record["id"])
     answers = rgb_answers(record.get("answer"), where)
     if not answers:
@@ -95,4 +107,5 @@ def read_rgb(path: str | Path) -> QuestionSet:
         questions.append(question)
     if not questions:
         raise EvretError(f"{path}: the RGB file has no records")
-    return QuestionSet(questions=questions, corpus=corpus, name=path.stem)
+    return QuestionSet(questions=questions, corpus=corpus, name=path.stem,
+                       warnings=fake_answer_warnings(questions, lines))
