@@ -78,6 +78,7 @@ PLAIN = [
     "Basic authentication failed; a Bearer token is needed",
     "unknown key 'corpus'",
     "score 0.5:1 in [0, 1]",
+    "--judge-option 'colour': write it as KEY=VALUE",  # a usage hint's metavariables
 ]
 
 

@@ -124,10 +124,14 @@ def _bare_userinfo(match: re.Match[str]) -> str:
     return f"{match.group('user')}:{MASK}@{match.group('host')}"
 
 
+# a usage hint's metavariable ("write it as KEY=VALUE"): a word that names a value instead of being one
+_PLACEHOLDERS = frozenset({"VALUE", "VALUES", "KEY", "TOKEN", "SECRET", "PASSWORD"})
+
+
 def _pair(match: re.Match[str]) -> str:
     name, value = match.group("name"), match.group("value")
-    if not is_secret_name(name.lstrip("-")) or not any(c.isalnum() for c in value):  # "api_key=..." in a hint
-        return match.group(0)
+    if not is_secret_name(name.lstrip("-")) or not any(c.isalnum() for c in value) or value in _PLACEHOLDERS:
+        return match.group(0)  # not a secret's name, or a hint: "api_key=...", "KEY=VALUE"
     return f"{name}={MASK}"
 
 

@@ -234,4 +234,5 @@ def test_every_printed_quantity_is_the_json_value_with_an_adopting_answer(
     entry = next(q for q in question_drilldown({"older": older}) if q["id"] == "r08")
     line = next(c for c in entry["runs"][0]["conditions"] if c["name"] == "counterfactual")
     shown_scores = dict(item.rsplit(" ", 1) for item in line["family"].split(", "))
-    assert line["verdict"] == "right" and "correct" not in shown_scores and shown_scores["adopted"] == "1"
+    assert line["verdict"] == "right; the answer states the planted value"
+    assert "correct" not in shown_scores and shown_scores["adopted"] == "1"

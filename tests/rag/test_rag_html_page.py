@@ -309,7 +309,7 @@ def _rename(data: dict[str, Any], old: str, new: str) -> None:
 
 def test_markup_in_names_stays_text_in_every_new_widget(run_file: Path, tmp_path: Path) -> None:
     """Condition names (filter options, column headers, chart labels, the differences), tag names and values
-    (slice options), attributions, run names, search text and address parameters (filter values and sort keys)
+    (slice options), run names (in the attribution filter's options), search text and address parameters (filter values and sort keys)
     that hold markup and quotes: shown as text, and the filters still work on them."""
     data = json.loads(run_file.read_text(encoding="utf-8"))
     condition = f"inj {HOSTILE}"
@@ -319,7 +319,6 @@ def test_markup_in_names_stays_text_in_every_new_widget(run_file: Path, tmp_path
                                                   if k == "type" else vs) for k, vs in data["slices"].items()}
     for q in data["per_question"].values():
         q["tags"] = {tag if k == "type" else k: (value if v == "factoid" else v) for k, v in q["tags"].items()}
-    data["per_question"]["r02"]["attribution"] = f"odd {HOSTILE}"
     hostile_file = tmp_path / "hostile.json"
     hostile_file.write_text(json.dumps(data), encoding="utf-8")
     results = RagResults.from_json(hostile_file)
@@ -341,7 +340,7 @@ var r = {{searched: document.getElementById('q-search').value, shown: visible().
 reset(); r.condition = pick('q-condition', {js(f"run {HOSTILE} · {condition}")});
 pick('q-verdict', 'right'); r.right = visible();
 reset(); r.slice = pick('q-slice', {js(f"{tag} = {value}")}); r.sliced = visible();
-reset(); r.attribution = pick('q-attribution', {js(f"run {HOSTILE}: odd {HOSTILE}")}); r.odd = visible();
+reset(); r.attribution = pick('q-attribution', {js(f"run {HOSTILE}: generator_failure")}); r.odd = visible();
 reset(); type({js(HOSTILE)}); r.search = visible().length;
 click('.qhead button[data-sort="c3"]'); r.sorted = visible().length;
 r.options = Array.prototype.map.call(document.querySelectorAll('#q-slice option'), function (o) {{
@@ -356,7 +355,7 @@ return r;"""
     assert out["condition"] != "" and out["slice"] != "" and out["attribution"] != ""
     assert out["right"] == _ids(results, lambda q: q.conditions[condition].correct is True) != []
     assert out["sliced"] == _ids(results, lambda q: q.tags.get(tag) == value) != []
-    assert out["odd"] == ["r02"]
+    assert out["odd"] == _ids(results, lambda q: q.attribution == "generator_failure") != []
     # markup is searched as text: every question's tags name the hostile tag; sorting keeps the filter
     assert out["search"] == out["sorted"] == len(_ids(results, lambda q: tag in q.tags)) == 13
     assert f"{tag} = {value} (" in " ".join(out["options"])

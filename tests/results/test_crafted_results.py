@@ -215,6 +215,13 @@ def _each_attribution(value: int) -> Edit:
     return edit
 
 
+def _move_attribution(data: dict[str, Any]) -> None:
+    """One question moved from both_right to generator_failure in the counts: the sum still adds up."""
+    counts = data["attribution"]
+    counts["both_right"] -= 1
+    counts["generator_failure"] += 1
+
+
 def _swap_attribution(data: dict[str, Any]) -> None:
     counts = data["attribution"]
     counts["both_right"], counts["generator_failure"] = counts["generator_failure"], counts["both_right"]
@@ -258,9 +265,9 @@ def _rates(value: float) -> Edit:
     ("rag", _each_attribution(-5), r"attribution\.both_right is -5; a count is a whole number from 0 to 13"),
     ("rag", lambda d: d["attribution"].update(both_right=1000000),
      r"attribution\.both_right is 1000000; a count is a whole number from 0 to 13"),
-    ("rag", lambda d: d["attribution"].update(both_right=6, context_noise=1),
-     r"attribution\.both_right is 6 but 7 questions' per-question attribution is both_right"),
-    ("rag", _swap_attribution, r"attribution\.both_right is 6 but 7 questions' per-question attribution"),
+    ("rag", _move_attribution, r"attribution\.both_right is \d+ but \d+ questions' per-question attribution is "
+     r"both_right"),
+    ("rag", _swap_attribution, r"attribution\.both_right is \d+ but \d+ questions' per-question attribution"),
     ("rag", lambda d: d["attribution"].update(astrology=0), r"attribution\.astrology: not an attribution"),
     ("rag", lambda d: d["per_question"]["r01"].update(attribution="astrology"),
      r"question 'r01': attribution 'astrology' is not one of both_right"),
@@ -295,11 +302,11 @@ def _rates(value: float) -> Edit:
     ("adversarial", _adversarial("injection", lambda e: e["rates"].update(correct=0.2)),
      r"adversarial\.injection\.rates\.correct is 0\.2 but the mean of its 13 per-question values"),
     ("adversarial", _adversarial("counterfactual", lambda e: e["rates"].update(adopted=0.3)),
-     r"adversarial\.counterfactual\.rates\.adopted is 0\.3, not a share of the 7 measured answers"),
+     r"adversarial\.counterfactual\.rates\.adopted is 0\.3, not a share of the \d+ measured answers"),
     ("adversarial", _adversarial("counterfactual", lambda e: e.update(n=12)),
-     r"adversarial\.counterfactual\.n is 12 but 7 answers were measured"),
+     r"adversarial\.counterfactual\.n is 12 but \d+ answers were measured"),
     ("adversarial", _adversarial("counterfactual", lambda e: e.update(skipped=0)),
-     r"adversarial\.counterfactual\.skipped is 0 but 6 questions were skipped"),
+     r"adversarial\.counterfactual\.skipped is 0 but \d+ questions were skipped"),
     ("adversarial", _adversarial("injection", lambda e: e.update(family="counterfactual")),
      r"adversarial\.injection\.family is 'counterfactual' but its questions' family is 'injection'"),
     ("adversarial", _adversarial("injection", lambda e: e["rates"].update(adopted=0.0)),
