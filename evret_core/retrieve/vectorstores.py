@@ -6,6 +6,7 @@ name resolves offline first (:func:`model_source`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -68,13 +69,20 @@ def _sentence_transformer(name: str, option: str) -> Embedder:
     from evret_core.progress import quiet_model_loading
 
     source, local = model_source(name, option)
-    try:
-        with quiet_model_loading():
-            model = SentenceTransformer(source, local_files_only=local)
-    except Exception as exc:  # the library raises OSError, ValueError, hub errors...
-        raise EvretError(f"option {option!r}: the model {name!r} could not be loaded from {source}: "
-                         f"{type(exc).__name__}: {exc}") from None
+    with _MODELS_LOCK:  # an index helper and the retriever after it share one load
+        model = _MODELS.get(source)
+        if model is None:
+            try:
+                with quiet_model_loading():
+                    model = _MODELS[source] = SentenceTransformer(source, local_files_only=local)
+            except Exception as exc:  # the library raises OSError, ValueError, hub errors...
+                raise EvretError(f"option {option!r}: the model {name!r} could not be loaded from {source}: "
+                                 f"{type(exc).__name__}: {exc}") from None
     return lambda texts: [_as_floats(v) for v in model.encode(list(texts), show_progress_bar=False)]
+
+
+_MODELS: dict[str, Any] = {}
+_MODELS_LOCK = threading.Lock()
 
 
 def model_source(name: str, option: str = "embedding") -> tuple[str, bool]:
@@ -136,7 +144,6 @@ def _hub_reachable() -> bool:
     trying); a thread bounds a hanging DNS lookup too."""
     import os
     import socket
-    import threading
     from urllib.parse import urlparse
 
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
