@@ -261,3 +261,13 @@ def test_a_columnar_run_counts_its_missing_queries_apart_and_warns_when_it_has_n
     with pytest.warns(EmptyRetrievalWarning, match=r"\(4 of 4\)"):
         Evaluator(read_run_columns(other), metrics=["recall@5"], missing_queries="zero",
                   ).evaluate(dataset())
+
+
+def test_a_run_file_holding_none_of_the_queries_fails_too(empty_retrievers: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run.trec"
+    run.write_text("other Q0 d1 1 2.0 tag\n")
+    argv = ["evaluate", "--dataset", str(empty_retrievers), "--run", str(run), "--missing-queries", "zero",
+            "--metric", "recall@5", "--no-progress"]
+    assert main(argv) == 2
+    assert "evret: error: every query (4 of 4) retrieved nothing" in capsys.readouterr().err

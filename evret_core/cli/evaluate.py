@@ -157,7 +157,10 @@ def run(args: argparse.Namespace) -> int:
         _note_default_judge()
     end = EndOfRun(allow_empty=args.allow_empty_retrieval, allow_unmeasured=args.allow_unmeasured)
     empty = results.stats.get("empty_retrieval") or {}
-    end.empty_retrieval(int(empty.get("count") or 0), len(dataset), empty.get("queries") or [])
+    count, ids = int(empty.get("count") or 0), list(empty.get("queries") or [])
+    if count + int((missing or {}).get("count") or 0) == len(dataset):  # a run that holds none of the queries
+        count, ids = len(dataset), [q.query_id for q in dataset.queries[:5]]
+    end.empty_retrieval(count, len(dataset), ids)
     from evret_core.judge.base import DEFAULT_JUDGE
 
     end.judgments(results.stats, config.judge.name if config.judge is not None else DEFAULT_JUDGE)
