@@ -19,7 +19,8 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -136,3 +137,31 @@ class terminal_progress:  # noqa: N801 - used like a function
         """End the drawing (a newline after the last line when one is on screen)."""
         if self.enabled:
             self._end_block()
+
+
+@contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """No third-party progress bar while a model or a store loads: transformers draws a "Loading weights" bar on
+    stderr, which would break Evret's own progress line. Only transformers' bars are hushed (through its tqdm
+    hook, or by switching them off for the load on releases without one), and only inside the block; the previous
+    setting is put back. Without transformers installed it does nothing."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    if set_hook is None:  # older transformers: switch its bars off for the load, then back on if they were
+        was_on = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            yield
+        finally:
+            if was_on:
+                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+        return
+    previous = set_hook(lambda factory, args, kwargs: hf_logging.EmptyTqdm(*args, **kwargs))  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        set_hook(previous)

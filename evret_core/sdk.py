@@ -78,6 +78,8 @@ _EXPORTS: dict[str, str] = {
     "load_object": "evret_core.retrieve.vectorstores",
     "QueryVectors": "evret_core.retrieve.vectorstores",
     "default_cache_dir": "evret_core.llm.cache",
+    # no third-party progress bars while a model loads
+    "quiet_model_loading": "evret_core.progress",
     # credentials out of messages (the one redaction rule)
     "redact_text": "evret_core.results.redact",
     # the one reading of a yes/no option
@@ -216,6 +218,7 @@ __all__ = [
     "rebuild",
     "recipe",
     "recipe_of",
+    "quiet_model_loading",
     "redact_text",
     "check_bool",
     "TRUE_WORDS",
@@ -269,6 +272,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever
+    from evret_core.progress import quiet_model_loading
     from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts

@@ -308,3 +308,48 @@ def test_a_plugins_hookwrapper_wraps_its_own_hooks_only() -> None:
 
     info = register_plugin(Plugin(), name="wrapping")
     assert seen == ["before", "after"] and info.registers == {"metric": ["wrapped"]}
+
+
+# -- issue 33 (newcomer item 10): a plugin that failed to load is named when a name is not found ---------------
+MISSING_DEPENDENCY = """
+import nosuchdependency_xyz  # the usual way a plugin breaks: a dependency that is not installed
+"""
+
+
+def test_an_unknown_name_names_the_installed_plugin_that_failed_to_load(fake_plugin: FakePlugin,
+                                                                         tmp_path: Path) -> None:
+    from evret_core.errors import UnknownNameError
+
+    site = fake_plugin("evret-brokenjudge", MISSING_DEPENDENCY)
+    with pytest.raises(UnknownNameError) as info:
+        create_judge("brokenjudge")
+    message = str(info.value)
+    assert "unknown judge 'brokenjudge'" in message
+    assert ("plugin 'evret-brokenjudge' (distribution evret-brokenjudge 0.1.0) failed to load: import failed: "
+            "ModuleNotFoundError: No module named 'nosuchdependency_xyz'") in message
+    (tmp_path / "d.jsonl").write_text(json.dumps({"query_id": "q1", "query": "honey",
+                                                  "expected_answers": ["honey"]}) + "\n")
+    (tmp_path / "run.jsonl").write_text(json.dumps({"query_id": "q1", "doc_id": "d1", "rank": 1, "score": 1.0,
+                                                    "text": "honey"}) + "\n")
+    proc = run_cli("evaluate", "--dataset", str(tmp_path / "d.jsonl"), "--run", str(tmp_path / "run.jsonl"),
+                   "--metric", "hit_rate@1", "--judge", "brokenjudge", pythonpath=site, cwd=tmp_path)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert "unknown judge 'brokenjudge'" in lines[0] and "'evret-brokenjudge'" in lines[0]
+    assert "No module named 'nosuchdependency_xyz'" in lines[0]
+
+
+def test_a_known_name_does_not_mention_broken_plugins(fake_plugin: FakePlugin) -> None:
+    fake_plugin("evret-brokenjudge", MISSING_DEPENDENCY)
+    assert create_judge("exact") is not None
+
+
+@pytest.mark.parametrize("name", ["lancedb", "llamaindex", "haystack", "opensearch", "milvus"])
+def test_every_bundled_retrievers_unknown_name_names_its_distribution(name: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from evret_core import create_retriever
+    from evret_core.errors import UnknownNameError
+
+    monkeypatch.setenv("EVRET_DISABLE_PLUGINS", f"evret-{name}")
+    with pytest.raises(UnknownNameError, match=f"Plugin 'evret-{name}' is installed but disabled"):
+        create_retriever(name)

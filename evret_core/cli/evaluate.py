@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments, check_unmeasured_flags
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
@@ -48,7 +49,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
-                   help="fail when a judgment could not be made instead of reporting it")
+                   help="fail when any judgment could not be made instead of reporting it (by default only a run "
+                        "in which every judgment failed exits non-zero)")
+    add_end_of_run_arguments(p)
     p.add_argument("--confidence-level", type=float, help="level of the bootstrap intervals (default 0.95)")
     p.add_argument("--resamples", dest="n_resamples", type=int, help="bootstrap resamples (default 1000)")
     p.add_argument("--seed", type=int, help="seed of the bootstrap (default 0)")
@@ -107,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.report.terminal import print_scores
 
     config = _settings(args)
+    check_unmeasured_flags(args.allow_unmeasured, config.fail_on_unmeasured)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
     config.check_output(inputs=inputs)  # before any work, not after the spend
     tracking = check_tracking_arguments(args, [*config.input_files(), *inputs])
@@ -128,7 +132,13 @@ def run(args: argparse.Namespace) -> int:
         _print_plan(plan)
         note_dry_run(tracking)
         return 0
-    results = evaluator.evaluate(dataset)
+    import warnings
+
+    from evret_core.evaluation.evaluator import EmptyRetrievalWarning
+
+    with warnings.catch_warnings():  # said after the tables, as an error unless --allow-empty-retrieval
+        warnings.simplefilter("ignore", EmptyRetrievalWarning)
+        results = evaluator.evaluate(dataset)
     if progress is not None:
         progress.close()
     if config.output:  # written first: a closed pipe on standard output must not lose the results
@@ -147,10 +157,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"WARNING: {extra['count']} queries of the run are not in the dataset, ignored: {shown}", file=sys.stderr)
     if config.judge is None and any(q.expected_answers for q in dataset.queries):
         _note_default_judge()
+    end = EndOfRun(allow_empty=args.allow_empty_retrieval, allow_unmeasured=args.allow_unmeasured)
+    empty = results.stats.get("empty_retrieval") or {}
+    count, ids = int(empty.get("count") or 0), list(empty.get("queries") or [])
+    if count + int((missing or {}).get("count") or 0) == len(dataset):  # a run that holds none of the queries
+        count, ids = len(dataset), [q.query_id for q in dataset.queries[:5]]
+    end.empty_retrieval(count, len(dataset), ids)
+    from evret_core.judge.base import DEFAULT_JUDGE
+
+    end.judgments(results.stats, config.judge.name if config.judge is not None else DEFAULT_JUDGE)
     if config.output and config.output != "-":
         print(f"results written to {config.output}", file=sys.stderr)
     log_run(args, tracking, results)  # after the results file: a tracking failure must not lose it
-    return run_gates(args, floors, results, lambda _path: baseline)
+    gates = run_gates(args, floors, results, lambda _path: baseline)
+    return end.report() or gates  # last: the line that says why the run failed is the last one
 
 
 def _note_default_judge() -> None:

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, visible
 
 if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the command runs
     from evret_core.rag.rag_config import RagConfig
@@ -70,6 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--all-pairs", action="store_true",
                    help="print every condition's intervals, every pairwise condition difference and the adversarial "
                         "families' weakest slices (default with more than two conditions: a compact table)")
+    add_end_of_run_arguments(p)
     add_gate_arguments(p, example="retrieved/correct=0.5")
     add_tracking_arguments(p)
     p.add_argument("--dry-run", action="store_true",
@@ -140,16 +142,22 @@ def run(args: argparse.Namespace) -> int:
     tracking = check_rag_outputs(config, args)
     questions = config.load_questions()
     for warning in questions.warnings:  # what the reader kept but will not use as the file meant (fake answers)
-        print(f"WARNING: {warning}", file=sys.stderr)
+        print(f"WARNING: {visible(warning)}", file=sys.stderr)
     from evret_core.progress import terminal_progress
 
     progress = None if getattr(args, "no_progress", False) else terminal_progress()
     evaluator = config.build_evaluator(questions, conditions, progress)
+    import warnings
+
+    from evret_core.evaluation.evaluator import EmptyRetrievalWarning
+
     try:
-        if args.dry_run:
-            plan = evaluator.dry_run(questions)
-        else:
-            results = evaluator.evaluate(questions)
+        with warnings.catch_warnings():  # said after the tables (check_end_of_run)
+            warnings.simplefilter("ignore", EmptyRetrievalWarning)
+            if args.dry_run:
+                plan = evaluator.dry_run(questions)
+            else:
+                results = evaluator.evaluate(questions)
     finally:
         if progress is not None:
             progress.close()
@@ -171,10 +179,30 @@ def run(args: argparse.Namespace) -> int:
     for path, what in ((config.write_cases, "adversarial cases"), (config.output, "results")):
         if path and path != STDOUT:
             print(f"{what} written to {path}", file=sys.stderr)
+    end = check_end_of_run(args, evaluator, results)
     log_run(args, tracking, results)  # after the results files: a tracking failure must not lose them
     from evret_core.statistics.gates import rag_scores
 
-    return run_gates(args, floors, rag_scores(results), lambda _path: baseline)
+    gates = run_gates(args, floors, rag_scores(results), lambda _path: baseline)
+    return end.report() or gates  # last: the line that says why the run failed is the last one
+
+
+def check_end_of_run(args: argparse.Namespace, evaluator: Any, results: Any) -> EndOfRun:
+    """Questions that retrieved nothing and LLM parts whose calls failed (:class:`EndOfRun`)."""
+    end = EndOfRun(allow_empty=args.allow_empty_retrieval, allow_unmeasured=args.allow_unmeasured)
+    if any(getattr(c, "needs_retrieval", False) for c in evaluator.conditions):
+        outcomes = results.per_question
+        empty = [qid for qid, outcome in outcomes.items() if not outcome.retrieved_ids]
+        if len(empty) == len(outcomes):
+            end.empty_retrieval(len(empty), len(outcomes), empty, what="question", plural="questions")
+        else:  # a question to refuse may well retrieve nothing: only those with gold are counted
+            gold = [qid for qid, outcome in outcomes.items() if outcome.gold_doc_ids or outcome.answers]
+            nothing = set(empty)
+            empty = [qid for qid in gold if qid in nothing]
+            end.empty_retrieval(len(empty), len(gold), empty, what="question", plural="questions with gold")
+    for role, stats in (results.stats.get("llm") or {}).items():
+        end.llm_part(role, stats)
+    return end
 
 
 def _note_default_retrieval_judge() -> None:

@@ -14,11 +14,16 @@ reported per query and in ``stats["unmeasured"]``; in the metrics they count as 
 
 A precomputed run must cover every query of the dataset: missing queries are an error naming them, unless
 ``missing_queries="zero"``, which scores them 0 and lists them in ``stats["missing_queries"]``.
+
+Queries that retrieved nothing are counted in ``stats["empty_retrieval"]``; when no query retrieved anything (a
+filter that matches nothing, an empty index), the scores are zeros that say nothing about the retriever, and
+:meth:`Evaluator.evaluate` says so with an :class:`EmptyRetrievalWarning` carrying the count.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,8 +41,8 @@ from evret_core.results.per_query import QueryTable, TextJudgments
 from evret_core.retrieve.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.retrieve.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
 
-__all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "Evaluator", "UnmeasuredJudgmentsError",
-           "answer_id", "answer_keys", "judgment_context"]
+__all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "EmptyRetrievalWarning", "Evaluator",
+           "UnmeasuredJudgmentsError", "answer_id", "answer_keys", "judgment_context"]
 
 DEFAULT_DEPTH = 100
 MISSING_QUERIES = ("error", "zero")
@@ -72,6 +77,25 @@ def _str_ids(ids: Sequence[Any]) -> list[str]:
 
 class UnmeasuredJudgmentsError(EvretError):
     """Raised with ``fail_on_unmeasured=True`` when some judgments could not be made."""
+
+
+class EmptyRetrievalWarning(UserWarning):
+    """No query of an evaluation retrieved anything: its scores are zeros that say nothing about the retriever.
+    ``count`` and ``total`` are the queries that retrieved nothing and the queries of the dataset."""
+
+    def __init__(self, count: int, total: int) -> None:
+        super().__init__(empty_retrieval_message(count, total))
+        self.count = count
+        self.total = total
+
+
+def empty_retrieval_message(count: int, total: int, what: str = "query", plural: str = "queries") -> str:
+    """What a run in which ``count`` of ``total`` queries (``what``/``plural``) retrieved nothing means (all of
+    them: nothing)."""
+    if count < total:
+        return f"{count} of {total} {plural} retrieved nothing"
+    return (f"every {what} ({count} of {total}) retrieved nothing: the scores are zeros that say nothing about the "
+            f"retriever; check its options (a filter that matches nothing, an empty or wrong index or collection)")
 
 
 class Evaluator:
@@ -261,6 +285,10 @@ class Evaluator:
         codes = _verdict_codes(verdicts)
         text = self._assign(queries, rows, plan, codes)
         scores = self._scores(queries, rows, text)
+        missing = set(self._missing)
+        empty = [queries[i].query_id for i in rows.empty_indexes() if queries[i].query_id not in missing]
+        if queries and len(empty) + len(missing) == len(queries):
+            warnings.warn(EmptyRetrievalWarning(len(queries), len(queries)), stacklevel=2)
         unmeasured_queries = [queries[i].query_id for i in self._unmeasured]
         unmeasured = sum(self._unmeasured.values())
         if unmeasured and self.fail_on_unmeasured:
@@ -280,6 +308,8 @@ class Evaluator:
         }
         if self._missing:
             stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
+        if empty:  # a filter that matches nothing must not read as a retriever that scores zero
+            stats["empty_retrieval"] = {"count": len(empty), "of": len(queries), "queries": empty[:20]}
         if self._extra:  # a run's queries that the dataset lacks are ignored, and said so
             stats["extra_run_queries"] = {"count": len(self._extra), "queries": self._extra[:20], "ignored": True}
         stats["elapsed_s"] = round(time.time() - started, 6)

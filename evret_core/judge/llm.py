@@ -241,6 +241,7 @@ class LLMJudge(Judge):
         self._cache_hits = 0
         self._unmeasured = 0
         self._errors: dict[str, int] = {}
+        self._error_examples: dict[str, str] = {}
         self.injections.reset()
         self._usage_base = self._client.usage.to_dict() if self._client is not None else None
 
@@ -258,6 +259,7 @@ class LLMJudge(Judge):
             "parsing": {**self._parsing, "fallbacks": self._parsing["keyword"] + self._parsing["unparseable"]},
             "unmeasured": self._unmeasured,
             "errors": dict(self._errors),
+            "error_examples": dict(self._error_examples),
             "injection": self.injections.stats(),
         }
 
@@ -343,6 +345,7 @@ class LLMJudge(Judge):
         response = await client.attempt(messages, max_tokens=self.max_tokens)
         if not isinstance(response, LLMResponse):
             self._errors[response.label] = self._errors.get(response.label, 0) + 1
+            self._error_examples.setdefault(response.label, str(response))  # the cause, for the run's summary
             return None
         client.store(key, response)
         return response.text

@@ -168,6 +168,27 @@ def status_error(
     )
 
 
+def _root_cause(exc: BaseException) -> BaseException:
+    """What an SDK's connection error wraps: the innermost ``OSError`` of its chain (``ConnectionRefusedError``,
+    a DNS failure), else the end of its ``__cause__`` chain. (An HTTP library's chain may end in an unrelated
+    exception it was handling, so the last link is not always the reason.)"""
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    errors = [link for link in chain if isinstance(link, OSError) and str(link)]
+    if errors:
+        return errors[-1]
+    root, seen = exc, {id(exc)}
+    while root.__cause__ is not None and id(root.__cause__) not in seen:  # no OSError: the end of the causes
+        root = root.__cause__
+        seen.add(id(root))
+    return root
+
+
 class SDKProvider(LLMProvider):
     """Base of providers that wrap a vendor SDK's async client (the core imports no SDK; subclasses do).
 
@@ -244,6 +265,15 @@ class SDKProvider(LLMProvider):
         return LLMCallError(f"{self.name}: no answer within {self.timeout} s", retryable=True, kind="timeout")
 
     def connection_error(self, detail: Any) -> LLMCallError:
-        """The (retryable) error for a failed connection; ``detail`` describes it, the key redacted."""
-        return LLMCallError(self.redact(f"{self.name}: connection failed: {detail}"), retryable=True,
+        """The (retryable) error for a failed connection; ``detail`` describes it (an SDK's exception: its message
+        and, when they differ, the innermost cause's, e.g. ``Connection refused``), with the ``base_url`` it went
+        to and the key redacted."""
+        text = str(detail)
+        if isinstance(detail, BaseException):
+            root = _root_cause(detail)
+            cause = str(root)
+            if root is not detail and cause and cause not in text:
+                text = f"{text} ({type(root).__name__}: {cause})"
+        where = f" to {self.base_url}" if self.base_url else ""
+        return LLMCallError(self.redact(f"{self.name}: connection failed{where}: {text}"), retryable=True,
                             kind="connection")

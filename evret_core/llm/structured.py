@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from evret_core.llm.cache import cache_key
 from evret_core.llm.client import LLMClient, LLMUsage
-from evret_core.llm.providers import ChatMessage, LLMResponse
+from evret_core.llm.providers import ChatMessage, LLMCallError, LLMResponse
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -50,6 +50,8 @@ class Structured(Generic[T]):
     tries: int = 0
     answers: list[str] = field(default_factory=list)
     cached: bool = False
+    #: the failed call's error when the item is unmeasured because a call failed (its ``label`` counts it)
+    error: LLMCallError | None = None
 
     @property
     def measured(self) -> bool:
@@ -105,7 +107,7 @@ async def structured_call(
         usage.calls += 1
         if not isinstance(response, LLMResponse):
             usage.failed += 1
-            return Structured(None, f"LLM call failed: {response}", usage, tries, answers)
+            return Structured(None, f"LLM call failed: {response}", usage, tries, answers, error=response)
         usage.succeeded += 1
         usage.add(response)
         answers.append(response.text)

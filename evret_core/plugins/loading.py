@@ -299,8 +299,22 @@ class PluginRegistry:
             if kind == "evaluator" and name in self._tables["retrieval_evaluator"]:
                 message += (f". {name!r} is a retrieval evaluator (it scores a retriever on a dataset): use "
                             f"create_retrieval_evaluator({name!r}) or 'evret evaluate'")
+            message += self._failed_plugins(exclude=dist)
             raise UnknownNameError(message)
         return entry.factory
+
+    def _failed_plugins(self, exclude: str | None) -> str:
+        """The installed plugins that failed to import or register, with why: what they register is unknown, so
+        an unknown name may be theirs (``exclude``: one already named in the message)."""
+        failed = [info for info in self.plugins.values() if not info.builtin and info.name != exclude
+                  and info.error and info.error.startswith(("import failed", "registration failed"))]
+        if not failed:
+            return ""
+        described = "; ".join(
+            f"plugin {info.name!r} (distribution {info.distribution or info.name}"
+            f"{' ' + info.version if info.version else ''}) failed to load: {info.error}" for info in failed)
+        return (f". {len(failed)} installed plugin(s) failed to load, so the names they register are unknown: "
+                f"{described}")
 
     def owner(self, kind: str, name: str) -> str | None:
         self.ensure_loaded()
@@ -364,6 +378,10 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
     ("retriever", "pgvector"): "evret-pgvector",
     ("retriever", "milvus"): "evret-milvus",
     ("retriever", "langchain"): "evret-langchain",
+    ("retriever", "llamaindex"): "evret-llamaindex",
+    ("retriever", "haystack"): "evret-haystack",
+    ("retriever", "lancedb"): "evret-lancedb",
+    ("retriever", "opensearch"): "evret-opensearch",
     ("judge", "semantic"): "evret-sentence-transformers",
     ("evaluator", "semantic-similarity"): "evret-sentence-transformers",
     ("llm_provider", "openai"): "evret-openai",

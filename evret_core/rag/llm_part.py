@@ -173,6 +173,12 @@ class LLMPart:
         if result.unmeasured is not None:
             reason = result.unmeasured.split(":", 1)[0]
             self.unmeasured[reason] = self.unmeasured.get(reason, 0) + 1
+            if result.error is None:  # an answer that could not be used: the first message says why
+                self.error_examples.setdefault(reason, result.unmeasured)
+        if result.error is not None:  # the failure's kind, and the first message of each kind: the cause
+            label = result.error.label
+            self.errors[label] = self.errors.get(label, 0) + 1
+            self.error_examples.setdefault(label, str(result.error))
         return result
 
     def is_cached(self, *, system: str, schema: type[BaseModel], extra: Mapping[str, Any]) -> bool:
@@ -199,14 +205,19 @@ class LLMPart:
         self.cache_hits = 0
         self.usage = LLMUsage()
         self.unmeasured: dict[str, int] = {}
+        self.errors: dict[str, int] = {}
+        self.error_examples: dict[str, str] = {}
         self.injections.reset()
 
     def stats(self) -> dict[str, Any]:
-        """This run's structured calls, cache hits, API attempts, tokens and unmeasured items by reason, and for a
-        part that sends contexts the injection scan (``injection``: detector, scanned, flagged, patterns,
+        """This run's structured calls, cache hits, API attempts, tokens, unmeasured items by reason, failed calls by
+        kind (``errors``, as the ``llm`` judge's), the first message of each error kind and unmeasured reason
+        (``error_examples``), and for
+        a part that sends contexts the injection scan (``injection``: detector, scanned, flagged, patterns,
         examples)."""
         out = {"provider": self.settings.provider_name, "model": self.model, "structured_calls": self.calls,
-               "cache_hits": self.cache_hits, **self.usage.to_dict(), "unmeasured": dict(self.unmeasured)}
+               "cache_hits": self.cache_hits, **self.usage.to_dict(), "unmeasured": dict(self.unmeasured),
+               "errors": dict(self.errors), "error_examples": dict(self.error_examples)}
         if self.sends_contexts:
             out["injection"] = self.injections.stats()
         return out

@@ -104,6 +104,10 @@ class RetrievedRows:
     def to_results(self) -> list[list[Any]]:
         return [self.row(i).to_results() for i in range(len(self.rows))]
 
+    def empty_indexes(self) -> list[int]:
+        """The indexes of the queries that retrieved nothing."""
+        return [i for i, raw in enumerate(self.rows) if not len(raw)]
+
     def batch(
         self,
         queries: Sequence[QueryExample],

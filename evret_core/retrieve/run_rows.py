@@ -46,6 +46,14 @@ class ColumnarRows(RetrievedRows):
         self.positions = positions
         super().__init__(_LazyRows(self), k)  # type: ignore[arg-type]
 
+    def empty_indexes(self) -> list[int]:
+        """The queries the run lacks or holds no document for, read off the run's offsets (no dict is built)."""
+        sizes = np.diff(self.run.offsets)
+        if not len(sizes):
+            return list(range(len(self.positions)))
+        empty = (self.positions < 0) | (sizes[np.maximum(self.positions, 0)] == 0)
+        return [int(i) for i in np.flatnonzero(empty)]
+
     def raw(self, i: int) -> Row:
         at = int(self.positions[i])
         return EMPTY if at < 0 else self.run.query(at)

@@ -342,7 +342,8 @@ def test_hostile_options_fail_before_any_call(stub: StubLLMServer, options: dict
     assert stub.requests == []
 
 
-# -- issue 24 (red-team RL-rel-garbage): relevance failing on every call is said, and its row stays ---------------
+# -- issue 24 (red-team RL-rel-garbage): relevance failing on every call is said, and its row stays; issue 33: the
+# run then exits 2 naming the cause, unless --allow-unmeasured -------------------------------------------------------
 def test_relevance_failing_on_every_call_is_a_warning_and_an_unmeasured_row(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -357,9 +358,16 @@ def test_relevance_failing_on_every_call_is_a_warning_and_an_unmeasured_row(
                                                      questions.corpus.items()) + "\n")
     with StubLLMServer(garbage_for_relevance) as server:
         relevance = [f"--relevance-option={k}={v}" for k, v in opts(server, repairs=0).items()]
-        assert main(["rag", "--dataset", str(tmp_path / "q.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
-                     "--generator", "extractive", "--conditions", "gold", "--relevance", "llm", *relevance,
-                     "--output", str(tmp_path / "out.json")]) == 0
+        argv = ["rag", "--dataset", str(tmp_path / "q.jsonl"), "--corpus", str(tmp_path / "corpus.jsonl"),
+                "--generator", "extractive", "--conditions", "gold", "--relevance", "llm", *relevance,
+                "--output", str(tmp_path / "out.json")]
+        assert main(argv) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1].startswith("evret: error: answer relevance: no call (2 of 2) gave a usable answer: no usable "
+                                  "answer after 1 tries; last error 2 (e.g. no usable answer after 1 tries; last "
+                                  "error: "), err
+        assert err[-1].endswith("; pass --allow-unmeasured to exit 0 on such a run")
+        assert main([*argv, "--allow-unmeasured"]) == 0
     captured = capsys.readouterr()
     out = captured.out
     # q1 and q2 are answered (q3 is refused, which has no grade by design): both grades failed; the warning goes

@@ -449,6 +449,7 @@ def test_the_docs_example_runs_and_prints_what_it_says(capsys: pytest.CaptureFix
     docs = (Path(__file__).resolve().parents[3] / "docs" / "retrievers.md").read_text(encoding="utf-8")
     section = docs[docs.index("## Haystack\n"):]
     code = section[section.index("```python\n") + len("```python\n"):section.index("```\n", section.index("```python"))]
-    promised = [line[2:] for line in code.splitlines() if line.startswith("# {")]
+    shown = section[section.index("```text\n") + len("```text\n"):]
+    promised = shown[:shown.index("```")].splitlines()  # the output the page shows after the code
     exec(compile(code, "docs/retrievers.md#haystack", "exec"), {"__name__": "docs_example"})
     assert capsys.readouterr().out.splitlines() == promised and promised

@@ -6,6 +6,7 @@ batch of queries; a ``where`` clause (LanceDB's SQL filter) is passed to every s
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ from evret_core.sdk import (
     distance_result,
     resolve_embedder,
 )
+
+# LanceDB's Rust log writes WARN lines on stderr ("No existing dataset at ..., it will be created") beside Evret's
+# own output; it reads this variable once, when lancedb is first imported (a user's setting wins)
+os.environ.setdefault("LANCEDB_LOG", "error")
 
 # columns LanceDB adds to a search answer; never metadata
 _ANSWER_COLUMNS = ("query_index", "_distance", "_rowid")

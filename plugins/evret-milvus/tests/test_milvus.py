@@ -125,6 +125,31 @@ def test_filter_expression_passes_through(client: MilvusClient) -> None:
     assert [r.doc_id for r in by_id.retrieve("resin seal", 5)] == ["d6", "d2"]
 
 
+def test_a_filter_naming_a_field_no_entity_has_is_refused_before_any_query(client: MilvusClient) -> None:
+    """Issue 33 (newcomer item 6): dynamic fields let Milvus accept `genre == "hive"` on a collection whose entities
+    have no `genre`, and every search then returns nothing (ndcg 0.000, exit 0). The retriever asks Milvus (`exists`)
+    and refuses it, naming the option and the field; a filter that matches no entity at all is refused too."""
+    asked: list[list[str]] = []
+
+    def counting(texts: list[str]) -> list[list[float]]:
+        asked.append(list(texts))
+        return embed(texts)
+
+    with pytest.raises(EvretError, match=r"option 'filter' 'genre == \"hive\"' names the field 'genre', which no "
+                                         r"entity of collection 'bees' has \(its schema fields: doc_id, text, vector;"):
+        MilvusRetriever("bees", embedding=counting, client=client, filter='genre == "hive"')
+    with pytest.raises(EvretError, match=r"names the field 'genre'"):
+        MilvusRetriever("bees", embedding=counting, client=client, filter='topic == "hive" or genre in ["a"]')
+    with pytest.raises(EvretError, match=r"option 'filter' 'topic == \"nowhere\"' matches no entity of collection "
+                                         r"'bees' \(6 entities\): every query would retrieve nothing"):
+        MilvusRetriever("bees", embedding=counting, client=client, filter='topic == "nowhere"')
+    assert asked == []  # nothing was embedded
+    # fields the entities do have, a string that looks like a name, keywords and functions are all fine
+    for fine in ('topic == "hive" or topic == "genre"', 'topic in ["hive", "behaviour"] and not doc_id == "d1"',
+                 'exists topic', 'title like "W%"'):
+        MilvusRetriever("bees", embedding=embed, client=client, filter=fine)
+
+
 def test_l2_scores_are_negated_distances(tmp_path: Path, corpus_file: Path) -> None:
     with closing(MilvusClient(str(tmp_path / "l2.db"))) as client:
         index_corpus(client, "bees", corpus_file, embed, metric="L2")

@@ -17,8 +17,8 @@ import hashlib
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-from evret_core.sdk import EvretError
+from evret_core.sdk import EvretError, quiet_model_loading
 from evret_sentence_transformers.devices import (
     AUTO,
     check_fp16,
@@ -210,31 +210,10 @@ _load_lock = threading.Lock()
 _loaded: dict[tuple[str, str, bool], Any] = {}
 
 
-@contextmanager
-def quiet_loading() -> Iterator[None]:
-    """No third-party progress bar while a model loads: transformers draws a "Loading weights" bar on stderr,
-    which would break Evret's own progress line. Only transformers' bars are hushed (through its tqdm hook), and
-    only for the load; the previous hook is put back."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
-        yield
-        return
-    set_hook = getattr(hf_logging, "set_tqdm_hook", None)
-    if set_hook is None:  # older transformers: switch its bars off for the load, then back on if they were
-        was_on = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-        try:
-            yield
-        finally:
-            if was_on:
-                hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
-        return
-    previous = set_hook(lambda factory, args, kwargs: hf_logging.EmptyTqdm(*args, **kwargs))  # type: ignore[no-untyped-call]
-    try:
-        yield
-    finally:
-        set_hook(previous)
+def quiet_loading() -> AbstractContextManager[None]:
+    """No third-party progress bar while a model loads (transformers' "Loading weights" bar would break Evret's own
+    progress line): the SDK's :func:`~evret_core.progress.quiet_model_loading`."""
+    return quiet_model_loading()
 
 
 def load_model(resolved: ResolvedModel, device: str = "cpu", what: str = "model", fp16: bool = False) -> Any:

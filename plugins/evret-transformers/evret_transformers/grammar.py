@@ -6,6 +6,13 @@ item bounds, ``anyOf``/``oneOf``, ``$ref`` to ``$defs``) into a nondeterministic
 characters. The language is compact JSON (no whitespace) with every property of an object, in the schema's order,
 so any text it accepts parses and validates against the schema. A state is a frozenset of stacks; each stack is a
 tuple of items, its top last. Pure Python: no torch, no numpy.
+
+What it cannot keep it refuses (:class:`SchemaNotSupported`, naming the keyword), never ignores: assertions it
+does not express (``pattern``, ``format``, ``dependencies``...), a property count that writing every property
+breaks (``maxProperties``, ``minProperties``), ``required`` naming a property it does not write, a ``const`` or
+``enum`` no value of which fits the keywords beside it (values that do not fit are dropped), assertions beside
+``$ref``/``anyOf``/``oneOf``/``allOf``, ``oneOf`` branches that may overlap, empty ``enum``/``anyOf``, bounds that
+no value meets (unsatisfiable, said so), and schemas nested deeper than :data:`MAX_NESTING` levels.
 """
 
 from __future__ import annotations
@@ -21,12 +28,21 @@ State = frozenset[Stack]
 
 MAX_INT_DIGITS = 15  # integers and the two parts of a number stay within what a float holds exactly
 SMALL_RANGE = 256  # an integer range this small becomes an enum of its values
+MAX_NESTING = 128  # levels of JSON objects and arrays in a schema (a property is two: the map and its schema)
 _ESCAPES = frozenset('"\\/bfnrt')
 _HEX = frozenset("0123456789abcdefABCDEF")
 _DIGITS = frozenset("0123456789")
 # keywords that restrict values in ways this grammar does not express: refused rather than silently ignored
 _UNSUPPORTED = ("pattern", "not", "if", "patternProperties", "multipleOf", "uniqueItems", "contains",
-                "format", "propertyNames", "dependentRequired", "dependentSchemas")
+                "format", "propertyNames", "dependentRequired", "dependentSchemas", "dependencies")
+# keywords that never restrict a value (annotations, and the definitions a $ref points into)
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+                          "writeOnly", "$schema", "$id", "$anchor", "$defs", "definitions", "contentEncoding",
+                          "contentMediaType", "contentSchema", "discriminator"})
+# keywords checked on each value of a const or enum (values that break one are dropped)
+_VALUE_KEYWORDS = ("type", "minLength", "maxLength", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                   "minItems", "maxItems", "minProperties", "maxProperties")
+_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 
 
 class SchemaNotSupported(ValueError):
@@ -43,6 +59,7 @@ class JsonGrammar:
     state; 0 when it is complete: characters, or tokens when ``literal_cost`` counts the tokens of fixed text)."""
 
     def __init__(self, schema: Mapping[str, Any], literal_cost: Callable[[str], int] | None = None) -> None:
+        check_nesting(schema)
         # what a fixed text (a key, a brace, an enum value) costs to finish: its characters, or, given a
         # vocabulary, the fewest tokens that spell it; free text counts one token per character
         self._literal_cost = lru_cache(maxsize=8192)(literal_cost or len)
@@ -72,19 +89,30 @@ class JsonGrammar:
         used = [k for k in _UNSUPPORTED if k in schema]
         if used:
             raise SchemaNotSupported(f"the keyword {used[0]!r} is not supported by constrained decoding")
+        for key in _COUNTS:
+            value = schema.get(key)
+            if key in schema and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
+                                  or value != int(value)):
+                raise SchemaNotSupported(f"{key!r} must be a non-negative integer, got {value!r}")
         if "$ref" in schema:
+            _alone(schema, "$ref")
             return self._ref(str(schema["$ref"]))
-        if "const" in schema:
-            return self._add(_lit(schema["const"]))
-        if "enum" in schema:
-            return self._add(("alt", tuple(self._add(_lit(v)) for v in schema["enum"])))
+        if "const" in schema or "enum" in schema:
+            return self._literals(schema)
         for key in ("anyOf", "oneOf"):
             if key in schema:
-                return self._add(("alt", tuple(self._compile(s) for s in schema[key])))
+                _alone(schema, key)
+                branches = schema[key]
+                if not isinstance(branches, list) or not branches:
+                    raise SchemaNotSupported(f"{key!r} is empty: no value can match it")
+                if key == "oneOf":
+                    self._check_disjoint(branches)
+                return self._add(("alt", tuple(self._compile(s) for s in branches)))
         if "allOf" in schema:
+            _alone(schema, "allOf")
             parts = schema["allOf"]
-            if len(parts) != 1:
-                raise SchemaNotSupported("'allOf' with more than one schema is not supported")
+            if not isinstance(parts, list) or len(parts) != 1:
+                raise SchemaNotSupported("'allOf' with other than one schema is not supported")
             return self._compile(parts[0])
         kind = schema.get("type")
         if kind is None:
@@ -95,13 +123,71 @@ class JsonGrammar:
             return self._add(("alt", tuple(self._compile({**schema, "type": k}) for k in kind)))
         return self._typed(str(kind), schema)
 
-    def _ref(self, ref: str) -> int:
+    def _literals(self, schema: Mapping[str, Any]) -> int:
+        """A ``const`` or an ``enum``: its values that fit the keywords beside it (``type``, lengths, bounds)."""
+        key = "const" if "const" in schema else "enum"
+        values = [schema["const"]] if key == "const" else schema["enum"]
+        if not isinstance(values, list) or not values:
+            raise SchemaNotSupported(f"{key!r} is empty: no value can match it")
+        if key == "const" and "enum" in schema and not any(_same(schema["const"], v) for v in schema["enum"]
+                                                           if isinstance(schema["enum"], list)):
+            raise SchemaNotSupported(f"'const' {schema['const']!r} is not one of 'enum'")
+        other = [k for k in schema if k not in _ANNOTATIONS and k not in ("const", "enum", *_VALUE_KEYWORDS)]
+        if other:
+            raise SchemaNotSupported(f"the keyword {other[0]!r} beside {key!r} is not supported")
+        kept, broken = [], None
+        for value in values:
+            reason = _misfit(value, schema)
+            if reason is None:
+                kept.append(value)
+            else:
+                broken = broken or reason
+        if not kept:
+            if key == "const":
+                raise SchemaNotSupported(f"'const' {values[0]!r} contradicts {broken}")
+            raise SchemaNotSupported(f"no value of 'enum' fits {broken}")
+        return self._add(("alt", tuple(self._add(_lit(v)) for v in kept)))
+
+    def _check_disjoint(self, branches: list[Any]) -> None:
+        """``oneOf`` asks that an answer match exactly one branch: the grammar keeps it only for branches of
+        different types or values (one answer can then match one branch only)."""
+        kinds = [self._kinds(branch) for branch in branches]
+        for i, a in enumerate(kinds):
+            for b in kinds[i + 1:]:
+                if a is None or b is None or _overlap(a, b):
+                    raise SchemaNotSupported("'oneOf' with branches that may overlap (an answer must match "
+                                             "exactly one) is not supported; use 'anyOf', or branches of "
+                                             "different types or values")
+
+    def _kinds(self, schema: Any) -> set[str] | list[Any] | None:
+        """A branch's literal values, or its JSON types, or None when that cannot be told simply."""
+        if not isinstance(schema, Mapping) or not schema:
+            return None
+        if "$ref" in schema:
+            target = self._target(str(schema["$ref"]))
+            return None if target is None or str(schema["$ref"]) in self._resolving else self._kinds(target)
+        if "const" in schema:
+            return [schema["const"]]
+        if "enum" in schema and isinstance(schema["enum"], list):
+            return list(schema["enum"])
+        kind = schema.get("type")
+        if kind is None:
+            kind = "object" if "properties" in schema else "array" if "items" in schema else None
+        if kind is None or any(k in schema for k in ("anyOf", "oneOf", "allOf")):
+            return None
+        return {str(k) for k in kind} if isinstance(kind, list) else {str(kind)}
+
+    def _target(self, ref: str) -> Any:
         prefix = next((p for p in ("#/$defs/", "#/definitions/") if ref.startswith(p)), None)
         if ref == "#":
-            target: Any = self._root_schema
-        elif prefix is not None and ref[len(prefix):] in self._defs:
-            target = self._defs[ref[len(prefix):]]
-        else:
+            return self._root_schema
+        if prefix is not None and ref[len(prefix):] in self._defs:
+            return self._defs[ref[len(prefix):]]
+        return None
+
+    def _ref(self, ref: str) -> int:
+        target = self._target(ref)
+        if target is None:
             raise SchemaNotSupported(f"the reference {ref!r} does not name a definition of the schema")
         if ref in self._resolving:
             raise SchemaNotSupported(f"the recursive reference {ref!r} is not supported")
@@ -114,6 +200,19 @@ class JsonGrammar:
     def _typed(self, kind: str, schema: Mapping[str, Any]) -> int:
         if kind == "object":
             props = dict(schema.get("properties") or {})
+            required = schema.get("required") or []
+            if not isinstance(required, list):
+                raise SchemaNotSupported(f"'required' must be a list of property names, got {required!r}")
+            missing = [name for name in required if name not in props]
+            if missing:  # only the schema's own properties are written
+                raise SchemaNotSupported(f"'required' names {missing[0]!r}, which is not in 'properties' "
+                                         f"(constrained decoding writes the listed properties only)")
+            if int(schema.get("maxProperties", len(props))) < len(props):
+                raise SchemaNotSupported(f"'maxProperties' {schema['maxProperties']} is fewer than the {len(props)} "
+                                         f"properties constrained decoding writes (it writes every property)")
+            if int(schema.get("minProperties", 0)) > len(props):
+                raise SchemaNotSupported(f"'minProperties' {schema['minProperties']} is more than the "
+                                         f"{len(props)} properties constrained decoding writes (the listed ones)")
             if not props:
                 return self._add(("lit", "{}"))
             parts: list[int] = []
@@ -125,6 +224,9 @@ class JsonGrammar:
         if kind == "string":
             low = int(schema.get("minLength", 0))
             high = schema.get("maxLength")
+            if high is not None and low > int(high):
+                raise SchemaNotSupported(f"unsatisfiable: 'minLength' {low} > 'maxLength' {int(high)}: no string "
+                                         f"has both")
             return self._add(("str", low, None if high is None else int(high)))
         if kind == "integer":
             return self._integer(schema)
@@ -156,6 +258,10 @@ class JsonGrammar:
         prefix = schema.get("prefixItems")
         low = int(schema.get("minItems", 0))
         high = schema.get("maxItems")
+        if high is not None and low > int(high):
+            raise SchemaNotSupported(f"unsatisfiable: 'minItems' {low} > 'maxItems' {int(high)}: no array has both")
+        if isinstance(schema.get("items"), list):
+            raise SchemaNotSupported("'items' as a list (draft 7 tuples) is not supported; write 'prefixItems'")
         if prefix:
             if not low <= len(prefix) <= (len(prefix) if high is None else int(high)):
                 raise SchemaNotSupported("'prefixItems' with other item counts is not supported")
@@ -279,6 +385,84 @@ class JsonGrammar:
         if kind in ("I", "F") and _can_end(top):  # or the number ends here and the character is what follows
             after += [s for r in self._normalize(rest) for s in self._step(r, ch)]
         return tuple(dict.fromkeys(after))
+
+
+def check_nesting(schema: Any, limit: int = MAX_NESTING) -> None:
+    """A :class:`SchemaNotSupported` for a schema nested deeper than ``limit`` levels of objects and arrays,
+    found without recursion (a deep schema must not raise ``RecursionError`` anywhere, its hashing included)."""
+    todo: list[tuple[Any, int]] = [(schema, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > limit:
+            raise SchemaNotSupported(f"the schema is nested deeper than {limit} levels of objects and arrays")
+        children = node.values() if isinstance(node, Mapping) else node if isinstance(node, list) else ()
+        todo.extend((child, depth + 1) for child in children if isinstance(child, (Mapping, list)))
+
+
+def _alone(schema: Mapping[str, Any], key: str) -> None:
+    """``key`` (``$ref``, ``anyOf``...) compiles its own schemas only: an assertion beside it would be ignored."""
+    other = [k for k in schema if k != key and k not in _ANNOTATIONS]
+    if other:
+        raise SchemaNotSupported(f"the keyword {other[0]!r} beside {key!r} is not supported")
+
+
+def _json_types(value: Any) -> set[str]:
+    if value is None:
+        return {"null"}
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return {"integer", "number"}
+    if isinstance(value, float):
+        return {"number"}
+    if isinstance(value, str):
+        return {"string"}
+    return {"array"} if isinstance(value, list) else {"object"} if isinstance(value, Mapping) else set()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON equality: ``1 == 1.0``, but ``true`` is not ``1``."""
+    return (isinstance(a, bool) == isinstance(b, bool)) and a == b
+
+
+def _misfit(value: Any, schema: Mapping[str, Any]) -> str | None:
+    """The keyword beside a ``const``/``enum`` that ``value`` breaks (``'type' integer``), or None."""
+    kind = schema.get("type")
+    if kind is not None:
+        kinds = {str(k) for k in kind} if isinstance(kind, list) else {str(kind)}
+        if not kinds & _json_types(value):
+            return f"'type' {'/'.join(sorted(kinds))}"
+    checks: list[tuple[str, Callable[[Any], bool]]] = []
+    if isinstance(value, str):
+        checks = [("minLength", lambda n: len(value) >= n), ("maxLength", lambda n: len(value) <= n)]
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        checks = [("minimum", lambda n: value >= n), ("maximum", lambda n: value <= n),
+                  ("exclusiveMinimum", lambda n: isinstance(n, bool) or value > n),
+                  ("exclusiveMaximum", lambda n: isinstance(n, bool) or value < n)]
+    elif isinstance(value, list):
+        checks = [("minItems", lambda n: len(value) >= n), ("maxItems", lambda n: len(value) <= n)]
+    elif isinstance(value, Mapping):
+        checks = [("minProperties", lambda n: len(value) >= n), ("maxProperties", lambda n: len(value) <= n)]
+    for key, ok in checks:
+        if key in schema and not ok(schema[key]):
+            return f"{key!r} {schema[key]!r}"
+    return None
+
+
+def _overlap(a: set[str] | list[Any], b: set[str] | list[Any]) -> bool:
+    """Whether a value can match two ``oneOf`` branches, told by their literal values or their JSON types."""
+    if isinstance(a, list) and isinstance(b, list):
+        return any(_same(x, y) for x in a for y in b)
+    if isinstance(a, list) or isinstance(b, list):
+        values, kinds = (a, b) if isinstance(a, list) else (b, a)
+        assert isinstance(kinds, set) and isinstance(values, list)
+        return any(_json_types(v) & _widen(kinds) for v in values)
+    return bool(_widen(a) & _widen(b))
+
+
+def _widen(kinds: set[str]) -> set[str]:
+    """Integers are numbers too."""
+    return kinds | {"integer"} if "number" in kinds else kinds
 
 
 def _string_step(top: Item, rest: Stack, ch: str) -> list[Stack]:

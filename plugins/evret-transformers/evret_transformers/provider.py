@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import threading
@@ -63,6 +64,17 @@ class TransformersProvider(LLMProvider):
         self.seed = _integer("seed", seed, 0, 2**63 - 1)
         self.timeout = timeout
         self.source, self.fingerprint = resolve_model(self.model)
+        # what would make every call fail is refused here, before any work: a broken folder, a budget beyond the
+        # model's context, a device this machine lacks
+        config = check_model_folder(model_folder(self.source, self.model))
+        context = context_length(config)
+        if context is not None and self.max_new_tokens >= context:
+            raise EvretError(f"transformers provider: option 'max_new_tokens' {self.max_new_tokens} leaves no room "
+                             f"for a prompt in the model's context of {context} tokens ({_context_key(config)} in "
+                             f"its config.json); give at most {context - 1}, and less than that by the longest "
+                             f"prompt")
+        check_device(self.device)
+        self._kept_schemas: set[str] = set()
 
     def __repr__(self) -> str:
         return f"TransformersProvider(model={self.model!r}, device={self.device!r}, dtype={self.dtype!r})"
@@ -81,6 +93,8 @@ class TransformersProvider(LLMProvider):
         max_tokens: int | None = None,
         json_schema: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
+        if json_schema is not None:
+            self._check_schema(json_schema)  # before the model is loaded or run
         from evret_transformers import runtime
 
         budget = self.max_new_tokens if max_tokens is None else max(1, min(self.max_new_tokens, int(max_tokens)))
@@ -98,6 +112,25 @@ class TransformersProvider(LLMProvider):
         except Exception as exc:  # a model that cannot run (out of memory, broken files): not worth retrying
             raise LLMCallError(f"{self.name}: {type(exc).__name__}: {exc}", retryable=False) from None
         return LLMResponse(text=text, input_tokens=used_in, output_tokens=used_out, model=self.model)
+
+
+    def _check_schema(self, schema: Mapping[str, Any]) -> None:
+        """An :class:`LLMCallError` (not retryable) naming the keyword of a schema constrained decoding cannot
+        keep (:mod:`evret_transformers.grammar`), before any model work; schemas already accepted are
+        remembered."""
+        from evret_transformers.grammar import JsonGrammar, SchemaNotSupported, check_nesting
+
+        try:
+            check_nesting(schema)  # first: a very deep schema must not reach json.dumps
+            key = json.dumps(schema, sort_keys=True, default=str)
+            if key not in self._kept_schemas:
+                JsonGrammar(schema)
+                if len(self._kept_schemas) >= 4096:
+                    self._kept_schemas.clear()
+                self._kept_schemas.add(key)
+        except SchemaNotSupported as exc:
+            raise LLMCallError(f"transformers: the JSON schema cannot be decoded under constraint: {exc}",
+                               retryable=False) from None
 
 
 def _choice(option: str, value: Any, allowed: Sequence[str], allow: str | None = None) -> str:
@@ -136,6 +169,88 @@ def resolve_model(model: str) -> tuple[str, str]:
                      f"nor a Hugging Face hub id in the local cache (the provider works offline: download it "
                      f"first, e.g. `hf download {model if not looks_like_path else 'ORG/NAME'}`, or give a folder "
                      f"written by save_pretrained)")
+
+
+_CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx")
+_WEIGHTS = ("*.safetensors", "*.bin", "*.pt", "*.safetensors.index.json", "*.bin.index.json")
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json", "vocab.txt",
+                    "spiece.model")
+
+
+def model_folder(source: str, model: str) -> Path:
+    """The folder a resolved model loads from: ``source`` itself, or a cached hub id's snapshot."""
+    path = Path(source)
+    if path.is_dir():
+        return path
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(model, "config.json")
+    assert isinstance(found, str)  # resolve_model found it there
+    return Path(found).parent
+
+
+def check_model_folder(folder: Path) -> dict[str, Any]:
+    """The model's config (its config.json, read), or an :class:`EvretError` naming the option ``model`` for a
+    folder that cannot load: config.json that is not a JSON object, no weights, no tokenizer."""
+    where = f"transformers provider: option 'model': the folder {str(folder)!r}"
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise EvretError(f"{where} is broken: its config.json is not valid JSON (line {exc.lineno} column "
+                         f"{exc.colno}: {exc.msg})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvretError(f"{where}: its config.json cannot be read: {exc}") from None
+    if not isinstance(config, dict):
+        raise EvretError(f"{where} is broken: its config.json holds no JSON object")
+    if not any(next(folder.glob(pattern), None) is not None for pattern in _WEIGHTS):
+        raise EvretError(f"{where} holds no weights (*.safetensors or *.bin); give a folder written by "
+                         f"save_pretrained (model and tokenizer)")
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise EvretError(f"{where} holds no tokenizer ({', '.join(_TOKENIZER_FILES[:2])}...); save the tokenizer "
+                         f"beside the model (tokenizer.save_pretrained)")
+    return config
+
+
+def _context_key(config: dict[str, Any]) -> str | None:
+    text_config = config.get("text_config")
+    for section in (config, text_config if isinstance(text_config, dict) else {}):
+        for key in _CONTEXT_KEYS:
+            value = section.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return key
+    return None
+
+
+def context_length(config: dict[str, Any]) -> int | None:
+    """The model's context in tokens, from its config (``max_position_embeddings`` and its other names), or None."""
+    key = _context_key(config)
+    if key is None:
+        return None
+    section = config if key in config else config["text_config"]
+    return int(section[key])
+
+
+def check_device(device: str) -> None:
+    """An :class:`EvretError` naming the option ``device`` for a device this machine does not have (``cuda``,
+    ``cuda:N``, ``mps``); ``auto`` and ``cpu`` always work and import nothing."""
+    if device in ("auto", "cpu"):
+        return
+    import torch
+
+    where = f"transformers provider: option 'device': {device!r}"
+    if device.startswith("cuda"):
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = int(device.partition(":")[2] or 0)
+        if count == 0:
+            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            raise EvretError(f"{where}: this machine has no CUDA device (torch {torch.__version__}, {build}); use "
+                             f"'auto' or 'cpu'")
+        if index >= count:
+            raise EvretError(f"{where}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    elif device == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise EvretError(f"{where}: this machine has no MPS device; use 'auto' or 'cpu'")
 
 
 def _fingerprint(folder: Path) -> str:

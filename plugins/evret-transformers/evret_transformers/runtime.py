@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from evret_core.sdk import ChatMessage, LLMCallError
+from evret_core.sdk import ChatMessage, LLMCallError, quiet_model_loading
 from evret_transformers.grammar import JsonGrammar, SchemaNotSupported
 from evret_transformers.tokens import TokenConstraint, TokenIndex
 
@@ -81,9 +81,10 @@ def load(source: str, device: str, dtype: str) -> Loaded:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             where = resolve_device(device)
-            tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
-            model: Any = AutoModelForCausalLM.from_pretrained(source, local_files_only=True,
-                                                              dtype=resolve_dtype(dtype, where))
+            with quiet_model_loading():  # transformers' "Loading weights" bar would break Evret's progress line
+                tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)
+                model: Any = AutoModelForCausalLM.from_pretrained(source, local_files_only=True,
+                                                                  dtype=resolve_dtype(dtype, where))
             model.to(where)
             model.eval()
             import inspect

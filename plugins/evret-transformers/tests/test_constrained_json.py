@@ -132,3 +132,100 @@ def test_random_walks_through_the_grammar_are_valid_json(schema: type[BaseModel]
             text += ch
         jsonschema.validate(json.loads(text), schema.model_json_schema())
         schema.model_validate_json(text)
+
+
+# -- issue 33 (red-team F11, cases TS01-TS27): a schema is kept or refused, never answered against ----------------------
+def _nested(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "boolean"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+# (case, schema, what the refusal names): each refused before the model is loaded, naming the keyword
+REFUSED = [
+    ("TS01", {"type": "string", "pattern": "^a"}, "'pattern'"),
+    ("TS02", {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+              "maxProperties": 1}, "'maxProperties' 1"),
+    ("TS03", {"enum": []}, "'enum' is empty"),
+    ("TS04", {"anyOf": []}, "'anyOf' is empty"),
+    ("TS05", {"type": "string", "minLength": 5, "maxLength": 2}, "unsatisfiable: 'minLength' 5 > 'maxLength' 2"),
+    ("TS06", {"type": "array", "minItems": 3, "maxItems": 1}, "unsatisfiable: 'minItems' 3 > 'maxItems' 1"),
+    ("TS08", _nested(3000), "nested deeper than 128 levels"),
+    ("TS09", {"type": "number", "minimum": 5}, "number bounds"),
+    ("TS10", {"type": "integer", "minimum": 0, "maximum": 10**12}, "integer bounds"),
+    ("TS11", {"type": "string", "format": "date-time"}, "'format'"),
+    ("TS12", {"type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a", "b"]},
+     "'required' names 'b', which is not in 'properties'"),
+    ("TS13", {"type": "object", "properties": {"a": {"type": "boolean"}}, "minProperties": 2},
+     "'minProperties' 2"),
+    ("TS16", {"$ref": "#/$defs/a", "$defs": {"a": {"type": "object", "properties": {"b": {"$ref": "#/$defs/b"}}},
+                                             "b": {"type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}}}},
+     "recursive reference"),
+    ("TS17", {"type": "string", "minLength": -5}, "'minLength' must be a non-negative integer"),
+    ("TS18", {"type": "array", "maxItems": -1}, "'maxItems' must be a non-negative integer"),
+    ("TS20", {"type": "date"}, "the type 'date'"),
+    ("TS21", {"const": "x", "type": "integer"}, "'const' 'x' contradicts 'type' integer"),
+    ("TS22", {"enum": [1, 2], "type": "string"}, "no value of 'enum' fits 'type' string"),
+    ("TS25", {"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "boolean"}},
+              "dependencies": {"a": ["c"]}}, "'dependencies'"),
+    ("TS26", {"type": "number", "exclusiveMaximum": 10}, "number bounds"),
+    ("sibling-of-anyOf", {"anyOf": [{"type": "string"}, {"type": "null"}], "maxLength": 2},
+     "'maxLength' beside 'anyOf'"),
+    ("sibling-of-ref", {"$ref": "#/$defs/s", "$defs": {"s": {"type": "string"}}, "maxLength": 2},
+     "'maxLength' beside '$ref'"),
+    ("enum-beside-maxLength", {"enum": ["abc", "de"], "maxLength": 1}, "no value of 'enum' fits"),
+    ("overlapping-oneOf", {"oneOf": [{"type": "number"}, {"type": "integer"}]}, "'oneOf'"),
+    ("draft7-tuple-items", {"type": "array", "items": [{"type": "string"}]}, "'items' as a list"),
+]
+
+# (case, schema): answered, and the answer validates (jsonschema, Draft 2020-12 and Draft 7)
+KEPT = [
+    ("TS14", {"type": "object", "properties": {"s": {"type": "string", "maxLength": 3}}}),
+    ("TS15", {"const": {"a": [1, 2], "b": None}}),
+    ("TS19", {"type": "object", "properties": {"x": {"type": "boolean"}, "y": {"type": "null"},
+                                               "z": {"enum": ["a", "b"]}}, "additionalProperties": False}),
+    ("TS23", {"type": "array", "items": {"type": "boolean"}, "maxItems": 4, "maxContains": 2, "minContains": 1}),
+    ("TS24", {"type": "object", "properties": {"a": {"type": "boolean"}}, "unevaluatedProperties": False}),
+    ("maxProperties-kept", {"type": "object", "properties": {"a": {"type": "boolean"}}, "maxProperties": 1,
+                            "minProperties": 1, "required": ["a"]}),
+    ("enum-filtered-by-type", {"enum": ["a", 1, None, "bb"], "type": "string", "maxLength": 1}),
+    ("const-matching-type", {"const": 3, "type": "integer", "minimum": 0}),
+    ("disjoint-oneOf", {"oneOf": [{"type": "string", "maxLength": 2}, {"type": "boolean"}, {"const": 5}]}),
+    ("nested-60", _nested(60)),
+]
+
+
+def test_schemas_it_cannot_keep_are_refused_before_the_model_is_loaded(tmp_path_factory: pytest.TempPathFactory
+                                                                      ) -> None:
+    from evret_transformers import runtime
+    from evret_transformers.tiny import build_tiny_model
+
+    from evret_core.llm import ChatMessage, LLMCallError
+
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-unloaded"), seed=3)
+    provider = TransformersProvider(str(folder), max_new_tokens=32)
+    for case, schema, named in REFUSED:
+        with pytest.raises(LLMCallError) as info:
+            asyncio.run(provider.acomplete([ChatMessage("user", "hi")], json_schema=schema))
+        message = str(info.value)
+        assert message.startswith("transformers: the JSON schema cannot be decoded under constraint: "), (case,
+                                                                                                         message)
+        assert named in message, (case, message)
+        assert "max_new_tokens" not in message and not info.value.retryable, (case, message)
+    assert not any(key[0] == provider.source for key in runtime._LOADED)  # refused before any model work
+
+
+@pytest.mark.parametrize(("case", "schema"), KEPT, ids=[case for case, _ in KEPT])
+def test_schemas_it_keeps_give_answers_that_validate(tiny_model: Path, case: str, schema: dict[str, Any]) -> None:
+    from evret_core.llm import ChatMessage
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=400)
+    for seed, temperature in ((0, 0.0), (1, 1.0), (2, 1.3)):
+        provider.seed = seed
+        answer = asyncio.run(provider.acomplete([ChatMessage("user", f"say something {seed}")],
+                                                temperature=temperature, json_schema=schema)).text
+        value = json.loads(answer)
+        for validator in (jsonschema.Draft202012Validator, jsonschema.Draft7Validator):
+            errors = [e.message for e in validator(schema).iter_errors(value)]
+            assert errors == [], (case, validator.__name__, answer, errors)

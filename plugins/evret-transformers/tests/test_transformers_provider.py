@@ -47,6 +47,8 @@ class TestTransformersConformance(InProcessProviderConformance):
                 ({"provider_options": {"max_new_tokens": 48, "device": "tpu"}}, "device"),
                 ({"provider_options": {"max_new_tokens": 48, "dtype": "int3"}}, "dtype"),
                 ({"provider_options": {"max_new_tokens": 0}}, "max_new_tokens"),
+                ({"provider_options": {"max_new_tokens": 100_000}}, "max_new_tokens"),
+                ({"provider_options": {"max_new_tokens": 8, "device": "cuda:99"}}, "device"),
                 ({"provider_options": {"max_new_tokens": 8, "seed": -1}}, "seed")]
 
 
@@ -136,6 +138,7 @@ def test_the_llm_judge_from_the_command_line(tiny_model: Path, tmp_path: Path) -
                    "--judge-option", 'provider_options={"max_new_tokens": 6, "device": "cpu"}',
                    "--output", str(tmp_path / "out.json"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert "Loading weights" not in done.stderr  # no third-party bars beside Evret's own (issue 33)
     results = json.loads((tmp_path / "out.json").read_text())
     # q01 has one expected answer, q02 two: (1 + 2) x the top 2 documents, each pair judged once
     assert results["stats"]["cost"]["transformers"]["succeeded"] == 6
@@ -196,6 +199,7 @@ def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_p
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-2:] == [commit, "4"]
+    assert done.stderr == ""  # no "Loading weights" bar (issue 33)
 
 
 def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: Path) -> None:
@@ -222,3 +226,85 @@ def test_a_prompt_beyond_the_models_context_is_refused_not_truncated(tiny_model:
                                            r"context of 4096 tokens") as info:
         asyncio.run(provider.acomplete(long))
     assert not info.value.retryable
+
+
+# -- issue 33 (red-team F11: TF03, TF05, TF05b, TF07d): options that would make every call fail are refused first -----
+def _no_cuda() -> bool:
+    import torch
+
+    return not torch.cuda.is_available()
+
+
+def test_a_device_the_machine_lacks_is_refused_when_the_provider_is_built(tiny_model: Path) -> None:
+    import torch
+
+    with pytest.raises(EvretError, match=r"option 'device': 'cuda:99': this machine has (no CUDA device|\d+ CUDA "
+                                         r"device)"):
+        TransformersProvider(str(tiny_model), device="cuda:99")
+    if not torch.cuda.is_available():
+        with pytest.raises(EvretError, match=r"option 'device': 'cuda': this machine has no CUDA device \(torch "):
+            TransformersProvider(str(tiny_model), device="cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is None or not mps.is_available():
+        with pytest.raises(EvretError, match=r"option 'device': 'mps': this machine has no MPS device"):
+            TransformersProvider(str(tiny_model), device="mps")
+
+
+def test_max_new_tokens_beyond_the_models_context_is_refused(tiny_model: Path) -> None:
+    with pytest.raises(EvretError, match=r"option 'max_new_tokens' 100000 leaves no room for a prompt in the "
+                                         r"model's context of 4096 tokens \(max_position_embeddings in "):
+        TransformersProvider(str(tiny_model), max_new_tokens=100_000)
+    with pytest.raises(EvretError, match="option 'max_new_tokens' 4096 leaves no room"):
+        TransformersProvider(str(tiny_model), max_new_tokens=4096)
+    assert TransformersProvider(str(tiny_model), max_new_tokens=4095).max_new_tokens == 4095
+
+
+@pytest.mark.parametrize(("broken", "message"), [
+    ("{", r"config.json is not valid JSON \(line 1"),
+    ("[1, 2]", r"config.json holds no JSON object"),
+    ("no-weights", r"holds no weights \(\*.safetensors or \*.bin\)"),
+    ("no-tokenizer", r"holds no tokenizer \(tokenizer.json, tokenizer_config.json"),
+])
+def test_a_broken_model_folder_is_refused_when_the_provider_is_built(tiny_model: Path, tmp_path: Path,
+                                                                     broken: str, message: str) -> None:
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_model, folder)
+    if broken == "no-weights":
+        for weights in folder.glob("*.safetensors"):
+            weights.unlink()
+    elif broken == "no-tokenizer":
+        for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+            (folder / name).unlink(missing_ok=True)
+    else:
+        (folder / "config.json").write_text(broken)
+    with pytest.raises(EvretError, match=r"transformers provider: option 'model': the folder .*" + message):
+        TransformersProvider(str(folder))
+
+
+@pytest.mark.parametrize(("case", "options", "named"), [
+    ("TF03", '{"device": "cpu", "max_new_tokens": 100000}', "option 'max_new_tokens' 100000"),
+    ("TF05b", '{"device": "cuda:99"}', "option 'device': 'cuda:99'"),
+    ("TF07d", "broken", "config.json is not valid JSON"),
+] + ([("TF05", '{"device": "cuda"}', "option 'device': 'cuda'")] if _no_cuda() else []))
+def test_evret_rag_refuses_them_in_one_line_before_any_work(tiny_model: Path, tmp_path: Path, case: str,
+                                                            options: str, named: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from evret_core.cli import main
+
+    model = tiny_model
+    if options == "broken":
+        model = tmp_path / "brokenmodel"
+        model.mkdir()
+        (model / "config.json").write_text("{")
+        options = '{"device": "cpu"}'
+    questions = tmp_path / "q3.jsonl"
+    questions.write_text("".join(line + "\n" for line in
+                                 (REPO / "examples" / "rag" / "questions.jsonl").read_text().splitlines()[:3]))
+    code = main(["rag", "--dataset", str(questions), "--corpus", str(REPO / "examples" / "rag" / "corpus.jsonl"),
+                 "--retriever", "bm25", "-k", "2", "--generator", "llm", "--generator-option", "provider=transformers",
+                 "--generator-option", f"model={model}", "--generator-option", "cache=false",
+                 "--generator-option", f"provider_options={options}", "--output", str(tmp_path / "out.json"),
+                 "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and named in err[0], (case, err)
+    assert not (tmp_path / "out.json").exists()
