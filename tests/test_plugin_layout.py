@@ -134,3 +134,16 @@ def test_the_suite_detector_sees_only_subclasses_of_the_kit(tmp_path: Path) -> N
         "class TestA(Base):\n    pass\n"
         "class TestB(RetrieverConformance):\n    pass\n", encoding="utf-8")
     assert subclassed_suites(tmp_path) == {"JudgeConformance"}
+
+
+def test_no_install_line_names_a_distribution_that_is_not_on_the_package_index() -> None:
+    """evret-core and its plugins are installed from a checkout: a line that says ``pip install evret-lancedb`` or
+    ``pip install 'evret-core[mlflow]'`` fails on a user's machine (no such distribution on PyPI) and invites
+    someone else to register the name. Every README, doc page, docstring and error hint says how to install
+    from this repository instead."""
+    files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted(REPO.glob("plugins/*/README.md")),
+             *sorted((REPO / "evret_core").rglob("*.py")), *sorted(REPO.glob("plugins/*/evret_*/**/*.py"))]
+    wrong = re.compile(r"pip install\s+['\"]?evret-[a-z-]+(\[[a-z,]+\])?['\"]?(?![\w/.-])")
+    found = [f"{path.relative_to(REPO)}:{n}: {line.strip()}" for path in files
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if wrong.search(line)]
+    assert not found, "\n".join(found)

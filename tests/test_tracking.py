@@ -281,7 +281,7 @@ def test_without_mlflow_the_option_is_one_line_before_any_work(command: list[str
     done = run_blocked({"mlflow"}, [*command, "--output", str(output), "--mlflow", str(tmp_path / "m")], tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == ("evret: error: --mlflow needs MLflow, which is not installed: "
-                                   "pip install 'evret-core[mlflow]'")
+                                   "pip install mlflow-skinny")
     assert not output.exists() and not (tmp_path / "m").exists()  # refused before the run, not after it
 
 
@@ -298,7 +298,7 @@ def test_without_mlflow_the_python_api_raises_an_evret_error(tmp_path: Path) -> 
     done = subprocess.run([sys.executable, "-c", code.format(blocked={"mlflow"})], cwd=tmp_path, text=True,
                           capture_output=True, timeout=120)
     assert done.stdout.strip() == ("MLflow tracking URI needs MLflow, which is not installed: "
-                                   "pip install 'evret-core[mlflow]'"), done.stderr
+                                   "pip install mlflow-skinny"), done.stderr
     assert not (tmp_path / "store").exists()
 
 

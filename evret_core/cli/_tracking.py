@@ -22,7 +22,7 @@ def add_tracking_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mlflow", nargs="?", const="", default=None, metavar="URI",
                    help="log the run to MLflow: parameters, scores with intervals, manifest, results and HTML report "
                         "(URI: a folder, sqlite:///mlflow.db or a server; default MLFLOW_TRACKING_URI, else "
-                        "MLflow's default; needs pip install 'evret-core[mlflow]')")
+                        "MLflow's default; needs pip install mlflow-skinny)")
     p.add_argument("--mlflow-experiment", metavar="NAME", help="with --mlflow: the experiment (created if missing; "
                                                                 "default MLFLOW_EXPERIMENT_NAME, else Default)")
     p.add_argument("--mlflow-run-name", metavar="NAME", help="with --mlflow: the run's name (default: MLflow's)")

@@ -393,14 +393,14 @@ KNOWN_DISTRIBUTIONS: dict[tuple[str, str], str] = {
 
 
 def install_hint(dist: str) -> str:
-    """How to install the plugin distribution ``dist``: from its folder when this evret-core runs from a checkout
-    (plugins may not be on the package index in use), else by name, with the checkout form too."""
+    """How to install the plugin distribution ``dist``: from its folder in the checkout this evret-core runs from,
+    else from a checkout of Evret (the plugins are not on the package index)."""
     from pathlib import Path
 
     local = Path(__file__).resolve().parents[2] / "plugins" / dist
     if (local / "pyproject.toml").is_file():
-        return f"Install it with: pip install {local} (its folder in this checkout), or pip install {dist}"
-    return f"Install it with: pip install {dist} (or, in a checkout of Evret: pip install plugins/{dist})"
+        return f"Install it with: pip install {local} (its folder in this checkout)"
+    return f"Install it from a checkout of Evret: pip install plugins/{dist} (the plugins are not on PyPI)"
 
 
 def _dist_version(dist: str) -> str | None:

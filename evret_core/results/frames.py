@@ -1,7 +1,7 @@
 """Results as tables: one row per query or one row per judged document, for pandas or a CSV file.
 
 ``rows(results, level)`` yields plain dicts (standard library only); :func:`to_pandas` builds a DataFrame from them
-(pandas is an optional extra: ``pip install "evret-core[pandas]"``) and :func:`to_csv` writes CSV without pandas
+(pandas is an optional extra: ``pip install pandas``) and :func:`to_csv` writes CSV without pandas
 (:func:`runs_to_csv` for several runs, as ``evret report --format csv`` writes them).
 
 - ``level="query"``: ``query_id``, ``query_text``, ``labelled_by``, ``unmeasured``, one column per metric, and one
@@ -66,7 +66,7 @@ def to_pandas(results: Any, level: str = "query") -> Any:
     try:
         import pandas as pd
     except ImportError:
-        raise EvretError('to_pandas() needs pandas: pip install "evret-core[pandas]"') from None
+        raise EvretError('to_pandas() needs pandas: pip install pandas') from None
     return pd.DataFrame(list(rows(results, level)), columns=columns(results, level))
 
 

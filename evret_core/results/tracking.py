@@ -13,7 +13,7 @@ One mapping for every kind of results (:func:`tracked_run`): retrieval results, 
 - **artifacts**: ``results.json`` (what ``--output`` writes), ``manifest.json``, ``report.html`` (the report
   ``evret report --format html`` makes) and ``metric_names.json`` (MLflow name -> Evret name).
 
-MLflow (``pip install 'evret-core[mlflow]'``) is imported only inside these functions. MLflow metric names cannot
+MLflow (``pip install mlflow-skinny``, the extra ``mlflow``) is imported only inside these functions. MLflow metric names cannot
 hold ``@``: :func:`mlflow_name` maps every name to one MLflow accepts, and :func:`evret_name` maps it back.
 """
 
@@ -39,7 +39,7 @@ from evret_core.errors import EvretError
 __all__ = ["INSTALL", "TrackedRun", "check_tracking", "evret_name", "log_to_mlflow", "mlflow_name",
            "split_metric_name", "tracked_run"]
 
-INSTALL = "pip install 'evret-core[mlflow]'"
+INSTALL = "pip install mlflow-skinny"
 """What makes ``--mlflow`` work: the optional extra (mlflow-skinny)."""
 
 INTERVAL_SUFFIXES = (".ci_low", ".ci_high")

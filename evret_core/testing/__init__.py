@@ -10,7 +10,7 @@ records, criteria judges included), ``RetrievalEvaluatorConformance``, ``Generat
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
 ``RagScoreConformance`` and ``ExecutorConformance``.
 
-The conformance suites need pytest (``pip install "evret-core[testing]"``); they are loaded on first use, so
+The conformance suites need pytest (``pip install pytest``, the extra ``testing``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
 
     from evret_core.testing import JudgeConformance
@@ -76,5 +76,5 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name != "pytest":
             raise
-        raise ImportError(f"evret_core.testing.{name} needs pytest: pip install 'evret-core[testing]'") from None
+        raise ImportError(f"evret_core.testing.{name} needs pytest: pip install pytest") from None
     return getattr(module, name)
