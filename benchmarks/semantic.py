@@ -149,7 +149,7 @@ def encodes_saved(names: list[str], scifact_queries: int, device: str, fp16: boo
     for name in names:
         contexts = case_contexts(name, scifact_queries)
         before = SemanticJudge(prefilter=False, device=device)
-        before.encoder = OneCallEncoder(device=device, what="semantic judge: model")
+        before.encoder = OneCallEncoder(device=device, what="semantic judge: option 'model'")
         now = SemanticJudge(device=device, fp16=fp16)  # fp16 (CUDA only): the flips then include fp16's
         old, old_s = judge_all(before, contexts)
         new, new_s = judge_all(now, contexts)

@@ -78,6 +78,13 @@ _EXPORTS: dict[str, str] = {
     "load_object": "evret_core.retrieve.vectorstores",
     "QueryVectors": "evret_core.retrieve.vectorstores",
     "default_cache_dir": "evret_core.llm.cache",
+    # sentence-transformers model names, resolved offline first
+    "PACKAGED_MODEL": "evret_core.retrieve.embedding_models",
+    "ResolvedModel": "evret_core.retrieve.embedding_models",
+    "hub_endpoint": "evret_core.retrieve.embedding_models",
+    "hub_reachable": "evret_core.retrieve.embedding_models",
+    "packaged_model_path": "evret_core.retrieve.embedding_models",
+    "resolve_model": "evret_core.retrieve.embedding_models",
     # no third-party progress bars while a model loads
     "quiet_model_loading": "evret_core.progress",
     # credentials out of messages (the one redaction rule)
@@ -177,6 +184,7 @@ __all__ = [
     "OutputEvaluator",
     "OutputEvaluatorConformance",
     "OutputResults",
+    "PACKAGED_MODEL",
     "Perturbation",
     "PerturbationConformance",
     "PluginError",
@@ -190,6 +198,7 @@ __all__ = [
     "RankedColumns",
     "RecordsEvaluator",
     "Register",
+    "ResolvedModel",
     "RetrievalEvaluatorConformance",
     "RetrievalResult",
     "Retriever",
@@ -209,11 +218,14 @@ __all__ = [
     "default_cache_dir",
     "distance_result",
     "hookimpl",
+    "hub_endpoint",
+    "hub_reachable",
     "judge_chunk",
     "lazy",
     "load_object",
     "metric_values",
     "normalized",
+    "packaged_model_path",
     "read_corpus",
     "rebuild",
     "recipe",
@@ -226,6 +238,7 @@ __all__ = [
     "redact_url",
     "report_progress",
     "resolve_embedder",
+    "resolve_model",
     "run_sync",
     "use_shared_limiter",
 ]
@@ -279,6 +292,14 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.questions.conditions import ConditionCase, Context, Perturbation
     from evret_core.rag.scores.kind import RagScore, ScoreInput
     from evret_core.results.redact import redact_text, redact_url
+    from evret_core.retrieve.embedding_models import (
+        PACKAGED_MODEL,
+        ResolvedModel,
+        hub_endpoint,
+        hub_reachable,
+        packaged_model_path,
+        resolve_model,
+    )
     from evret_core.retrieve.retrievers import RankedColumns, Retriever
     from evret_core.retrieve.vectorstores import (
         QueryVectors,

@@ -151,6 +151,16 @@ def test_a_missing_model_folder_is_named(tmp_path: Path) -> None:
         resolve_embedder(str(tmp_path / "empty"))
 
 
+def test_no_name_or_a_file_is_named(tmp_path: Path) -> None:
+    """An empty name is not the current folder, and a file is not a missing folder."""
+    pytest.importorskip("sentence_transformers", reason="sentence-transformers is not installed")
+    with pytest.raises(EvretError, match=r"^option 'embedding': no model given; give a local model folder"):
+        resolve_embedder("")
+    (tmp_path / "model.bin").write_bytes(b"x")
+    with pytest.raises(EvretError, match=r"^option 'embedding': '.*model\.bin' is a file; give the model's folder"):
+        resolve_embedder(str(tmp_path / "model.bin"))
+
+
 def test_an_unreachable_hub_is_given_up_within_the_probes_bound(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a speed claim: a bound on a wait. The hub is probed once (2 s at most) instead of retried for minutes."""
@@ -158,12 +168,12 @@ def test_an_unreachable_hub_is_given_up_within_the_probes_bound(tmp_path: Path,
 
     from huggingface_hub import constants
 
-    from evret_core.retrieve.vectorstores import model_source
+    from evret_core.retrieve.embedding_models import resolve_model
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setenv("HF_ENDPOINT", "http://hub.invalid:9")  # a name no DNS resolves
     started = time.monotonic()
     with pytest.raises(EvretError, match=r"the hub \(http://hub\.invalid:9\) cannot be reached"):
-        model_source("sentence-transformers/paraphrase-MiniLM-L3-v2")
+        resolve_model("sentence-transformers/paraphrase-MiniLM-L3-v2", "option 'embedding'")
     assert time.monotonic() - started < 10

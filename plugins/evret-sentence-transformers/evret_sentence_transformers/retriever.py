@@ -94,7 +94,8 @@ class DenseRetriever(Retriever):
                 )
             self.corpus_path = None
             self.ids, self.titles, self.texts = corpus_from_mapping(data, "dense retriever: dataset corpus")
-        self.encoder = Encoder(model, device=device, batch_size=batch_size, what="dense retriever: model", fp16=fp16)
+        self.encoder = Encoder(model, device=device, batch_size=batch_size, what="dense retriever: option 'model'",
+                               fp16=fp16)
         self.embeddings_path = Path(embeddings).expanduser() if embeddings is not None else None
         self.save_embeddings = check_bool(save_embeddings, "dense retriever: option 'save_embeddings'")
         self._matrix: np.ndarray | None = None

@@ -23,7 +23,7 @@ def _shared_encoder(model: str | os.PathLike[str], device: str, batch_size: int 
         encoder = _encoders.get(key)
         if encoder is None:
             encoder = _encoders[key] = Encoder(model, device=device, batch_size=batch_size,
-                                               what="semantic similarity: model")
+                                               what="semantic similarity: option 'model'")
         return encoder
 
 
@@ -77,7 +77,7 @@ class SemanticSimilarityEvaluator(OutputEvaluator):
         fp16: bool = False,
     ) -> None:
         self.encoder = Encoder(model, device=device, batch_size=batch_size, cache=cache,
-                               what="semantic-similarity evaluator: model", fp16=fp16)
+                               what="semantic-similarity evaluator: option 'model'", fp16=fp16)
 
     def validate(self, records: Sequence[Mapping[str, Any]]) -> None:
         super().validate(records)

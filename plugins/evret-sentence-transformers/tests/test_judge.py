@@ -11,6 +11,7 @@ from evret_sentence_transformers import SemanticJudge
 from evret_sentence_transformers import models as st_models
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample, create_judge
+from evret_core.retrieve import embedding_models
 from evret_core.testing import JudgeConformance
 
 
@@ -21,8 +22,18 @@ def ctx(expected: str, retrieved: str, query: str = "q") -> JudgmentContext:
 def test_default_model_resolves_to_packaged_weights_without_network(loaded_judge: SemanticJudge) -> None:
     resolved = loaded_judge.encoder.resolved
     assert resolved.local
-    assert resolved.origin in ("package", "hf-cache")
+    assert (resolved.origin, resolved.source) == ("package", str(st_models.packaged_model_path()))  # even if cached
     assert (Path(resolved.source) / "model.safetensors").is_file()
+
+
+def test_model_names_resolve_as_the_cores_embedding_option_does() -> None:
+    """One resolution for the judge, the retriever and the vector stores' `embedding` option: the core's, which
+    this module re-exports under the names its users call."""
+    from evret_core import sdk
+
+    for name in ("resolve_model", "ResolvedModel", "packaged_model_path", "hub_reachable", "hub_endpoint"):
+        assert getattr(st_models, name) is getattr(sdk, name), name
+    assert st_models.DEFAULT_MODEL == sdk.PACKAGED_MODEL == "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def test_paraphrases_match_and_unrelated_texts_do_not(
@@ -177,7 +188,7 @@ def test_unknown_model_fails_fast_with_a_clear_error(monkeypatch: pytest.MonkeyP
     # An unreachable hub (a closed local port) and an empty HF cache, as on a machine without network.
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(st_models, "_probe_results", {})
+    monkeypatch.setattr(embedding_models, "_probe_results", {})  # probe afresh: the answer is kept per process
     judge = SemanticJudge(model="no-such-org/no-such-model-evret")
     started = time.monotonic()
     with pytest.raises(EvretError, match="no-such-org/no-such-model-evret.*cannot be reached"):
@@ -186,9 +197,9 @@ def test_unknown_model_fails_fast_with_a_clear_error(monkeypatch: pytest.MonkeyP
 
 
 def test_missing_or_empty_model_folder_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(EvretError, match="no such folder"):
+    with pytest.raises(EvretError, match=r"^semantic judge: option 'model': '.*model' is no folder$"):
         SemanticJudge(model=str(tmp_path / "nope" / "model")).batch_judge([ctx("a", "b")])
-    with pytest.raises(EvretError, match="no sentence-transformers model"):
+    with pytest.raises(EvretError, match="^semantic judge: option 'model': .* holds no sentence-transformers model"):
         SemanticJudge(model=str(tmp_path)).batch_judge([ctx("a", "b")])
 
 
