@@ -41,6 +41,14 @@ def run(args: argparse.Namespace) -> int:
         for warning in comparison.warnings:
             print(f"WARNING: {visible(warning)}", file=sys.stderr)
         return 0
-    views = {n: r.score_view() for n, r in runs.items()}
-    print_comparison(comparison, {n: v.scores for n, v in views.items()}, {n: v.intervals for n, v in views.items()})
+    from evret_core.results.evaluation import EvaluationResults
+
+    scores, intervals = {}, {}
+    for name, r in runs.items():
+        if isinstance(r, EvaluationResults):  # its means as they are: no per-query view to build again
+            scores[name], intervals[name] = r.scores, r.intervals
+        else:
+            view = r.score_view()
+            scores[name], intervals[name] = view.scores, view.intervals
+    print_comparison(comparison, scores, intervals)
     return 0

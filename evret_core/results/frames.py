@@ -33,7 +33,9 @@ def columns(results: Any, level: str = "query") -> list[str]:
     _check_level(level)
     if level == "judgment":
         return ["query_id", "rank", "doc_id", "score", "assigned", "relevant", "matched", "unmeasured", "text"]
-    tags = sorted({key for qr in results.per_query.values() for key in qr.tags})
+    from evret_core.results.per_query import query_columns
+
+    tags = sorted({key for row in query_columns(results.per_query).tags for key in row})  # no record built
     return ["query_id", "query_text", "labelled_by", "unmeasured", *results.metrics, *(f"tag:{t}" for t in tags)]
 
 
