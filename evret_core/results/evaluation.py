@@ -8,6 +8,7 @@ files still load (those fields are empty).
 from __future__ import annotations
 
 import json
+import json.encoder
 import platform
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -129,6 +130,11 @@ class EvaluationResults(Results):
 
         def dump(value: Any, depth: int) -> str:
             separators = None if indent is not None else (",", ":")
+            if indent is not None:  # json's indenting encoder is pure Python: most of a big run's writing time
+                try:
+                    return indented(value, "\n" + pad * depth, pad)
+                except (ValueError, TypeError, RecursionError):
+                    pass  # NaN, infinity or a value that is not plain JSON data: json's own encoder decides
             try:
                 text = json.dumps(value, indent=indent, separators=separators, allow_nan=False)
             except ValueError:  # NaN or infinity (a retriever's score): null, as pydantic writes them
@@ -549,6 +555,86 @@ def add_statistics(
                       for tag, values in sliced.items()}
     results.manifest = manifest
     return results
+
+
+_ENCODE_STR = json.encoder.encode_basestring_ascii  # json's own (C) string encoder, as json.dumps uses
+_INFINITY = float("inf")
+
+
+def indented(value: Any, newline: str, step: str) -> str:
+    """``value`` as ``json.dumps(value, indent=len(step))`` writes it, every line after the first starting with
+    ``newline``'s indentation, in a fraction of its time: plain JSON data only (str, int, float, bool, None,
+    lists, tuples and dicts with str keys, of exactly those types); anything else raises TypeError and a NaN or an
+    infinity ValueError, for json itself to encode."""
+    kind = type(value)
+    if kind is not list and kind is not tuple and kind is not dict:
+        return _item(value, newline, step)
+    if not value:
+        return "{}" if kind is dict else "[]"
+    inner = newline + step
+    parts = []
+    # the common scalars inline: a call per value would cost more than the encoding
+    for key, item in value.items() if kind is dict else enumerate(value):
+        of = type(item)
+        if of is str:
+            text = _ENCODE_STR(item)
+        elif of is float and item == item and item != _INFINITY and item != -_INFINITY:
+            text = float.__repr__(item)
+        elif of is int:
+            text = int.__repr__(item)
+        elif item is None:
+            text = "null"
+        elif of is dict and len(item) == 7 and tuple(item) == _JUDGMENT_KEYS:
+            text = _judgment(item, inner, step)
+        else:
+            text = _item(item, inner, step)
+        if kind is dict:
+            if type(key) is not str:
+                raise TypeError("a key that is not a str")
+            text = _ENCODE_STR(key) + ": " + text
+        parts.append(text)
+    if kind is dict:
+        return "{" + inner + ("," + inner).join(parts) + newline + "}"
+    return "[" + inner + ("," + inner).join(parts) + newline + "]"
+
+
+_JUDGMENT_KEYS = ("rank", "doc_id", "score", "text", "matched", "unmeasured", "assigned")
+
+
+def _judgment(value: dict[str, Any], newline: str, step: str) -> str:
+    """A judgment record as :func:`indented` writes it: in one piece when it holds what the evaluator writes (an
+    int rank, str ids, a finite score or null, a text or null, no answers matched), most of a big run's records."""
+    rank, doc, score, text, matched, unmeasured, assigned = value.values()
+    if (type(rank) is int and type(doc) is str and (score is None or type(score) is float and score == score
+            and score != _INFINITY and score != -_INFINITY) and (text is None or type(text) is str)
+            and type(matched) is list and not matched and type(unmeasured) is list and not unmeasured
+            and (assigned is None or type(assigned) is str)):
+        at = newline + step
+        return (f'{{{at}"rank": {int.__repr__(rank)},{at}"doc_id": {_ENCODE_STR(doc)},{at}"score": '
+                f'{"null" if score is None else float.__repr__(score)},{at}"text": '
+                f'{"null" if text is None else _ENCODE_STR(text)},{at}"matched": [],{at}"unmeasured": [],{at}'
+                f'"assigned": {"null" if assigned is None else _ENCODE_STR(assigned)}{newline}}}')
+    return indented(value, newline, step)
+
+
+def _item(value: Any, newline: str, step: str) -> str:
+    """One value of :func:`indented`: scalars here, containers there (one call per container, not per value)."""
+    kind = type(value)
+    if kind is str:
+        return _ENCODE_STR(value)
+    if kind is float:
+        if value != value or value == _INFINITY or value == -_INFINITY:
+            raise ValueError("not a finite number")
+        return float.__repr__(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is list or kind is tuple or kind is dict:
+        return indented(value, newline, step) if value else ("[]" if kind is not dict else "{}")
+    raise TypeError(f"not plain JSON data: {kind.__name__}")
 
 
 def _finite(value: Any) -> Any:
