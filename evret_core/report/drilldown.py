@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from evret_core.progress import current_progress, report_progress
 from evret_core.report.common import ReportData
 from evret_core.results.evaluation import QueryResult
 
@@ -160,15 +161,18 @@ class _Queries:
     """The queries of the runs as the drill-down shows them, built from each run's records once, on first use
     (a results file read back builds a record only when it is looked up)."""
 
-    def __init__(self, data: ReportData) -> None:
+    def __init__(self, data: ReportData, total: int = 0) -> None:
         self.runs = list(data.runs.values())
         self.shown: dict[str, list[_Shown | None]] = {}
+        self.progress, self.total = current_progress(), total  # queries built, as the stage "drill-down"
 
     def __call__(self, qid: str) -> list[_Shown | None]:
         found = self.shown.get(qid)
         if found is None:
             found = self.shown[qid] = [None if (q := r.per_query.get(qid)) is None else _Shown.of(q)
                                        for r in self.runs]
+            if self.progress is not None and len(self.shown) % 256 == 0:
+                self.progress("drill-down", len(self.shown), self.total)
         return found
 
 
@@ -254,7 +258,8 @@ def drilldown_data(data: ReportData, budget: int = DATA_BUDGET) -> dict[str, Any
     for r in runs[1:]:
         order += [qid for qid in r.per_query if qid not in seen]
         seen.update(r.per_query)
-    queries = _Queries(data)
+    queries = _Queries(data, len(order))
+    report_progress(queries.progress, "drill-down", 0, len(order))
     bound = _fitting_bound(data, order, queries, budget)
     if bound > len(order):
         value, full = _build(data, order, None, queries)
@@ -274,6 +279,7 @@ def drilldown_data(data: ReportData, budget: int = DATA_BUDGET) -> dict[str, Any
         value, full = prefixes.value(low)
         _fit(value, full, budget)
     value["total"] = len(order)
+    report_progress(queries.progress, "drill-down", len(order), len(order))  # the rest is never built
     return value
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 
 from evret_core.assign import answer_coverage, coverage_matrix
 from evret_core.errors import EvretError, describe_validation_error
+from evret_core.progress import ProgressCallback, current_progress, report_progress
 from evret_core.results.model import (
     MEAN_TOLERANCE,
     RANGE_TOLERANCE,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from evret_core.data.models import EvaluationDataset
 
 SCHEMA_VERSION = 2
+_WRITE_PROGRESS = 2048  # records written between progress reports
 
 
 class SliceResult(BaseModel):
@@ -154,11 +156,16 @@ class EvaluationResults(Results):
                 yield f"{pad}\"per_query\"{sep}{{}}{comma}{nl}"
                 continue
             yield f"{pad}\"per_query\"{sep}{{{nl}"
+            progress, total = current_progress(), len(self.per_query)
+            report_progress(progress, "write", 0, total)
             qid, record = first
-            for nxt in items:
+            for done, nxt in enumerate(items, start=1):
                 yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)},{nl}"
                 qid, record = nxt
+                if progress is not None and done % _WRITE_PROGRESS == 0:
+                    progress("write", done, total)
             yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)}{nl}{pad}}}{comma}{nl}"
+            report_progress(progress, "write", total, total)
         yield "}\n"
 
     @classmethod
@@ -524,8 +531,10 @@ def add_statistics(
     n_resamples: int = 1000,
     seed: int = 0,
     min_slice_size: int = 10,
+    progress: ProgressCallback | None = None,
 ) -> EvaluationResults:
-    """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place)."""
+    """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place);
+    ``progress`` sees the stage ``statistics`` (2 steps: the manifest with the dataset's hash, the bootstrap)."""
     from evret_core.statistics.inference import bootstrap_intervals, slice_scores
 
     _, columns, tags = results.score_columns()
@@ -538,8 +547,10 @@ def add_statistics(
         return (bootstrap_intervals(columns, confidence_level, n_resamples, seed),
                 slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size))
 
+    report_progress(progress, "statistics", 0, 2)
     if dataset is None:
         intervals, sliced = resample()
+        report_progress(progress, "statistics", 1, 2)
         manifest = build_manifest(results, None, seed, settings)
     else:
         # the bootstrap is numpy and C work that runs without the GIL; the dataset's hash is Python work: on two
@@ -549,7 +560,9 @@ def add_statistics(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evret-statistics") as pool:
             pending = pool.submit(resample)
             manifest = build_manifest(results, dataset, seed, settings)
+            report_progress(progress, "statistics", 1, 2)
             intervals, sliced = pending.result()
+    report_progress(progress, "statistics", 2, 2)
     results.intervals = intervals
     results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
                       for tag, values in sliced.items()}

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.progress import current_progress, report_progress
 from evret_core.results.per_query import Judgment, QueryColumns, QueryResult, RankColumns, RankRows, _columns
 
 __all__ = ["StoredQueries", "read_results", "record_validator"]
@@ -39,6 +40,7 @@ _WS = re.compile(r"[ \t\n\r]*")
 _KEY = re.compile(r'[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:')  # a key json reads as it is written
 _AFTER = re.compile(r"[ \t\n\r]*([,}])")
 # what loads_json looks at after decoding: a file holding one is read whole (see the module)
+_PROGRESS_EVERY = 2048  # records between progress reports
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _EMPTY_TAGS: Mapping[str, str] = {}
 
@@ -252,11 +254,12 @@ class _Records:
                              np.frombuffer(self.ends, dtype=np.int64), columns, self.ranks.columns(), self.index)
 
 
-def _per_query(window: _Window, source: str, data: bytes) -> StoredQueries:
+def _per_query(window: _Window, source: str, data: bytes, stage: str) -> StoredQueries:
     """``per_query``'s records, from its opening brace at the cursor."""
     validate = record_validator().validate_python
     from pydantic import ValidationError
 
+    progress = current_progress()
     records = _Records()
     window.expect("{")
     if window.peek() == "}":
@@ -279,6 +282,8 @@ def _per_query(window: _Window, source: str, data: bytes) -> StoredQueries:
         except ValidationError:
             raise _Fallback from None
         records.add(key, record, window.byte(window.start), window.byte(window.c))
+        if progress is not None and len(records.ids) % _PROGRESS_EVERY == 0:
+            progress(stage, window.byte(window.c), len(data))
         found = _AFTER.match(window.text, window.c)
         if found is not None and (found.end() < len(window.text) or window.final):
             after, window.c = found.group(1), found.end()
@@ -294,7 +299,8 @@ def _per_query(window: _Window, source: str, data: bytes) -> StoredQueries:
 def read_results(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQueries | None, str] | None:
     """The results document at ``path_or_text`` (a path, or the JSON text itself) as (every top-level field but
     ``per_query``, ``per_query`` as :class:`StoredQueries` or None when the document has none, the name errors
-    use), or None when the document must be read whole (see the module)."""
+    use), or None when the document must be read whole (see the module). Progress goes to the current progress
+    callback (:func:`evret_core.progress.current_progress`) as ``read NAME``, by bytes."""
     try:
         return _read(path_or_text)
     except _Fallback:
@@ -304,6 +310,7 @@ def read_results(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQuerie
 def _read(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQueries | None, str]:
     if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
         source = str(path_or_text)
+        stage = f"read {Path(path_or_text).name}"
         try:
             data = Path(path_or_text).read_bytes()
         except OSError:
@@ -311,13 +318,15 @@ def _read(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQueries | Non
     else:
         from evret_core.results.model import Results
 
-        source = Results.TEXT_SOURCE
+        source, stage = Results.TEXT_SOURCE, "read"
         try:
             data = str(path_or_text).encode("utf-8")
         except UnicodeEncodeError:
             raise _Fallback from None
     if _SURROGATE_ESCAPE.search(data):
         raise _Fallback
+    progress = current_progress()
+    report_progress(progress, stage, 0, len(data))
     window = _Window(data, len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0)
     head: dict[str, Any] = {}
     stored: StoredQueries | None = None
@@ -332,7 +341,7 @@ def _read(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQueries | Non
         if key in head or (key == "per_query" and stored is not None):
             raise _Fallback
         if key == "per_query" and window.peek() == "{":
-            stored = _per_query(window, source, data)
+            stored = _per_query(window, source, data, stage)
         else:
             head[key] = window.value()
         after = window.peek()
@@ -345,4 +354,5 @@ def _read(path_or_text: str | Path) -> tuple[dict[str, Any], StoredQueries | Non
         raise _Fallback  # something after the document
     if stored is not None and "schema" in head:
         raise _Fallback  # a RAG file (or one that names another schema) with a per_query field
+    report_progress(progress, stage, len(data), len(data))
     return head, stored, source
