@@ -76,6 +76,9 @@ class after_a_while:  # noqa: N801 - used like a function
             del self._started[stage]
             self._shown[stage] = done
             self.progress(stage, 0, total)
+            backdate = getattr(self.progress, "backdate", None)
+            if callable(backdate):  # the bar's clock (elapsed, rate, time left) from the stage's real start
+                backdate(stage, now - first)
             if done:
                 self.progress(stage, done, total)
 
@@ -176,6 +179,12 @@ class terminal_progress:  # noqa: N801 - used like a function
         self._draw(now)
         if all(s.finished is not None for s in self._block.values()):
             self._end_block()
+
+    def backdate(self, stage: str, seconds: float) -> None:
+        """Start ``stage``'s clock ``seconds`` earlier (a stage shown late by :class:`after_a_while`)."""
+        state = self._block.get(stage)
+        if state is not None and state.finished is None:
+            state.started -= seconds
 
     def _draw(self, now: float) -> None:
         width = shutil.get_terminal_size((80, 24)).columns

@@ -196,10 +196,11 @@ def test_a_quick_step_shows_nothing_and_a_long_one_its_bar_from_zero(clock: Cloc
     clock.now += STAGE_DELAY
     later("write", 40, 100)
     assert re.search(r"write +\[-+\] 0/100 +0% --/s", out.getvalue())  # started at 0, as any stage
+    assert f"40/100  40% {40 / STAGE_DELAY:.1f}/s" in out.getvalue()  # timed from its real start
     clock.now += 2
     later("write", 100, 100)
     (line,) = screen(out.getvalue())
-    assert line.startswith("write") and "100/100 100%" in line
+    assert line.startswith("write") and "100/100 100%" in line and line.endswith("00:03")
     later("write", 0, 100)  # the stage again (another file): held back again
     later("write", 100, 100)
     assert screen(out.getvalue()) == [line]
