@@ -82,8 +82,10 @@ class EvaluationResults(Results):
 
     From the evaluator, ``per_query`` is a :class:`~evret_core.results.per_query.QueryTable`: a mapping that builds a
     query's :class:`QueryResult` when it is looked up (``results.per_query["q1"]``) and streams when iterated;
-    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict. The base
-    :class:`~evret_core.results.model.Results` reads, checks and writes it as it does RAG results.
+    :meth:`to_json` streams the file. Read from a file, it is a
+    :class:`~evret_core.results.stored.StoredQueries`: the file's bytes and columns, a record built on lookup the
+    same way. Built in Python, any mapping of query id -> :class:`QueryResult`. The base
+    :class:`~evret_core.results.model.Results` checks and writes it as it does RAG results.
     """
 
     KIND: ClassVar[str] = "retrieval"
