@@ -12,6 +12,10 @@ The protocol every long step uses is a callback ``progress(stage, done, total)``
   are each reported under their own name; :class:`terminal_progress` then draws one line per stage.
 
 :func:`report_progress` calls an optional callback, so code that may have none needs no ``if`` at each step.
+Code deep under a command (reading a results file, writing one) that takes no callback argument reports to
+:func:`current_progress`, the callback a command installs around its work with :func:`progress_scope`. Steps that
+are usually quick (reading and writing files, the metrics, the statistics, a report's parts) go through
+:class:`after_a_while`, so they show a bar only when they take more than a second.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -32,6 +37,69 @@ def report_progress(progress: ProgressCallback | None, stage: str, done: int, to
     """``progress(stage, done, total)`` when there is a callback."""
     if progress is not None:
         progress(stage, done, total)
+
+
+STAGE_DELAY = 1.0
+"""Seconds a step runs before :class:`after_a_while` shows it."""
+
+
+class after_a_while:  # noqa: N801 - used like a function
+    """A progress callback that passes a stage on to ``progress`` only once it has run ``seconds`` (default
+    :data:`STAGE_DELAY`): a step that takes a moment shows nothing, a long one (reading a 500 MB results file,
+    writing one, the metrics of 200,000 queries) shows its bar from then on, started at 0 as usual. ``progress``
+    None: nothing is ever passed on."""
+
+    def __init__(self, progress: ProgressCallback | None, seconds: float | None = None) -> None:
+        self.progress = progress
+        self.seconds = STAGE_DELAY if seconds is None else seconds
+        self._started: dict[str, tuple[float, int]] = {}  # stage -> (first call, last done), while held back
+        self._shown: dict[str, int] = {}  # stage -> last done, once passed on
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if stage in self._shown:
+            if done >= self._shown[stage] and not (done == 0 and self._shown[stage] >= total):
+                self._shown[stage] = done
+                self.progress(stage, done, total)
+                return
+            del self._shown[stage]  # the stage started again: held back again
+        now = time.monotonic()
+        first, last = self._started.get(stage, (now, done))
+        if done < last:
+            first = now
+        if done >= total:
+            self._started.pop(stage, None)  # over before it was worth a line
+            return
+        self._started[stage] = (first, done)
+        if now - first >= self.seconds:
+            del self._started[stage]
+            self._shown[stage] = done
+            self.progress(stage, 0, total)
+            backdate = getattr(self.progress, "backdate", None)
+            if callable(backdate):  # the bar's clock (elapsed, rate, time left) from the stage's real start
+                backdate(stage, now - first)
+            if done:
+                self.progress(stage, done, total)
+
+
+_current: ContextVar[ProgressCallback | None] = ContextVar("evret_progress", default=None)
+
+
+@contextmanager
+def progress_scope(progress: ProgressCallback | None) -> Iterator[None]:
+    """While the block runs, :func:`current_progress` (in this thread or task) is ``progress``: a command wraps its
+    work in it so that what reads or writes its files shows progress without a callback on every signature."""
+    token = _current.set(progress)
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def current_progress() -> ProgressCallback | None:
+    """The callback of the innermost :func:`progress_scope`, or None."""
+    return _current.get()
 
 
 def _duration(seconds: float) -> str:
@@ -111,6 +179,12 @@ class terminal_progress:  # noqa: N801 - used like a function
         self._draw(now)
         if all(s.finished is not None for s in self._block.values()):
             self._end_block()
+
+    def backdate(self, stage: str, seconds: float) -> None:
+        """Start ``stage``'s clock ``seconds`` earlier (a stage shown late by :class:`after_a_while`)."""
+        state = self._block.get(stage)
+        if state is not None and state.finished is None:
+            state.started -= seconds
 
     def _draw(self, now: float) -> None:
         width = shutil.get_terminal_size((80, 24)).columns

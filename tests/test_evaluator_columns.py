@@ -14,6 +14,7 @@ from evret_core import EvaluationDataset, EvaluationResults, Evaluator, EvretErr
 from evret_core.cli import main
 from evret_core.metrics.engine import evaluate_run
 from evret_core.results.per_query import QueryTable
+from evret_core.results.stored import StoredQueries
 from evret_core.retrieve.retrievers import RankedColumns
 
 QRELS = {f"q{i}": {f"d{i}": 1.0, f"d{i + 1}": 2.0} for i in range(22)}
@@ -135,7 +136,7 @@ def test_streamed_results_file_loads_back_equal(tmp_path: Path) -> None:
     assert res.to_json(path) is None
     text = path.read_text()
     loaded = EvaluationResults.from_json(path)
-    assert isinstance(loaded.per_query, dict)
+    assert isinstance(loaded.per_query, StoredQueries)  # read as columns, records built on lookup
     assert loaded.model_dump() == res.model_dump()  # the same data whether streamed or dumped at once
     assert json.loads(text) == json.loads(res.model_dump_json())
     assert list(json.loads(text)) == list(EvaluationResults.model_fields)  # the schema's field order

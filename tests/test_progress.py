@@ -177,3 +177,31 @@ def test_lines_never_wrap_on_a_narrow_terminal(clock: Clock, monkeypatch: pytest
     progress("generate", 500, 1000)
     shown = screen(out.getvalue())
     assert len(shown) == 2 and all(len(line) < 30 for line in shown)
+
+
+def test_a_quick_step_shows_nothing_and_a_long_one_its_bar_from_zero(clock: Clock) -> None:
+    """Steps that are usually quick (reading or writing a results file, the metrics) show a bar only when they take
+    more than STAGE_DELAY seconds (red team LG1b: a 47 s evaluation showed nothing between its title and table)."""
+    from evret_core.progress import STAGE_DELAY, after_a_while
+
+    out = Tty()
+    progress = terminal_progress(out, min_interval=0)
+    later = after_a_while(progress)
+    later("metrics", 0, 10)
+    later("metrics", 4, 10)
+    clock.now += STAGE_DELAY / 2
+    later("metrics", 10, 10)
+    assert out.getvalue() == ""  # over in half a second: nothing drawn
+    later("write", 0, 100)
+    clock.now += STAGE_DELAY
+    later("write", 40, 100)
+    assert re.search(r"write +\[-+\] 0/100 +0% --/s", out.getvalue())  # started at 0, as any stage
+    assert f"40/100  40% {40 / STAGE_DELAY:.1f}/s" in out.getvalue()  # timed from its real start
+    clock.now += 2
+    later("write", 100, 100)
+    (line,) = screen(out.getvalue())
+    assert line.startswith("write") and "100/100 100%" in line and line.endswith("00:03")
+    later("write", 0, 100)  # the stage again (another file): held back again
+    later("write", 100, 100)
+    assert screen(out.getvalue()) == [line]
+    after_a_while(None)("write", 0, 1)  # no terminal, no callback: nothing to do

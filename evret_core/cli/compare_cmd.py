@@ -23,6 +23,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.progress import after_a_while, progress_scope, terminal_progress
+
+    progress = terminal_progress()  # on a terminal only, for the steps that take more than a second
+    try:
+        with progress_scope(after_a_while(progress)):
+            return _run(args)
+    finally:
+        progress.close()
+
+
+def _run(args: argparse.Namespace) -> int:
     from evret_core.errors import EvretError, visible
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
     from evret_core.report.api import any_runs, compare
@@ -41,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         for warning in comparison.warnings:
             print(f"WARNING: {visible(warning)}", file=sys.stderr)
         return 0
-    views = {n: r.score_view() for n, r in runs.items()}
-    print_comparison(comparison, {n: v.scores for n, v in views.items()}, {n: v.intervals for n, v in views.items()})
+    from evret_core.results.evaluation import EvaluationResults
+
+    scores, intervals = {}, {}
+    for name, r in runs.items():
+        if isinstance(r, EvaluationResults):  # its means as they are: no per-query view to build again
+            scores[name], intervals[name] = r.scores, r.intervals
+        else:
+            view = r.score_view()
+            scores[name], intervals[name] = view.scores, view.intervals
+    print_comparison(comparison, scores, intervals)
     return 0

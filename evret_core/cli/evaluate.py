@@ -106,7 +106,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.progress import terminal_progress
+    from evret_core.progress import after_a_while, progress_scope, terminal_progress
     from evret_core.report.terminal import print_scores
 
     config = _settings(args)
@@ -116,14 +116,15 @@ def run(args: argparse.Namespace) -> int:
     tracking = check_tracking_arguments(args, [*config.input_files(), *inputs])
     floors = check_gate_arguments(args, config.metrics)
     baseline = None
-    if args.baseline:  # read before any work: a bad baseline file must not cost a run
-        from evret_core.results.files import load_results
+    progress = None if args.no_progress else terminal_progress()
+    with progress_scope(after_a_while(progress)):  # reading files that take a while shows progress too
+        if args.baseline:  # read before any work: a bad baseline file must not cost a run
+            from evret_core.results.files import load_results
 
-        baseline = load_results(args.baseline, kind="retrieval")
-    dataset = config.load_dataset()
+            baseline = load_results(args.baseline, kind="retrieval")
+        dataset = config.load_dataset()
     for note in dataset.notes:  # what the reader left out of the file (a SQuAD file's unanswerable questions)
         print(f"note: {note}", file=sys.stderr)
-    progress = None if args.no_progress else terminal_progress()
     evaluator = config.build_evaluator(dataset, progress)
     if getattr(args, "dry_run", False):
         plan = evaluator.dry_run(dataset)
@@ -139,10 +140,11 @@ def run(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():  # said after the tables, as an error unless --allow-empty-retrieval
         warnings.simplefilter("ignore", EmptyRetrievalWarning)
         results = evaluator.evaluate(dataset)
+    if config.output:  # written first: a closed pipe on standard output must not lose the results
+        with progress_scope(after_a_while(progress)):
+            results.to_json(config.output)
     if progress is not None:
         progress.close()
-    if config.output:  # written first: a closed pipe on standard output must not lose the results
-        results.to_json(config.output)
     # with --output - the JSON is standard output, so the table goes to standard error
     table = sys.stderr if config.output == "-" else sys.stdout
     print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=table)

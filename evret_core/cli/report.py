@@ -35,6 +35,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.progress import after_a_while, progress_scope, terminal_progress
+
+    progress = terminal_progress()  # on a terminal only, for the steps that take more than a second
+    try:
+        with progress_scope(after_a_while(progress)):
+            return _run(args)
+    finally:
+        progress.close()
+
+
+def _run(args: argparse.Namespace) -> int:
     from evret_core.report.api import make_report, report_data
     from evret_core.results.outputs import check_outputs, write_output
 

@@ -95,14 +95,24 @@ def _too_deep_at(text: str, limit: int = 500) -> int:
 
 
 def iter_json_lines(path: str | Path, what: str = "file") -> Iterator[tuple[int, str, Any]]:
-    """``(line number, "file:line", value)`` for each non-blank line of a JSON Lines file."""
+    """``(line number, "file:line", value)`` for each non-blank line of a JSON Lines file (lines read are reported
+    to the current progress callback, :func:`evret_core.progress.current_progress`, as ``read NAME``)."""
+    from evret_core.progress import current_progress
+
     path = Path(path)
+    progress = current_progress()
     # split on "\n" only: str.splitlines() would also break at U+2028 and friends, which JSON allows inside strings
-    for lineno, line in enumerate(read_text(path, what).split("\n"), start=1):
+    lines = read_text(path, what).split("\n")
+    stage, total = f"read {path.name}", len(lines)
+    for lineno, line in enumerate(lines, start=1):
+        if progress is not None and lineno % 8192 == 1:
+            progress(stage, lineno - 1, total)
         if not line.strip():
             continue
         where = f"{path}:{lineno}"
         yield lineno, where, loads_json(line, path, lineno)
+    if progress is not None:
+        progress(stage, total, total)
 
 
 def iter_corpus(path: str | Path) -> Iterator[tuple[str, str, dict[str, Any]]]:

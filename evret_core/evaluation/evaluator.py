@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -36,6 +36,7 @@ from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
 from evret_core.judge.context_columns import AnswerKey
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.metrics.metric import Metric, resolve_judged_defaults
+from evret_core.progress import after_a_while
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
 from evret_core.results.per_query import QueryTable, TextJudgments
 from evret_core.retrieve.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
@@ -330,7 +331,7 @@ class Evaluator:
             stats=stats,
         )
         return add_statistics(results, dataset, self.confidence_level, self.n_resamples, self.seed,
-                              self.min_slice_size)
+                              self.min_slice_size, progress=after_a_while(self.progress))
 
     def dry_run(self, dataset: EvaluationDataset) -> dict[str, Any]:
         """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
@@ -380,12 +381,19 @@ class Evaluator:
     ) -> dict[str, np.ndarray]:
         """Each metric's per-query values, computed chunk by chunk so the arrays stay bounded."""
         any_match = self.matching == "any_match"
-        batches = (rows.batch(queries, start, min(start + _CHUNK, len(queries)), text, any_match)
-                   for start in range(0, len(queries), _CHUNK))
+        total = len(queries)
+        progress = after_a_while(self.progress)  # a bar only when the metrics take more than a moment
+
+        def batches() -> Iterator[Any]:  # each chunk counted as done when the executor asks for the next
+            for start in range(0, total, _CHUNK):
+                progress("metrics", start, total)
+                yield rows.batch(queries, start, min(start + _CHUNK, total), text, any_match)
+            progress("metrics", total, total)
+
         # err's default max_grade: the highest grade judged over every query, resolved before the chunks
         metrics = resolve_judged_defaults(self.metrics, lambda: (
             (q.query_id, text[i].assignment.relevance if i in text else q.relevance) for i, q in enumerate(queries)))
-        return self.executor.metrics(metrics, batches)
+        return self.executor.metrics(metrics, batches())
 
     def _report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from evret_core.errors import EvretError, visible
+from evret_core.progress import current_progress, report_progress
 from evret_core.results.evaluation import EvaluationResults, SliceResult
 from evret_core.statistics.inference import Comparison, compare_scores, format_interval
 
@@ -104,7 +105,8 @@ def compare_runs(
     if not metrics:
         raise EvretError("the runs have no metric in common")
     comparison = compare_scores({name: r.per_query_scores() for name, r in runs.items()}, metrics, test=test,
-                                alpha=alpha, n_resamples=n_resamples, seed=seed, intersection=intersection)
+                                alpha=alpha, n_resamples=n_resamples, seed=seed, intersection=intersection,
+                                progress=current_progress())
     hashes = {name: (r.manifest.dataset.get("hash") if r.manifest else None) for name, r in runs.items()}
     known = {h for h in hashes.values() if h}
     if len(known) > 1:
@@ -122,5 +124,10 @@ def build_report_data(
     """Curves for every run and, with two or more runs, their comparison (on common queries, with a warning
     when the query sets differ: a report shows what it can rather than failing)."""
     comparison = compare_runs(runs, test=test, alpha=alpha, seed=seed, intersection=True) if len(runs) > 1 else None
-    curves = {name: r.metric_curves(max_k) for name, r in runs.items()}
+    progress = current_progress()
+    curves = {}
+    report_progress(progress, "curves", 0, len(runs))
+    for done, (name, r) in enumerate(runs.items(), start=1):
+        curves[name] = r.metric_curves(max_k)
+        report_progress(progress, "curves", done, len(runs))
     return ReportData(runs=runs, comparison=comparison, curves=curves, metrics=common_metrics(runs))

@@ -12,6 +12,9 @@ of the page), degrading in this order until it does:
    characters too;
 3. when that still does not fit, the drill-down holds the first queries only (the first run's order).
 
+Queries past the most that could fit are never built: a run of 200,000 queries read back from a file builds the
+records of the few thousand its page can hold, not all of them (:func:`drilldown_data`).
+
 :func:`truncation_notes` says which of these happened, for the page and for stderr. For 2 runs of 1,793 queries
 of 10 documents step 1 keeps about 3 MB of text in a 4.8 MB page. The layout (``FORMAT``) is documented in
 ``docs/results.md``.
@@ -22,8 +25,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from evret_core.progress import current_progress, report_progress
 from evret_core.report.common import ReportData
 from evret_core.results.evaluation import QueryResult
 
@@ -92,45 +98,126 @@ def _cut(text: str, cap: int | None) -> str:
     return text if cap is None or len(text) <= cap else text[:cap] + "\u2026"
 
 
-def _run_entry(q: QueryResult, metrics: list[str], ids: _Table, texts: _Table, cap: int | None) -> dict[str, Any]:
-    gains = q.gains
+@dataclass
+class _Shown:
+    """What the drill-down shows of one query of one run (its first ``MAX_DOCS_PER_QUERY`` documents as
+    ``(doc_id, score, text, gain, matched, unmeasured)``), kept instead of the whole :class:`QueryResult`."""
+
+    query_text: str
+    tags: dict[str, str]
+    answers: list[str]
+    by: str
+    relevant: dict[str, float]
+    scores: dict[str, float]
+    unmeasured: int
+    n: int
+    docs: list[tuple[str, float | None, str | None, float, list[int], list[int]]]
+
+    @classmethod
+    def of(cls, q: QueryResult) -> _Shown:
+        gains = q.gains
+        docs = [(j.doc_id, j.score, j.text, gains[k] if k < len(gains) else 0.0, j.matched, j.unmeasured)
+                for k, j in enumerate(q.judgments[:MAX_DOCS_PER_QUERY])]
+        return cls(q.query_text, q.tags, q.expected_answers, q.labelled_by, q.relevant_ids, q.scores, q.unmeasured,
+                   len(q.judgments), docs)
+
+
+class _Tables(Protocol):
+    def add(self, value: str) -> int: ...
+
+
+class _NoTable:
+    """Stands for a :class:`_Table` when only a lower bound of the size is wanted: every index is 0."""
+
+    def add(self, value: str) -> int:
+        return 0
+
+
+def _run_entry(q: _Shown, metrics: list[str], ids: _Tables, texts: _Tables, cut: Callable[[str], str]) -> dict[str, Any]:
     docs: list[list[Any]] = []
-    for k, j in enumerate(q.judgments[:MAX_DOCS_PER_QUERY]):
-        doc: list[Any] = [ids.add(_cut(j.doc_id, cap)), _num(j.score, 5), texts.add(j.text) if j.text else -1,
-                          _num(gains[k] if k < len(gains) else 0.0, 6)]
-        if j.matched or j.unmeasured:
-            doc.append(j.matched)
-        if j.unmeasured:
-            doc.append(j.unmeasured)
+    for doc_id, score, text, gain, matched, unmeasured in q.docs:
+        doc: list[Any] = [ids.add(cut(doc_id)), _num(score, 5), texts.add(text) if text else -1, _num(gain, 6)]
+        if matched or unmeasured:
+            doc.append(matched)
+        if unmeasured:
+            doc.append(unmeasured)
         docs.append(doc)
-    return {"s": [_num(q.scores.get(m), 6) for m in metrics], "u": q.unmeasured, "n": len(q.judgments), "d": docs}
+    return {"s": [_num(q.scores.get(m), 6) for m in metrics], "u": q.unmeasured, "n": q.n, "d": docs}
 
 
-def _build(data: ReportData, order: list[str], cap: int | None) -> tuple[dict[str, Any], list[str]]:
-    """The value for the queries ``order`` with empty texts (and strings cut to ``cap``), and the distinct texts."""
-    runs = list(data.runs.values())
-    ids, texts = _Table(), _Table()
-    queries = []
-    for qid in order:
-        present = [r.per_query.get(qid) for r in runs]
-        q0 = next(q for q in present if q is not None)
-        queries.append({
-            "id": _cut(qid, cap), "text": _cut(q0.query_text, cap),
-            "tags": [[_cut(k, cap), _cut(str(v), cap)] for k, v in q0.tags.items()],
-            "answers": [_cut(a, cap) for a in q0.expected_answers], "by": q0.labelled_by,
-            "relevant": [[_cut(k, cap), _num(v, 6)] for k, v in q0.relevant_ids.items()]
-            if q0.labelled_by == "ids" else [],
-            "runs": [None if q is None else _run_entry(q, r.metrics, ids, texts, cap)
-                     for q, r in zip(present, runs, strict=True)],
-        })
-    full = texts.values
-    value: dict[str, Any] = {
-        "format": FORMAT, "runs": data.names, "metrics": [r.metrics for r in runs],
-        "metric": data.metrics[0] if data.metrics else None, "preview": PREVIEW_CHARS, "cap": None,
-        "strings_cut": cap, "total": 0, "ids": ids.values, "texts": [], "lengths": [len(t) for t in full],
-        "queries": queries,
+def _query_entry(qid: str, present: list[_Shown | None], metrics: list[list[str]], ids: _Tables, texts: _Tables,
+                 cut: Callable[[str], str]) -> dict[str, Any]:
+    q0 = next(q for q in present if q is not None)
+    return {
+        "id": cut(qid), "text": cut(q0.query_text),
+        "tags": [[cut(k), cut(str(v))] for k, v in q0.tags.items()],
+        "answers": [cut(a) for a in q0.answers], "by": q0.by,
+        "relevant": [[cut(k), _num(v, 6)] for k, v in q0.relevant.items()] if q0.by == "ids" else [],
+        "runs": [None if q is None else _run_entry(q, m, ids, texts, cut) for q, m in zip(present, metrics, strict=True)],
     }
-    return value, full
+
+
+class _Queries:
+    """The queries of the runs as the drill-down shows them, built from each run's records once, on first use
+    (a results file read back builds a record only when it is looked up)."""
+
+    def __init__(self, data: ReportData, total: int = 0) -> None:
+        self.runs = list(data.runs.values())
+        self.shown: dict[str, list[_Shown | None]] = {}
+        self.progress, self.total = current_progress(), total  # queries built, as the stage "drill-down"
+
+    def __call__(self, qid: str) -> list[_Shown | None]:
+        found = self.shown.get(qid)
+        if found is None:
+            found = self.shown[qid] = [None if (q := r.per_query.get(qid)) is None else _Shown.of(q)
+                                       for r in self.runs]
+            if self.progress is not None and len(self.shown) % 256 == 0:
+                self.progress("drill-down", len(self.shown), self.total)
+        return found
+
+
+def _value(data: ReportData, entries: list[dict[str, Any]], ids: list[str], full: list[str],
+           cap: int | None) -> dict[str, Any]:
+    """The drill-down value around the query ``entries`` (texts left empty: :func:`_fit` puts them in)."""
+    return {
+        "format": FORMAT, "runs": data.names, "metrics": [r.metrics for r in data.runs.values()],
+        "metric": data.metrics[0] if data.metrics else None, "preview": PREVIEW_CHARS, "cap": None,
+        "strings_cut": cap, "total": 0, "ids": ids, "texts": [], "lengths": [len(t) for t in full],
+        "queries": entries,
+    }
+
+
+def _build(data: ReportData, order: list[str], cap: int | None,
+           queries: _Queries | None = None) -> tuple[dict[str, Any], list[str]]:
+    """The value for the queries ``order`` with empty texts (and strings cut to ``cap``), and the distinct texts."""
+    shown = queries or _Queries(data)
+    ids, texts = _Table(), _Table()
+    metrics = [r.metrics for r in data.runs.values()]
+    entries = [_query_entry(qid, shown(qid), metrics, ids, texts, lambda t: _cut(t, cap)) for qid in order]
+    full = texts.values
+    return _value(data, entries, ids.values, full, cap), full
+
+
+class _Prefixes:
+    """The values of every prefix of ``order`` with strings cut to ``STRING_CAP``, each entry built once: a prefix's
+    value is the first entries and the first distinct ids and texts of the whole (its tables grow in order), so it
+    equals :func:`_build` of that prefix."""
+
+    def __init__(self, data: ReportData, order: list[str], queries: _Queries) -> None:
+        self.data = data
+        ids, texts = _Table(), _Table()
+        metrics = [r.metrics for r in data.runs.values()]
+        self.entries: list[dict[str, Any]] = []
+        self.counts: list[tuple[int, int]] = [(0, 0)]  # distinct ids and texts after each entry
+        for qid in order:
+            self.entries.append(_query_entry(qid, queries(qid), metrics, ids, texts, lambda t: _cut(t, STRING_CAP)))
+            self.counts.append((len(ids.index), len(texts.index)))
+        self.ids, self.texts = ids.values, texts.values
+
+    def value(self, count: int) -> tuple[dict[str, Any], list[str]]:
+        n_ids, n_texts = self.counts[count]
+        full = self.texts[:n_texts]
+        return _value(self.data, self.entries[:count], self.ids[:n_ids], full, STRING_CAP), full
 
 
 def _fit(value: dict[str, Any], full: list[str], budget: int) -> bool:
@@ -141,27 +228,58 @@ def _fit(value: dict[str, Any], full: list[str], budget: int) -> bool:
     return rest <= budget
 
 
+def _shortest(text: str) -> str:
+    """``text`` whole or cut to ``STRING_CAP``, whichever is shorter in the page."""
+    cut = _cut(text, STRING_CAP)
+    return cut if _utf8_len(cut) < _utf8_len(text) else text
+
+
+def _fitting_bound(data: ReportData, order: list[str], queries: _Queries, budget: int) -> int:
+    """A number of queries that no longer prefix of ``order`` can fit in ``budget`` (``len(order) + 1`` when that
+    is not ruled out): the queries' entries alone, with every index at its shortest and every string at its
+    shortest, already take more. Only the queries up to it are built."""
+    metrics = [r.metrics for r in data.runs.values()]
+    size = -1
+    for count, qid in enumerate(order, start=1):
+        size += 1 + _utf8_len(script_json(_query_entry(qid, queries(qid), metrics, _NoTable(), _NoTable(),
+                                                       _shortest)))
+        if size > budget:
+            return count
+    return len(order) + 1
+
+
 def drilldown_data(data: ReportData, budget: int = DATA_BUDGET) -> dict[str, Any]:
     """The queries of every run of ``data`` (first run's order, then queries only later runs have), degraded as
-    the module says until the JSON fits ``budget`` bytes: every query with its texts cut when possible."""
+    the module says until the JSON fits ``budget`` bytes: every query with its texts cut when possible. Queries
+    that cannot fit are never built (see :func:`_fitting_bound`)."""
     runs = list(data.runs.values())
     order = list(runs[0].per_query)
     seen = set(order)
     for r in runs[1:]:
         order += [qid for qid in r.per_query if qid not in seen]
         seen.update(r.per_query)
-    value, full = _build(data, order, None)
-    if not _fit(value, full, budget):
-        value, full = _build(data, order, STRING_CAP)
-        if not _fit(value, full, budget):
-            low, high = 0, len(order) - 1  # the most queries that fit (0 always does, or nothing would)
-            while low < high:
-                mid = (low + high + 1) // 2
-                trial, texts = _build(data, order[:mid], STRING_CAP)
-                low, high = (mid, high) if _fit(trial, texts, budget) else (low, mid - 1)
-            value, full = _build(data, order[:low], STRING_CAP)
-            _fit(value, full, budget)
+    queries = _Queries(data, len(order))
+    report_progress(queries.progress, "drill-down", 0, len(order))
+    bound = _fitting_bound(data, order, queries, budget)
+    if bound > len(order):
+        value, full = _build(data, order, None, queries)
+        fits = _fit(value, full, budget)
+        if not fits:
+            value, full = _build(data, order, STRING_CAP, queries)
+            fits = _fit(value, full, budget)
+    else:
+        fits = False  # not even the queries' entries fit: as both tries above would find
+    if not fits:
+        low, high = 0, min(len(order), bound) - 1  # the most queries that fit (0 always does, or nothing would)
+        prefixes = _Prefixes(data, order[: high + 1], queries)
+        while low < high:
+            mid = (low + high + 1) // 2
+            trial, texts = prefixes.value(mid)
+            low, high = (mid, high) if _fit(trial, texts, budget) else (low, mid - 1)
+        value, full = prefixes.value(low)
+        _fit(value, full, budget)
     value["total"] = len(order)
+    report_progress(queries.progress, "drill-down", len(order), len(order))  # the rest is never built
     return value
 
 

@@ -8,6 +8,7 @@ files still load (those fields are empty).
 from __future__ import annotations
 
 import json
+import json.encoder
 import platform
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from evret_core.assign import answer_coverage, coverage_matrix
-from evret_core.errors import EvretError
+from evret_core.errors import EvretError, describe_validation_error
+from evret_core.progress import ProgressCallback, current_progress, report_progress
 from evret_core.results.model import (
     MEAN_TOLERANCE,
     RANGE_TOLERANCE,
@@ -28,7 +30,7 @@ from evret_core.results.model import (
     metric_value_range,
 )
 from evret_core.results.outputs import write_output
-from evret_core.results.per_query import Judgment, QueryResult, QueryTable
+from evret_core.results.per_query import Judgment, QueryColumns, QueryResult, QueryTable, query_columns
 from evret_core.results.redact import redact
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from evret_core.data.models import EvaluationDataset
 
 SCHEMA_VERSION = 2
+_WRITE_PROGRESS = 2048  # records written between progress reports
 
 
 class SliceResult(BaseModel):
@@ -79,8 +82,10 @@ class EvaluationResults(Results):
 
     From the evaluator, ``per_query`` is a :class:`~evret_core.results.per_query.QueryTable`: a mapping that builds a
     query's :class:`QueryResult` when it is looked up (``results.per_query["q1"]``) and streams when iterated;
-    :meth:`to_json` streams the file. Loaded from a file, it is a plain dict. The base
-    :class:`~evret_core.results.model.Results` reads, checks and writes it as it does RAG results.
+    :meth:`to_json` streams the file. Read from a file, it is a
+    :class:`~evret_core.results.stored.StoredQueries`: the file's bytes and columns, a record built on lookup the
+    same way. Built in Python, any mapping of query id -> :class:`QueryResult`. The base
+    :class:`~evret_core.results.model.Results` checks and writes it as it does RAG results.
     """
 
     KIND: ClassVar[str] = "retrieval"
@@ -129,6 +134,11 @@ class EvaluationResults(Results):
 
         def dump(value: Any, depth: int) -> str:
             separators = None if indent is not None else (",", ":")
+            if indent is not None:  # json's indenting encoder is pure Python: most of a big run's writing time
+                try:
+                    return indented(value, "\n" + pad * depth, pad)
+                except (ValueError, TypeError, RecursionError):
+                    pass  # NaN, infinity or a value that is not plain JSON data: json's own encoder decides
             try:
                 text = json.dumps(value, indent=indent, separators=separators, allow_nan=False)
             except ValueError:  # NaN or infinity (a retriever's score): null, as pydantic writes them
@@ -148,12 +158,47 @@ class EvaluationResults(Results):
                 yield f"{pad}\"per_query\"{sep}{{}}{comma}{nl}"
                 continue
             yield f"{pad}\"per_query\"{sep}{{{nl}"
+            progress, total = current_progress(), len(self.per_query)
+            report_progress(progress, "write", 0, total)
             qid, record = first
-            for nxt in items:
+            for done, nxt in enumerate(items, start=1):
                 yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)},{nl}"
                 qid, record = nxt
+                if progress is not None and done % _WRITE_PROGRESS == 0:
+                    progress("write", done, total)
             yield f"{pad * 2}{json.dumps(qid)}{sep}{dump(record, 2)}{nl}{pad}}}{comma}{nl}"
+            report_progress(progress, "write", total, total)
         yield "}\n"
+
+    @classmethod
+    def from_json(cls, path_or_text: str | Path) -> EvaluationResults:
+        """Read results written by ``to_json`` (a path, or the JSON text itself), ``per_query`` as columns
+        (:mod:`evret_core.results.stored`); see :meth:`Results.from_json`."""
+        from evret_core.results.stored import read_results
+
+        read = read_results(path_or_text)
+        if read is None:  # read whole, as every other document
+            return super().from_json(path_or_text)
+        head, stored, source = read
+        return cls.from_document(head, source) if stored is None else cls.from_stored(head, stored, source)
+
+    @classmethod
+    def from_stored(cls, head: dict[str, Any], per_query: Mapping[str, QueryResult], source: str) -> EvaluationResults:
+        """Results from a document's top-level fields (``head``) and its ``per_query`` read as columns
+        (:class:`~evret_core.results.stored.StoredQueries`): checked as :meth:`from_document` checks a whole
+        document, with the same errors."""
+        cls.check_document({**head, "per_query": per_query}, source)
+        version = head.get("schema_version", 1)
+        if not isinstance(version, int) or version > cls.SCHEMA_VERSION:
+            raise EvretError(f"{source}: {cls.LABEL} schema_version {version!r} is newer than this Evret reads "
+                             f"({cls.SCHEMA_VERSION}); upgrade evret-core")
+        try:
+            results = cls.model_validate({**head, "per_query": {}})  # the records were validated as they were read
+        except ValidationError as exc:
+            raise EvretError(cls.validation_message(source, describe_validation_error(exc))) from None
+        results.per_query = per_query
+        results.check_values(source)
+        return results
 
     @classmethod
     def check_document(cls, data: Any, source: str) -> None:
@@ -188,18 +233,23 @@ class EvaluationResults(Results):
         if isinstance(self.per_query, QueryTable):
             columns = {m: v.tolist() for m, v in self.per_query.score_columns().items()}
             return {qid: {m: values[i] for m, values in columns.items()} for i, qid in enumerate(self.per_query)}
+        if hasattr(self.per_query, "query_columns"):  # a file read back: from its columns
+            return query_columns(self.per_query).per_query()
         return {qid: dict(qr.scores) for qid, qr in self.per_query.items()}
 
+    def query_columns(self) -> QueryColumns:
+        """The per-query scores and tags as columns, in query order, without building views."""
+        return query_columns(self.per_query)
+
     def score_columns(self) -> tuple[list[str], dict[str, np.ndarray], list[dict[str, str]]]:
-        """(query ids, metric -> per-query values, per-query tags), in query order, without building views."""
+        """(query ids, metric -> per-query values, per-query tags), in query order, without building views (a
+        query lacking a metric counts 0 there)."""
         if isinstance(self.per_query, QueryTable):
             table = self.per_query
             columns = table.score_columns()
             return list(table), {m: columns.get(m, np.zeros(len(table))) for m in self.metrics}, table.tags()
-        queries = list(self.per_query.values())
-        return ([q.query_id for q in queries],
-                {m: np.asarray([q.scores.get(m, 0.0) for q in queries], dtype=np.float64) for m in self.metrics},
-                [q.tags for q in queries])
+        found = query_columns(self.per_query)
+        return found.ids, {m: found.filled(m) for m in self.metrics}, list(found.tags)  # type: ignore[arg-type]
 
     def metric_curves(self, max_k: int | None = None) -> dict[str, list[float]]:
         """Mean ``family@k`` for k = 1..K for each metric family of this run, from the stored judgments alone.
@@ -207,21 +257,12 @@ class EvaluationResults(Results):
         K is ``max_k`` or the longest ranking. Families whose metric cannot be created here (a plugin metric
         that is not installed) are left out.
         """
-        from evret_core.metrics.metric import RankedBatch
         from evret_core.plugins.registry import create_metric, parse_metric_name
 
-        queries = list(self.per_query.values())
-        depth = max((len(q.judgments) for q in queries), default=0)
-        depth = min(depth, max_k) if max_k else depth
-        if not queries or depth == 0:
+        ranked = self._ranked_batch(max_k)
+        if ranked is None:
             return {}
-        batch = RankedBatch.from_rankings([q.ranking for q in queries], [q.relevant_ids for q in queries])
-        if self.config.get("matching") == "any_match":  # recall counts expected answers: the same coverage
-            by_text = [q.labelled_by == "text" and bool(q.expected_answers) for q in queries]
-            found = [answer_coverage([j.matched for j in q.judgments]) if t else None
-                     for q, t in zip(queries, by_text, strict=True)]
-            counts = [len(q.expected_answers) if t else 0 for q, t in zip(queries, by_text, strict=True)]
-            batch.set_answer_coverage(coverage_matrix(found, batch.depth), np.asarray(counts))
+        batch, depth = ranked
         options: dict[str, dict[str, Any]] = {}
         for entry in self.config.get("metrics", []):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -241,6 +282,41 @@ class EvaluationResults(Results):
             curves[family] = values
         return curves
 
+    def _ranked_batch(self, max_k: int | None) -> tuple[Any, int] | None:
+        """The run's rankings as a ``RankedBatch`` (with the answers' coverage under ``any_match``) and the depth of
+        the curves, or None when there is nothing to draw. A file read back and the evaluator's table give them from
+        their rank columns (:class:`~evret_core.results.per_query.RankColumns`), without building any record."""
+        from evret_core.metrics.metric import RankedBatch
+
+        any_match = self.config.get("matching") == "any_match"  # recall counts expected answers: the same coverage
+        ranks = getattr(self.per_query, "ranks", None)
+        if ranks is not None:
+            n = len(ranks.num_ret)
+            depth = int(ranks.num_ret.max()) if n else 0
+            depth = min(depth, max_k) if max_k else depth
+            if not n or depth == 0:
+                return None
+            rows = np.repeat(np.arange(n), ranks.qrel_lengths)
+            batch = RankedBatch.from_positions(rows, ranks.ranks, ranks.grades, ranks.qrel_lengths, ranks.num_ret,
+                                               int(ranks.num_ret.max()))
+            if any_match:
+                found: list[list[int] | None] = [ranks.coverage.get(row) for row in range(n)]
+                batch.set_answer_coverage(coverage_matrix(found, batch.depth), ranks.answers.copy())
+            return batch, depth
+        queries = list(self.per_query.values())
+        depth = max((len(q.judgments) for q in queries), default=0)
+        depth = min(depth, max_k) if max_k else depth
+        if not queries or depth == 0:
+            return None
+        batch = RankedBatch.from_rankings([q.ranking for q in queries], [q.relevant_ids for q in queries])
+        if any_match:
+            by_text = [q.labelled_by == "text" and bool(q.expected_answers) for q in queries]
+            found = [answer_coverage([j.matched for j in q.judgments]) if t else None
+                     for q, t in zip(queries, by_text, strict=True)]
+            counts = [len(q.expected_answers) if t else 0 for q, t in zip(queries, by_text, strict=True)]
+            batch.set_answer_coverage(coverage_matrix(found, batch.depth), np.asarray(counts))
+        return batch, depth
+
 
 def check_results(results: EvaluationResults, source: str) -> None:
     """Refuse results whose numbers cannot be what Evret wrote: a per-query score that is NaN, infinite or outside
@@ -249,50 +325,69 @@ def check_results(results: EvaluationResults, source: str) -> None:
     ``low <= high``, a confidence level outside (0, 1), a slice whose count or means are not those of the queries
     carrying its tag value, a prediction-powered estimate that is not what its own parts give, a manifest field of
     the wrong type. Errors name ``source``, where the number is and the query or metric, so a hand-edited or damaged
-    file never reaches a report, a gate or a tracking server."""
+    file never reaches a report, a gate or a tracking server. The checks read the per-query columns
+    (:func:`~evret_core.results.per_query.query_columns`): no query's record is built unless one is wrong."""
     check = ValueCheck(source)
-    columns: dict[str, list[float]] = {}
-    for qid, qr in results.per_query.items():
-        if qr.query_id != qid:
-            raise EvretError(f"{source}: per_query key {qid!r} holds the record of query {qr.query_id!r}; the "
-                             f"file was edited or damaged")
-        for metric, value in qr.scores.items():
-            check.value(value, metric, f"query {qid!r}")
-            columns.setdefault(metric, []).append(value)
+    columns = query_columns(results.per_query)
+    _check_queries(results.per_query, columns, check)
+    held = {metric: columns.held(metric) for metric in columns.values}
     for metric, stored in results.scores.items():
         check.value(stored, metric, "scores")
-        check.mean(stored, columns.get(metric, []), metric, f"scores.{metric}", total=len(results.per_query))
+        check.mean(stored, held.get(metric, []), metric, f"scores.{metric}", total=len(columns.ids))
     for metric, interval in results.intervals.items():
         check.interval(interval, metric, f"intervals.{metric}")
     if results.confidence_level is not None:
         check.level(results.confidence_level, "confidence_level")
-    check_slices(results, check)
-    check_prediction_powered(results, check, columns)
+    check_slices(results, check, columns)
+    check_prediction_powered(results, check, held)
     check_manifest(results.manifest, check)
 
 
-def check_slices(results: EvaluationResults, check: ValueCheck) -> None:
+def _check_queries(per_query: Mapping[str, QueryResult], columns: QueryColumns, check: ValueCheck) -> None:
+    """The first query (in file order) whose key names another query's record or whose score is not a finite
+    number in its metric's range, reported as the record-by-record check reports it (that one record is built)."""
+    first = min(columns.mismatched, default=None)
+    for metric, values in columns.values.items():
+        bad = check.first_bad(values, metric, columns.present[metric])
+        if bad is not None and (first is None or bad < first):
+            first = bad
+    if first is None:
+        return
+    qid = columns.ids[first]
+    qr = per_query[qid]
+    if qr.query_id != qid:
+        raise EvretError(f"{check.source}: per_query key {qid!r} holds the record of query {qr.query_id!r}; the "
+                         f"file was edited or damaged")
+    for metric, value in qr.scores.items():
+        check.value(value, metric, f"query {qid!r}")
+
+
+def check_slices(results: EvaluationResults, check: ValueCheck, columns: QueryColumns | None = None) -> None:
     """Each slice's ``n`` is the number of queries carrying its tag value, and each of its means is the mean of
-    those queries' values (a query lacking the metric left out or counted as 0, as for ``scores``)."""
+    those queries' values (a query lacking the metric left out or counted as 0, as for ``scores``). ``columns``:
+    the run's per-query columns, when the caller has them."""
     if not results.slices:
         return
-    members: dict[str, dict[str, list[dict[str, float]]]] = {tag: {} for tag in results.slices}
-    for qr in results.per_query.values():
-        for tag, value in qr.tags.items():
+    columns = query_columns(results.per_query) if columns is None else columns
+    members: dict[str, dict[str, list[int]]] = {tag: {} for tag in results.slices}
+    for row, tags in enumerate(columns.tags):
+        for tag, value in tags.items():
             if tag in members:
-                members[tag].setdefault(str(value), []).append(qr.scores)
+                members[tag].setdefault(str(value), []).append(row)
     for tag, groups in results.slices.items():
         for group, sliced in groups.items():
             where = f"slices.{tag}.{group}"
-            queries = members[tag].get(group)
-            if queries is None:
+            rows = members[tag].get(group)
+            if rows is None:
                 raise check.fail(f"{where}: no query has {tag}={group!r}")
-            if sliced.n != len(queries):
-                raise check.fail(f"{where}.n is {sliced.n} but {len(queries)} queries have {tag}={group!r}")
+            if sliced.n != len(rows):
+                raise check.fail(f"{where}.n is {sliced.n} but {len(rows)} queries have {tag}={group!r}")
+            index = np.asarray(rows, dtype=np.int64)
             for metric, mean in sliced.scores.items():
                 check.value(mean, metric, f"{where}.scores")
-                check.mean(mean, [s[metric] for s in queries if metric in s], metric, f"{where}.scores.{metric}",
-                           total=len(queries))
+                values = (columns.values[metric][index][columns.present[metric][index]].tolist()
+                          if metric in columns.values else [])
+                check.mean(mean, values, metric, f"{where}.scores.{metric}", total=len(rows))
             for metric, interval in sliced.intervals.items():
                 check.interval(interval, metric, f"{where}.intervals.{metric}")
 
@@ -438,8 +533,10 @@ def add_statistics(
     n_resamples: int = 1000,
     seed: int = 0,
     min_slice_size: int = 10,
+    progress: ProgressCallback | None = None,
 ) -> EvaluationResults:
-    """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place)."""
+    """Fill ``intervals``, ``slices`` and ``manifest`` of ``results`` from its per-query scores (in place);
+    ``progress`` sees the stage ``statistics`` (2 steps: the manifest with the dataset's hash, the bootstrap)."""
     from evret_core.statistics.inference import bootstrap_intervals, slice_scores
 
     _, columns, tags = results.score_columns()
@@ -452,8 +549,10 @@ def add_statistics(
         return (bootstrap_intervals(columns, confidence_level, n_resamples, seed),
                 slice_scores(columns, tags, confidence_level, n_resamples, seed, min_slice_size))
 
+    report_progress(progress, "statistics", 0, 2)
     if dataset is None:
         intervals, sliced = resample()
+        report_progress(progress, "statistics", 1, 2)
         manifest = build_manifest(results, None, seed, settings)
     else:
         # the bootstrap is numpy and C work that runs without the GIL; the dataset's hash is Python work: on two
@@ -463,12 +562,94 @@ def add_statistics(
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="evret-statistics") as pool:
             pending = pool.submit(resample)
             manifest = build_manifest(results, dataset, seed, settings)
+            report_progress(progress, "statistics", 1, 2)
             intervals, sliced = pending.result()
+    report_progress(progress, "statistics", 2, 2)
     results.intervals = intervals
     results.slices = {tag: {value: SliceResult(**data) for value, data in values.items()}
                       for tag, values in sliced.items()}
     results.manifest = manifest
     return results
+
+
+_ENCODE_STR = json.encoder.encode_basestring_ascii  # json's own (C) string encoder, as json.dumps uses
+_INFINITY = float("inf")
+
+
+def indented(value: Any, newline: str, step: str) -> str:
+    """``value`` as ``json.dumps(value, indent=len(step))`` writes it, every line after the first starting with
+    ``newline``'s indentation, in a fraction of its time: plain JSON data only (str, int, float, bool, None,
+    lists, tuples and dicts with str keys, of exactly those types); anything else raises TypeError and a NaN or an
+    infinity ValueError, for json itself to encode."""
+    kind = type(value)
+    if kind is not list and kind is not tuple and kind is not dict:
+        return _item(value, newline, step)
+    if not value:
+        return "{}" if kind is dict else "[]"
+    inner = newline + step
+    parts = []
+    # the common scalars inline: a call per value would cost more than the encoding
+    for key, item in value.items() if kind is dict else enumerate(value):
+        of = type(item)
+        if of is str:
+            text = _ENCODE_STR(item)
+        elif of is float and item == item and item != _INFINITY and item != -_INFINITY:
+            text = float.__repr__(item)
+        elif of is int:
+            text = int.__repr__(item)
+        elif item is None:
+            text = "null"
+        elif of is dict and len(item) == 7 and tuple(item) == _JUDGMENT_KEYS:
+            text = _judgment(item, inner, step)
+        else:
+            text = _item(item, inner, step)
+        if kind is dict:
+            if type(key) is not str:
+                raise TypeError("a key that is not a str")
+            text = _ENCODE_STR(key) + ": " + text
+        parts.append(text)
+    if kind is dict:
+        return "{" + inner + ("," + inner).join(parts) + newline + "}"
+    return "[" + inner + ("," + inner).join(parts) + newline + "]"
+
+
+_JUDGMENT_KEYS = ("rank", "doc_id", "score", "text", "matched", "unmeasured", "assigned")
+
+
+def _judgment(value: dict[str, Any], newline: str, step: str) -> str:
+    """A judgment record as :func:`indented` writes it: in one piece when it holds what the evaluator writes (an
+    int rank, str ids, a finite score or null, a text or null, no answers matched), most of a big run's records."""
+    rank, doc, score, text, matched, unmeasured, assigned = value.values()
+    if (type(rank) is int and type(doc) is str and (score is None or type(score) is float and score == score
+            and score != _INFINITY and score != -_INFINITY) and (text is None or type(text) is str)
+            and type(matched) is list and not matched and type(unmeasured) is list and not unmeasured
+            and (assigned is None or type(assigned) is str)):
+        at = newline + step
+        return (f'{{{at}"rank": {int.__repr__(rank)},{at}"doc_id": {_ENCODE_STR(doc)},{at}"score": '
+                f'{"null" if score is None else float.__repr__(score)},{at}"text": '
+                f'{"null" if text is None else _ENCODE_STR(text)},{at}"matched": [],{at}"unmeasured": [],{at}'
+                f'"assigned": {"null" if assigned is None else _ENCODE_STR(assigned)}{newline}}}')
+    return indented(value, newline, step)
+
+
+def _item(value: Any, newline: str, step: str) -> str:
+    """One value of :func:`indented`: scalars here, containers there (one call per container, not per value)."""
+    kind = type(value)
+    if kind is str:
+        return _ENCODE_STR(value)
+    if kind is float:
+        if value != value or value == _INFINITY or value == -_INFINITY:
+            raise ValueError("not a finite number")
+        return float.__repr__(value)
+    if kind is int:
+        return int.__repr__(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is list or kind is tuple or kind is dict:
+        return indented(value, newline, step) if value else ("[]" if kind is not dict else "{}")
+    raise TypeError(f"not plain JSON data: {kind.__name__}")
 
 
 def _finite(value: Any) -> Any:

@@ -33,14 +33,27 @@ def load_results(path_or_text: str | Path, kind: str | None = None) -> Results:
     """The results in ``path_or_text`` (a path, or the JSON text itself), of whichever kind the file holds:
     :class:`EvaluationResults` or :class:`RagResults`, their schema version checked (earlier versions load), their
     numbers checked. With ``kind`` (``retrieval`` or ``rag``), a file of the other kind is an error naming it.
-    Errors are :class:`EvretError` s naming the file (and the query or question, and the score)."""
-    data, source = read_document(path_or_text)
-    cls = kind_of(data)
-    if kind is not None and cls.KIND != kind:
-        if kind not in KINDS:
-            raise EvretError(f"unknown results kind {kind!r}; use one of {', '.join(KINDS)}")
-        raise EvretError(f"{source}: is a {cls.KIND} results file; {kind} results are needed here")
-    return cls.from_document(data, source)
+    Errors are :class:`EvretError` s naming the file (and the query or question, and the score). A retrieval
+    file's ``per_query`` is read as columns (:mod:`evret_core.results.stored`): the file is held in about its own
+    size, and a query's record is built when it is looked up."""
+
+    def checked(data: Any, source: str) -> type[Results]:
+        cls = kind_of(data)
+        if kind is not None and cls.KIND != kind:
+            if kind not in KINDS:
+                raise EvretError(f"unknown results kind {kind!r}; use one of {', '.join(KINDS)}")
+            raise EvretError(f"{source}: is a {cls.KIND} results file; {kind} results are needed here")
+        return cls
+
+    from evret_core.results.stored import read_results
+
+    read = read_results(path_or_text)
+    if read is None:  # read whole, as every other document
+        data, source = read_document(path_or_text)
+        return checked(data, source).from_document(data, source)
+    head, stored, source = read
+    cls = checked(head, source)
+    return cls.from_document(head, source) if stored is None else EvaluationResults.from_stored(head, stored, source)
 
 
 def run_names(paths: Sequence[str | Path]) -> list[str]:

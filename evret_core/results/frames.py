@@ -33,15 +33,22 @@ def columns(results: Any, level: str = "query") -> list[str]:
     _check_level(level)
     if level == "judgment":
         return ["query_id", "rank", "doc_id", "score", "assigned", "relevant", "matched", "unmeasured", "text"]
-    tags = sorted({key for qr in results.per_query.values() for key in qr.tags})
+    from evret_core.results.per_query import query_columns
+
+    tags = sorted({key for row in query_columns(results.per_query).tags for key in row})  # no record built
     return ["query_id", "query_text", "labelled_by", "unmeasured", *results.metrics, *(f"tag:{t}" for t in tags)]
 
 
 def rows(results: Any, level: str = "query") -> Iterator[dict[str, Any]]:
     """One dict per query (or per judged document), keyed by :func:`columns`."""
+    from evret_core.progress import current_progress
+
     _check_level(level)
     names = columns(results, level)
-    for qid, qr in results.per_query.items():
+    progress, total = current_progress(), len(results.per_query)
+    for done, (qid, qr) in enumerate(results.per_query.items()):
+        if progress is not None and done % 2048 == 0:
+            progress("rows", done, total)
         if level == "query":
             row: dict[str, Any] = dict.fromkeys(names)
             row.update(query_id=qid, query_text=qr.query_text, labelled_by=qr.labelled_by,
@@ -58,6 +65,8 @@ def rows(results: Any, level: str = "query") -> Iterator[dict[str, Any]]:
                 "relevant": gain, "matched": ";".join(map(str, judgment.matched)),
                 "unmeasured": ";".join(map(str, judgment.unmeasured)), "text": judgment.text,
             }
+    if progress is not None:
+        progress("rows", total, total)
 
 
 def to_pandas(results: Any, level: str = "query") -> Any:

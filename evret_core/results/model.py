@@ -103,6 +103,19 @@ class ValueCheck:
             raise self.fail(f"{where}: {name} is {value!r}, outside [{limits[0]:g}, {limits[1]:g}], the range of "
                             f"{name}")
 
+    def first_bad(self, values: Any, name: str, present: Any) -> int | None:
+        """The first index of the numpy array ``values`` (where ``present``) that :meth:`value` refuses, or None:
+        the same test over a column at once."""
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            good = np.isfinite(values)
+            limits = self.bounds(name)
+            if limits is not None:
+                good &= (values >= limits[0] - RANGE_TOLERANCE) & (values <= limits[1] + RANGE_TOLERANCE)
+        bad = np.flatnonzero(present & ~good)
+        return int(bad[0]) if len(bad) else None
+
     def number(self, value: Any, where: str, limits: tuple[float, float] | None = None) -> float:
         """``value`` as a float: a finite number (not a bool nor a string) inside ``limits`` when given."""
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -1,26 +1,30 @@
-"""Per-query detail: the :class:`QueryResult` and :class:`Judgment` models, and :class:`QueryTable`, the columnar
-store the evaluator fills, which builds a query's models only when that query is asked for.
+"""Per-query detail: the :class:`QueryResult` and :class:`Judgment` models, :class:`QueryTable`, the columnar
+store the evaluator fills, which builds a query's models only when that query is asked for, and
+:class:`QueryColumns`, the per-query numbers of any run as columns (what checks, statistics and comparisons read).
 
 An evaluation of 100,000 queries x 100 retrieved documents holds ten million judgments; as pydantic models that is
 gigabytes and most of the run time. The table keeps what it needs as columns (the retrieved rows, the judge's
 verdicts per text-labelled query, one score array per metric) and makes ``results.per_query["q1"]`` on demand;
-iterating it builds one query at a time, and writing results streams the same records.
+iterating it builds one query at a time, and writing results streams the same records. A results file read back
+is held the same way (:class:`~evret_core.results.stored.StoredQueries`).
 """
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
 
-from evret_core.assign import Assignment
+from evret_core.assign import Assignment, answer_coverage
 from evret_core.data.models import QueryExample
 from evret_core.retrieve.retrievers import RankedColumns
 
-__all__ = ["Judgment", "QueryResult", "QueryTable", "TextJudgments"]
+__all__ = ["Judgment", "QueryColumns", "QueryResult", "QueryTable", "RankColumns", "TextJudgments",
+           "query_columns"]
 
 
 class Judgment(BaseModel):
@@ -102,6 +106,7 @@ class QueryTable(Mapping[str, QueryResult]):
         self.scores = dict(scores)
         self.text = text
         self._index: dict[str, int] | None = None
+        self._ranks: RankColumns | None = None
 
     # -- Mapping -------------------------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -129,6 +134,31 @@ class QueryTable(Mapping[str, QueryResult]):
 
     def tags(self) -> list[dict[str, str]]:
         return [q.tags for q in self.queries]
+
+    @property
+    def ranks(self) -> RankColumns:
+        """Every query's ranking as :class:`RankColumns` (the metric@k curves), without building views; computed
+        once."""
+        if self._ranks is None:
+            rows = RankRows()
+            for i, example in enumerate(self.queries):
+                judged = self.text.get(i)
+                by_text = not example.is_id_labelled and bool(example.expected_answers)
+                if judged is None:
+                    ranking = [str(d) for d in self._row(i).ids]
+                    rows.add(ranking, example.relevance, [[]] * len(ranking) if by_text else None,
+                             len(example.expected_answers))
+                else:
+                    rows.add(judged.assignment.assigned, judged.assignment.relevance,
+                             judged.matched if by_text else None, len(example.expected_answers))
+            self._ranks = rows.columns()
+        return self._ranks
+
+    def query_columns(self) -> QueryColumns:
+        """The score columns (every query holds every metric) and tags, without building views."""
+        n = len(self.queries)
+        return QueryColumns(list(self), {m: np.asarray(v, dtype=np.float64) for m, v in self.scores.items()},
+                            {m: np.ones(n, dtype=bool) for m in self.scores}, self.tags())
 
     def record(self, i: int) -> dict[str, Any]:
         """Query ``i`` as the plain data of a :class:`QueryResult` (what the results file holds)."""
@@ -164,3 +194,135 @@ class QueryTable(Mapping[str, QueryResult]):
         """(query id, record) for every query, one at a time."""
         for i, example in enumerate(self.queries):
             yield example.query_id, self.record(i)
+
+
+@dataclass
+class QueryColumns:
+    """A run's per-query numbers as columns, in query order: ``ids``, each metric's ``values`` (NaN where a query
+    lacks it) with ``present`` (whether the query holds it), each query's ``tags``, and ``mismatched``: row -> the
+    ``query_id`` its record holds when that differs from its key (a file edited by hand)."""
+
+    ids: list[str]
+    values: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    tags: Sequence[Mapping[str, str]]
+    mismatched: dict[int, str] = field(default_factory=dict)
+
+    def held(self, metric: str) -> list[float]:
+        """The values of ``metric`` of the queries holding it, in query order."""
+        if metric not in self.values:
+            return []
+        return self.values[metric][self.present[metric]].tolist()  # type: ignore[no-any-return]
+
+    def filled(self, metric: str) -> np.ndarray:
+        """``metric``'s values with 0.0 where a query lacks it (all zeros when no query holds it)."""
+        if metric not in self.values:
+            return np.zeros(len(self.ids))
+        return np.where(self.present[metric], self.values[metric], 0.0)
+
+    def per_query(self) -> dict[str, dict[str, float]]:
+        """query id -> metric -> value (the metrics each query holds)."""
+        names = list(self.values)
+        if not names:
+            return {qid: {} for qid in self.ids}
+        columns = [self.values[m].tolist() for m in names]
+        if all(bool(self.present[m].all()) for m in names):
+            rows = zip(*columns, strict=True)
+            return {qid: dict(zip(names, row, strict=True)) for qid, row in zip(self.ids, rows, strict=True)}
+        masks = [self.present[m].tolist() for m in names]
+        return {qid: {m: columns[k][i] for k, m in enumerate(names) if masks[k][i]} for i, qid in enumerate(self.ids)}
+
+
+def query_columns(per_query: Mapping[str, QueryResult]) -> QueryColumns:
+    """The columns of ``per_query``: read from the store when it keeps them (the evaluator's table, a results file
+    read back), else gathered from the records."""
+    own = getattr(per_query, "query_columns", None)
+    if callable(own):
+        columns: QueryColumns = own()
+        return columns
+    ids: list[str] = []
+    tags: list[Mapping[str, str]] = []
+    found: dict[str, tuple[list[int], list[float]]] = {}
+    mismatched: dict[int, str] = {}
+    for row, (qid, qr) in enumerate(per_query.items()):
+        ids.append(qid)
+        tags.append(qr.tags)
+        if qr.query_id != qid:
+            mismatched[row] = qr.query_id
+        for metric, value in qr.scores.items():
+            rows, values = found.setdefault(metric, ([], []))
+            rows.append(row)
+            values.append(value)
+    return _columns(ids, found, tags, mismatched)
+
+
+def _columns(ids: list[str], found: Mapping[str, tuple[Sequence[int], Sequence[float]]],
+             tags: Sequence[Mapping[str, str]], mismatched: dict[int, str]) -> QueryColumns:
+    """Columns from each metric's (rows holding it, their values)."""
+    n = len(ids)
+    values: dict[str, np.ndarray] = {}
+    present: dict[str, np.ndarray] = {}
+    for metric, (rows, held) in found.items():
+        if len(rows) == n:
+            values[metric] = np.array(held, dtype=np.float64)
+            present[metric] = np.ones(n, dtype=bool)
+            continue
+        index = np.array(rows, dtype=np.int64)
+        values[metric] = np.full(n, np.nan)
+        values[metric][index] = held
+        present[metric] = np.zeros(n, dtype=bool)
+        present[metric][index] = True
+    return QueryColumns(ids, values, present, tags, mismatched)
+
+
+@dataclass
+class RankColumns:
+    """What the metric@k curves need of every query, without its ranking: the length of its ranking (``num_ret``),
+    and for each of its relevant ids (``qrel_lengths`` per query, in its record's order) the 0-based rank of the
+    first document scored as that id, or -1 (``ranks``), and its grade (``grades``); for text-labelled queries
+    with expected answers, how many answers each rank found first (``coverage``) and their number (``answers``)."""
+
+    num_ret: np.ndarray
+    qrel_lengths: np.ndarray
+    ranks: np.ndarray
+    grades: np.ndarray
+    coverage: dict[int, list[int]]
+    answers: np.ndarray
+
+
+class RankRows:
+    """:class:`RankColumns` gathered a query at a time."""
+
+    def __init__(self) -> None:
+        self.num_ret = array("q")  # machine numbers, not Python objects: 8 bytes each
+        self.qrel_lengths = array("q")
+        self.ranks = array("q")
+        self.grades = array("d")
+        self.coverage: dict[int, list[int]] = {}
+        self.answers: dict[int, int] = {}
+
+    def add(self, ranking: Sequence[str], relevant: Mapping[str, float] | None,
+            matched: Sequence[Sequence[int]] | None, answers: int) -> None:
+        """The next query: its ranking as scored (:attr:`QueryResult.ranking`), its relevant ids, and for a
+        text-labelled query with expected answers the answers each rank matched and their number."""
+        row = len(self.num_ret)
+        self.num_ret.append(len(ranking))
+        if relevant:
+            for doc in relevant:  # the first rank of each relevant id (a repeated id counts once)
+                try:
+                    self.ranks.append(ranking.index(doc))
+                except ValueError:
+                    self.ranks.append(-1)
+            self.grades.extend(relevant.values())
+        self.qrel_lengths.append(len(relevant) if relevant else 0)
+        if matched is not None:
+            self.coverage[row] = answer_coverage(matched)
+            self.answers[row] = answers
+
+    def columns(self) -> RankColumns:
+        answers = np.zeros(len(self.num_ret), dtype=np.int64)
+        if self.answers:
+            answers[list(self.answers)] = list(self.answers.values())
+        return RankColumns(np.frombuffer(self.num_ret, dtype=np.int64), np.frombuffer(self.qrel_lengths, dtype=np.int64),
+                           np.frombuffer(self.ranks, dtype=np.int64), np.frombuffer(self.grades, dtype=np.float64),
+                           self.coverage, answers)

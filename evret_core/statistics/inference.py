@@ -8,7 +8,7 @@ function (continued fraction), so the core needs no scipy.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -394,8 +394,10 @@ def compare_scores(
     seed: int = 0,
     top: int = 5,
     intersection: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Comparison:
-    """Compare runs given as ``{run name: {query id: {metric: value}}}``, every pair of runs on every metric.
+    """Compare runs given as ``{run name: {query id: {metric: value}}}``, every pair of runs on every metric
+    (``progress`` sees the stage ``compare``: tests done of all).
 
     The runs must score the same queries: otherwise an :class:`EvretError` names the difference, unless
     ``intersection`` is true, when the common queries are compared and a warning says how many were dropped.
@@ -426,6 +428,9 @@ def compare_scores(
         raise EvretError(f"the runs have {len(common)} queries in common; paired tests need at least 2")
     first_order = [q for q in runs[names[0]] if q in common]
     pairs: list[PairComparison] = []
+    tests = len(metrics) * len(names) * (len(names) - 1) // 2
+    if progress is not None:
+        progress("compare", 0, tests)
     for metric in metrics:
         matrix = {}
         for name in names:
@@ -446,6 +451,8 @@ def compare_scores(
                     p_value=paired_p_value(x, y, test, n_resamples, seed), test=test,
                     effect_size=cohens_d_paired(x, y), n=int(diff.size), gained=gained, lost=lost,
                 ))
+                if progress is not None:
+                    progress("compare", len(pairs), tests)
     for pair, adjusted in zip(pairs, holm_bonferroni([p.p_value for p in pairs]), strict=True):
         pair.p_adjusted = adjusted
         pair.significant = adjusted < alpha

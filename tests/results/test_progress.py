@@ -5,12 +5,18 @@ from __future__ import annotations
 import io
 import os
 import pty
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+
+import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample
 from evret_core.progress import terminal_progress
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _dataset(n: int) -> EvaluationDataset:
@@ -91,3 +97,45 @@ def test_cli_process_on_a_terminal_and_in_a_pipe(tmp_path) -> None:  # type: ign
     os.close(master)
     assert proc.returncode == 0 and stdout == b"done\n"
     assert "retrieve  [" in drawn and "30/30 100%" in drawn
+
+
+def _command_screen(argv: list[str], monkeypatch: pytest.MonkeyPatch, delay: float = 0.0) -> tuple[int, str]:
+    """``evret ARGV`` run here with standard error a terminal, steps shown after ``delay`` s (STAGE_DELAY)."""
+    from evret_core.cli import main
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr("evret_core.progress.STAGE_DELAY", delay)
+    monkeypatch.setattr(sys, "stderr", tty)
+    status = main(argv)
+    return status, tty.getvalue()
+
+
+def _stages(drawn: str) -> list[str]:
+    return list(dict.fromkeys(re.findall(r"(?:^|\r|\n)((?:read \S+|[a-z-]+)) +\[", drawn)))
+
+
+def test_evaluate_report_and_compare_show_every_step_on_a_terminal(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """LG1b, LG3, LG3b: reading the dataset, the metrics, the statistics, writing the results; reading each results
+    file, the comparison, the curves and the drill-down of a report: each a bar when it takes long enough."""
+    out = tmp_path / "run.json"
+    status, drawn = _command_screen(["evaluate", "--config", str(EXAMPLES / "eval.toml"), "--output", str(out)],
+                                    monkeypatch)
+    assert status == 0
+    assert _stages(drawn) == ["read dataset.jsonl", "retrieve", "judge", "metrics", "statistics", "write"]
+    assert "22/22 100%" in drawn  # the metrics and the records written, of 22 queries
+    other = tmp_path / "other.json"
+    other.write_bytes(out.read_bytes())
+    status, drawn = _command_screen(["compare", str(out), str(other)], monkeypatch)
+    assert status == 0 and _stages(drawn) == ["read run.json", "read other.json", "compare"]
+    status, drawn = _command_screen(["report", str(out), str(other), "--format", "html", "--output",
+                                     str(tmp_path / "r.html")], monkeypatch)
+    assert status == 0
+    assert _stages(drawn) == ["read run.json", "read other.json", "compare", "curves", "drill-down"]
+    size = out.stat().st_size
+    assert f"{size}/{size} 100%" in drawn  # the file read to its last byte
+    assert _command_screen(["compare", str(out), str(other)], monkeypatch, delay=5.0) == (0, "")  # quick: nothing
