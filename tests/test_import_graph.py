@@ -173,20 +173,6 @@ def test_no_two_modules_share_a_file_name() -> None:
     assert shared == {}
 
 
-def test_modules_that_became_packages_keep_their_names() -> None:
-    from evret_core.plugins import register_plugin
-    from evret_core.plugins.loading import register_plugin as moved_register
-    from evret_core.rag.claims import LexicalClaimJudge
-    from evret_core.rag.claims.claim_judges import LexicalClaimJudge as moved_judge
-    from evret_core.rag.questions import QuestionSet
-    from evret_core.rag.questions.question_sets import QuestionSet as moved_set
-    from evret_core.results import EvaluationResults
-    from evret_core.results.evaluation import EvaluationResults as moved_results
-
-    assert register_plugin is moved_register and LexicalClaimJudge is moved_judge
-    assert QuestionSet is moved_set and EvaluationResults is moved_results
-
-
 def test_every_module_imports_first() -> None:
     """Each core module imported before any other (a fresh ``sys.modules`` for each): a circle that runs through a
     package's ``__init__`` (which the graph above does not follow) fails here."""
