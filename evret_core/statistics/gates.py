@@ -190,13 +190,6 @@ FlatScores = ScoreView
 """The name gates gave a run's scores in one shape before the one results model: :class:`ScoreView`."""
 
 
-def rag_scores(results: Any) -> ScoreView:
-    """A RAG run's gateable scores (``retrieval/recall@5``, ``gold/f1``...): its
-    :meth:`~evret_core.results.model.Results.score_view`, as for any results."""
-    view: ScoreView = results.score_view()
-    return view
-
-
 def check_gates(
     run: ScoredRun,
     fail_under: Mapping[str, float] | None = None,
