@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from evret_core import _moved  # noqa: E402  (the old import paths of moved modules keep working)
 from evret_core.lazy import lazy_export  # noqa: E402
-
-_moved.install()
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -87,7 +84,6 @@ __all__ = [
     "EvaluationResults",
     "Evaluator",
     "Executor",
-    "Executor",
     "EvretError",
     "ExactJudge",
     "HitRate",
@@ -113,7 +109,6 @@ __all__ = [
     "TokenOverlapJudge",
     "UnknownNameError",
     "create_evaluator",
-    "create_executor",
     "create_executor",
     "create_judge",
     "create_llm_provider",

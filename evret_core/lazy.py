@@ -1,10 +1,9 @@
 """Names imported on first use (PEP 562 module ``__getattr__``): the public names of `evret_core`, its SDK and
-`evret_core.rag`, and the old names of modules that became packages when the core was laid out by stage."""
+`evret_core.rag`."""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,11 +17,3 @@ def lazy_export(namespace: dict[str, Any], exports: Mapping[str, str], name: str
     value = getattr(importlib.import_module(module), name)
     namespace[name] = value
     return value
-
-
-def old_module_name(package: str, module: str, name: str) -> Any:
-    """``name`` of ``module``, the code of the old module ``package`` before it became a package. A submodule of
-    ``package`` is left to the import system (``from package import submodule`` asks here first)."""
-    if name.startswith("__") or importlib.util.find_spec(f"{package}.{name}") is not None:
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)

@@ -164,54 +164,13 @@ def test_the_layout_tree_names_every_module_once() -> None:
     assert "evret_core/rag/harness.py" in named
 
 
-def _deprecated_alias(path: Path) -> bool:
-    """Whether ``path`` is only an old import path kept working (its docstring starts "Deprecated alias")."""
-    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    return doc.startswith("Deprecated alias")
-
-
 def test_no_two_modules_share_a_file_name() -> None:
     by_name: dict[str, list[str]] = {}
     for path in PACKAGES["evret_core"].rglob("*.py"):
-        if path.name not in ("__init__.py", "__main__.py") and not _deprecated_alias(path):
+        if path.name not in ("__init__.py", "__main__.py"):
             by_name.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
     shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
     assert shared == {}
-
-
-def test_every_old_import_path_still_works_and_warns() -> None:
-    """Modules moved when the core was laid out by stage: the old path gives the same module object, with a
-    DeprecationWarning naming the new path; no old path is also a real module."""
-    import importlib
-    import sys
-
-    import pytest
-
-    from evret_core._moved import MOVED
-
-    real = set(_modules())
-    for old, new in MOVED.items():
-        assert old not in real, old
-        assert new in real, new
-        module = importlib.import_module(new)
-        sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match=new.replace(".", r"\.")):
-            assert importlib.import_module(old) is module
-    assert _deprecated_alias(ROOT / "evret_core" / "_moved.py")
-
-
-def test_modules_that_became_packages_keep_their_names() -> None:
-    from evret_core.plugins import register_plugin
-    from evret_core.plugins.loading import register_plugin as moved_register
-    from evret_core.rag.claims import LexicalClaimJudge
-    from evret_core.rag.claims.claim_judges import LexicalClaimJudge as moved_judge
-    from evret_core.rag.questions import QuestionSet
-    from evret_core.rag.questions.question_sets import QuestionSet as moved_set
-    from evret_core.results import EvaluationResults
-    from evret_core.results.evaluation import EvaluationResults as moved_results
-
-    assert register_plugin is moved_register and LexicalClaimJudge is moved_judge
-    assert QuestionSet is moved_set and EvaluationResults is moved_results
 
 
 def test_every_module_imports_first() -> None:

@@ -13,7 +13,6 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.errors import EvretError
-from evret_core.results.evaluation import atomic_write_text
 from evret_core.results.outputs import check_output_path, write_output
 
 from .conftest import one_error
@@ -37,7 +36,7 @@ def test_replacing_keeps_the_mode_and_leaves_no_temporary_file(tmp_path: Path) -
     target = tmp_path / "r.json"
     target.write_text("old")
     target.chmod(0o640)
-    atomic_write_text(target, "new")
+    write_output(target, "new")
     assert target.read_text() == "new" and stat.S_IMODE(target.stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]
 
@@ -49,7 +48,7 @@ def test_a_symlink_is_kept_and_its_target_written(tmp_path: Path) -> None:
     link = tmp_path / "link.json"
     link.symlink_to(target)
     check_output_path(link)
-    atomic_write_text(link, "new")
+    write_output(link, "new")
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert target.read_text() == "new"
     dangling = tmp_path / "dangling.json"
@@ -65,7 +64,7 @@ def test_a_fifo_is_written_through_not_replaced(tmp_path: Path) -> None:
     reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
     reader.start()
     check_output_path(fifo)
-    atomic_write_text(fifo, "through the pipe")
+    write_output(fifo, "through the pipe")
     reader.join(timeout=10)
     assert received == ["through the pipe"]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)

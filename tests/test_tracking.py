@@ -21,7 +21,6 @@ from evret_core.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.rag_results import RagResults
 from evret_core.results.tracking import evret_name, log_to_mlflow, mlflow_name, split_metric_name
-from evret_core.statistics.gates import rag_scores
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer
 
@@ -169,7 +168,7 @@ def test_rag_logs_every_condition_with_intervals(tmp_path: Path, capsys: pytest.
     store, output = tmp_path / "mlruns", tmp_path / "rag.json"
     assert main([*RAG, "--output", str(output), "--mlflow", str(store), "--mlflow-experiment", "help desk"]) == 0
     results = RagResults.from_json(output)
-    flat = rag_scores(results)
+    flat = results.score_view()
     run = only_run(store, "help desk")
     metrics = run.data.metrics
     assert {"gold/f1", "retrieved/f1", "retrieval/recall@5"} <= set(flat.scores)

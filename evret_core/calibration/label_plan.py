@@ -21,6 +21,7 @@ from evret_core.calibration.calibrate import unit_scores
 from evret_core.calibration.labels import LabelledJudgment
 from evret_core.calibration.scores import judge_name
 from evret_core.errors import EvretError
+from evret_core.results.outputs import write_output
 
 
 def candidates_from_results(results: Any) -> list[LabelledJudgment]:
@@ -126,12 +127,10 @@ def _stratum_label(index: int, strata: int) -> str:
 
 def write_plan(path: str | Path, sample: Sequence[LabelledJudgment]) -> None:
     """Write the sample as JSONL, one judgment per line with ``"label": null`` for a person to fill in."""
-    from evret_core.results.evaluation import atomic_write_text
-
     text = "".join(json.dumps(item.to_record(), ensure_ascii=False) + "\n" for item in sample)
     if str(path) == "-":
         import sys
 
         sys.stdout.write(text)
         return
-    atomic_write_text(Path(path), text)
+    write_output(Path(path), text)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.errors import EvretError
+from evret_core.results.outputs import write_output
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,9 +58,7 @@ def save_threshold(path: str | Path, judge: str, option: str, value: float) -> s
     check = tomllib.loads(new_text)
     if check.get("judge", {}).get(option) != value or check["judge"].get("name") != judge:  # pragma: no cover
         raise EvretError(f"{path}: could not place {option} in the [judge] table; edit the file by hand")
-    from evret_core.results.evaluation import atomic_write_text
-
-    atomic_write_text(path, new_text)
+    write_output(path, new_text)
     return new_text
 
 

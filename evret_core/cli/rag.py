@@ -136,9 +136,7 @@ def run(args: argparse.Namespace) -> int:
     floors = check_gate_arguments(args, config.score_names(conditions), "--conditions or --adversarial")
     baseline = None
     if args.baseline:  # read before any work: a bad baseline file must not cost a run
-        from evret_core.statistics.gates import rag_scores
-
-        baseline = rag_scores(RagResults.from_json(args.baseline))
+        baseline = RagResults.from_json(args.baseline).score_view()
     tracking = check_rag_outputs(config, args)
     questions = config.load_questions()
     for warning in questions.warnings:  # what the reader kept but will not use as the file meant (fake answers)
@@ -181,9 +179,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{what} written to {path}", file=sys.stderr)
     end = check_end_of_run(args, evaluator, results)
     log_run(args, tracking, results)  # after the results files: a tracking failure must not lose them
-    from evret_core.statistics.gates import rag_scores
-
-    gates = run_gates(args, floors, rag_scores(results), lambda _path: baseline)
+    gates = run_gates(args, floors, results.score_view(), lambda _path: baseline)
     return end.report() or gates  # last: the line that says why the run failed is the last one
 
 

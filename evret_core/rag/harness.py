@@ -348,7 +348,7 @@ def retrieval_metric_names(k: int) -> list[str]:
 
 def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = True,
                 relevance: bool = True) -> list[str]:
-    """Every score a run over ``conditions`` can have, by the names the gates use (:func:`evret_core.statistics.gates.rag_scores`):
+    """Every score a run over ``conditions`` can have, by the names the gates use (:meth:`evret_core.results.model.Results.score_view`):
     ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
     (``answer_judge`` and ``answer_relevance`` only when the run has those parts; then plugins' RAG scores). Known
     from the settings alone, so a misspelt ``--fail-under`` fails before any work."""

@@ -15,9 +15,10 @@ from pathlib import Path
 from evret_core.errors import EvretError
 from evret_core.report import FORMATS, render_report
 from evret_core.report.common import RagReportData, ReportData, build_report_data, compare_runs
-from evret_core.results.evaluation import EvaluationResults, atomic_write_text
+from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import load_results, run_names
 from evret_core.results.model import Results
+from evret_core.results.outputs import write_output
 from evret_core.results.rag_results import RagResults
 from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
 
@@ -174,5 +175,5 @@ def write_report(
     """
     text = make_report(*runs, format=format or report_format(path), test=test, alpha=alpha, seed=seed,
                        max_k=max_k)
-    atomic_write_text(Path(path), text)
+    write_output(Path(path), text)
     return Path(path)

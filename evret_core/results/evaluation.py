@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import platform
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -29,12 +29,11 @@ from evret_core.results.model import (
     ValueCheck,
     metric_value_range,
 )
-from evret_core.results.outputs import write_output
 from evret_core.results.per_query import Judgment, QueryColumns, QueryResult, QueryTable, query_columns
 from evret_core.results.redact import redact
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
-           "atomic_write_text", "build_manifest", "check_results", "metric_value_range"]
+           "build_manifest", "check_results", "metric_value_range"]
 
 if TYPE_CHECKING:
     from evret_core.data.models import EvaluationDataset
@@ -668,9 +667,3 @@ def _query_records(per_query: Mapping[str, QueryResult]) -> Iterator[tuple[str, 
         return
     for qid, qr in per_query.items():
         yield qid, json.loads(qr.model_dump_json())
-
-
-def atomic_write_text(path: Path, text: str | Iterable[str]) -> None:
-    """Write ``text`` (a string, or an iterable of chunks written as they come) to ``path`` safely: regular files
-    atomically, through a temporary file and a rename (see :mod:`evret_core.results.outputs`)."""
-    write_output(path, text)

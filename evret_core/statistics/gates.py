@@ -17,7 +17,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from evret_core.errors import EvretError
-from evret_core.results.model import ScoreView
 from evret_core.statistics.inference import TESTS, holm_bonferroni, paired_p_value
 
 
@@ -184,17 +183,6 @@ def check_regression(
                 f"min effect {min_effect:g})",
                 drops))
     return failures
-
-
-FlatScores = ScoreView
-"""The name gates gave a run's scores in one shape before the one results model: :class:`ScoreView`."""
-
-
-def rag_scores(results: Any) -> ScoreView:
-    """A RAG run's gateable scores (``retrieval/recall@5``, ``gold/f1``...): its
-    :meth:`~evret_core.results.model.Results.score_view`, as for any results."""
-    view: ScoreView = results.score_view()
-    return view
 
 
 def check_gates(

@@ -15,7 +15,8 @@ import pytest
 
 from evret_core.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults, metric_value_range
-from evret_core.statistics.gates import FlatScores, check_fail_under, check_regression
+from evret_core.results.model import ScoreView
+from evret_core.statistics.gates import check_fail_under, check_regression
 
 from .conftest import REPO
 
@@ -143,9 +144,9 @@ def test_compare_refuses_nan_and_huge_scores_without_numpy_warnings(
 
 
 # -- the gates themselves: never a pass on NaN, whatever built the run -------------------------------------------
-def _flat(values: list[float]) -> FlatScores:
+def _flat(values: list[float]) -> ScoreView:
     per_query = {f"q{i}": {"m": v} for i, v in enumerate(values)}
-    return FlatScores({"m": sum(values) / len(values)}, {}, per_query)
+    return ScoreView({"m": sum(values) / len(values)}, {}, per_query)
 
 
 def test_regression_gate_on_nan_scores_is_an_error_not_a_pass() -> None:
@@ -158,6 +159,6 @@ def test_regression_gate_on_nan_scores_is_an_error_not_a_pass() -> None:
 
 
 def test_floor_on_a_nan_mean_is_an_error() -> None:
-    run = FlatScores({"m": float("nan")}, {}, {"q0": {"m": 0.5}})
+    run = ScoreView({"m": float("nan")}, {}, {"q0": {"m": 0.5}})
     with pytest.raises(EvretError, match=r"the run's m is nan; a floor needs a finite score"):
         check_fail_under(run, {"m": 0.5})

@@ -21,6 +21,7 @@ from evret_core.errors import EvretError, did_you_mean
 from evret_core.rag.perturb.perturbations import FAMILIES
 from evret_core.rag.questions.conditions import Condition, ConditionCase, Context, PerturbedCondition
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
+from evret_core.results.outputs import write_output
 
 
 def adversarial_conditions(families: Sequence[str], base: str = "retrieved", seed: int = 0,
@@ -55,8 +56,6 @@ def build_cases(conditions: Sequence[Condition], questions: QuestionSet,
 
 def write_cases(path: str | Path, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> str:
     """Write the cases, one JSON object per (condition, question); returns the file's SHA-256."""
-    from evret_core.results.evaluation import atomic_write_text
-
     lines = []
     for condition, column in cases.items():
         for q, case in zip(questions.questions, column, strict=True):
@@ -66,7 +65,7 @@ def write_cases(path: str | Path, questions: QuestionSet, cases: dict[str, list[
                 "contexts": [{"doc_id": c.doc_id, "text": c.text} for c in case.contexts],
             }, ensure_ascii=False))
     text = "".join(line + "\n" for line in lines)
-    atomic_write_text(Path(path), text)
+    write_output(Path(path), text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
