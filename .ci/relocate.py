@@ -21,7 +21,8 @@ It rewrites only what the map names, and applying the same map twice changes not
 a source). It refuses a map whose destination does not define a moved name, or whose source still defines it
 (the code was not moved), and it reports what it cannot rewrite: a moved name reached in code through its old
 module (``old.module.Name`` after ``import old.module``), and every dotted mention of a mapped package that does
-not resolve to a module or a name it binds. Names built at run time (f-strings, concatenation) are not seen.
+not resolve to a module or a name it binds. An f-string built from module-level constants (``f"{_PKG}.mod:X"``)
+that names a moved module is reported, not rewritten; other names built at run time are not seen.
 
     python .ci/relocate.py --map moves.json [--dry-run] [--no-ruff] [PATH ...]
 """
@@ -540,6 +541,25 @@ def refile_layout(moves: PathMap, text: str) -> str:
 
 # -- files --------------------------------------------------------------------------------------------------------
 
+def _built_strings(text: str) -> list[tuple[int, str]]:
+    """The f-strings of a module whose fields are module-level string constants, filled in (``f"{_PKG}.mod:X"``):
+    mentions the rewrite cannot reach."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                 and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+                 for t in n.targets if isinstance(t, ast.Name)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr) and any(isinstance(v, ast.FormattedValue) for v in node.values):
+            parts = [str(v.value) if isinstance(v, ast.Constant) else constants.get(getattr(v.value, "id", ""), "")
+                     for v in node.values]
+            found.append((node.lineno, "".join(parts)))
+    return found
+
+
 def module_of(path: Path, root: Path, packages: Iterable[str]) -> tuple[str | None, bool]:
     """The dotted module a Python file is (for its relative imports), and whether it is a package's __init__."""
     parts = list(path.relative_to(root).with_suffix("").parts)
@@ -566,6 +586,11 @@ def rewrite_file(moves: PathMap, path: Path, root: Path, report: Report) -> str 
             new = text
             report.warnings.append(f"{where}: does not parse; only its mentions were rewritten")
         new = rewrite_mentions(moves, new, True, where, report)
+        pattern = _mention_pattern(moves.roots)
+        for line, value in _built_strings(new):
+            if any(_mention(moves, m) for m in pattern.finditer(value)):
+                report.warnings.append(f"{where}:{line}: the f-string {value!r} names what the map moves: edit "
+                                       f"by hand")
     elif path.suffix == ".md":
         new = rewrite_markdown(moves, refile_layout(moves, text) if where == LAYOUT_DOC else text, where, report)
     else:

@@ -385,3 +385,13 @@ def test_the_command_line(tree: Path) -> None:
     assert "would change acme/consumer.py" in done.stdout and "5 files to change" in done.stdout
     assert _tree(tree) == {k: textwrap.dedent(v).lstrip("\n") for k, v in BEFORE.items()} | {
         "moves.json": '{"acme.old.models:Widget": "acme.core.widget"}'}
+
+
+def test_an_f_string_naming_a_moved_module_is_reported_not_rewritten(tree: Path) -> None:
+    table = 'PKG = "acme.util"\nTARGETS = {"main": f"{PKG}.text:main", "fancy": f"{PKG}.textual:fancy"}\n'
+    _write(tree, {"acme/table.py": table})
+    report = _run(tree)
+    assert (tree / "acme" / "table.py").read_text(encoding="utf-8") == table
+    assert "acme/table.py:2: the f-string 'acme.util.text:main' names what the map moves: edit by hand" in \
+        report.warnings
+    assert not any("textual" in w for w in report.warnings)
