@@ -4,11 +4,16 @@ The graph is built with ``ast`` from every ``import``/``from ... import`` of a p
 inside functions alike (an import hidden in a function is still a circle: it only moves the failure to call time);
 imports under ``if TYPE_CHECKING:`` are left out (they never run). ``from package import submodule`` (a Python
 module or a compiled extension) is an edge to the submodule, not to the package's ``__init__``.
+
+Issue 34's ratchet counts what still ties the core in a knot, TYPE_CHECKING imports included: the largest circle,
+imports inside functions, TYPE_CHECKING imports and module names written as strings. None may grow.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,15 +29,6 @@ def _modules() -> dict[str, Path]:
                 parts.pop()
             mods[".".join(parts)] = path
     return mods
-
-
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for stmt in node.body:
-                skip.update(id(n) for n in ast.walk(stmt))
-    return skip
 
 
 def _imported(node: ast.AST, name: str, is_package: bool, mods: dict[str, Path]) -> list[str]:
@@ -61,21 +57,63 @@ def _extension(module: str) -> bool:
     return any(folder.glob(f"{last}.*.so")) or any(folder.glob(f"{last}.*.pyd")) or (folder / f"{last}.c").exists()
 
 
-def import_graph() -> dict[str, set[str]]:
-    """``{module: the project modules it imports}`` for every module of evret_core and evret_ray."""
+IMPORT_KINDS = ("module", "function", "type_checking")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One import of a project module: where it is, what it imports, and when it runs (``module``: at import;
+    ``function``: inside a ``def`` or ``lambda``; ``type_checking``: never, under ``if TYPE_CHECKING:``)."""
+
+    source: str
+    target: str
+    kind: str
+    path: Path
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path.relative_to(ROOT).as_posix()}:{self.line}: {self.source} -> {self.target} ({self.kind})"
+
+
+def _import_statements(tree: ast.AST) -> list[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement of ``tree`` with its kind (see :class:`Edge`); TYPE_CHECKING wins over function."""
+    found: list[tuple[ast.Import | ast.ImportFrom, str]] = []
+
+    def visit(node: ast.AST, kind: str) -> None:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append((node, kind))
+        for child in ast.iter_child_nodes(node):
+            inner = kind
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test) and child in node.body:
+                inner = "type_checking"
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and kind == "module":
+                inner = "function"
+            visit(child, inner)
+
+    visit(tree, "module")
+    return found
+
+
+def import_edges() -> list[Edge]:
+    """Every import of a project module by a module of evret_core or evret_ray, one edge per imported module."""
     mods = _modules()
-    graph: dict[str, set[str]] = {}
+    edges: list[Edge] = []
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skip = _type_checking_nodes(tree)
-        deps: set[str] = set()
-        for node in ast.walk(tree):
-            if id(node) in skip:
-                continue
-            for target in _imported(node, name, path.name == "__init__.py", mods):
+        for node, kind in _import_statements(tree):
+            for target in dict.fromkeys(_imported(node, name, path.name == "__init__.py", mods)):
                 if target in mods and target != name:
-                    deps.add(target)
-        graph[name] = deps
+                    edges.append(Edge(name, target, kind, path, node.lineno))
+    return edges
+
+
+def import_graph(kinds: tuple[str, ...] = ("module", "function")) -> dict[str, set[str]]:
+    """``{module: the project modules it imports}`` for every module of evret_core and evret_ray, counting the
+    imports of ``kinds`` (by default those that run: TYPE_CHECKING imports left out)."""
+    graph: dict[str, set[str]] = {name: set() for name in _modules()}
+    for edge in import_edges():
+        if edge.kind in kinds:
+            graph[edge.source].add(edge.target)
     return graph
 
 
@@ -197,3 +235,107 @@ def test_every_module_imports_first() -> None:
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == ""
+
+
+# -- issue 34's ratchet -----------------------------------------------------------------------------------------
+# Measured at step 0 of issue 34 (on 8748f4f, 2026-11-28). Each later step lowers these to what it leaves (and
+# writes the new values here, in its commit); a change that makes one grow fails.
+LARGEST_CIRCLE = 63  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
+FUNCTION_LEVEL_IMPORTS = 311  # imports of evret_core modules inside functions of evret_core
+TYPE_CHECKING_IMPORTS = 120  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
+STRING_ADDRESSED_MODULES = 394  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
+
+_MODULE_STRING = re.compile(r"evret_core(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?::(?:[A-Za-z_][A-Za-z0-9_]*|\{\}))?")
+
+
+def largest_circle(edges: list[Edge]) -> list[str]:
+    """The members of the largest circle of ``edges`` (sorted; empty when there is none)."""
+    graph: dict[str, set[str]] = {name: set() for name in _modules()}
+    for edge in edges:
+        graph[edge.source].add(edge.target)
+    return max(cycles(graph), key=len, default=[])
+
+
+def core_edges(kind: str) -> list[Edge]:
+    """The imports of ``kind`` that evret_core makes of its own modules."""
+    return [e for e in import_edges() if e.kind == kind and e.source.startswith("evret_core")
+            and e.target.startswith("evret_core")]
+
+
+def _string_values(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every string constant of a module, with f-strings whose fields are module-level string constants filled
+    in (``f"{_RAG}.claims:Judge"``; a field computed at run time after ``module:`` is written ``{}``), and their
+    lines."""
+    constants = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(
+        n.value, ast.Constant) and isinstance(n.value.value, str) for t in n.targets if isinstance(t, ast.Name)}
+    found: list[tuple[int, str]] = []
+    inside_fstrings = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in inside_fstrings:
+            found.append((node.lineno, node.value))
+        elif isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.Constant):
+                    parts.append(str(value.value))
+                elif isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name) and \
+                        value.value.id in constants:
+                    parts.append(constants[value.value.id])
+                else:  # a field computed at run time: the module part before it still names a module
+                    prefix = "".join(parts)
+                    if prefix.endswith(":"):
+                        found.append((node.lineno, prefix + "{}"))
+                    break
+            else:
+                found.append((node.lineno, "".join(parts)))
+    return found
+
+
+def string_addressed_modules() -> list[str]:
+    """``path:line: string`` for every string of evret_core that names an evret_core module (a dotted path, or a
+    ``module:Name`` target), as lazy tables, lazy factories and moved-module aliases write them."""
+    found = []
+    for name, path in _modules().items():
+        if not name.startswith("evret_core"):
+            continue
+        for line, value in _string_values(ast.parse(path.read_text(encoding="utf-8"))):
+            if _MODULE_STRING.fullmatch(value):
+                found.append(f"{path.relative_to(ROOT).as_posix()}:{line}: {value}")
+    return found
+
+
+def test_the_counters_see_each_kind_of_import() -> None:
+    kinds = {(e.source, e.target): e.kind for e in import_edges()}
+    assert kinds[("evret_core.plugins.recipes", "evret_core.llm.cache")] == "function"
+    assert kinds[("evret_core.plugins.kinds", "evret_core.judge")] == "type_checking"
+    assert kinds[("evret_core.judge.base", "evret_core.plugins.registry")] == "module"
+    strings = string_addressed_modules()
+    assert any(s.endswith(": evret_core.judge:Judge") and "plugins/kinds.py" in s for s in strings)
+    assert any(s.endswith(": evret_core.rag.claims.claim_judges:LexicalClaimJudge") for s in strings)  # f-string
+    assert largest_circle([Edge("evret_core.errors", "evret_core.aio", "module", ROOT, 1),
+                           Edge("evret_core.aio", "evret_core.errors", "function", ROOT, 1)]) == [
+        "evret_core.aio", "evret_core.errors"]
+
+
+def test_ratchet_the_largest_circle_counting_type_checking_imports() -> None:
+    edges = import_edges()
+    circle = largest_circle(edges)
+    inside = [str(e) for e in edges if e.source in circle and e.target in circle]
+    assert len(circle) <= LARGEST_CIRCLE, (f"the largest circle grew to {len(circle)} modules (at most "
+                                           f"{LARGEST_CIRCLE}):\n  " + "\n  ".join(circle)
+                                           + "\nits edges:\n  " + "\n  ".join(inside))
+
+
+def test_ratchet_function_level_imports() -> None:
+    edges = core_edges("function")
+    assert len(edges) <= FUNCTION_LEVEL_IMPORTS, "\n".join(map(str, edges))
+
+
+def test_ratchet_type_checking_imports() -> None:
+    edges = core_edges("type_checking")
+    assert len(edges) <= TYPE_CHECKING_IMPORTS, "\n".join(map(str, edges))
+
+
+def test_ratchet_string_addressed_modules() -> None:
+    strings = string_addressed_modules()
+    assert len(strings) <= STRING_ADDRESSED_MODULES, "\n".join(strings)

@@ -1,6 +1,8 @@
 """One results model: retrieval and RAG results read by one `load_results`, files of the previous schemas included
 (tests/results/data: retrieval v1 written by the code of 8b98336~1, retrieval v2 and RAG v1 by the code before the
-one results model), scores in one shape, and RAG files checked for numbers Evret cannot have written."""
+one results model, the two `*-before-34.json` by the code before issue 34's restructure: `evret evaluate` on
+examples/eval.toml and `evret rag` with the LLM parts on the stub, tests/golden/make.py's `evaluate` and `rag-llm`),
+scores in one shape, and RAG files checked for numbers Evret cannot have written."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from evret_core.statistics.gates import check_fail_under
 
 DATA = Path(__file__).parent / "data"
 RETRIEVAL_V1, RETRIEVAL_V2, RAG_V1 = DATA / "retrieval-v1.json", DATA / "retrieval-v2.json", DATA / "rag-v1.json"
+RETRIEVAL_34, RAG_34 = DATA / "retrieval-before-34.json", DATA / "rag-before-34.json"
 
 
 def test_files_of_the_previous_schemas_load_as_their_kind() -> None:
@@ -37,7 +40,18 @@ def test_files_of_the_previous_schemas_load_as_their_kind() -> None:
     assert rag.to_json() + "\n" == RAG_V1.read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("fixture", [RETRIEVAL_V1, RETRIEVAL_V2, RAG_V1])
+@pytest.mark.parametrize(("fixture", "kind"), [(RETRIEVAL_34, EvaluationResults), (RAG_34, RagResults)])
+def test_files_written_before_the_restructure_load_and_write_back_byte_for_byte(fixture: Path, kind: type) -> None:
+    results = load_results(fixture)
+    assert type(results) is kind and kind.from_json(fixture) == results
+    assert results.to_json() + "\n" == fixture.read_text(encoding="utf-8")
+    if isinstance(results, RagResults):  # the answers the LLM generator gave, with their claims and citations
+        outcome = results.per_question["r01"].conditions["gold"]
+        assert outcome.answer is not None and outcome.answer.claims and outcome.answer.claims[0].citations
+        assert outcome.claims and outcome.claims[0].verdict == "supported"
+
+
+@pytest.mark.parametrize("fixture", [RETRIEVAL_V1, RETRIEVAL_V2, RAG_V1, RETRIEVAL_34, RAG_34])
 def test_both_kinds_round_trip_through_load_results(fixture: Path, tmp_path: Path) -> None:
     results = load_results(fixture)
     path = tmp_path / "again.json"
