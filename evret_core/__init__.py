@@ -1,8 +1,8 @@
 """Evret: evaluate RAG retrieval against expected answer texts, with trec_eval-exact IR metrics.
 
 The public API is re-exported here and loaded lazily (PEP 562 module ``__getattr__``): ``import evret_core``
-imports no submodule, so numpy, pydantic and the judges load on the first use of a name that needs them, and
-``evret --help`` and ``evret plugins`` stay fast.
+imports no submodule but ``lazy`` and ``version``, so numpy, pydantic and the judges load on the first use of a
+name that needs them, and ``evret --help`` and ``evret plugins`` stay fast.
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
-from evret_core.lazy import lazy_export  # noqa: E402
+from evret_core.lazy import lazy_export
+from evret_core.version import __version__ as __version__
 
 # public name -> the module that defines it
 _EXPORTS: dict[str, str] = {
@@ -23,9 +22,9 @@ _EXPORTS: dict[str, str] = {
     "MultiCriteria": "evret_core.criteria",
     "MultiCriteriaItem": "evret_core.criteria",
     "PairwiseJudge": "evret_core.criteria",
-    "EvretError": "evret_core.errors",
-    "PluginError": "evret_core.errors",
-    "UnknownNameError": "evret_core.errors",
+    "EvretError": "evret_core.contracts.errors",
+    "PluginError": "evret_core.contracts.errors",
+    "UnknownNameError": "evret_core.contracts.errors",
     "Evaluator": "evret_core.evaluation.evaluator",
     "Executor": "evret_core.evaluation.executors",
     "hookimpl": "evret_core.plugins.hookspecs",
@@ -141,6 +140,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
     from evret_core.criteria import (
         Criteria,
         CriteriaOption,
@@ -150,7 +150,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         PairwiseJudge,
     )
     from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-    from evret_core.errors import EvretError, PluginError, UnknownNameError
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 MATCHING_MODES = ("first_match", "any_match")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 MAX_DEPTH = 100_000
 """The largest retrieval depth (``-k``) and metric cutoff (``recall@K``): documents per query."""

@@ -52,9 +52,9 @@ _EXPORTS: dict[str, str] = {
     "recipe": "evret_core.plugins.recipes",
     "recipe_of": "evret_core.plugins.recipes",
     # errors
-    "EvretError": "evret_core.errors",
-    "PluginError": "evret_core.errors",
-    "UnknownNameError": "evret_core.errors",
+    "EvretError": "evret_core.contracts.errors",
+    "PluginError": "evret_core.contracts.errors",
+    "UnknownNameError": "evret_core.contracts.errors",
     # models and contexts
     "EvaluationDataset": "evret_core.data.models",
     "JudgmentContext": "evret_core.data.models",
@@ -70,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     "Retriever": "evret_core.retrieve.retrievers",
     "RankedColumns": "evret_core.retrieve.retrievers",
     "read_corpus": "evret_core.data.corpus",
-    "run_sync": "evret_core.aio",
+    "run_sync": "evret_core.contracts.aio",
     "batched": "evret_core.retrieve.vectorstores",
     "corpus_batches": "evret_core.retrieve.vectorstores",
     "distance_result": "evret_core.retrieve.vectorstores",
@@ -253,11 +253,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
-    from evret_core.aio import run_sync
+    from evret_core.contracts.aio import run_sync
+    from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
     from evret_core.criteria import CriteriaJudge
     from evret_core.data.corpus import read_corpus
     from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-    from evret_core.errors import EvretError, PluginError, UnknownNameError
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import (
         Executor,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.judge.text import ContainsJudge, TokenOverlapJudge
 from evret_core.limits import check_bool
 

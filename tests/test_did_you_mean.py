@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EVALUATE = ["evaluate", "--dataset", str(EXAMPLES / "dataset.jsonl"), "--retriever", "bm25",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.retrieve import embedding_models
 from evret_core.retrieve.embedding_models import hub_reachable, packaged_model_path, resolve_model
 

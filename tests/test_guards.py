@@ -289,7 +289,7 @@ def test_a_config_files_seed_is_named_with_the_file(tmp_path: Path, capsys: pyte
 
 # -- 5. what a newcomer met --------------------------------------------------------------------------------------
 def test_install_hint_names_the_plugins_folder_of_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evret_core.errors import UnknownNameError
+    from evret_core.contracts.errors import UnknownNameError
     from evret_core.plugins.loading import KNOWN_DISTRIBUTIONS
     from evret_core.plugins.registry import create_judge
 
@@ -338,7 +338,7 @@ def test_rays_address_advice_names_evrets_option(ray_says: str) -> None:  # newc
 
 
 def test_the_harness_refuses_a_negative_seed_up_front() -> None:
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
     from evret_core.rag import RagEvaluator
 
     with pytest.raises(EvretError, match="seed must be an integer from 0 to 9223372036854775807, got -1"):
@@ -346,7 +346,7 @@ def test_the_harness_refuses_a_negative_seed_up_front() -> None:
 
 
 def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
     from evret_core.results.outputs import check_outputs
 
     (tmp_path / "out.json").write_text("{}")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, QueryExample
-from evret_core.errors import EvretError
 from evret_core.evaluation.config import EvaluateConfig
 
 from .conftest import REPO, one_error

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.errors import EvretError, UnknownNameError
+from evret_core.contracts.errors import EvretError, UnknownNameError
 from evret_core.judge.llm import LLMJudge, parse_answer
 from evret_core.llm import fence, parse_retry_after
 from evret_core.llm.cache import JudgmentCache, judgment_key, resolve_cache

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.cache import JudgmentCache
 from evret_core.results.outputs import check_output_folder, check_outputs
 

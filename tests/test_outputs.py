@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.outputs import check_output_path, write_output
 
 from .conftest import one_error

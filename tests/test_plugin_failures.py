@@ -318,7 +318,7 @@ import nosuchdependency_xyz  # the usual way a plugin breaks: a dependency that 
 
 def test_an_unknown_name_names_the_installed_plugin_that_failed_to_load(fake_plugin: FakePlugin,
                                                                          tmp_path: Path) -> None:
-    from evret_core.errors import UnknownNameError
+    from evret_core.contracts.errors import UnknownNameError
 
     site = fake_plugin("evret-brokenjudge", MISSING_DEPENDENCY)
     with pytest.raises(UnknownNameError) as info:
@@ -348,7 +348,7 @@ def test_a_known_name_does_not_mention_broken_plugins(fake_plugin: FakePlugin) -
 def test_every_bundled_retrievers_unknown_name_names_its_distribution(name: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from evret_core import create_retriever
-    from evret_core.errors import UnknownNameError
+    from evret_core.contracts.errors import UnknownNameError
 
     monkeypatch.setenv("EVRET_DISABLE_PLUGINS", f"evret-{name}")
     with pytest.raises(UnknownNameError, match=f"Plugin 'evret-{name}' is installed but disabled"):

@@ -150,7 +150,7 @@ def test_rag_and_retrieval_rebuild_through_the_same_function() -> None:
 
 
 def test_a_registry_recipe_that_no_longer_fits_names_the_kind() -> None:
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
 
     with pytest.raises(EvretError, match="judge 'token-overlap': bad options"):
         rebuild(Recipe("judge", "token-overlap", {"no_such_option": 1}))

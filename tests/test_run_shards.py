@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evret_core import evaluate_run, read_qrels, read_run
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.shards import evaluate_run_file, score_shard, shard_ranges
 from evret_core.testing.shared_data import shared_data
 

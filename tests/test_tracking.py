@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.rag_results import RagResults
 from evret_core.results.tracking import evret_name, log_to_mlflow, mlflow_name, split_metric_name
@@ -287,7 +287,7 @@ def test_without_mlflow_the_option_is_one_line_before_any_work(command: list[str
 def test_without_mlflow_the_python_api_raises_an_evret_error(tmp_path: Path) -> None:
     assert main([*EVALUATE, "--output", str(tmp_path / "r.json")]) == 0
     code = BLOCK.split("from evret_core.cli")[0] + (
-        "from evret_core.errors import EvretError\n"
+        "from evret_core.contracts.errors import EvretError\n"
         "from evret_core.results.evaluation import EvaluationResults\n"
         "from evret_core.results.tracking import log_to_mlflow\n"
         "try:\n"

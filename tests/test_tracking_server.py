@@ -233,7 +233,7 @@ def test_a_store_failing_at_logging_time_is_not_said_to_be_before_the_run(server
                                                                           tmp_path: Path) -> None:
     """log_to_mlflow (what the CLI calls after the work) does not check again: a failure there says the run
     could not be logged, never "nothing was done"; a deleted experiment found then is named as such."""
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
     from evret_core.results.tracking import log_to_mlflow
 
     assert main([*EVALUATE, "--output", str(tmp_path / "r.json")]) == 0

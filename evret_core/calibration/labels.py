@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import iter_json_lines
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 
 LABEL_KEYS = {"query_id", "query", "expected", "retrieved_text", "doc_id", "label",
               # written by `evret calibrate --plan`, ignored when reading labels back

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.statistics.inference import check_confidence_level
 
 

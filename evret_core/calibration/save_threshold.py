@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.outputs import write_output
 
 if sys.version_info >= (3, 11):

@@ -68,7 +68,7 @@ def judge_scores(judge: Any, contexts: Sequence[JudgmentContext]) -> list[float 
     else:
         got = _legacy_scores(judge, contexts)
     if len(got) != len(contexts):
-        from evret_core.errors import EvretError
+        from evret_core.contracts.errors import EvretError
 
         raise EvretError(f"judge {judge_name(judge)!r} returned {len(got)} scores for {len(contexts)} contexts")
     return [_clip(s) for s in got]

@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
+from evret_core.version import __version__
 
 
 def _command_modules() -> list[str]:
@@ -25,7 +26,7 @@ class _Parser(argparse.ArgumentParser):
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         if action.choices is not None and value not in action.choices:
-            from evret_core.errors import did_you_mean
+            from evret_core.contracts.errors import did_you_mean
 
             choices = [str(c) for c in action.choices]
             raise argparse.ArgumentError(action, f"invalid choice: {value!r}{did_you_mean(value, choices)} "
@@ -35,7 +36,7 @@ class _Parser(argparse.ArgumentParser):
 def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> NoReturn:
     """Report arguments no parser took with the usage of the subcommand they were given to (argparse hands them
     to the top-level parser, whose usage is no help), naming the option an unknown one most likely meant."""
-    from evret_core.errors import did_you_mean
+    from evret_core.contracts.errors import did_you_mean
 
     chosen = parser
     for action in parser._actions:
@@ -47,8 +48,6 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from evret_core import __version__
-
     parser = _Parser(
         prog="evret", description="Evaluate RAG retrieval against expected answer texts."
     )
@@ -88,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvretError as exc:
         if debug:
             raise
-        from evret_core.errors import visible
+        from evret_core.contracts.errors import visible
         from evret_core.results.redact import known_secrets, redact_text
 
         # one line, whatever the message quotes from data: ids and texts with control characters or ANSI escapes

@@ -9,7 +9,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.results.redact import known_secrets, redact_text
 
 __all__ = ["EndOfRun", "add_end_of_run_arguments", "check_unmeasured_flags", "known_secrets", "plugin_failure"]
@@ -157,7 +157,7 @@ class EndOfRun:
 
 def check_unmeasured_flags(allow: bool, fail: bool) -> None:
     """``--allow-unmeasured`` and ``--fail-on-unmeasured`` ask for opposite things."""
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
 
     if allow and fail:
         raise EvretError(f"{ALLOW_UNMEASURED} and --fail-on-unmeasured contradict each other: give one")

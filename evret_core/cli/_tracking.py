@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 
 def add_tracking_arguments(p: argparse.ArgumentParser) -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError, visible
+from evret_core.contracts.errors import EvretError, visible
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

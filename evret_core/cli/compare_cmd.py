@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from evret_core.errors import EvretError, visible
+    from evret_core.contracts.errors import EvretError, visible
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
     from evret_core.report.api import any_runs, compare
     from evret_core.report.terminal import print_comparison

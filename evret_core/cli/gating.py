@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 GATE_FAILED = 1
 """The exit status of a failed gate (bad input stays 2)."""
@@ -50,7 +50,7 @@ def check_gate_arguments(args: argparse.Namespace, known: Sequence[str] | None =
 
 def _hint(name: str, known: Sequence[str]) -> str:
     """The likeliest meant name, else the names the run computes when they are few."""
-    from evret_core.errors import did_you_mean
+    from evret_core.contracts.errors import did_you_mean
 
     meant = did_you_mean(name, known)
     if meant:

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.limits import check_float, check_int
 
 __all__ = ["check_float", "check_int", "load_config", "parse_options", "parse_value"]

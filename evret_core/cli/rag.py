@@ -11,7 +11,7 @@ from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
 from evret_core.cli.options import load_config, parse_options
-from evret_core.errors import EvretError, visible
+from evret_core.contracts.errors import EvretError, visible
 
 if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the command runs
     from evret_core.rag.rag_config import RagConfig

@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from evret_core.cli.options import check_float, check_int
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.limits import MAX_DEPTH
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         return _report_rag(args, rag)
     runs = {n: r for n, r in loaded.items() if isinstance(r, EvaluationResults)}
     if args.dataset or args.corpus or args.dataset_format:
-        from evret_core.errors import EvretError
+        from evret_core.contracts.errors import EvretError
 
         raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
                          "context texts); retrieval results hold their texts already")
@@ -87,7 +87,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
     from evret_core.report import RAG_FORMATS, RagReportData, render_report
     from evret_core.report.rag_compare import compare_rag
     from evret_core.results.outputs import write_output

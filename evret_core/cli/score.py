@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.cli.options import parse_options
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

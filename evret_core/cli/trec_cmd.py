@@ -56,7 +56,7 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
     """The run tag and every scored query's values (``{qid: {metric: value}}``)."""
     if args.shards is not None or args.executor is not None or args.executor_option:
         from evret_core.cli.options import parse_options
-        from evret_core.errors import EvretError
+        from evret_core.contracts.errors import EvretError
         from evret_core.evaluation.executors import resolve_executor
         from evret_core.metrics.shards import MAX_SHARDS, evaluate_run_file
 
@@ -71,7 +71,7 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
             if callable(shutdown):
                 shutdown()
         return scored.tag, {q: scored.per_query(q) for q in scored.qids}
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
     from evret_core.metrics.engine import evaluate_run
     from evret_core.metrics.runcolumns import read_run_columns
     from evret_core.metrics.shards import no_lines_error
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
     tracking = check_tracking_arguments(args, [args.qrels, args.run])
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
 
     try:
         tag, per_query = _scores(args, metrics)
@@ -160,8 +160,8 @@ def _tracked(args: argparse.Namespace, metrics: list[Any], tag: str, aggregate: 
     import platform
     from pathlib import Path
 
-    from evret_core import __version__
     from evret_core.results.tracking import TrackedRun
+    from evret_core.version import __version__
 
     params = {"qrels": args.qrels, "run": args.run, "metrics": [m.name for m in metrics], "complete": args.complete,
               "relevance_level": args.relevance_level, "shards": args.shards, "executor": args.executor}

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from evret_core.contracts.errors import EvretError
 from evret_core.criteria.shared import (
     Consistency,
     CriteriaJudge,
@@ -18,7 +19,6 @@ from evret_core.criteria.shared import (
     mean,
 )
 from evret_core.criteria.types import Criteria
-from evret_core.errors import EvretError
 from evret_core.llm.fencing import fence_notice, format_field, new_nonce
 from evret_core.llm.providers import LLMProvider
 from evret_core.llm.structured import AnswerError, Structured

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from evret_core.contracts.errors import EvretError
 from evret_core.criteria.types import Criteria
-from evret_core.errors import EvretError
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, format_field, new_nonce

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 WEIGHT_TOLERANCE = 1e-6
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 ID_FIELDS = ("_id", "doc_id", "id")
 """The fields a corpus record may carry its id in, in order of preference."""

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evret_core.contracts.errors import EvretError, describe_validation_error, did_you_mean
 from evret_core.data.corpus import iter_json_lines, loads_json, read_corpus, read_text
 from evret_core.data.queries import QueryExample, derive_query_id
-from evret_core.errors import EvretError, describe_validation_error, did_you_mean
 
 __all__ = ["BEHAVIOURS", "FIELDS", "SquadFile", "SquadQuestion", "beir_examples", "canonical_fields",
            "collect_examples", "csv_examples", "csv_list", "csv_tags", "example_from_record", "parse_squad",

@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import iter_json_lines, loads_json, read_text
 from evret_core.data.hashing import content_hash
 from evret_core.data.queries import JudgmentContext, QueryExample, derive_query_id
-from evret_core.errors import EvretError
 from evret_core.results.outputs import write_output
 
 __all__ = [

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import iter_json_lines, read_corpus
-from evret_core.errors import EvretError
 
 _RESULT_KEYS = {"doc_id", "score", "text", "rank", "metadata"}
 _LINE_KEYS = _RESULT_KEYS | {"query_id"}

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.evaluation.run_config import (
     PATH_OPTION_SUFFIXES,
     ComponentSpec,

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-from evret_core.errors import EvretError
 from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
 from evret_core.judge.context_columns import AnswerKey
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text

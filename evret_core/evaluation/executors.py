@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.metrics.metric import Metric, RankedBatch
 from evret_core.plugins.loading import plugin_exits_as_errors
 
@@ -133,7 +133,7 @@ def batch_retrieve(retriever: Any, texts: list[str], k: int) -> list[Any]:
         return list(call_batch_retrieve(retriever, texts, k))
     got = columns(texts, k)
     if inspect.isawaitable(got):
-        from evret_core.aio import run_sync
+        from evret_core.contracts.aio import run_sync
 
         got = run_sync(_await(got))
     return list(got)

@@ -14,7 +14,7 @@ name and the options its factory is called with. Layers, lowest first:
    for that component).
 
 :meth:`Config.validated` validates the layered settings and turns the first problem into one
-:class:`~evret_core.errors.EvretError` naming where the value was written: ``eval.toml: option 'k': ...``, the
+:class:`~evret_core.contracts.errors.EvretError` naming where the value was written: ``eval.toml: option 'k': ...``, the
 flag, or, from Python, ``EvaluateConfig: option 'k': ...``.
 """
 
@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 
 __all__ = ["ComponentSpec", "Config", "PATH_OPTION_SUFFIXES", "component_layer", "int_in", "layer_component",
            "load_toml", "relative"]

@@ -8,8 +8,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.plugins.registry import create_judge
 
 #: The judge an evaluation uses when none is named (``Evaluator(judge=None)``, ``evret evaluate`` without

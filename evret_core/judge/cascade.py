@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 
 _STAGE_KEYS = {"name", "band", "max_judgments", "max_tokens", "options"}

@@ -36,9 +36,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.aio import run_sync
+from evret_core.contracts.aio import run_sync
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 from evret_core.llm.cache import judgment_key, resolve_cache
 from evret_core.llm.client import LLMClient, gather_all, notify

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 
 

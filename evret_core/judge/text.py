@@ -18,8 +18,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 from evret_core.judge.context_columns import AnswerKey, ContextColumns
 from evret_core.judge.normalize import contains_tokens, normalize, normalize_tokens, normalized

@@ -5,7 +5,7 @@ inserted and committed as soon as the answer arrives, so a run that is killed ke
 rerun asks only for the rest. The file uses WAL journaling and a busy timeout, so several processes can read and
 write it at once without corrupting it. A file that cannot be written (read-only file or folder) is still read:
 hits are served, new answers are not stored, and :attr:`JudgmentCache.read_only` says so. A file whose
-``judgments`` table has other columns is an :class:`~evret_core.errors.EvretError` naming the file. An answer
+``judgments`` table has other columns is an :class:`~evret_core.contracts.errors.EvretError` naming the file. An answer
 longer than :data:`MAX_STORED_CHARS` is never stored (:attr:`JudgmentCache.oversized` counts them): the client
 refuses such answers before, this bounds every other writer.
 
@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 CACHE_FILE = "judgments.sqlite3"
 SCHEMA_VERSION = 1

@@ -12,7 +12,7 @@ setting (60 s by default) is not obeyed: that call is given up at once (unmeasur
 client prints one WARNING line on stderr; an obeyed wait of ``long_wait_s`` (10 s) or more is announced the same
 way. An answer far longer than ``max_tokens`` could produce (:func:`answer_limit`) is not used: the call is
 unmeasured and the text is never cached. Authentication, permission and unknown-model errors
-(:data:`~evret_core.llm.providers.FATAL_STATUSES`) stop the run with an :class:`~evret_core.errors.EvretError`:
+(:data:`~evret_core.llm.providers.FATAL_STATUSES`) stop the run with an :class:`~evret_core.contracts.errors.EvretError`:
 every other call would fail the same way.
 """
 
@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from evret_core.aio import run_sync
-from evret_core.errors import EvretError
+from evret_core.contracts.aio import run_sync
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.cache import JudgmentCache
 from evret_core.llm.providers import FATAL_STATUSES, ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.llm.rate_limits import AdaptiveConcurrency, InFlightLimiter, RateLimiter, shared_limiter

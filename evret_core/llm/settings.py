@@ -3,7 +3,7 @@
 The ``llm`` judge, ``llm-score`` and the criteria judges take these options by name (``provider=``, ``model=``,
 ``timeout=``...) or as one ``settings=LLMSettings(...)``; every value is checked up front, so a hostile value
 (``timeout=-1``, ``temperature=nan``, ``max_concurrency=10**9``) fails before any call with an
-:class:`~evret_core.errors.EvretError` naming the option, instead of leaving every judgment unmeasured.
+:class:`~evret_core.contracts.errors.EvretError` naming the option, instead of leaving every judgment unmeasured.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from evret_core.errors import EvretError, UnknownNameError, did_you_mean
+from evret_core.contracts.errors import EvretError, UnknownNameError, did_you_mean
 from evret_core.llm.providers import LLMProvider
 
 # Bounds that catch typos and hostile values, far beyond any real use.

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.metric import Metric, RankedBatch, _pad_rows, resolve_judged_defaults
 
 __all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.metric import Metric, RankedBatch, cut, safe_divide
 
 UNIT = (0.0, 1.0)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 Relevance = Mapping[str, float] | Iterable[str]
 

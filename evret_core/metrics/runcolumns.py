@@ -28,7 +28,7 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.trecscan import (
     Scan,
     TrecRun,

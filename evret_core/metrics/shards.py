@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.metric import Metric
 
 __all__ = ["RunFileScores", "ShardScores", "evaluate_run_file", "score_shard", "shard_ranges"]

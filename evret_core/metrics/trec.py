@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.metrics.trecscan import TrecRun
 from evret_core.results.outputs import write_output
 

@@ -23,7 +23,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 try:
     from evret_core.metrics import _trecscan  # type: ignore[attr-defined]

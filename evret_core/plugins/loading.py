@@ -29,7 +29,7 @@ from typing import Any
 
 import pluggy
 
-from evret_core.errors import PluginError
+from evret_core.contracts.errors import PluginError
 from evret_core.plugins import hookspecs
 from evret_core.plugins import kinds as _kinds
 
@@ -273,7 +273,7 @@ class PluginRegistry:
         return sorted(self._tables[kind])
 
     def get(self, kind: str, name: str) -> Callable[..., Any]:
-        from evret_core.errors import UnknownNameError, did_you_mean
+        from evret_core.contracts.errors import UnknownNameError, did_you_mean
 
         self.ensure_loaded()
         if name in self._conflicts[kind]:

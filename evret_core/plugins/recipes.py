@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.plugins.builtins import LazyFactory
 from evret_core.plugins.loading import get_registry, plugin_exits_as_errors
 

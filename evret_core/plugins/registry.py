@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import kinds
 from evret_core.plugins.kinds import Kind, RecordsEvaluator

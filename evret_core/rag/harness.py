@@ -15,8 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, QueryExample, RetrievalResult
-from evret_core.errors import EvretError
 from evret_core.evaluation.executors import GenerateRun
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, notify
 from evret_core.llm.fencing import fence, fence_notice, new_nonce

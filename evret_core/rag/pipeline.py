@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evret_core.aio import run_sync
-from evret_core.errors import EvretError
+from evret_core.contracts.aio import run_sync
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.plugins.recipes import Recipe, rebuild, recipe_of
 from evret_core.progress import ProgressCallback, report_progress

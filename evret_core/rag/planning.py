@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag.claims.claim_judges import claim_task
 from evret_core.rag.generate.extractive import ExtractiveGenerator
 from evret_core.rag.generate.generators import Answer, GenerationRequest, PrecomputedGenerator

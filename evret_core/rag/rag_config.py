@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationInfo, field_validator
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.evaluation.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
 

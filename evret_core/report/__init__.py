@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.report.common import RagReportData, ReportData, build_report_data
 
 FORMATS = ("markdown", "html", "latex")

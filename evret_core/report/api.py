@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.report import FORMATS, render_report
 from evret_core.report.common import RagReportData, ReportData, build_report_data, compare_runs
 from evret_core.results.evaluation import EvaluationResults

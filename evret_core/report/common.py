@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evret_core.errors import EvretError, visible
+from evret_core.contracts.errors import EvretError, visible
 from evret_core.progress import current_progress, report_progress
 from evret_core.results.evaluation import EvaluationResults, SliceResult
 from evret_core.statistics.inference import Comparison, compare_scores, format_interval

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.report.common import ReportData
 
 # every character TeX reads as markup, as text; the brackets and the star too: a cell that starts a table row with
@@ -38,7 +38,7 @@ def _char(ch: str) -> str:
 
 def tex_escape(text: str) -> str:
     """Text from data safe in LaTeX: line breaks (a blank line ends a caption's paragraph) become spaces, control
-    characters visible escapes (:func:`evret_core.errors.visible`), every special character its command, and a
+    characters visible escapes (:func:`evret_core.contracts.errors.visible`), every special character its command, and a
     character pdflatex cannot set without more packages a visible ``\\uXXXX``: the document always compiles."""
     return "".join(_char(ch) for ch in visible(_LINE_BREAK.sub(" ", str(text))))
 

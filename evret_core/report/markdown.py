@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.report.common import PPI_NOTE, RagReportData, ReportData, ppi_rows, slice_cell
 from evret_core.statistics.inference import format_interval
 
@@ -29,7 +29,7 @@ _LINE_BREAK = re.compile(r"\r\n|[\r\n]")
 
 def md_escape(text: str) -> str:
     """Text from data safe inside a Markdown table cell or heading: line breaks (and so blank lines) become spaces,
-    control characters visible escapes (:func:`evret_core.errors.visible`), pipes, HTML brackets and backslashes
+    control characters visible escapes (:func:`evret_core.contracts.errors.visible`), pipes, HTML brackets and backslashes
     literal text, and no link, image or link reference can form (the ``]`` before ``(``, ``[`` or ``:`` escaped)."""
     return _TARGET.sub(r"]\\", visible(_LINE_BREAK.sub(" ", str(text))).translate(_MARKUP))
 

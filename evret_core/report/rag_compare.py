@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag.questions.question_sets import QuestionSet
 from evret_core.report import render_report
 from evret_core.report.common import RagReportData

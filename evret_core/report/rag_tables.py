@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.report.terminal import print_table
 from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
 from evret_core.statistics.inference import format_interval

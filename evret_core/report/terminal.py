@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.report.common import ppi_cell, slice_cell
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.statistics.inference import Comparison, format_interval
@@ -21,7 +21,7 @@ def text_table(rows: Sequence[Sequence[str]], headers: Sequence[str] | None = No
     Column ``i`` is as wide as its widest cell (header included) and at least ``widths[i]``; ``align[i]`` is
     ``<`` (the default) or ``>``; cells are joined by ``sep`` after ``indent``, and each line is right-stripped.
     Every terminal summary of a retrieval or RAG run is laid out here, so a change to the layout applies to all;
-    cells are passed through :func:`evret_core.errors.visible`, so no text from data reaches the terminal raw.
+    cells are passed through :func:`evret_core.contracts.errors.visible`, so no text from data reaches the terminal raw.
     """
     table = [[visible(cell) for cell in headers]] if headers is not None else []
     table += [[visible(cell) for cell in row] for row in rows]

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from evret_core.assign import answer_coverage, coverage_matrix
-from evret_core.errors import EvretError, describe_validation_error
+from evret_core.contracts.errors import EvretError, describe_validation_error
 from evret_core.progress import ProgressCallback, current_progress, report_progress
 from evret_core.results.model import (
     MEAN_TOLERANCE,
@@ -31,6 +31,7 @@ from evret_core.results.model import (
 )
 from evret_core.results.per_query import Judgment, QueryColumns, QueryResult, QueryTable, query_columns
 from evret_core.results.redact import redact
+from evret_core.version import __version__
 
 __all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
            "build_manifest", "check_results", "metric_value_range"]
@@ -498,8 +499,6 @@ def build_manifest(
     statistics: dict[str, Any] | None = None,
 ) -> Manifest:
     """The reproducibility manifest of ``results``, from its ``config`` and the dataset it was scored on."""
-    from evret_core import __version__
-
     config = redact(results.config)  # keys and URL credentials never reach a results file
     dataset_info: dict[str, Any] = {"num_queries": results.num_queries}
     if dataset is not None:

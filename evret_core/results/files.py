@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.model import Results, read_document
 from evret_core.results.rag_results import RAG_SCHEMA, RagResults

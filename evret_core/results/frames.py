@@ -18,7 +18,7 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 LEVELS = ("query", "judgment")
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from evret_core.errors import EvretError, describe_validation_error
+from evret_core.contracts.errors import EvretError, describe_validation_error
 from evret_core.results.outputs import write_output
 
 if TYPE_CHECKING:

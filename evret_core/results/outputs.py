@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 __all__ = ["STDOUT", "check_output_folder", "check_output_path", "check_outputs", "files_named", "write_output"]
 

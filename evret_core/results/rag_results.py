@@ -15,10 +15,11 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag.generate.generators import Answer
 from evret_core.results.model import MEAN_TOLERANCE, Results, ScoreView, ValueCheck, metric_value_range
 from evret_core.results.outputs import write_output
+from evret_core.version import __version__
 
 RAG_SCHEMA = "evret-rag"
 RAG_SCHEMA_VERSION = 1
@@ -172,7 +173,6 @@ class RagResults(Results):
         """What reproduces the run (RAG files store no manifest: it is built from ``config``), redacted."""
         import platform
 
-        from evret_core import __version__
         from evret_core.results.evaluation import _plugin_versions
         from evret_core.results.redact import redact
 

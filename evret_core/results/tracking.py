@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 __all__ = ["INSTALL", "TrackedRun", "check_tracking", "evret_name", "log_to_mlflow", "mlflow_name",
            "split_metric_name", "tracked_run"]

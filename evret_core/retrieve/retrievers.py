@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import RetrievalResult
-from evret_core.errors import EvretError
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Retriever:
     Implement :meth:`retrieve` (or the async :meth:`aretrieve`); override :meth:`batch_retrieve` (or
     :meth:`abatch_retrieve`) when many queries at once are cheaper. The sync and async sides fill each other in:
     a subclass that implements only the async methods is usable from sync code (through
-    :func:`evret_core.aio.run_sync`, also inside a running event loop), and the other way round.
+    :func:`evret_core.contracts.aio.run_sync`, also inside a running event loop), and the other way round.
     """
 
     name: str = "retriever"
@@ -71,7 +71,7 @@ class Retriever:
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         """The top ``k`` results for ``query``, best first."""
         if _overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve"):
-            from evret_core.aio import run_sync
+            from evret_core.contracts.aio import run_sync
 
             return run_sync(self.abatch_retrieve([query], k))[0]
         if _overrides(self, "batch_retrieve"):
@@ -82,7 +82,7 @@ class Retriever:
         """One ranked list per query, in order; the default loops over :meth:`retrieve` (or gathers the async
         methods when only those are implemented)."""
         if not _overrides(self, "retrieve") and (_overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve")):
-            from evret_core.aio import run_sync
+            from evret_core.contracts.aio import run_sync
 
             return run_sync(self.abatch_retrieve(queries, k))
         return [self.retrieve(query, k) for query in queries]
@@ -158,7 +158,7 @@ class _SyncOnlyRetriever(Retriever):
             return self.batch_retrieve([query], k)[0]
         result = self.inner.retrieve(query, k)
         if inspect.isawaitable(result):
-            from evret_core.aio import run_sync
+            from evret_core.contracts.aio import run_sync
 
             result = run_sync(_await(result))
         return coerce_results(result, f"{type(self.inner).__name__}.retrieve")
@@ -182,7 +182,7 @@ def call_batch_retrieve(retriever: Any, queries: Sequence[str], k: int) -> list[
     """``retriever.batch_retrieve(queries, k)``, run to completion when it is a coroutine function."""
     result = retriever.batch_retrieve(list(queries), k)
     if inspect.isawaitable(result):
-        from evret_core.aio import run_sync
+        from evret_core.contracts.aio import run_sync
 
         result = run_sync(_await(result))
     return list(result)
@@ -203,7 +203,7 @@ class CallableRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         result = self.fn(query, k)
         if inspect.isawaitable(result):
-            from evret_core.aio import run_sync
+            from evret_core.contracts.aio import run_sync
 
             result = run_sync(_await(result))
         return coerce_results(result, f"retriever function {getattr(self.fn, '__name__', self.fn)!r}")

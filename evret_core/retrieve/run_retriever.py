@@ -16,9 +16,9 @@ def precomputed_run(path: str | None = None, corpus: str | None = None, **option
     Every query of the dataset must be in it (or pass ``--missing-queries zero``)."""
     from pathlib import Path
 
+    from evret_core.contracts.errors import EvretError
     from evret_core.data.corpus import loads_json, read_text
     from evret_core.data.runfiles import read_retrieved
-    from evret_core.errors import EvretError
     from evret_core.retrieve.retrievers import PrecomputedRetriever
 
     options.pop("dataset", None)
@@ -42,7 +42,7 @@ def precomputed_run(path: str | None = None, corpus: str | None = None, **option
 def check_json_run(data: dict[str, Any], source: str) -> None:
     """Each query of a ``.json`` run maps to ``{doc_id: score}`` or to a list of distinct doc ids (or result
     objects): a bare string would be read as one-character ids, a repeated id counted twice."""
-    from evret_core.errors import EvretError
+    from evret_core.contracts.errors import EvretError
 
     for qid, value in data.items():
         if isinstance(value, dict):

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import ID_FIELDS, iter_corpus
 from evret_core.data.models import RetrievalResult
-from evret_core.errors import EvretError
 from evret_core.retrieve.embedding_models import resolve_model
 
 T = TypeVar("T")

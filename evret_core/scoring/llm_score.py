@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 
 class OutputResults(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.statistics.inference import TESTS, holm_bonferroni, paired_p_value
 
 

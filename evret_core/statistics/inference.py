@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.limits import MAX_RESAMPLES
 
 TESTS = ("t", "randomization", "bootstrap")

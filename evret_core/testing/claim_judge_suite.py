@@ -78,7 +78,7 @@ class ClaimJudgeConformance:
         assert alone == together
         ajudge = getattr(claim_judge, "ajudge_task", None)
         if callable(ajudge):
-            from evret_core.aio import run_sync
+            from evret_core.contracts.aio import run_sync
 
             async def each() -> list[list[ClaimVerdict]]:
                 try:

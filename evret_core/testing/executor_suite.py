@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
-from evret_core.errors import EvretError
 from evret_core.evaluation.executors import Executor, JudgeRun, LocalExecutor
 from evret_core.metrics.metric import RankedBatch
 

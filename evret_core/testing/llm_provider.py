@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.providers import ChatMessage, LLMResponse, SDKProvider
 
 __all__ = ["PROVIDER_NAME", "WireProvider", "register_stub_provider", "stub_options"]

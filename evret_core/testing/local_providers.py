@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.testing.llm_stubs import isolate_llm_env
 from evret_core.testing.llm_stubs import judgment_context as ctx
 

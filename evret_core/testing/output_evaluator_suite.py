@@ -4,7 +4,7 @@
 What ``evret score`` and the Python API rely on: ``evaluate(records)`` returns results that ``evret score`` reads
 (``rows()``, or ``scores`` with one score per record, in 0..1 or None, and ``mean`` over the measured ones), the
 same per record whether the records are scored together, one at a time or in another order; a record that lacks
-a field the evaluator needs is an :class:`~evret_core.errors.EvretError` naming the record, before any work; and
+a field the evaluator needs is an :class:`~evret_core.contracts.errors.EvretError` naming the record, before any work; and
 ``config()``, when there is one, is JSON with the name.
 
 Scores of a model (an embedding's cosine, say) move with the batch they were computed in: a batched encode pads
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 
 def record_scores(evaluator_name: str, results: Any, records: Sequence[Mapping[str, Any]]) -> list[Any]:

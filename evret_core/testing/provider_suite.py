@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.testing.llm_stubs import (
     FailFirst,
     StubLLMServer,

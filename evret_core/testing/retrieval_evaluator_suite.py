@@ -4,7 +4,7 @@
 What ``create_retrieval_evaluator(name, retriever=..., metrics=...)`` callers rely on: ``evaluate(dataset)``
 returns :class:`~evret_core.results.evaluation.EvaluationResults` with a result for every query of the dataset, a mean per
 metric that is the mean of the per-query values, values within the metrics' ranges, the same results when run
-again, a JSON file that reads back the same, and an :class:`~evret_core.errors.EvretError` for a dataset that is
+again, a JSON file that reads back the same, and an :class:`~evret_core.contracts.errors.EvretError` for a dataset that is
 not one.
 """
 
@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, QueryExample
-from evret_core.errors import EvretError
 
 DOCS = {"d1": "Honey bees communicate with a waggle dance.", "d2": "A queen bee lays up to two thousand eggs a day.",
         "d3": "Beeswax is made by glands of worker bees.", "d4": "Propolis seals gaps in the hive."}

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 FILTERS = ("degenerate", "answer_in_source", "answer_leak", "near_duplicate", "closed_book")
 MAX_QUESTION_WORDS = 100

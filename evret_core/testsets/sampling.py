@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 
 TYPES = ("factoid", "multi-hop", "comparison", "unanswerable")
 DEFAULT_MIX = {"factoid": 0.5, "multi-hop": 0.2, "comparison": 0.15, "unanswerable": 0.15}

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, estimate_tokens, run_all
 from evret_core.llm.fencing import fence, fence_notice, new_nonce

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, RetrievalResult, create_judge
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.judge.base import Judge
 from evret_core.judge.cascade import CascadeJudge, Stage
 from evret_core.judge.text import TokenOverlapJudge

@@ -10,7 +10,7 @@ import pytest
 
 from evret_core.calibration.save_threshold import save_threshold
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 
 if sys.version_info >= (3, 11):
     import tomllib

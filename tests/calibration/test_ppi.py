@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from evret_core.calibration.ppi import add_prediction_powered, ppi_mean
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults, QueryResult
 
 

@@ -49,7 +49,7 @@ class TestExactConformance(OutputEvaluatorConformance):
         return create_evaluator("exact")
 
     def test_a_record_without_its_target_is_an_error(self, evaluator: Any) -> None:
-        from evret_core.errors import EvretError
+        from evret_core.contracts.errors import EvretError
 
         with pytest.raises(EvretError, match=r"record 1: evaluator 'exact' needs a 'target'"):
             evaluator.evaluate([{"output": "Paris"}])

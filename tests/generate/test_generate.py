@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag import QuestionSet
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env

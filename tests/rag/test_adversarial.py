@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag.generate.generators import Answer
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.perturb.answer_types import check_planting

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag import QuestionSet, RagEvaluator, RagResults
 from evret_core.rag.generate.generators import resolve_generator
 from evret_core.rag.perturb.cases import adversarial_conditions, build_cases, read_cases, write_cases

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag import RagEvaluator
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, isolate_llm_env

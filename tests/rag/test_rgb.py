@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag import QuestionSet, RagResults
 from evret_core.rag.perturb.counterfactual import Counterfactual
 from evret_core.rag.questions.conditions import Context

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.report.api import make_report
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import load_results

@@ -87,7 +87,7 @@ def test_markdown_and_latex_reports_survive_lone_surrogates(id_runs: dict[str, E
                      for tag, values in titles.slices.items()}
     for name in ("r.md", "r.tex"):
         text = evret_core.write_report(tmp_path / name, {"run\ud800": titles}).read_text(encoding="utf-8")
-        assert "\ud800" not in text  # written as a visible escape (evret_core.errors.visible)
+        assert "\ud800" not in text  # written as a visible escape (evret_core.contracts.errors.visible)
     markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert "\\\\udfff\\|&lt;b&gt;" in markdown  # pipes and brackets still escaped next to the escape
     assert "\\textbackslash{}udfff\\textbar{}\\textless{}b\\textgreater{}" in (tmp_path / "r.tex").read_text(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from evret_core.cli import main
-from evret_core.errors import visible
+from evret_core.contracts.errors import visible
 from evret_core.report.api import make_report
 from evret_core.report.latex import tex_escape
 from evret_core.report.markdown import md_escape

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.report.terminal import print_scores
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults
 

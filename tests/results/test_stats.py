@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.statistics.inference import (
     betainc,
     bootstrap_interval,

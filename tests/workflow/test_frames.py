@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.frames import columns, to_csv, to_pandas
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.statistics.gates import check_fail_under, check_gates, check_regression, parse_fail_under
 
 

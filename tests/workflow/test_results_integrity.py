@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults, metric_value_range
 from evret_core.results.model import ScoreView
 from evret_core.statistics.gates import check_fail_under, check_regression

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.errors import EvretError
 from evret_core.rag.generate.extractive import split_sentences
 from evret_core.rag.generate.generators import Answer, Claim
 from evret_core.rag.questions.conditions import Context

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from evret_core.aio import run_sync
-from evret_core.errors import EvretError
+from evret_core.contracts.aio import run_sync
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.choices import with_choices
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
@@ -250,7 +250,7 @@ def resolve_claim_judge(judge: Any, options: dict[str, Any] | None = None) -> An
     """A claim judge: a registered claim judge's name (``lexical``, ``llm`` with LLM ``options``, a plugin's),
     else a registered Evret judge's name or a judge object (the lexical claim judge over it), or an object with
     ``judge_claims``. An unknown name lists both."""
-    from evret_core.errors import UnknownNameError, did_you_mean
+    from evret_core.contracts.errors import UnknownNameError, did_you_mean
     from evret_core.plugins.loading import get_registry
     from evret_core.plugins.registry import create_claim_judge
 

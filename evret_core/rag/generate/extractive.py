@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.judge.text import STOPWORDS
 from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from evret_core.aio import run_sync
-from evret_core.errors import EvretError
+from evret_core.contracts.aio import run_sync
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings

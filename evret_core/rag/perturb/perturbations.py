@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evret_core.errors import EvretError, did_you_mean
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.answers import normalize_answer

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.data.models import RetrievalResult
-from evret_core.errors import EvretError, did_you_mean
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
 BUILTIN_CONDITIONS = ("gold", "retrieved")

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import iter_json_lines, read_corpus
 from evret_core.data.dataset_files import BEHAVIOURS as BEHAVIOURS  # the shared schema's, re-exported
 from evret_core.data.dataset_files import FIELDS, SquadQuestion, canonical_fields, read_squad, record_id
@@ -20,7 +21,6 @@ from evret_core.data.dataset_files import (
     squad_paragraph_id as squad_paragraph_id,  # re-exported: ids in tests, notebooks
 )
 from evret_core.data.queries import ids_as_strings, tags_as_strings
-from evret_core.errors import EvretError
 
 Behaviour = Literal["answer", "refuse", "escalate"]
 

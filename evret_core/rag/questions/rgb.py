@@ -19,8 +19,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from evret_core.contracts.errors import EvretError
 from evret_core.data.corpus import iter_json_lines
-from evret_core.errors import EvretError
 from evret_core.rag.questions.question_sets import (
     QuestionSet,
     RagQuestion,

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.rag.claims.claim_judges import ClaimVerdict, claim_scores
 from evret_core.rag.scores.answers import behaviour_ok, squad_scores
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from evret_core.errors import EvretError
+from evret_core.contracts.errors import EvretError
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.rag.generate.extractive import _NAME_CUES, _NUMBER_CUES, _NUMBER_WORDS, content_words

@@ -21,8 +21,8 @@ from evret_ray.executor import RayExecutor, merge_stats
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge
 from evret_core.cli import main
-from evret_core.errors import EvretError
 from evret_core.plugins.loading import get_registry, register_plugin
+from evret_core.sdk import EvretError
 from evret_core.testing.llm_provider import register_stub_provider, stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, always
 

@@ -11,8 +11,8 @@ import pytest
 from evret_ray.executor import RayExecutor
 
 from evret_core import evaluate_run, read_qrels, read_run
-from evret_core.errors import EvretError
 from evret_core.metrics.shards import evaluate_run_file
+from evret_core.sdk import EvretError
 from evret_core.testing.shared_data import shared_data
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "bpref"]

@@ -6,7 +6,7 @@
 - ``batch_size=None`` (the default) chooses the batch for the device: 512 on CUDA (SciFact's semantic judging
   took 14.0 s at 512 against 33.6 s at 64 on an H100, measured by issue 26's author), 64 elsewhere.
 - ``fp16=True`` runs the model in half precision, on CUDA only; asked for on another device it is refused with
-  an :class:`~evret_core.errors.EvretError` rather than silently ignored.
+  an :class:`~evret_core.sdk.EvretError` rather than silently ignored.
 
 torch is imported by :func:`resolve_device` and :func:`check_device` only, never at module load.
 """

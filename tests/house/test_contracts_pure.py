@@ -1,0 +1,90 @@
+"""evret_core.contracts is the floor: its modules import nothing of evret_core outside contracts, at module level,
+inside functions or under ``if TYPE_CHECKING:`` alike (read with ``ast``, without importing anything), and importing
+``run_sync`` loads no asyncio until a coroutine is run."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTRACTS = ROOT / "evret_core" / "contracts"
+
+
+def _module_name(path: Path) -> str:
+    parts = ["evret_core", *path.relative_to(ROOT / "evret_core").with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_modules(source: str, name: str, is_package: bool) -> list[tuple[int, str]]:
+    """``(line, module)`` for every import statement anywhere in ``source`` (the module ``name``), relative ones
+    made absolute; ``from pkg import x`` gives ``pkg.x`` (the submodule ``x``, or a name of ``pkg``: either way
+    inside ``pkg``)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):  # every depth: functions and TYPE_CHECKING blocks included
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join([*base, module] if module else base)
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _outside_contracts(source: str, name: str, is_package: bool = False) -> list[str]:
+    """The imports of ``source`` that reach evret_core outside ``evret_core.contracts``."""
+    return [f"{name}:{line}: {module}" for line, module in _imported_modules(source, name, is_package)
+            if (module == "evret_core" or module.startswith("evret_core."))
+            and module != "evret_core.contracts" and not module.startswith("evret_core.contracts.")]
+
+
+def test_the_scan_sees_every_level_of_import() -> None:
+    source = textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        import evret_core.contracts
+        from evret_core.contracts import errors
+        from .errors import EvretError
+        from . import aio
+        if TYPE_CHECKING:
+            from evret_core.plugins.registry import Registry
+        def f():
+            import evret_core.judge.base
+            from .. import version
+            from evret_core import __version__
+        """)
+    assert _outside_contracts(source, "evret_core.contracts.x") == [
+        "evret_core.contracts.x:8: evret_core.plugins.registry.Registry",
+        "evret_core.contracts.x:10: evret_core.judge.base",
+        "evret_core.contracts.x:11: evret_core.version",
+        "evret_core.contracts.x:12: evret_core.__version__",
+    ]
+    assert _outside_contracts("from . import errors\nfrom .. import sdk\n", "evret_core.contracts", True) == [
+        "evret_core.contracts:2: evret_core.sdk"]
+
+
+def test_contracts_import_nothing_of_evret_core_outside_contracts() -> None:
+    paths = sorted(CONTRACTS.rglob("*.py"))
+    assert {p.name for p in paths} >= {"__init__.py", "errors.py", "aio.py"}
+    found = [hit for p in paths for hit in _outside_contracts(p.read_text(encoding="utf-8"), _module_name(p),
+                                                              p.name == "__init__.py")]
+    assert found == []
+
+
+def test_run_sync_imports_asyncio_only_when_it_runs_a_coroutine() -> None:
+    code = textwrap.dedent("""
+        import sys
+        from evret_core.contracts.aio import run_sync
+        assert "asyncio" not in sys.modules, "importing run_sync loaded asyncio"
+        async def answer():
+            return 42
+        assert run_sync(answer()) == 42
+        assert "asyncio" in sys.modules
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
