@@ -42,26 +42,54 @@ def _cache_model(cache: Path, repo: str) -> Path:
     return snapshot
 
 
-@pytest.fixture
-def hub() -> Iterator[tuple[str, list[int]]]:
-    """A TCP listener on 127.0.0.1 standing in for the hub: its endpoint, and a list counting connections."""
-    server = socket.create_server(("127.0.0.1", 0))
-    accepted: list[int] = []
+class _Hub:
+    """A TCP listener on 127.0.0.1 standing in for the hub, recording the client port of every connection.
 
-    def serve() -> None:
+    The listener accepts on its own thread, so a connection the probe made (the handshake done by the kernel) may not
+    be recorded yet when the probe returns; `connections` first connects once more itself and waits until that
+    connection is accepted (accepts are first in, first out), so every earlier connection is counted."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self.server.getsockname()[1]}"
+        self.ports: list[int] = []
+        self.markers: set[int] = set()
+        self.seen = threading.Condition()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
         while True:
             try:
-                conn, _ = server.accept()
+                conn, peer = self.server.accept()
             except OSError:
                 return
-            accepted.append(1)
+            with self.seen:
+                self.ports.append(peer[1])
+                self.seen.notify_all()
             conn.close()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}", accepted
-    server.close()
-    thread.join(5)
+    def connections(self) -> int:
+        """How many connections other than this method's own were made so far."""
+        with socket.create_connection(self.server.getsockname()[:2]) as marker:
+            port = marker.getsockname()[1]
+            with self.seen:
+                assert self.seen.wait_for(lambda: port in self.ports, timeout=10), "the listener accepted nothing"
+                before = self.ports[: self.ports.index(port)]
+        self.markers.add(port)
+        return len([p for p in before if p not in self.markers])
+
+    def close(self) -> None:
+        self.server.close()
+        self.thread.join(5)
+
+
+@pytest.fixture
+def hub() -> Iterator[_Hub]:
+    """A stand-in for the hub that counts connections (see _Hub)."""
+    listener = _Hub()
+    yield listener
+    listener.close()
 
 
 def test_the_packaged_name_loads_the_package_before_the_hf_cache(empty_hub_cache: Path) -> None:
@@ -86,19 +114,18 @@ def test_a_folder_resolves_to_its_full_path(tmp_path: Path, monkeypatch: pytest.
     assert (resolved.origin, resolved.source, resolved.local) == ("path", str(tmp_path / "m"), True)
 
 
-def test_the_hub_is_probed_once_per_process_and_endpoint(empty_hub_cache: Path, hub: tuple[str, list[int]],
+def test_the_hub_is_probed_once_per_process_and_endpoint(empty_hub_cache: Path, hub: _Hub,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    endpoint, accepted = hub
-    monkeypatch.setenv("HF_ENDPOINT", endpoint + "/")
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint + "/")
     first = resolve_model("paraphrase-MiniLM-L3-v2")
     second = resolve_model("other-org/other-model")
     assert (first.origin, first.source, first.local) == ("hub", "sentence-transformers/paraphrase-MiniLM-L3-v2",
                                                          False)
     assert (second.origin, second.source) == ("hub", "other-org/other-model")
     assert first.key() == "hub:sentence-transformers/paraphrase-MiniLM-L3-v2"
-    assert accepted == [1]  # one connection for both names
+    assert hub.connections() == 1  # one connection for both names
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline answers no without asking the memo or the network
-    assert hub_reachable() is False and accepted == [1]
+    assert hub_reachable() is False and hub.connections() == 1
 
 
 def test_an_unreachable_hub_leaves_the_environment_alone(empty_hub_cache: Path,
