@@ -1,4 +1,5 @@
-"""Stage 8, report: reports of retrieval and RAG results: terminal tables, Markdown, HTML (one self-contained file) and LaTeX."""
+"""Stage 8, report: reports of retrieval and RAG results: terminal tables, Markdown, HTML (one self-contained file)
+and LaTeX; experiment tracking (MLflow)."""
 
 from __future__ import annotations
 
