@@ -32,9 +32,9 @@ from evret_core.calibration.agreement import agreement
 from evret_core.calibration.calibrate import calibrate_judge
 from evret_core.calibration.labels import LabelledJudgment, derive_labels
 from evret_core.calibration.ppi import ppi_mean
-from evret_core.calibration.scores import judge_scores, judge_threshold
 from evret_core.data.models import JudgmentContext
 from evret_core.judge.cascade import CascadeJudge, Stage
+from evret_core.judge.thresholds import judge_scores, judge_threshold
 
 REPO = Path(__file__).resolve().parents[1]
 LOWS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4)

@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     from evret_sentence_transformers import Encoder, SemanticJudge
     from evret_sentence_transformers.windows import text_windows
 
-    from evret_core.judge import contains_tokens, normalize
+    from evret_core.text import contains_tokens, normalize
 
     contexts = build()
     needed: dict[str, None] = {}  # written from the judge's documented rule, not read from the judge

@@ -37,7 +37,7 @@ def assert_metric(results: Any, metric: str, at_least: float | None = None, at_m
                   worst: int = 5) -> None:
     """Fail unless ``results.scores[metric]`` is within ``[at_least, at_most]``; the message shows the score,
     its interval and the ``worst`` lowest-scoring queries."""
-    from evret_core.statistics.gates import worst_queries
+    from evret_core.results.gates import worst_queries
 
     __tracebackhide__ = True
     if at_least is None and at_most is None:
@@ -61,7 +61,7 @@ def assert_no_regression(results: Any, baseline: Any, metrics: Sequence[str] | N
     by at least ``min_effect``; the message shows both scores with intervals, the p-value and the queries that
     fell most."""
     from evret_core.results.files import load_results
-    from evret_core.statistics.gates import check_regression
+    from evret_core.results.gates import check_regression
 
     __tracebackhide__ = True
     if isinstance(baseline, (str, Path)):

@@ -63,8 +63,8 @@ _EXPORTS: dict[str, str] = {
     "ContextColumns": "evret_core.judge.context_columns",
     # judges
     "Judge": "evret_core.judge",
-    "contains_tokens": "evret_core.judge.normalize",
-    "normalized": "evret_core.judge.normalize",
+    "contains_tokens": "evret_core.text",
+    "normalized": "evret_core.text",
     "report_progress": "evret_core.judge.base",
     # retrievers and vector stores
     "Retriever": "evret_core.retrieve.retrievers",
@@ -270,7 +270,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judge import Judge
     from evret_core.judge.base import report_progress
     from evret_core.judge.context_columns import ContextColumns
-    from evret_core.judge.normalize import contains_tokens, normalized
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm import (
         ChatMessage,
@@ -322,3 +321,4 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.testing.rag_score_suite import RagScoreConformance
     from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
     from evret_core.testing.retriever_suite import RetrieverConformance
+    from evret_core.text import contains_tokens, normalized

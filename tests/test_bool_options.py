@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.judge.text import ContainsJudge, TokenOverlapJudge
+from evret_core.judge.lexical import ContainsJudge, TokenOverlapJudge
 from evret_core.limits import check_bool
 
 

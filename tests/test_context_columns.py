@@ -240,7 +240,7 @@ def test_texts_that_are_not_str_are_judged_by_their_str_form() -> None:
 
 
 def test_the_fast_split_is_the_pattern_split_on_every_code_point() -> None:
-    from evret_core.judge.normalize import _SPLIT, normalize_tokens, strip_punctuation
+    from evret_core.text import _SPLIT, normalize_tokens, strip_punctuation
 
     # the basic plane and every whitespace character beyond it, each between tokens
     chars = [*map(chr, range(0x10000)), *filter(str.isspace, map(chr, range(0x10000, 0x110000)))]
@@ -255,7 +255,7 @@ def test_the_fast_split_is_the_pattern_split_on_every_code_point() -> None:
 
 
 def normalize_joiners() -> dict[int, str]:
-    from evret_core.judge.normalize import _JOINERS
+    from evret_core.text import _JOINERS
 
     return _JOINERS
 

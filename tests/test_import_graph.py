@@ -5,6 +5,9 @@ inside functions alike (an import hidden in a function is still a circle: it onl
 imports under ``if TYPE_CHECKING:`` are left out (they never run). ``from package import submodule`` (a Python
 module or a compiled extension) is an edge to the submodule, not to the package's ``__init__``.
 
+The layers of docs/architecture.md (its ``## Layers`` block, the one place the order is written) hold every
+module-level import: a module imports modules of its own line or of lower lines only.
+
 Issue 34's ratchet counts what still ties the core in a knot, TYPE_CHECKING imports included: the largest circle,
 imports inside functions, TYPE_CHECKING imports and module names written as strings. None may grow.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,12 +241,83 @@ def test_every_module_imports_first() -> None:
     assert done.stdout.strip() == ""
 
 
+# -- the layers ---------------------------------------------------------------------------------------------------
+
+def layers(text: str) -> list[list[str]]:
+    """The lines of the fenced block under ``## Layers`` of ``text`` (docs/architecture.md), lowest first: on each,
+    the names of packages and top-level modules of evret_core that come before its description (which starts after
+    two spaces or more); ``__init__`` is the root package."""
+    block = text.split("\n## Layers\n", 1)[1].split("```", 2)[1]
+    return [re.split(r" {2,}", line.strip(), maxsplit=1)[0].split() for line in block.splitlines() if line.strip()]
+
+
+def layer_name(module: str) -> str:
+    """The name a module goes by in the layers: its package or top-level module under evret_core (``judge`` for
+    ``evret_core.judge.lexical``, ``text`` for ``evret_core.text``, ``__init__`` for ``evret_core``)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def against_the_layers(edges: Iterable[Edge], lines: list[list[str]]) -> list[Edge]:
+    """The edges that import a module of a higher line than their own."""
+    line = {name: i for i, names in enumerate(lines) for name in names}
+    return [e for e in edges if line[layer_name(e.target)] > line[layer_name(e.source)]]
+
+
+def _documented_layers() -> list[list[str]]:
+    return layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+
+
+# Module-level imports that still run against the layers, each with the step of issue 34 that removes it. The
+# set only shrinks: a step that removes one deletes its line here.
+AGAINST_THE_LAYERS = {
+    "evret_core.data.models -> evret_core.results.outputs": "step 3: output writing moves down to io/",
+    "evret_core.metrics.trec -> evret_core.results.outputs": "step 3: TREC readers and output writing move to io/",
+    "evret_core.results.rag_results -> evret_core.rag.generate.generators": "step 5b: Answer and Claim move to "
+                                                                              "contracts/",
+}
+
+
+def test_the_layers_checker_finds_an_import_against_them() -> None:
+    text = ("# Doc\n\n## Layers\n\nSome prose.\n\n```\ncontracts            the floor\nversion text  light  "
+            "ones\njudge\n__init__ cli\n```\n\n## Next\n\n```\nnot layers\n```\n")
+    lines = layers(text)
+    assert lines == [["contracts"], ["version", "text"], ["judge"], ["__init__", "cli"]]
+    down = Edge("evret_core.judge.lexical", "evret_core.text", "module", ROOT, 1)
+    up = Edge("evret_core.text", "evret_core.judge.lexical", "module", ROOT, 2)
+    same_line = Edge("evret_core.version", "evret_core.text", "module", ROOT, 3)
+    from_the_root = Edge("evret_core", "evret_core.contracts.errors", "module", ROOT, 4)
+    to_the_root = Edge("evret_core.cli.evaluate", "evret_core", "module", ROOT, 5)
+    to_the_top = Edge("evret_core.contracts.errors", "evret_core.cli", "module", ROOT, 6)
+    assert against_the_layers([down, up, same_line, from_the_root, to_the_root, to_the_top], lines) == [
+        up, to_the_top]
+
+
+def test_the_layers_name_every_package_and_top_level_module_once() -> None:
+    named = [name for line in _documented_layers() for name in line]
+    assert len(named) == len(set(named)), [n for n in named if named.count(n) > 1]
+    actual = {layer_name(m) for m in _modules() if m.split(".")[0] == "evret_core"}
+    assert sorted(named) == sorted(actual)
+
+
+def test_no_module_level_import_runs_against_the_layers() -> None:
+    """Every import that runs when a module is imported goes to its own line of the layers or a lower one
+    (imports inside functions and under TYPE_CHECKING are not held to it here)."""
+    found = against_the_layers(core_edges("module"), _documented_layers())
+    unexpected = [str(e) for e in found if f"{e.source} -> {e.target}" not in AGAINST_THE_LAYERS]
+    assert unexpected == [], "module-level imports against the layers of docs/architecture.md:\n  " + \
+        "\n  ".join(unexpected)
+    gone = sorted(set(AGAINST_THE_LAYERS) - {f"{e.source} -> {e.target}" for e in found})
+    assert gone == [], f"no longer against the layers: delete these lines of AGAINST_THE_LAYERS: {gone}"
+
+
 # -- issue 34's ratchet -----------------------------------------------------------------------------------------
-# Measured after step 2 of issue 34 (contracts/errors, contracts/aio, version.py: nothing imports the root package).
+# Measured after step 4 of issue 34 (upward edges and faces: gates, tracking, the working table, thresholds, text,
+# the report face).
 # Each later step lowers these to what it leaves (and writes the new values here, in its commit); a change that makes
 # one grow fails.
-LARGEST_CIRCLE = 36  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
-FUNCTION_LEVEL_IMPORTS = 303  # imports of evret_core modules inside functions of evret_core
+LARGEST_CIRCLE = 32  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
+FUNCTION_LEVEL_IMPORTS = 300  # imports of evret_core modules inside functions of evret_core
 TYPE_CHECKING_IMPORTS = 120  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
 STRING_ADDRESSED_MODULES = 238  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evret_core import EvretError, ExactJudge, JudgmentContext, RegexJudge, TokenOverlapJudge, create_judge
-from evret_core.judge import text as text_module
+from evret_core.judge import lexical
 from evret_core.testing import JudgeConformance
 
 
@@ -104,13 +104,13 @@ def test_bad_options(options: dict[str, object]) -> None:
 
 def test_batch_judge_tokenises_each_distinct_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = text_module.tokenize
+    real = lexical.tokenize
 
     def counting(text: str) -> frozenset[str]:
         calls.append(text)
         return real(text)
 
-    monkeypatch.setattr(text_module, "tokenize", counting)
+    monkeypatch.setattr(lexical, "tokenize", counting)
     queries = ["what do queens do", "how long do workers live"]
     expected = ["the queen lays eggs", "workers live six weeks"]
     retrieved = [f"document {i} about queens and workers" for i in range(5)]

@@ -7,8 +7,9 @@ import pytest
 
 from evret_core import ContainsJudge, Evaluator, EvretError, JudgmentContext, create_judge
 from evret_core.data.models import EvaluationDataset, QueryExample
-from evret_core.judge import DEFAULT_JUDGE, Judge, normalize, normalize_tokens, resolve_judge
+from evret_core.judge import DEFAULT_JUDGE, Judge, resolve_judge
 from evret_core.testing import JudgeConformance
+from evret_core.text import normalize, normalize_tokens
 
 
 class TestContainsJudge(JudgeConformance):

@@ -1,4 +1,4 @@
-"""Issue 28, experiment tracking: ``--mlflow`` and :func:`evret_core.results.tracking.log_to_mlflow` log a run to a real
+"""Issue 28, experiment tracking: ``--mlflow`` and :func:`evret_core.report.tracking.log_to_mlflow` log a run to a real
 local MLflow store (a file store folder), read back here with ``MlflowClient``."""
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
+from evret_core.report.tracking import evret_name, log_to_mlflow, mlflow_name, split_metric_name
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.rag_results import RagResults
-from evret_core.results.tracking import evret_name, log_to_mlflow, mlflow_name, split_metric_name
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer
 
@@ -289,7 +289,7 @@ def test_without_mlflow_the_python_api_raises_an_evret_error(tmp_path: Path) -> 
     code = BLOCK.split("from evret_core.cli")[0] + (
         "from evret_core.contracts.errors import EvretError\n"
         "from evret_core.results.evaluation import EvaluationResults\n"
-        "from evret_core.results.tracking import log_to_mlflow\n"
+        "from evret_core.report.tracking import log_to_mlflow\n"
         "try:\n"
         f"    log_to_mlflow(EvaluationResults.from_json({str(tmp_path / 'r.json')!r}), 'store')\n"
         "except EvretError as exc:\n"

@@ -146,7 +146,7 @@ def test_a_store_failing_after_the_work_is_named_within_seconds_and_the_results_
 
 
 def test_the_http_bounds_are_set_for_mlflows_calls_and_put_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evret_core.results import tracking
+    from evret_core.report import tracking
 
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "33")
     seen = {}
@@ -162,7 +162,7 @@ def test_the_http_bounds_are_set_for_mlflows_calls_and_put_back(monkeypatch: pyt
 
 def test_python_api_prints_nothing_on_standard_output(server: MlflowServer, tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    from evret_core.results.tracking import log_to_mlflow
+    from evret_core.report.tracking import log_to_mlflow
 
     assert main([*EVALUATE, "--output", str(tmp_path / "r.json")]) == 0
     capsys.readouterr()
@@ -234,7 +234,7 @@ def test_a_store_failing_at_logging_time_is_not_said_to_be_before_the_run(server
     """log_to_mlflow (what the CLI calls after the work) does not check again: a failure there says the run
     could not be logged, never "nothing was done"; a deleted experiment found then is named as such."""
     from evret_core.contracts.errors import EvretError
-    from evret_core.results.tracking import log_to_mlflow
+    from evret_core.report.tracking import log_to_mlflow
 
     assert main([*EVALUATE, "--output", str(tmp_path / "r.json")]) == 0
     results = EvaluationResults.from_json(tmp_path / "r.json")

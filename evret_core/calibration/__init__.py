@@ -13,7 +13,6 @@ from evret_core.calibration.label_plan import (
 )
 from evret_core.calibration.labels import LabelledJudgment, derive_labels, read_labels
 from evret_core.calibration.ppi import PPIEstimate, add_prediction_powered, ppi_for_results, ppi_mean
-from evret_core.calibration.scores import judge_scores, judge_threshold
 
 __all__ = [
     "Agreement",
@@ -28,8 +27,6 @@ __all__ = [
     "calibration_json",
     "candidates_from_results",
     "derive_labels",
-    "judge_scores",
-    "judge_threshold",
     "labels_from_results",
     "plan_sample",
     "ppi_for_results",

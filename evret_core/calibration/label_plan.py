@@ -19,8 +19,8 @@ import numpy as np
 
 from evret_core.calibration.calibrate import unit_scores
 from evret_core.calibration.labels import LabelledJudgment
-from evret_core.calibration.scores import judge_name
 from evret_core.contracts.errors import EvretError
+from evret_core.judge.thresholds import judge_name
 from evret_core.results.outputs import write_output
 
 

@@ -5,7 +5,7 @@ A command adds the options (:func:`add_tracking_arguments`), checks them with it
 the experiment not deleted) and logs the run after its results are written and shown (:func:`log_run`), so a
 tracking failure never loses the results file: it is one line naming the URI, and the command exits 2. A
 ``--dry-run`` says that it logs nothing (:func:`note_dry_run`). The mapping itself is
-:mod:`evret_core.results.tracking`'s.
+:mod:`evret_core.report.tracking`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def check_tracking_arguments(args: argparse.Namespace, inputs: Sequence[str | No
             if getattr(args, flag, None) is not None:
                 raise EvretError(f"--{flag.replace('_', '-')} goes with --mlflow (where the run is logged)")
         return None
-    from evret_core.results.tracking import check_tracking
+    from evret_core.report.tracking import check_tracking
 
     return check_tracking(args.mlflow, [str(p) for p in inputs if p], "--mlflow", args.mlflow_experiment)
 
@@ -53,8 +53,8 @@ def log_run(args: argparse.Namespace, uri: str | None, results: Any) -> None:
     """Log ``results`` to ``uri`` (from :func:`check_tracking_arguments`; nothing when None) and say where."""
     if uri is None:
         return
+    from evret_core.report.tracking import log_to_mlflow
     from evret_core.results.redact import known_secrets, redact_text
-    from evret_core.results.tracking import log_to_mlflow
 
     shown = redact_text(uri, known_secrets(sys.argv))
     print(f"logging the run to MLflow at {shown} ...", file=sys.stderr, flush=True)  # it takes seconds

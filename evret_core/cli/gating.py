@@ -34,7 +34,7 @@ def check_gate_arguments(args: argparse.Namespace, known: Sequence[str] | None =
     will compute (known from its settings): a --fail-under or --gate-metric naming another fails now, naming
     ``add`` (the option that adds scores), instead of after the whole run."""
     from evret_core.limits import check_float
-    from evret_core.statistics.gates import parse_fail_under
+    from evret_core.results.gates import parse_fail_under
 
     floors = parse_fail_under(args.fail_under or [])
     check_float(args.gate_alpha, "--gate-alpha", 0.0, 1.0, open_interval=True)
@@ -61,7 +61,7 @@ def _hint(name: str, known: Sequence[str]) -> str:
 def run_gates(args: argparse.Namespace, floors: dict[str, float], run: Any, load_baseline: Any) -> int:
     """Check the gates on ``run`` (a gate view); ``load_baseline(path)`` reads the baseline into the same view.
     Prints one line per failed gate on stderr; returns 0 or :data:`GATE_FAILED`."""
-    from evret_core.statistics.gates import check_gates
+    from evret_core.results.gates import check_gates
 
     if not floors and not args.baseline:
         return 0

@@ -160,7 +160,7 @@ def _tracked(args: argparse.Namespace, metrics: list[Any], tag: str, aggregate: 
     import platform
     from pathlib import Path
 
-    from evret_core.results.tracking import TrackedRun
+    from evret_core.report.tracking import TrackedRun
     from evret_core.version import __version__
 
     params = {"qrels": args.qrels, "run": args.run, "metrics": [m.name for m in metrics], "complete": args.complete,

@@ -33,13 +33,13 @@ from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matc
 from evret_core.contracts.errors import EvretError
 from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
 from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
+from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.judge.context_columns import AnswerKey
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.metrics.metric import Metric, resolve_judged_defaults
 from evret_core.progress import after_a_while
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
 from evret_core.results.per_query import QueryTable, TextJudgments
-from evret_core.retrieve.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.retrieve.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
 
 __all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "EmptyRetrievalWarning", "Evaluator",
@@ -235,7 +235,7 @@ class Evaluator:
         self._missing = missing
         self._extra = extra_run_queries(run, queries)
         if isinstance(run, ColumnarRun) and positions is not None:
-            from evret_core.retrieve.run_rows import ColumnarRows
+            from evret_core.evaluation.run_rows import ColumnarRows
 
             return ColumnarRows(run, positions, self.k)
         absent = object()  # a dict row is kept as it is, before any per-query message is built

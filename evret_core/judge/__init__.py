@@ -1,8 +1,7 @@
 """Stage 3, judge: judges decide whether a retrieved text matches an expected answer text (or one of its aliases)."""
 
 from evret_core.judge.base import DEFAULT_JUDGE, Judge, resolve_judge
-from evret_core.judge.normalize import contains_tokens, normalize, normalize_tokens
-from evret_core.judge.text import ContainsJudge, ExactJudge, RegexJudge, TokenOverlapJudge, tokenize
+from evret_core.judge.lexical import ContainsJudge, ExactJudge, RegexJudge, TokenOverlapJudge, tokenize
 
 __all__ = [
     "DEFAULT_JUDGE",
@@ -11,9 +10,6 @@ __all__ = [
     "Judge",
     "RegexJudge",
     "TokenOverlapJudge",
-    "contains_tokens",
-    "normalize",
-    "normalize_tokens",
     "resolve_judge",
     "tokenize",
 ]

@@ -21,6 +21,7 @@ from typing import Any
 from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
 from evret_core.judge.base import Judge
+from evret_core.judge.thresholds import judge_scores, judge_threshold
 
 _STAGE_KEYS = {"name", "band", "max_judgments", "max_tokens", "options"}
 
@@ -131,8 +132,6 @@ class CascadeJudge(Judge):
             prepare(contexts)
 
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
-        from evret_core.calibration.scores import judge_scores, judge_threshold
-
         verdicts: list[bool | None] = [None] * len(contexts)
         pending = list(range(len(contexts)))
         self._counts["judgments"] += len(contexts)
@@ -174,8 +173,6 @@ class CascadeJudge(Judge):
         if stage.band is None:  # the last stage: its verdict, or its score against its threshold
             if isinstance(answer, bool):
                 return answer
-            from evret_core.calibration.scores import judge_threshold
-
             threshold = judge_threshold(stage.judge)
             return bool(answer >= threshold) if threshold is not None else bool(answer >= 0.5)
         low, high = stage.band

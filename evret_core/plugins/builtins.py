@@ -86,10 +86,10 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "llm": f"{_RAG}.generate.llm_generator:LLMGenerator"}),
     # LLM providers come from plugins.
     BuiltinPlugin("judges", "register_judges", {
-        "exact": "evret_core.judge.text:ExactJudge",
-        "contains": "evret_core.judge.text:ContainsJudge",
-        "regex": "evret_core.judge.text:RegexJudge",
-        "token-overlap": "evret_core.judge.text:TokenOverlapJudge",
+        "exact": "evret_core.judge.lexical:ExactJudge",
+        "contains": "evret_core.judge.lexical:ContainsJudge",
+        "regex": "evret_core.judge.lexical:RegexJudge",
+        "token-overlap": "evret_core.judge.lexical:TokenOverlapJudge",
         "cascade": "evret_core.judge.cascade:CascadeJudge",
         "repeats": "evret_core.judge.repeats:RepeatedJudge",
         "llm": "evret_core.judge.llm:LLMJudge"}),

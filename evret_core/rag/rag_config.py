@@ -260,7 +260,7 @@ class RagConfig(Config):
 
 def load_questions(dataset: str, corpus: str | None = None, dataset_format: str | None = None) -> QuestionSet:
     """The question set: by ``dataset_format`` when given (``rgb``), else by the dataset's suffix."""
-    from evret_core.rag import QuestionSet
+    from evret_core.rag.questions.question_sets import QuestionSet
 
     if dataset_format is None:
         return QuestionSet.load(dataset, corpus)

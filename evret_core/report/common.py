@@ -44,7 +44,7 @@ class ReportData:
 class RagReportData:
     """The RAG runs of a report (name -> results), in order, with their comparison when there are several and the
     question set they used (the HTML drill-down then shows each context's text). Rendered by the same entry point
-    and renderers as :class:`ReportData` (:func:`evret_core.report.render_report`)."""
+    and renderers as :class:`ReportData` (:func:`evret_core.report.render.render_report`)."""
 
     runs: dict[str, RagResults]
     comparison: Comparison | None = None

@@ -1,5 +1,5 @@
 """RAG runs in ``evret compare`` and ``evret report``: paired tests between RAG runs, and the report (Markdown or
-HTML, through :func:`evret_core.report.render_report` like retrieval reports).
+HTML, through :func:`evret_core.report.render.render_report` like retrieval reports).
 
 Scores are compared under ``SECTION/METRIC`` names (``retrieval/recall@5``, ``gold/f1``, ``retrieved/correct``,
 an adversarial condition's ``injection/correct``...): a metric is tested on the questions every run measured it
@@ -15,8 +15,8 @@ import numpy as np
 
 from evret_core.contracts.errors import EvretError
 from evret_core.rag.questions.question_sets import QuestionSet
-from evret_core.report import render_report
 from evret_core.report.common import RagReportData
+from evret_core.report.render import render_report
 from evret_core.results.model import ScoreView
 from evret_core.results.rag_results import RagResults
 from evret_core.statistics.inference import (
@@ -79,7 +79,7 @@ def flat_means(runs: Mapping[str, RagResults]) -> tuple[dict[str, dict[str, floa
 def rag_markdown(runs: Mapping[str, RagResults], comparison: Comparison | None = None) -> str:
     """A Markdown report of one or more RAG runs: retrieval, generation per condition, attribution, condition
     differences, slices by tag and condition, adversarial rates, and the comparison of runs when there are several
-    (:func:`evret_core.report.render_report` of a :class:`~evret_core.report.common.RagReportData`)."""
+    (:func:`evret_core.report.render.render_report` of a :class:`~evret_core.report.common.RagReportData`)."""
     return render_report(RagReportData(dict(runs), comparison), "markdown")
 
 

@@ -4,7 +4,7 @@
 attribution, condition differences, slices, adversarial rates, the comparison of runs), :func:`condition_differences`
 the differences table (one row per pair of conditions, a column per metric) and :func:`question_drilldown` with
 :func:`verdict` what the page shows per question; the report's renderers lay them out, the same ones as
-retrieval reports' (:func:`evret_core.report.render_report` with a :class:`~evret_core.report.common.RagReportData`:
+retrieval reports' (:func:`evret_core.report.render.render_report` with a :class:`~evret_core.report.common.RagReportData`:
 :mod:`evret_core.report.markdown`, :mod:`evret_core.report.html`). Every text from a results file (run names, tags,
 tag values, condition names) is escaped by the renderer: pipes and brackets in Markdown cells, HTML autoescaping
 in the page.

@@ -1,1 +1,1 @@
-"""Stage 7, results: retrieval and RAG results, per-query detail, tables, safe output files and redaction."""
+"""Stage 7, results: retrieval and RAG results, per-query detail, tables, regression gates, safe output files and redaction."""

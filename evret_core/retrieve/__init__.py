@@ -1,1 +1,1 @@
-"""Stage 2, retrieve: the retriever contract, adapters, vector-store pieces, retrieved rows as columns."""
+"""Stage 2, retrieve: the retriever contract, adapters, vector-store pieces."""

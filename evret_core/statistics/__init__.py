@@ -1,1 +1,1 @@
-"""Stage 6, statistics: bootstrap intervals, paired significance tests, regression gates."""
+"""Stage 6, statistics: bootstrap intervals, paired significance tests."""

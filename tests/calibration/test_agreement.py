@@ -11,10 +11,10 @@ import pytest
 from evret_core.calibration import agreement, calibrate, calibrate_judge, read_labels, threshold_sweep
 from evret_core.calibration.agreement import best_threshold, measures_from_counts
 from evret_core.calibration.labels import LabelledJudgment
-from evret_core.calibration.scores import judge_scores, judge_threshold
 from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.judge.text import TokenOverlapJudge
+from evret_core.judge.lexical import TokenOverlapJudge
+from evret_core.judge.thresholds import judge_scores, judge_threshold
 
 
 def test_measures_match_hand_computed_values() -> None:

@@ -9,8 +9,9 @@ import pytest
 
 from evret_core import EvretError
 from evret_core.rag import Answer, Context, ExtractiveGenerator, GenerationRequest, PrecomputedGenerator
-from evret_core.rag.generate.extractive import answer_span, split_sentences
+from evret_core.rag.generate.extractive import answer_span
 from evret_core.rag.generate.generators import CallableGenerator, ObjectGenerator, resolve_generator
+from evret_core.text import split_sentences
 
 CONTEXTS = (
     Context("d1", "The library opens at 9 am. On Saturdays it closes at 5 pm."),

@@ -336,7 +336,7 @@ def test_a_crafted_rag_file_is_refused(runs: dict[str, Path], tmp_path: Path, so
 
 def test_mlflow_never_sees_a_negative_attribution(runs: dict[str, Path], tmp_path: Path) -> None:
     """ML17: log_to_mlflow reads files through load_results, which now refuses the crafted counts."""
-    from evret_core.results.tracking import log_to_mlflow
+    from evret_core.report.tracking import log_to_mlflow
 
     path = craft(runs, "rag", _each_attribution(-5), tmp_path)
     with pytest.raises(EvretError, match=r"attribution\.both_right is -5"):

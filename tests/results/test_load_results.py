@@ -16,9 +16,9 @@ import pytest
 from evret_core import EvretError
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import load_results, load_runs
+from evret_core.results.gates import check_fail_under
 from evret_core.results.model import Results, ScoreView
 from evret_core.results.rag_results import RagResults
-from evret_core.statistics.gates import check_fail_under
 
 DATA = Path(__file__).parent / "data"
 RETRIEVAL_V1, RETRIEVAL_V2, RAG_V1 = DATA / "retrieval-v1.json", DATA / "retrieval-v2.json", DATA / "rag-v1.json"

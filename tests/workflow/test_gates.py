@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.statistics.gates import check_fail_under, check_gates, check_regression, parse_fail_under
+from evret_core.results.gates import check_fail_under, check_gates, check_regression, parse_fail_under
 
 
 def test_parse_fail_under_reads_metric_value_pairs() -> None:

@@ -15,8 +15,8 @@ import pytest
 
 from evret_core.contracts.errors import EvretError
 from evret_core.results.evaluation import EvaluationResults, metric_value_range
+from evret_core.results.gates import check_fail_under, check_regression
 from evret_core.results.model import ScoreView
-from evret_core.statistics.gates import check_fail_under, check_regression
 
 from .conftest import REPO
 

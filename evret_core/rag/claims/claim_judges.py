@@ -25,9 +25,9 @@ from typing import Any
 
 from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
-from evret_core.rag.generate.extractive import split_sentences
 from evret_core.rag.generate.generators import Answer, Claim
 from evret_core.rag.questions.conditions import Context
+from evret_core.text import split_sentences
 
 VERDICTS = ("supported", "contradicted", "unsupported", "unmeasured")
 

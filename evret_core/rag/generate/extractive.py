@@ -25,31 +25,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.judge.text import STOPWORDS
 from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
+from evret_core.text import (
+    NAME_CUES,
+    NUMBER_CUES,
+    NUMBER_WORDS,
+    STOPWORDS,
+    WORD,
+    content_words,
+    split_sentences,
+    stem,
+)
 
-_SENTENCE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
-_WORD = re.compile(r"\w+", re.UNICODE)
 ANSWER_MODES = ("span", "sentence", "paraphrase")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split after ``.``, ``!`` or ``?`` followed by space and a capital or digit; lines
-    are sentences too. Empty pieces are dropped."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        out.extend(s.strip() for s in _SENTENCE.split(line) if s.strip())
-    return out
-
-
-def _stem(word: str) -> str:
-    word = word.lower()
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-cased word stems of ``text`` without stop words, in order."""
-    return [_stem(w) for w in _WORD.findall(text) if w.lower() not in STOPWORDS]
 
 
 class ExtractiveGenerator(Generator):
@@ -126,13 +114,6 @@ def restate(question: str, answer: str) -> str:
     return f"{rest}: {answer}" if rest else answer
 
 
-_NUMBER_CUES = ("when", "year", "century", "how many", "how much", "how long", "how old", "date", "percent",
-                 "how far", "how big", "how large", "what time", "number")
-_NUMBER_WORDS = frozenset("""one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty
-    hundred hundreds thousand thousands million millions billion first second third half dozen""".split())
-_NAME_CUES = ("who", "whom", "whose", "which", "where", "what city", "what country", "name")
-
-
 def answer_span(sentence: str, question: str) -> str:
     """A short span of ``sentence`` that answers ``question``: among the runs of the sentence's words that the
     question does not contain (stop words neither break nor end a run), the one with the best score, where a run
@@ -140,13 +121,13 @@ def answer_span(sentence: str, question: str) -> str:
     when it asks who / where / which, for being close to the question's words in the sentence, and against its
     length. A run never cuts a bracket or quote pair (:func:`balance_span`). The whole sentence when every word is
     in the question."""
-    asked = {w.lower() for w in _WORD.findall(question)} | {_stem(w) for w in _WORD.findall(question)}
-    words = list(_WORD.finditer(sentence))
-    in_question = [w.group().lower() in asked or _stem(w.group()) in asked for w in words]
+    asked = {w.lower() for w in WORD.findall(question)} | {stem(w) for w in WORD.findall(question)}
+    words = list(WORD.finditer(sentence))
+    in_question = [w.group().lower() in asked or stem(w.group()) in asked for w in words]
     anchors = [i for i, hit in enumerate(in_question) if hit and words[i].group().lower() not in STOPWORDS]
     lowered = question.lower()
-    wants_number = any(cue in lowered for cue in _NUMBER_CUES)
-    wants_name = not wants_number and any(cue in lowered for cue in _NAME_CUES)
+    wants_number = any(cue in lowered for cue in NUMBER_CUES)
+    wants_name = not wants_number and any(cue in lowered for cue in NAME_CUES)
     pairs = bracket_pairs(sentence)
     best: tuple[float, int, int] | None = None
     i = 0
@@ -169,7 +150,7 @@ def answer_span(sentence: str, question: str) -> str:
         if not run or not sentence[left:right].strip():
             continue
         score = -0.08 * len(run)
-        if wants_number and any(w.lower() in _NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in run):
+        if wants_number and any(w.lower() in NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in run):
             score += 2.0
         if wants_name and any(w[0].isupper() for w in run):
             score += 1.0

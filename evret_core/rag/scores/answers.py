@@ -14,6 +14,8 @@ import string
 from collections import Counter
 from collections.abc import Sequence
 
+from evret_core.text import STOPWORDS
+
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 _PUNCT = frozenset(string.punctuation)
 
@@ -149,8 +151,6 @@ def states_whole(prediction: str, gold: str, question: str = "", short: int = SH
     alternative ("or", see :func:`answer_is_correct`) and holds at most ``short`` content words that are neither
     stop words nor words of ``question`` ("5 pm, and it is closed" states "5 pm" with one, "closed"; "Rollo,
     William, Richard, Robert" does not state "Rollo" shortly)."""
-    from evret_core.judge.text import STOPWORDS
-
     said = normalize_answer(prediction).split()
     wanted = normalize_answer(gold).split()
     variants = [wanted]

@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field, field_validator
 from evret_core.contracts.errors import EvretError
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
-from evret_core.rag.generate.extractive import _NAME_CUES, _NUMBER_CUES, _NUMBER_WORDS, content_words
 from evret_core.rag.generate.generators import Answer
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens
+from evret_core.text import NAME_CUES, NUMBER_CUES, NUMBER_WORDS, content_words
 
 RELEVANCE_SYSTEM_PROMPT = (
     "You grade whether an answer addresses the question it was given: whether it responds to what was asked, "
@@ -55,11 +55,11 @@ def lexical_relevance(question: str, answer: str) -> float:
     library close?") is as relevant as a sentence that restates the question around it."""
     lowered = question.lower()
     words = _WORD.findall(answer)
-    cues = [(m.start(), "number") for cue in _NUMBER_CUES for m in re.finditer(rf"\b{re.escape(cue)}", lowered)]
-    cues += [(m.start(), "name") for cue in _NAME_CUES for m in re.finditer(rf"\b{re.escape(cue)}\b", lowered)]
+    cues = [(m.start(), "number") for cue in NUMBER_CUES for m in re.finditer(rf"\b{re.escape(cue)}", lowered)]
+    cues += [(m.start(), "name") for cue in NAME_CUES for m in re.finditer(rf"\b{re.escape(cue)}\b", lowered)]
     wants = min(cues)[1] if cues else None  # the earliest cue: "Who led ... when ...?" asks for a name
     if wants == "number":
-        typed = any(w.lower() in _NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in words)
+        typed = any(w.lower() in NUMBER_WORDS or any(ch.isdigit() for ch in w) for w in words)
     elif wants == "name":
         typed = any(w[:1].isupper() for w in words)
     else:

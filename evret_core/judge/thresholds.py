@@ -25,7 +25,7 @@ def judge_name(judge: Any) -> str:
 
 def judge_threshold(judge: Any) -> float | None:
     """The threshold a judge compares its score with, or None when it has none (exact, contains, llm)."""
-    from evret_core.judge.text import TokenOverlapJudge
+    from evret_core.judge.lexical import TokenOverlapJudge
 
     value = getattr(judge, "threshold", None)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):

@@ -1,6 +1,6 @@
 """Dependency-free judges: exact, contains, regex and token overlap.
 
-The lexical judges compare texts in the one normalisation of :mod:`evret_core.judge.normalize` (NFKC, case
+The lexical judges compare texts in the one normalisation of :mod:`evret_core.text` (NFKC, case
 folding, punctuation removed at token boundaries, whitespace collapsed), and match when the expected text or any
 of its aliases (``context.expected_variants``) matches.
 
@@ -22,25 +22,13 @@ from evret_core.contracts.errors import EvretError
 from evret_core.data.models import JudgmentContext
 from evret_core.judge.base import Judge
 from evret_core.judge.context_columns import AnswerKey, ContextColumns
-from evret_core.judge.normalize import contains_tokens, normalize, normalize_tokens, normalized
 from evret_core.limits import check_bool
+from evret_core.text import STOPWORDS, contains_tokens, normalize, normalize_tokens, normalized
 
-__all__ = ["STOPWORDS", "ContainsJudge", "ExactJudge", "RegexJudge", "TokenOverlapJudge", "normalize",
-           "tokenize"]
-
-# A short list of English function words: they carry no topical signal, and counting them would let
-# "the", "of" and "is" alone make two unrelated texts overlap.
-STOPWORDS = frozenset(
-    """a an the and or but if then else of in on at to for from by with without about into over under
-    is are was were be been being am do does did doing have has had having it its this that these those
-    there here what which who whom whose when where why how i you he she we they me him her us them my your
-    his our their as so than too very can could should would may might must will shall not no nor only own
-    same such just also any all both each few more most other some""".split()
-)
-
+__all__ = ["ContainsJudge", "ExactJudge", "RegexJudge", "TokenOverlapJudge", "tokenize"]
 
 def tokenize(text: str) -> frozenset[str]:
-    """The set of normalised tokens of ``text`` (see :mod:`~evret_core.judge.normalize`), stop words removed."""
+    """The set of normalised tokens of ``text`` (see :mod:`~evret_core.text`), stop words removed."""
     return frozenset(t for t in normalize_tokens(text) if t not in STOPWORDS)
 
 
