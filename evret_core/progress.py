@@ -27,7 +27,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TextIO, TypeVar
+
+_T = TypeVar("_T")
 
 ProgressCallback = Callable[[str, int, int], None]
 """``progress(stage, done, total)``; ``done == 0`` starts the stage (see the module)."""
@@ -211,6 +213,17 @@ class terminal_progress:  # noqa: N801 - used like a function
         """End the drawing (a newline after the last line when one is on screen)."""
         if self.enabled:
             self._end_block()
+
+
+def with_terminal_progress(work: Callable[[], _T]) -> _T:
+    """``work()`` with a progress line on the terminal (and nowhere else) for each step that takes more than a
+    second: what a command that reads and writes files wraps its work in."""
+    progress = terminal_progress()
+    try:
+        with progress_scope(after_a_while(progress)):
+            return work()
+    finally:
+        progress.close()
 
 
 @contextmanager

@@ -35,14 +35,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.progress import after_a_while, progress_scope, terminal_progress
+    from evret_core.progress import with_terminal_progress
 
-    progress = terminal_progress()  # on a terminal only, for the steps that take more than a second
-    try:
-        with progress_scope(after_a_while(progress)):
-            return _run(args)
-    finally:
-        progress.close()
+    return with_terminal_progress(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
