@@ -43,11 +43,11 @@ from evret_core.evaluation.run_config import (
     load_toml,
 )
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, MAX_SLICE_SIZE
+from evret_core.results.evaluation import EvaluationResults
 
 if TYPE_CHECKING:
     from evret_core.data.models import EvaluationDataset
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.results.evaluation import EvaluationResults
 
 __all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "build_retriever", "component_layer",
            "file_settings", "load_toml"]

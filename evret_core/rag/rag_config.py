@@ -34,9 +34,9 @@ from pydantic import ValidationInfo, field_validator
 from evret_core.contracts.errors import EvretError
 from evret_core.evaluation.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
+from evret_core.progress import ProgressCallback
 
 if TYPE_CHECKING:
-    from evret_core.progress import ProgressCallback
     from evret_core.rag.harness import RagEvaluator
     from evret_core.rag.questions.question_sets import QuestionSet
     from evret_core.results.rag_results import RagResults
