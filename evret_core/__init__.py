@@ -47,9 +47,9 @@ _EXPORTS: dict[str, str] = {
     "read_qrels": "evret_core.metrics.trec",
     "read_run": "evret_core.metrics.trec",
     "write_run": "evret_core.metrics.trec",
-    "EvaluationDataset": "evret_core.data.models",
+    "EvaluationDataset": "evret_core.io.datasets",
     "JudgmentContext": "evret_core.data.models",
-    "QueryExample": "evret_core.data.models",
+    "QueryExample": "evret_core.io.queries",
     "RetrievalResult": "evret_core.data.models",
     "list_plugins": "evret_core.plugins.loading",
     "create_evaluator": "evret_core.plugins.registry",
@@ -149,10 +149,12 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         MultiCriteriaItem,
         PairwiseJudge,
     )
-    from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
+    from evret_core.io.datasets import EvaluationDataset
+    from evret_core.io.queries import QueryExample
     from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
     from evret_core.judge.llm import LLMJudge
     from evret_core.metrics import (

@@ -181,8 +181,8 @@ def test_columns_are_compact(tmp_path: Path) -> None:
 
 def test_a_trec_run_file_given_to_the_evaluator_stays_columns(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from evret_core.data.runfiles import read_retrieved
     from evret_core.evaluation.run_rows import ColumnarRows
+    from evret_core.io.runs import read_retrieved
 
     path = tmp_path / "run.trec"
     path.write_text("".join(f"q{q} Q0 d{d} {d + 1} {d % 4} t\n" for q in range(3000) for d in range(20)))

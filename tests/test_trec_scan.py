@@ -304,7 +304,7 @@ def test_a_cr_only_run_is_an_error_and_crlf_still_reads(tmp_path: Path, capsys: 
 def test_a_joined_first_line_is_still_read_as_a_trec_run(tmp_path: Path) -> None:
     """evret evaluate --run: a run whose first line holds two joined lines was taken for JSON lines (a JSON error);
     now the TREC reader names the line."""
-    from evret_core.data.runfiles import read_retrieved
+    from evret_core.io.runs import read_retrieved
 
     path = tmp_path / "run.trec"
     path.write_text("q1 Q0 d1 1 2.0 t q1 Q0 d2 2 1.0 t\nq1 Q0 d3 3 0.5 t\n")

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.data.models import QueryExample
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row
+from evret_core.io.queries import QueryExample
 from evret_core.metrics.metric import RankedBatch
 from evret_core.metrics.runcolumns import ColumnarRun
 from evret_core.results.per_query import TextJudgments

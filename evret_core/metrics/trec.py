@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.outputs import write_output
 from evret_core.metrics.trecscan import TrecRun
-from evret_core.results.outputs import write_output
 
 __all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
 
