@@ -320,7 +320,7 @@ def test_readme_says_what_make_test_installs() -> None:
 
 
 def test_trec_files_report_the_line_of_a_bad_byte(tmp_path: Path) -> None:
-    from evret_core.metrics.trec import read_qrels
+    from evret_core.io.trec import read_qrels
 
     lines = b"".join(b"q%d 0 d%d 1\n" % (i, i) for i in range(3000)) + b"q9 0 caf\xe9 1\n"
     (tmp_path / "qrels").write_bytes(lines)

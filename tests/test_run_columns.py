@@ -12,8 +12,8 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, evaluate_run, read_qrels, read_run
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics import runcolumns
-from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
+from evret_core.io import runcolumns
+from evret_core.io.runcolumns import ColumnarRun, read_run_columns
 from evret_core.testing.shared_data import shared_data
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "num_ret", "bpref"]

@@ -67,7 +67,7 @@ def _judges(args: argparse.Namespace) -> list[Any]:
 
 def _read_qrels(path: str) -> dict[str, dict[str, float]]:
     from evret_core.io.jsonio import read_text
-    from evret_core.metrics.trec import read_qrels
+    from evret_core.io.trec import read_qrels
 
     first = next((line for line in read_text(path, "qrels file").split("\n") if line.strip()), "")
     if len(first.split()) == 4:

@@ -218,7 +218,7 @@ class Evaluator:
     def _precomputed_rows(self, queries: Sequence[QueryExample]) -> RetrievedRows:
         """A precomputed run's rows; a run read as columns (``read_run_columns``) stays columns (a chunk's dicts
         are built when its metrics are computed)."""
-        from evret_core.metrics.runcolumns import ColumnarRun
+        from evret_core.io.runcolumns import ColumnarRun
 
         assert isinstance(self.retriever, PrecomputedRetriever)
         run = self.retriever.run

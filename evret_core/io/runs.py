@@ -137,7 +137,7 @@ def read_retrieved_jsonl(path: str | Path) -> dict[str, list[dict[str, Any]]]:
 def read_retrieved(path: str | Path, corpus: str | Path | None = None) -> Mapping[str, Any]:
     """A precomputed run from a retrieved JSONL file or a TREC run file (texts from ``corpus`` when given).
 
-    A TREC run without a corpus is read as columns (:func:`~evret_core.metrics.runcolumns.read_run_columns`: about
+    A TREC run without a corpus is read as columns (:func:`~evret_core.io.runcolumns.read_run_columns`: about
     20 bytes per line, so a million queries x 100 fit in memory), a ``{qid: {doc_id: score}}`` mapping whose
     dicts are built per query when asked for; with a corpus every document must be in it (a missing one is an
     error naming the run file and the document).
@@ -146,7 +146,7 @@ def read_retrieved(path: str | Path, corpus: str | Path | None = None) -> Mappin
     if not path.exists():
         raise EvretError(f"{path}: no such retrieved results file")
     if _is_trec_run(path):
-        from evret_core.metrics.runcolumns import read_run_columns
+        from evret_core.io.runcolumns import read_run_columns
 
         trec = read_run_columns(path)
         if corpus is None:

@@ -219,7 +219,7 @@ class PrecomputedRetriever(Retriever):
     name = "precomputed"
 
     def __init__(self, run: Mapping[str, Any]) -> None:
-        from evret_core.metrics.runcolumns import ColumnarRun
+        from evret_core.io.runcolumns import ColumnarRun
 
         # a run read as columns stays columns (its str ids and dicts are made per query when asked for); a dict
         # keyed by str is used as is (no copy of a million-query run); other keys become str
