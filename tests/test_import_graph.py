@@ -310,12 +310,12 @@ def test_no_module_level_import_runs_against_the_layers() -> None:
 
 
 # -- issue 34's ratchet -----------------------------------------------------------------------------------------
-# Measured after step 4 of issue 34 (upward edges and faces: gates, tracking, the working table, thresholds, text,
-# the report face).
+# Measured after steps 3 and 4 of issue 34 (io/: every file format, the TREC readers and their scanner; upward edges
+# and faces: gates, tracking, the working table, thresholds, text, the report face).
 # Each later step lowers these to what it leaves (and writes the new values here, in its commit); a change that makes
 # one grow fails.
-LARGEST_CIRCLE = 32  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
-FUNCTION_LEVEL_IMPORTS = 300  # imports of evret_core modules inside functions of evret_core
+LARGEST_CIRCLE = 30  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
+FUNCTION_LEVEL_IMPORTS = 296  # imports of evret_core modules inside functions of evret_core
 TYPE_CHECKING_IMPORTS = 120  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
 STRING_ADDRESSED_MODULES = 238  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
 
