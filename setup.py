@@ -14,8 +14,8 @@ setup(
             optional=True,
         ),
         Extension(
-            "evret_core.metrics._trecscan",
-            ["evret_core/metrics/_trecscan.c"],
+            "evret_core.io._trecscan",
+            ["evret_core/io/_trecscan.c"],
             optional=True,
         ),
     ]

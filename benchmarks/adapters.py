@@ -95,7 +95,7 @@ def haystack_section(queries: list[str], vectors: list[list[float]], embed: Any,
     import os
 
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage events from a benchmark
-    from evret_core.data.corpus import read_corpus
+    from evret_core.io.corpus import read_corpus
 
     corpus = [(doc_id, f"{d['title']} {d['text']}".strip()) for doc_id, d in read_corpus(SCIFACT / "corpus.jsonl").items()]
     for n_docs, n_queries in HAYSTACK_RUNS:

@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 
 from evret_core import ContainsJudge, EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
+from evret_core.io.runcolumns import read_run_columns
+from evret_core.io.trec import read_qrels, read_run
 from evret_core.metrics.engine import accelerator, evaluate_run
-from evret_core.metrics.runcolumns import read_run_columns
-from evret_core.metrics.trec import read_qrels, read_run
 from evret_core.results.evaluation import add_statistics
 from evret_core.retrieve.retrievers import RankedColumns
 

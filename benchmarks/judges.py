@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge, create_retriever
-from evret_core.data.dataset_files import read_squad
+from evret_core.io.dataset_files import read_squad
 from evret_core.judge import DEFAULT_JUDGE
 from evret_core.judge.lexical import tokenize
 from evret_core.plugins.registry import judge_names

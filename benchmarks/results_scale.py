@@ -51,7 +51,8 @@ def generate(folder: Path, queries: int) -> tuple[Path, Path]:
 
 
 def unpack(ref: str, folder: Path, so_from: Path) -> Path:
-    """``git archive REF`` in ``folder``, with the compiled extensions of ``so_from`` copied in."""
+    """``git archive REF`` in ``folder``, with the compiled extensions found under ``so_from`` copied in, each
+    next to its C source in the unpacked tree (an extension's folder may differ between versions)."""
     target = folder / f"before-{re.sub(r'[^A-Za-z0-9_.-]', '_', ref)}"
     if target.exists():
         shutil.rmtree(target)
@@ -61,8 +62,9 @@ def unpack(ref: str, folder: Path, so_from: Path) -> Path:
         archive.seek(0)
         with tarfile.open(fileobj=archive) as tar:
             tar.extractall(target, filter="data")
-    for lib in so_from.glob("*.so"):
-        shutil.copy(lib, target / "evret_core" / "metrics" / lib.name)
+    for lib in so_from.rglob("*.so"):
+        for source in (target / "evret_core").rglob(f"{lib.name.split('.')[0]}.c"):
+            shutil.copy(lib, source.parent / lib.name)
     return target
 
 
@@ -118,8 +120,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=200_000)
     parser.add_argument("--before", default="main", help="the earlier version: a git ref (default main)")
-    parser.add_argument("--so-from", type=Path, default=ROOT / "evret_core" / "metrics",
-                        help="folder of the compiled extensions (*.so) to copy into the earlier version")
+    parser.add_argument("--so-from", type=Path, default=ROOT / "evret_core",
+                        help="folder of the compiled extensions (*.so, searched below it) to copy into the earlier "
+                             "version")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "evret-results-scale")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")

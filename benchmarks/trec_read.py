@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import runfile_gen  # noqa: E402
 
-from evret_core.metrics import trecscan  # noqa: E402
-from evret_core.metrics.runcolumns import read_run_columns, scan_threads  # noqa: E402
+from evret_core.io import trecscan  # noqa: E402
+from evret_core.io.runcolumns import read_run_columns, scan_threads  # noqa: E402
+from evret_core.io.trec import read_qrels, read_run  # noqa: E402
 from evret_core.metrics.shards import shard_ranges  # noqa: E402
-from evret_core.metrics.trec import read_qrels, read_run  # noqa: E402
 
 
 def best(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
@@ -180,7 +180,7 @@ def main() -> int:
 
 
 COLD = {
-    "evret read_qrels": "from evret_core.metrics.trec import read_qrels as read",
+    "evret read_qrels": "from evret_core.io.trec import read_qrels as read",
     "pyarrow read_csv, 1 thread": "import pyarrow.csv as pc\ndef read(p): return pc.read_csv(p, read_options="
                                   "pc.ReadOptions(autogenerate_column_names=True, use_threads=False), "
                                   "parse_options=pc.ParseOptions(delimiter=' '))",

@@ -44,12 +44,12 @@ _EXPORTS: dict[str, str] = {
     "Recall": "evret_core.metrics",
     "evaluate_rankings": "evret_core.metrics.engine",
     "evaluate_run": "evret_core.metrics.engine",
-    "read_qrels": "evret_core.metrics.trec",
-    "read_run": "evret_core.metrics.trec",
-    "write_run": "evret_core.metrics.trec",
-    "EvaluationDataset": "evret_core.data.models",
+    "read_qrels": "evret_core.io.trec",
+    "read_run": "evret_core.io.trec",
+    "write_run": "evret_core.io.trec",
+    "EvaluationDataset": "evret_core.io.datasets",
     "JudgmentContext": "evret_core.data.models",
-    "QueryExample": "evret_core.data.models",
+    "QueryExample": "evret_core.io.queries",
     "RetrievalResult": "evret_core.data.models",
     "list_plugins": "evret_core.plugins.loading",
     "create_evaluator": "evret_core.plugins.registry",
@@ -149,10 +149,13 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         MultiCriteriaItem,
         PairwiseJudge,
     )
-    from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
+    from evret_core.io.datasets import EvaluationDataset
+    from evret_core.io.queries import QueryExample
+    from evret_core.io.trec import read_qrels, read_run, write_run
     from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
     from evret_core.judge.llm import LLMJudge
     from evret_core.metrics import (
@@ -166,7 +169,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         Recall,
     )
     from evret_core.metrics.engine import evaluate_rankings, evaluate_run
-    from evret_core.metrics.trec import read_qrels, read_run, write_run
     from evret_core.plugins.hookspecs import hookimpl
     from evret_core.plugins.loading import list_plugins
     from evret_core.plugins.registry import (

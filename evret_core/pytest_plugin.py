@@ -103,8 +103,8 @@ class SessionEvaluations:
 
     def __call__(self, dataset: Any, retriever: Any, metrics: Sequence[str], judge: Any = None,
                  **options: Any) -> Any:
-        from evret_core.data.models import EvaluationDataset
         from evret_core.evaluation.evaluator import Evaluator
+        from evret_core.io.datasets import EvaluationDataset
 
         if isinstance(dataset, (str, Path)):
             dataset = EvaluationDataset.load(dataset)

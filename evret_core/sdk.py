@@ -56,9 +56,9 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "evret_core.contracts.errors",
     "UnknownNameError": "evret_core.contracts.errors",
     # models and contexts
-    "EvaluationDataset": "evret_core.data.models",
+    "EvaluationDataset": "evret_core.io.datasets",
     "JudgmentContext": "evret_core.data.models",
-    "QueryExample": "evret_core.data.models",
+    "QueryExample": "evret_core.io.queries",
     "RetrievalResult": "evret_core.data.models",
     "ContextColumns": "evret_core.judge.context_columns",
     # judges
@@ -69,7 +69,7 @@ _EXPORTS: dict[str, str] = {
     # retrievers and vector stores
     "Retriever": "evret_core.retrieve.retrievers",
     "RankedColumns": "evret_core.retrieve.retrievers",
-    "read_corpus": "evret_core.data.corpus",
+    "read_corpus": "evret_core.io.corpus",
     "run_sync": "evret_core.contracts.aio",
     "batched": "evret_core.retrieve.vectorstores",
     "corpus_batches": "evret_core.retrieve.vectorstores",
@@ -77,7 +77,7 @@ _EXPORTS: dict[str, str] = {
     "resolve_embedder": "evret_core.retrieve.vectorstores",
     "load_object": "evret_core.retrieve.vectorstores",
     "QueryVectors": "evret_core.retrieve.vectorstores",
-    "default_cache_dir": "evret_core.llm.cache",
+    "default_cache_dir": "evret_core.io.paths",
     # sentence-transformers model names, resolved offline first
     "PACKAGED_MODEL": "evret_core.retrieve.embedding_models",
     "ResolvedModel": "evret_core.retrieve.embedding_models",
@@ -88,12 +88,12 @@ _EXPORTS: dict[str, str] = {
     # no third-party progress bars while a model loads
     "quiet_model_loading": "evret_core.progress",
     # credentials out of messages (the one redaction rule)
-    "redact_text": "evret_core.results.redact",
+    "redact_text": "evret_core.io.redact",
     # the one reading of a yes/no option
     "check_bool": "evret_core.limits",
     "TRUE_WORDS": "evret_core.limits",
     "FALSE_WORDS": "evret_core.limits",
-    "redact_url": "evret_core.results.redact",
+    "redact_url": "evret_core.io.redact",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluation.evaluator",
     "OutputEvaluator": "evret_core.scoring.output",
@@ -256,8 +256,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.contracts.aio import run_sync
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
     from evret_core.criteria import CriteriaJudge
-    from evret_core.data.corpus import read_corpus
-    from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+    from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import (
         Executor,
@@ -267,6 +266,11 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         judge_chunk,
         metric_values,
     )
+    from evret_core.io.corpus import read_corpus
+    from evret_core.io.datasets import EvaluationDataset
+    from evret_core.io.paths import default_cache_dir
+    from evret_core.io.queries import QueryExample
+    from evret_core.io.redact import redact_text, redact_url
     from evret_core.judge import Judge
     from evret_core.judge.base import report_progress
     from evret_core.judge.context_columns import ContextColumns
@@ -279,7 +283,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         SDKProvider,
         use_shared_limiter,
     )
-    from evret_core.llm.cache import JudgmentCache, default_cache_dir
+    from evret_core.llm.cache import JudgmentCache
     from evret_core.metrics.metric import Metric, RankedBatch
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
@@ -290,7 +294,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.rag.pipeline import Runner, build_parts
     from evret_core.rag.questions.conditions import ConditionCase, Context, Perturbation
     from evret_core.rag.scores.kind import RagScore, ScoreInput
-    from evret_core.results.redact import redact_text, redact_url
     from evret_core.retrieve.embedding_models import (
         PACKAGED_MODEL,
         ResolvedModel,

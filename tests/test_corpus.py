@@ -1,4 +1,4 @@
-"""evret_core.data.corpus: the one JSONL corpus reader behind from_beir, bm25, dense and the vector-store helpers."""
+"""evret_core.io.corpus: the one JSONL corpus reader behind from_beir, bm25, dense and the vector-store helpers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvretError
-from evret_core.data.corpus import iter_json_lines, read_corpus
+from evret_core.io.corpus import read_corpus
+from evret_core.io.jsonio import iter_json_lines
 
 
 def test_read_corpus_ids_titles_and_order(tmp_path: Path) -> None:

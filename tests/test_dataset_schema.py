@@ -1,5 +1,5 @@
 """One field schema for `evret evaluate` datasets and `evret rag` question sets (the table of
-evret_core.data.dataset_files.FIELDS, documented once in docs/index.md), and CSV files whatever their delimiter."""
+evret_core.io.dataset_files.FIELDS, documented once in docs/index.md), and CSV files whatever their delimiter."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from evret_core import EvaluationDataset, EvretError
 from evret_core.cli import main
-from evret_core.data.dataset_files import FIELDS
+from evret_core.io.dataset_files import FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
 RAG = ROOT / "examples" / "rag"

@@ -11,9 +11,10 @@ import pytest
 from evret_core import evaluate_run
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import EvaluationDataset, QueryExample
 from evret_core.evaluation import evaluator as retrieval
 from evret_core.evaluation.evaluator import Evaluator
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 from evret_core.metrics.engine import evaluate_rankings
 from evret_core.metrics.shards import evaluate_run_file
 from evret_core.plugins.registry import create_metric

@@ -83,8 +83,8 @@ def test_calibration_json_has_no_credentials(stub: StubLLMServer, tmp_path: Path
 
 
 def test_one_rule_for_names_urls_and_known_values() -> None:
+    from evret_core.io.redact import is_secret_name, known_secrets, redact_text
     from evret_core.llm.providers import redact as provider_redact
-    from evret_core.results.redact import is_secret_name, known_secrets, redact_text
 
     assert all(is_secret_name(n) for n in ("PGPASSWORD", "authtoken", "clientsecret", "OPENAI_API_KEY"))
     assert not any(is_secret_name(n) for n in ("max_tokens", "keyword", "tokenizer", "XAUTHORITY"))
@@ -347,7 +347,7 @@ def test_the_harness_refuses_a_negative_seed_up_front() -> None:
 
 def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
     from evret_core.contracts.errors import EvretError
-    from evret_core.results.outputs import check_outputs
+    from evret_core.io.outputs import check_outputs
 
     (tmp_path / "out.json").write_text("{}")
     (tmp_path / "link.json").symlink_to(tmp_path / "out.json")
@@ -357,7 +357,7 @@ def test_two_outputs_through_a_link_are_the_same_file(tmp_path: Path) -> None:
 
 
 def test_option_values_that_are_no_paths_do_not_trip_the_guard(tmp_path: Path) -> None:
-    from evret_core.results.outputs import check_outputs, files_named
+    from evret_core.io.outputs import check_outputs, files_named
 
     (tmp_path / "corpus.jsonl").write_text("{}\n")
     options = {"prompt_template": "x" * 5000, "stop": "a\x00b", "corpus": str(tmp_path / "corpus.jsonl"),

@@ -13,8 +13,9 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import EvaluationDataset, QueryExample
 from evret_core.evaluation.config import EvaluateConfig
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 
 from .conftest import REPO, one_error
 from .test_cli import BASE, env  # noqa: F401  (the fixture)
@@ -247,7 +248,7 @@ def test_error_messages_are_redacted(env: Path, capsys: pytest.CaptureFixture[st
 
 
 def test_redaction_rules() -> None:
-    from evret_core.results.redact import is_secret_name, redact
+    from evret_core.io.redact import is_secret_name, redact
 
     assert all(is_secret_name(n) for n in ("api_key", "X-Api-Key", "accessToken", "OPENAI_API_KEY", "secret",
                                            "password", "client_secret", "APIKey", "sig"))
@@ -319,7 +320,7 @@ def test_readme_says_what_make_test_installs() -> None:
 
 
 def test_trec_files_report_the_line_of_a_bad_byte(tmp_path: Path) -> None:
-    from evret_core.metrics.trec import read_qrels
+    from evret_core.io.trec import read_qrels
 
     lines = b"".join(b"q%d 0 d%d 1\n" % (i, i) for i in range(3000)) + b"q9 0 caf\xe9 1\n"
     (tmp_path / "qrels").write_bytes(lines)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evret_core import EvaluationDataset, QueryExample
-from evret_core.data.hashing import canonical_query_json, content_hash
+from evret_core.io.hashing import canonical_query_json, content_hash
 
 ODD = ["", "plain", "ünïcödé", "日本語", "tab\there", "new\nline", 'quote " and \\ backslash', "\x00\x1f\x7f",
        "emoji 🎉", "\u2028\u2029", "</script>", "ﬁ ligature", " spaces  "]
@@ -76,7 +76,7 @@ def test_hash_is_chunk_independent_for_many_queries() -> None:
 
 
 def test_the_c_encoder_serves_on_cpython_and_a_failure_leaves_it_clean() -> None:
-    from evret_core.data import hashing
+    from evret_core.io import hashing
     assert hashing._ENCODE is not None  # CPython has json's C encoder: the fast path is the one measured
     q = QueryExample(query_id="q", query_text="t", relevant_doc_ids={"a": 1.0})
     loop: list[Any] = []

@@ -158,7 +158,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_graph_sees_real_imports() -> None:
     graph = import_graph()
-    assert "evret_core.contracts.errors" in graph["evret_core.data.models"]
+    assert "evret_core.contracts.errors" in graph["evret_core.io.datasets"]
     assert "evret_core.llm.cache" in graph["evret_core.plugins.recipes"]  # an import inside a function counts
     assert "evret_ray.remote_errors" in graph["evret_ray.shards"]
 
@@ -271,8 +271,6 @@ def _documented_layers() -> list[list[str]]:
 # Module-level imports that still run against the layers, each with the step of issue 34 that removes it. The
 # set only shrinks: a step that removes one deletes its line here.
 AGAINST_THE_LAYERS = {
-    "evret_core.data.models -> evret_core.results.outputs": "step 3: output writing moves down to io/",
-    "evret_core.metrics.trec -> evret_core.results.outputs": "step 3: TREC readers and output writing move to io/",
     "evret_core.results.rag_results -> evret_core.rag.generate.generators": "step 5b: Answer and Claim move to "
                                                                               "contracts/",
 }
@@ -312,12 +310,12 @@ def test_no_module_level_import_runs_against_the_layers() -> None:
 
 
 # -- issue 34's ratchet -----------------------------------------------------------------------------------------
-# Measured after step 4 of issue 34 (upward edges and faces: gates, tracking, the working table, thresholds, text,
-# the report face).
+# Measured after steps 3 and 4 of issue 34 (io/: every file format, the TREC readers and their scanner; upward edges
+# and faces: gates, tracking, the working table, thresholds, text, the report face).
 # Each later step lowers these to what it leaves (and writes the new values here, in its commit); a change that makes
 # one grow fails.
-LARGEST_CIRCLE = 32  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
-FUNCTION_LEVEL_IMPORTS = 300  # imports of evret_core modules inside functions of evret_core
+LARGEST_CIRCLE = 30  # modules in the largest circle, counting module-level, function-level and TYPE_CHECKING imports
+FUNCTION_LEVEL_IMPORTS = 296  # imports of evret_core modules inside functions of evret_core
 TYPE_CHECKING_IMPORTS = 120  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
 STRING_ADDRESSED_MODULES = 238  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
 

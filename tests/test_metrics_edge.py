@@ -250,7 +250,7 @@ def test_batch_from_arrays_matches_dict_path(both_paths: None) -> None:
     qrels = {f"q{i}": {f"d{j}": int(rng.integers(0, 4)) for j in rng.choice(30, 8, replace=False)} for i in range(50)}
     run = {f"q{i}": {f"d{j}": float(rng.integers(0, 5)) for j in range(25)} for i in range(50)}
     from_dicts = evaluate_run(qrels, run, ALL, per_query=True)
-    from evret_core.metrics.trec import ranked_docs
+    from evret_core.io.trec import ranked_docs
 
     from_lists = evaluate_rankings(qrels, {q: ranked_docs(s) for q, s in run.items()}, ALL, per_query=True)
     assert from_dicts == from_lists

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from evret_core import evaluate_rankings, evaluate_run, read_qrels, read_run
-from evret_core.metrics.trec import ranked_docs
+from evret_core.io.trec import ranked_docs
 
 _spec = importlib.util.spec_from_file_location("trec_eval_output", Path(__file__).with_name("trec_eval_output.py"))
 assert _spec and _spec.loader

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, EvretError, QueryExample, RetrievalResult
-from evret_core.data.models import derive_query_id
+from evret_core.io.queries import derive_query_id
 
 
 def test_jsonl_record_format_and_round_trip(tmp_path: Path) -> None:

@@ -250,7 +250,7 @@ def test_rag_warns_about_questions_with_gold_that_retrieved_nothing(
 def test_a_columnar_run_counts_its_missing_queries_apart_and_warns_when_it_has_none(tmp_path: Path) -> None:
     """A TREC run read as columns: queries it lacks are 'missing' (scored 0 with missing_queries='zero'), not
     'empty'; a run that lacks every query of the dataset retrieved nothing for any of them, and says so."""
-    from evret_core.metrics.runcolumns import read_run_columns
+    from evret_core.io.runcolumns import read_run_columns
 
     run = tmp_path / "run.trec"
     run.write_text("q0 Q0 d1 1 2.0 tag\nq2 Q0 d1 1 2.0 tag\n")

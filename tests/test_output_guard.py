@@ -12,8 +12,8 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
+from evret_core.io.outputs import check_output_folder, check_outputs
 from evret_core.llm.cache import JudgmentCache
-from evret_core.results.outputs import check_output_folder, check_outputs
 
 from .conftest import REPO, one_error
 from .test_guards import GUARDED, files  # noqa: F401  (files: the fixture of the guard's input copies)

@@ -1,4 +1,4 @@
-"""Output files (evret_core.results.outputs, issue 13 items 6-8): only regular files are replaced, atomically and with the
+"""Output files (evret_core.io.outputs, issue 13 items 6-8): only regular files are replaced, atomically and with the
 umask's permissions; symlinks, FIFOs and devices are written through; bad paths fail before any work."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
-from evret_core.results.outputs import check_output_path, write_output
+from evret_core.io.outputs import check_output_path, write_output
 
 from .conftest import one_error
 from .test_cli import BASE, env  # noqa: F401  (the fixture)
@@ -132,7 +132,7 @@ def test_evaluate_refuses_its_dataset_as_output(env: Path, capsys: pytest.Captur
 def test_evaluate_checks_the_output_before_any_work(
     env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch  # noqa: F811
 ) -> None:
-    from evret_core.data.models import EvaluationDataset
+    from evret_core.io.datasets import EvaluationDataset
 
     def no_work(*args: object, **kwargs: object) -> None:
         raise AssertionError("the dataset was read before the output path was checked")

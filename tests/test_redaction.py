@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.cli import main
-from evret_core.plugins.recipes import Recipe
-from evret_core.results.redact import (
+from evret_core.io.redact import (
     MASK,
     is_secret_name,
     known_secrets,
@@ -22,6 +21,7 @@ from evret_core.results.redact import (
     redact_url,
     url_secrets,
 )
+from evret_core.plugins.recipes import Recipe
 
 from .conftest import REPO
 

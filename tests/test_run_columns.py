@@ -12,8 +12,8 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, evaluate_run, read_qrels, read_run
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics import runcolumns
-from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
+from evret_core.io import runcolumns
+from evret_core.io.runcolumns import ColumnarRun, read_run_columns
 from evret_core.testing.shared_data import shared_data
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "ap", "num_ret", "bpref"]
@@ -181,8 +181,8 @@ def test_columns_are_compact(tmp_path: Path) -> None:
 
 def test_a_trec_run_file_given_to_the_evaluator_stays_columns(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    from evret_core.data.runfiles import read_retrieved
     from evret_core.evaluation.run_rows import ColumnarRows
+    from evret_core.io.runs import read_retrieved
 
     path = tmp_path / "run.trec"
     path.write_text("".join(f"q{q} Q0 d{d} {d + 1} {d % 4} t\n" for q in range(3000) for d in range(20)))

@@ -99,7 +99,7 @@ def test_bad_input_names_the_file_and_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize("block", [1 << 25, 9])
 def test_shard_qrels_read_as_read_qrels(text: str, block: int, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from evret_core.metrics import runcolumns
+    from evret_core.io import runcolumns
     from evret_core.metrics.shards import read_qrels_for
 
     monkeypatch.setattr(runcolumns, "_BLOCK", block)

@@ -240,7 +240,7 @@ def test_paths_under_the_current_folder_are_not_masked_as_secrets(tmp_path: Path
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """The shell's PWD ("pwd" reads as password) is no secret: a parameter or a message naming a file under the
     current folder keeps its path; a variable holding a real password still is one."""
-    from evret_core.results.redact import known_secrets
+    from evret_core.io.redact import known_secrets
 
     assert known_secrets(environ={"PWD": "/home/me/project", "OLDPWD": "/home/me", "DB_PWD": "hunter22"}) == \
         ["hunter22"]

@@ -1,4 +1,4 @@
-"""The TREC tokenizer (evret_core.metrics.trecscan): the compiled scan and the numpy/Python scan give the same
+"""The TREC tokenizer (evret_core.io.trecscan): the compiled scan and the numpy/Python scan give the same
 columns and stop at the same line on hostile input (also under the debug allocator and an AddressSanitizer build,
 in subprocesses: tests/trecscan_hostile.py); the readers give the same runs and the same errors on both paths;
 and the bad files of the red-team report (issue 24: joined lines, CR-only line ends, NUL bytes) are errors naming
@@ -19,14 +19,14 @@ import pytest
 
 from evret_core import read_qrels, read_run
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics import runcolumns, trecscan
-from evret_core.metrics.runcolumns import read_run_columns
+from evret_core.io import runcolumns, trecscan
+from evret_core.io.runcolumns import read_run_columns
 from evret_core.metrics.shards import evaluate_run_file
 from evret_core.testing.shared_data import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "trecscan_hostile.py"
-SOURCE = ROOT / "evret_core" / "metrics" / "_trecscan.c"
+SOURCE = ROOT / "evret_core" / "io" / "_trecscan.c"
 
 _spec = importlib.util.spec_from_file_location("trecscan_hostile", SCRIPT)
 assert _spec is not None and _spec.loader is not None
@@ -36,8 +36,19 @@ _spec.loader.exec_module(hostile)
 
 def _compiled() -> Any:
     if trecscan._trecscan is None:
-        skip_or_fail("the compiled tokenizer evret_core.metrics._trecscan is not built")
+        skip_or_fail("the compiled tokenizer evret_core.io._trecscan is not built")
     return trecscan._trecscan
+
+
+def test_the_compiled_scanner_is_found_where_a_compiler_exists() -> None:
+    """Where a C compiler and Python's headers exist, setup.py builds the scanner, and the readers find it under
+    the name they import: a build left at another path would fall back to the numpy scan without a word."""
+    include = Path(sysconfig.get_paths()["include"])
+    if not (shutil.which("gcc") or shutil.which("cc")) or not (include / "Python.h").exists():
+        skip_or_fail("no C compiler or Python headers here: the scanner cannot be built")
+    assert importlib.util.find_spec("evret_core.io._trecscan") is not None, (
+        "evret_core.io._trecscan is not built: pip install -e . (or python setup.py build_ext --inplace)")
+    assert trecscan._trecscan is not None and trecscan._trecscan.__name__ == "evret_core.io._trecscan"
 
 
 def test_compiled_and_python_scans_agree_on_random_hostile_blocks() -> None:
@@ -304,7 +315,7 @@ def test_a_cr_only_run_is_an_error_and_crlf_still_reads(tmp_path: Path, capsys: 
 def test_a_joined_first_line_is_still_read_as_a_trec_run(tmp_path: Path) -> None:
     """evret evaluate --run: a run whose first line holds two joined lines was taken for JSON lines (a JSON error);
     now the TREC reader names the line."""
-    from evret_core.data.runfiles import read_retrieved
+    from evret_core.io.runs import read_retrieved
 
     path = tmp_path / "run.trec"
     path.write_text("q1 Q0 d1 1 2.0 t q1 Q0 d2 2 1.0 t\nq1 Q0 d3 3 0.5 t\n")

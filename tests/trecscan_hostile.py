@@ -1,9 +1,9 @@
-"""Hostile input for the compiled TREC tokenizer ``evret_core.metrics._trecscan``, run as a script in a subprocess.
+"""Hostile input for the compiled TREC tokenizer ``evret_core.io._trecscan``, run as a script in a subprocess.
 
 tests/test_trec_scan.py runs it under ``PYTHONMALLOC=debug`` (guard bytes around every allocation) and against an
 AddressSanitizer build of the extension (``EVRET_TRECSCAN_SO`` names the .so to load): a read or write out of
 bounds aborts the process there. Otherwise the script checks that, on every input, the compiled scan and the
-numpy/Python scan (:func:`evret_core.metrics.trecscan.scan_python`) return the same columns bit for bit and stop
+numpy/Python scan (:func:`evret_core.io.trecscan.scan_python`) return the same columns bit for bit and stop
 at the same bad line.
 
 Inputs: random lines built from a biased alphabet (separators, CR, CRLF, NUL, '#', multi-byte and Unicode-space
@@ -25,7 +25,7 @@ import random
 import sys
 from typing import Any
 
-from evret_core.metrics import trecscan
+from evret_core.io import trecscan
 
 NUMBERS = [
     "1", "-0", "+0.0", "2.5", "1e400", "-1e400", "1e-400", "4.9e-324", "2.2250738585072011e-308", "9007199254740993",

@@ -20,8 +20,8 @@ import numpy as np
 from evret_core.calibration.calibrate import unit_scores
 from evret_core.calibration.labels import LabelledJudgment
 from evret_core.contracts.errors import EvretError
+from evret_core.io.outputs import write_output
 from evret_core.judge.thresholds import judge_name
-from evret_core.results.outputs import write_output
 
 
 def candidates_from_results(results: Any) -> list[LabelledJudgment]:
@@ -47,7 +47,8 @@ def labels_from_results(results: Any, qrels: Mapping[str, Mapping[str, float]]) 
     """Labels derived from ids: one judgment per (text-labelled query with qrels, retrieved document); all of
     the query's expected answers are alternatives, and the label is whether the document is relevant."""
     from evret_core.calibration.labels import derive_labels
-    from evret_core.data.models import EvaluationDataset, QueryExample
+    from evret_core.io.datasets import EvaluationDataset
+    from evret_core.io.queries import QueryExample
 
     queries = [QueryExample(query_id=qid, query_text=qr.query_text, expected_answers=qr.expected_answers)
                for qid, qr in results.per_query.items() if qr.labelled_by == "text" and qr.expected_answers]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import iter_json_lines
 from evret_core.data.models import JudgmentContext
+from evret_core.io.jsonio import iter_json_lines
 
 LABEL_KEYS = {"query_id", "query", "expected", "retrieved_text", "doc_id", "label",
               # written by `evret calibrate --plan`, ignored when reading labels back
@@ -152,7 +152,7 @@ def derive_labels(
     """Labels from relevance ids: one judgment per (text-labelled query, retrieved document), true when the
     document is relevant (grade > 0) in ``qrels``.
 
-    :param dataset: an :class:`~evret_core.data.models.EvaluationDataset` whose queries carry expected answer texts
+    :param dataset: an :class:`~evret_core.io.datasets.EvaluationDataset` whose queries carry expected answer texts
     :param qrels: query id -> document id -> grade (``read_qrels``)
     :param retrieved: query id -> ranked ``(doc_id, text)`` pairs (a run joined with its corpus)
     """

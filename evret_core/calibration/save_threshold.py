@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.results.outputs import write_output
+from evret_core.io.outputs import write_output
 
 if sys.version_info >= (3, 11):
     import tomllib

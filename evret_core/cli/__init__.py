@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             raise
         from evret_core.contracts.errors import visible
-        from evret_core.results.redact import known_secrets, redact_text
+        from evret_core.io.redact import known_secrets, redact_text
 
         # one line, whatever the message quotes from data: ids and texts with control characters or ANSI escapes
         # are shown escaped, never sent raw to the terminal

@@ -1,6 +1,6 @@
 """How the CLI reports failures: an exception that is not an ``EvretError`` (one line naming the plugin whose code
 raised, and with ``--debug`` the traceback, in both cases without the secrets the process knows of: the one rule of
-:mod:`evret_core.results.redact`), and a finished run that measured nothing (:class:`EndOfRun`: no query retrieved
+:mod:`evret_core.io.redact`), and a finished run that measured nothing (:class:`EndOfRun`: no query retrieved
 anything, every judgment or LLM call failed), which exits 2 unless the user opted in."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import visible
-from evret_core.results.redact import known_secrets, redact_text
+from evret_core.io.redact import known_secrets, redact_text
 
 __all__ = ["EndOfRun", "add_end_of_run_arguments", "check_unmeasured_flags", "known_secrets", "plugin_failure"]
 

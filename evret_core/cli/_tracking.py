@@ -43,7 +43,7 @@ def check_tracking_arguments(args: argparse.Namespace, inputs: Sequence[str | No
 def note_dry_run(uri: str | None) -> None:
     """With ``--dry-run``: say that the run is not logged to ``uri`` (nothing when there is no ``--mlflow``)."""
     if uri is not None:
-        from evret_core.results.redact import known_secrets, redact_text
+        from evret_core.io.redact import known_secrets, redact_text
 
         print(f"note: --dry-run: nothing is logged to MLflow (--mlflow {redact_text(uri, known_secrets(sys.argv))})",
               file=sys.stderr)
@@ -53,8 +53,8 @@ def log_run(args: argparse.Namespace, uri: str | None, results: Any) -> None:
     """Log ``results`` to ``uri`` (from :func:`check_tracking_arguments`; nothing when None) and say where."""
     if uri is None:
         return
+    from evret_core.io.redact import known_secrets, redact_text
     from evret_core.report.tracking import log_to_mlflow
-    from evret_core.results.redact import known_secrets, redact_text
 
     shown = redact_text(uri, known_secrets(sys.argv))
     print(f"logging the run to MLflow at {shown} ...", file=sys.stderr, flush=True)  # it takes seconds

@@ -66,8 +66,8 @@ def _judges(args: argparse.Namespace) -> list[Any]:
 
 
 def _read_qrels(path: str) -> dict[str, dict[str, float]]:
-    from evret_core.data.corpus import read_text
-    from evret_core.metrics.trec import read_qrels
+    from evret_core.io.jsonio import read_text
+    from evret_core.io.trec import read_qrels
 
     first = next((line for line in read_text(path, "qrels file").split("\n") if line.strip()), "")
     if len(first.split()) == 4:
@@ -96,8 +96,8 @@ def _load_results(path: str) -> Any:
 def check_before_work(args: argparse.Namespace) -> None:
     """Numbers in their bounds, and the output guard: -o and --save-threshold against each other and every input
     (labels, corpus, results, qrels, PPI truth, the config --save-threshold edits), before any judge is called."""
+    from evret_core.io.outputs import check_outputs
     from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
-    from evret_core.results.outputs import check_outputs
 
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.labels:
         corpus = None
         if args.corpus:
-            from evret_core.data.corpus import read_corpus
+            from evret_core.io.corpus import read_corpus
 
             corpus = read_corpus(args.corpus)
         labels = read_labels(args.labels, corpus)
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     if args.save_threshold:
         document["saved"] = _save(args.save_threshold, results)
     if args.output:  # written first, printed after: a closed pipe on standard output must not lose the file
-        from evret_core.results.outputs import write_output
+        from evret_core.io.outputs import write_output
 
         write_output(args.output, json.dumps(document, indent=2) + "\n", option="--output")
         if args.output == "-":

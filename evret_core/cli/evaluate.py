@@ -93,7 +93,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
                                                         **({"corpus": args.corpus} if args.corpus else {})}}
         sources["retriever"] = "--run"
         option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
-    from evret_core.evaluation.run_config import layer_component
+    from evret_core.io.run_config import layer_component
     from evret_core.judge.base import DEFAULT_JUDGE
 
     for kind, default in (("retriever", None), ("judge", DEFAULT_JUDGE), ("executor", "local")):

@@ -36,9 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def run(args: argparse.Namespace) -> int:
     from evret_core.contracts.errors import EvretError
-    from evret_core.data.corpus import iter_corpus
+    from evret_core.io.corpus import iter_corpus
+    from evret_core.io.outputs import check_outputs
     from evret_core.limits import MAX_SEED, check_float, check_int
-    from evret_core.results.outputs import check_outputs
     from evret_core.testsets import TestsetGenerator, stratified_sample
     from evret_core.testsets.sampling import parse_mix
 

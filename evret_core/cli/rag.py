@@ -88,7 +88,7 @@ def settings_from(args: argparse.Namespace) -> RagConfig:
     ``--generator NAME`` naming another generator than the file's drops the file's generator options (they were
     written for that generator); ``--generator-option`` adds to the options of whichever generator is used. The
     same for every part."""
-    from evret_core.evaluation.run_config import layer_component
+    from evret_core.io.run_config import layer_component
     from evret_core.rag.rag_config import RagConfig
 
     data: dict[str, Any] = {}
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         print_plan(plan, file=sys.stdout)
         note_dry_run(tracking)
         return 0
-    from evret_core.results.outputs import STDOUT
+    from evret_core.io.outputs import STDOUT
 
     # written first, printed after: a closed pipe on standard output must not lose the files
     config.write(evaluator, questions, results)

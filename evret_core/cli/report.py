@@ -41,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from evret_core.io.outputs import check_outputs, write_output
     from evret_core.report.api import make_report, report_data
-    from evret_core.results.outputs import check_outputs, write_output
 
     if args.max_k is not None:
         check_int(args.max_k, "--max-k", 1, MAX_DEPTH)
@@ -83,9 +83,9 @@ def _run(args: argparse.Namespace) -> int:
 def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
     from evret_core.contracts.errors import EvretError
+    from evret_core.io.outputs import write_output
     from evret_core.report import RAG_FORMATS, RagReportData, render_report
     from evret_core.report.rag_compare import compare_rag
-    from evret_core.results.outputs import write_output
 
     if args.format not in RAG_FORMATS:
         raise EvretError(f"--format {args.format}: RAG runs are reported as markdown or html (the results JSON "

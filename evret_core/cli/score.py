@@ -24,7 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
     """The JSON objects of a JSONL file (blank lines skipped); errors name the file and line."""
-    from evret_core.data.corpus import iter_json_lines
+    from evret_core.io.jsonio import iter_json_lines
 
     records: list[dict[str, Any]] = []
     for _line, where, value in iter_json_lines(path, what="records file"):
@@ -66,8 +66,8 @@ def check_results(name: str, results: Any, n: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.io.outputs import check_outputs, write_output
     from evret_core.plugins.registry import create_evaluator
-    from evret_core.results.outputs import check_outputs, write_output
 
     options = parse_options(args.option, "--option")
     check_outputs({"--output": args.output}, inputs=[args.records], options=[options])

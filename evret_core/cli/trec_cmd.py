@@ -72,10 +72,10 @@ def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str
                 shutdown()
         return scored.tag, {q: scored.per_query(q) for q in scored.qids}
     from evret_core.contracts.errors import EvretError
+    from evret_core.io.runcolumns import read_run_columns
+    from evret_core.io.trec import read_qrels
     from evret_core.metrics.engine import evaluate_run
-    from evret_core.metrics.runcolumns import read_run_columns
     from evret_core.metrics.shards import no_lines_error
-    from evret_core.metrics.trec import read_qrels
 
     qrels = read_qrels(args.qrels)
     trec_run = read_run_columns(args.run)  # columns: a query's dict is built only while its chunk is scored

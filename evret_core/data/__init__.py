@@ -1,1 +1,2 @@
-"""Stage 1, data in: queries and datasets, dataset and corpus files, run files, the dataset's content hash."""
+"""Value types of retrieval and judging: a retrieved document and what a judge sees (file formats are in
+:mod:`evret_core.io`)."""

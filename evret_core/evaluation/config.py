@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import field_validator
 
 from evret_core.contracts.errors import EvretError, did_you_mean
-from evret_core.evaluation.run_config import (
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.run_config import (
     PATH_OPTION_SUFFIXES,
     ComponentSpec,
     Config,
@@ -43,11 +44,10 @@ from evret_core.evaluation.run_config import (
     load_toml,
 )
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, MAX_SLICE_SIZE
+from evret_core.results.evaluation import EvaluationResults
 
 if TYPE_CHECKING:
-    from evret_core.data.models import EvaluationDataset
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.results.evaluation import EvaluationResults
 
 __all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "build_retriever", "component_layer",
            "file_settings", "load_toml"]
@@ -131,7 +131,7 @@ class EvaluateConfig(Config):
     # -- building --------------------------------------------------------------------------------------------
     def input_files(self) -> list[str]:
         """The files this run reads (dataset, and component options naming existing files): never an output."""
-        from evret_core.results.outputs import files_named
+        from evret_core.io.outputs import files_named
 
         files = [self.dataset]
         if Path(self.dataset).is_dir():  # a BEIR folder: its corpus, queries and qrels
@@ -139,14 +139,12 @@ class EvaluateConfig(Config):
         return files + files_named(spec.options for spec in (self.retriever, self.judge) if spec)
 
     def check_output(self, inputs: list[str] | None = None) -> None:
-        """Fail now, before any work, when ``output`` cannot be written (see :mod:`evret_core.results.outputs`)."""
-        from evret_core.results.outputs import check_outputs
+        """Fail now, before any work, when ``output`` cannot be written (see :mod:`evret_core.io.outputs`)."""
+        from evret_core.io.outputs import check_outputs
 
         check_outputs({"--output": self.output or None}, inputs=[*self.input_files(), *(inputs or [])])
 
     def load_dataset(self) -> EvaluationDataset:
-        from evret_core.data.models import EvaluationDataset
-
         return EvaluationDataset.load(self.dataset)
 
     def build_judge(self) -> Any:
@@ -182,7 +180,7 @@ class EvaluateConfig(Config):
 
 def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:
     """An ``evret evaluate`` config file's settings with paths made relative to the file, and per component the
-    source of each option (``"eval.toml [judge]"``): :meth:`~evret_core.evaluation.run_config.Config.file_settings`."""
+    source of each option (``"eval.toml [judge]"``): :meth:`~evret_core.io.run_config.Config.file_settings`."""
     return EvaluateConfig.file_settings(raw, path)
 
 

@@ -31,9 +31,11 @@ import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import EvaluationDataset, JudgmentContext, QueryExample, RetrievalResult
+from evret_core.data.models import JudgmentContext, RetrievalResult
 from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 from evret_core.judge.context_columns import AnswerKey
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.metrics.metric import Metric, resolve_judged_defaults
@@ -216,7 +218,7 @@ class Evaluator:
     def _precomputed_rows(self, queries: Sequence[QueryExample]) -> RetrievedRows:
         """A precomputed run's rows; a run read as columns (``read_run_columns``) stays columns (a chunk's dicts
         are built when its metrics are computed)."""
-        from evret_core.metrics.runcolumns import ColumnarRun
+        from evret_core.io.runcolumns import ColumnarRun
 
         assert isinstance(self.retriever, PrecomputedRetriever)
         run = self.retriever.run

@@ -14,7 +14,7 @@ import numpy as np
 
 from evret_core.assign import coverage_matrix
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import QueryExample
+from evret_core.io.queries import QueryExample
 from evret_core.metrics.engine import _batch_from_read, accelerator, batch_from_run
 from evret_core.metrics.metric import RankedBatch
 from evret_core.results.per_query import TextJudgments

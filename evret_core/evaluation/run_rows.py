@@ -1,4 +1,4 @@
-"""The retrieved rows of a precomputed run read as columns (:class:`~evret_core.metrics.runcolumns.ColumnarRun`).
+"""The retrieved rows of a precomputed run read as columns (:class:`~evret_core.io.runcolumns.ColumnarRun`).
 
 The Evaluator never turns such a run into dicts as a whole: a metric chunk builds its 2,048 queries' dicts, scores
 them as the dict path does (:class:`~evret_core.evaluation.retrieved.RetrievedRows` over the chunk, so the results
@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.data.models import QueryExample
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row
+from evret_core.io.queries import QueryExample
+from evret_core.io.runcolumns import ColumnarRun
 from evret_core.metrics.metric import RankedBatch
-from evret_core.metrics.runcolumns import ColumnarRun
 from evret_core.results.per_query import TextJudgments
 
 __all__ = ["ColumnarRows"]

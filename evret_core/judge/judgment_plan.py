@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import QueryExample
+from evret_core.io.queries import QueryExample
 from evret_core.judge.context_columns import AnswerKey, ContextColumns
 from evret_core.retrieve.retrievers import RankedColumns
 

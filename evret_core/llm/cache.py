@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.paths import CACHE_FILE, default_cache_path
 
-CACHE_FILE = "judgments.sqlite3"
 SCHEMA_VERSION = 1
 MAX_STORED_CHARS = 1_000_000  # the client's own bound (client.answer_limit) is far lower for judgments
 _SCHEMA = """
@@ -46,20 +46,6 @@ CREATE TABLE IF NOT EXISTS judgments (
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = ("key", "judge", "provider", "model", "answer", "input_tokens", "output_tokens", "created")
-
-
-def default_cache_dir() -> Path:
-    """``$EVRET_CACHE_DIR`` when set, else the user cache folder for ``evret``."""
-    env = os.environ.get("EVRET_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("evret"))
-
-
-def default_cache_path() -> Path:
-    return default_cache_dir() / CACHE_FILE
 
 
 def resolve_cache(cache: Any) -> JudgmentCache | None:

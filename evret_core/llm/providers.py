@@ -145,8 +145,8 @@ def parse_retry_after(headers: Any) -> float | None:
 
 def redact(text: str, *secrets: str | None) -> str:
     """``text`` with every given secret and the credentials of its URLs replaced by ``***`` (error messages must
-    never carry API keys): :func:`evret_core.results.redact.redact_text`, the one redaction rule."""
-    from evret_core.results.redact import redact_text
+    never carry API keys): :func:`evret_core.io.redact.redact_text`, the one redaction rule."""
+    from evret_core.io.redact import redact_text
 
     return redact_text(text, secrets)
 

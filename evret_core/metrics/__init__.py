@@ -1,4 +1,4 @@
-"""Stage 5, metrics: IR metrics with trec_eval semantics, the vectorised engine, and TREC file readers and writers."""
+"""Stage 5, metrics: IR metrics with trec_eval semantics and the vectorised engine."""
 
 from evret_core.metrics.engine import evaluate_rankings, evaluate_run
 from evret_core.metrics.ir import (
@@ -19,11 +19,9 @@ from evret_core.metrics.ir import (
     RPrecision,
 )
 from evret_core.metrics.metric import Metric, RankedBatch
-from evret_core.metrics.runcolumns import ColumnarRun, read_run_columns
-from evret_core.metrics.trec import read_qrels, read_run, write_run
 
 __all__ = [
     "Metric", "RankedBatch", "Precision", "Recall", "F1", "MRR", "NDCG", "HitRate", "AveragePrecision",
     "RPrecision", "Bpref", "ERR", "RBP", "RBPResidual", "NumRelRet", "NumRel", "NumRet",
-    "evaluate_run", "evaluate_rankings", "read_qrels", "read_run", "write_run", "read_run_columns", "ColumnarRun",
+    "evaluate_run", "evaluate_rankings",
 ]

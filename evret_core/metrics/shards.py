@@ -2,7 +2,7 @@
 
 :func:`shard_ranges` cuts a TREC run file into byte ranges that start and end at query boundaries (a cut moves
 forward to the first line of another query). :func:`score_shard` is what a worker runs on one range: it reads the
-range as columns (:func:`~evret_core.metrics.runcolumns.read_run_columns`), reads from the qrels file only its own
+range as columns (:func:`~evret_core.io.runcolumns.read_run_columns`), reads from the qrels file only its own
 queries' judgments, and computes every metric per query in chunks of 2,048 queries, returning the query ids and
 one float64 array per metric (and the worker's peak resident memory). :func:`evaluate_run_file` runs the shards
 in this process, one after another, or on an executor that has ``map_shards`` (evret-ray's ``ray`` runs them as
@@ -47,7 +47,7 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
     """``(start, stop)`` byte ranges covering ``path``, each starting at the first line of a query; ``shards``
     ranges of about equal size (default: one per 256 MiB), fewer when queries are larger than a range; at most
     :data:`MAX_SHARDS`, and never more than the run has queries."""
-    from evret_core.metrics.trecscan import open_binary
+    from evret_core.io.trecscan import open_binary
 
     path = Path(path)
     if shards is not None and (isinstance(shards, bool) or not isinstance(shards, int) or shards < 1):
@@ -91,7 +91,7 @@ def shard_ranges(path: str | Path, shards: int | None = None) -> list[tuple[int,
 
 def read_qrels_for(path: str | Path, queries: Container[str]) -> dict[str, dict[str, float]]:
     """``read_qrels(path, queries)``: the judgments of ``queries`` only (every line is still checked)."""
-    from evret_core.metrics.trec import read_qrels
+    from evret_core.io.trec import read_qrels
 
     return read_qrels(path, queries)
 
@@ -120,6 +120,7 @@ def score_shard(
 ) -> ShardScores:
     """Score the byte range ``start:stop`` of a run file (what a worker runs; see the module). ``metrics`` come
     from :func:`evaluate_run_file` with err's default ``max_grade`` already resolved over the whole qrels file."""
+    from evret_core.io.runcolumns import read_run_columns
     from evret_core.metrics.engine import (
         _compute_chunked,
         _needed_depth,
@@ -127,7 +128,6 @@ def score_shard(
         batch_from_run,
         resolve_metrics,
     )
-    from evret_core.metrics.runcolumns import read_run_columns
 
     resolved = resolve_metrics(list(metrics))
     run = read_run_columns(run_path, start, stop, threads=1)  # the shards run side by side: one thread each
@@ -183,9 +183,9 @@ def evaluate_run_file(
     """Score a TREC run file against a qrels file shard by shard (see the module), in this process or on
     ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``); ``complete`` also scores the
     judged queries missing from the run (trec_eval -c)."""
+    from evret_core.io.trec import read_qrels
     from evret_core.metrics.engine import resolve_metrics
     from evret_core.metrics.metric import resolve_judged_defaults
-    from evret_core.metrics.trec import read_qrels
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
     names = [m.name for m in resolved]

@@ -51,7 +51,7 @@ def register_retrievers(register: Register) -> None:
 
     :param register: call ``register(name, factory)`` once per retriever; ``factory(**options)`` returns an object
         with ``retrieve(query, k)`` and ``batch_retrieve(queries, k)`` (see :class:`evret_core.retrieve.retrievers.Retriever`).
-        A factory may accept ``dataset`` (the :class:`~evret_core.data.models.EvaluationDataset` being evaluated) to index
+        A factory may accept ``dataset`` (the :class:`~evret_core.io.datasets.EvaluationDataset` being evaluated) to index
         the dataset's own corpus when no corpus file is given.
     """
 

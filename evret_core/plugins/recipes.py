@@ -9,7 +9,7 @@ creates remembers its recipe (:func:`recipe`); :func:`recipe_of` is how an execu
 recipe of a part, with an LLM part's answer cache pinned to the file it uses here so that every worker shares it.
 
 Recipes travel to workers and are never written: a recipe's options may hold an API key, and its ``repr`` masks
-them by the one redaction rule (:func:`evret_core.results.redact.redact`: any value under a secret name, tuples
+them by the one redaction rule (:func:`evret_core.io.redact.redact`: any value under a secret name, tuples
 and lists too, and credentials in URLs and texts, with a scheme or without).
 """
 
@@ -60,7 +60,7 @@ class Recipe:
     def __repr__(self) -> str:
         if not self.by_name:
             return f"Recipe.of_object({self.kind!r}, {type(self.part).__name__})"
-        from evret_core.results.redact import redact
+        from evret_core.io.redact import redact
 
         return f"Recipe({self.kind!r}, {self.name!r}, {redact(dict(self.options))!r})"
 

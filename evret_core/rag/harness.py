@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.data.models import RetrievalResult
 from evret_core.evaluation.executors import GenerateRun
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
 from evret_core.rag.generate.generators import GenerationRequest, resolve_generator

@@ -1,6 +1,6 @@
 """``RagConfig``: the settings of a RAG evaluation, one typed model for ``evret rag``, TOML files and Python.
 
-The same style as :class:`~evret_core.evaluation.config.EvaluateConfig` (:mod:`evret_core.evaluation.run_config`):
+The same style as :class:`~evret_core.evaluation.config.EvaluateConfig` (:mod:`evret_core.io.run_config`):
 a TOML file (``evret rag --config rag.toml``) holds the same keys as the model, relative paths are relative to the
 file, and the parts (``retriever``, ``generator``, ``claim_judge``, ``answer_judge``, ``relevance``,
 ``retrieval_judge``, ``executor``) are a name or a table with ``name`` and the part's options::
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationInfo, field_validator
 
 from evret_core.contracts.errors import EvretError
-from evret_core.evaluation.run_config import ComponentSpec, Config, int_in, relative
+from evret_core.io.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
+from evret_core.progress import ProgressCallback
 
 if TYPE_CHECKING:
-    from evret_core.progress import ProgressCallback
     from evret_core.rag.harness import RagEvaluator
     from evret_core.rag.questions.question_sets import QuestionSet
     from evret_core.results.rag_results import RagResults
@@ -158,7 +158,7 @@ class RagConfig(Config):
     def input_files(self) -> list[str]:
         """The files this run reads (question set, corpus, cases, a precomputed answers file, files named by the
         parts' options): never an output."""
-        from evret_core.results.outputs import files_named
+        from evret_core.io.outputs import files_named
 
         files = [f for f in (self.dataset, self.corpus, self.cases) if f]
         return files + files_named(self.part_values())
@@ -170,8 +170,8 @@ class RagConfig(Config):
 
     def check_output(self, inputs: list[str] | None = None) -> None:
         """Fail now, before any work, when ``output`` or ``write_cases`` cannot be written or would overwrite an
-        input (see :mod:`evret_core.results.outputs`)."""
-        from evret_core.results.outputs import check_outputs
+        input (see :mod:`evret_core.io.outputs`)."""
+        from evret_core.io.outputs import check_outputs
 
         check_outputs({"--output": self.output, "--write-cases": self.write_cases},
                       inputs=[self.dataset, self.corpus, self.cases, *(inputs or [])], options=self.part_values())
@@ -277,7 +277,7 @@ def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
     """A registered retriever over the question set's corpus unless the options name another corpus."""
     import inspect
 
-    from evret_core.data.models import EvaluationDataset
+    from evret_core.io.datasets import EvaluationDataset
     from evret_core.plugins.loading import get_registry
     from evret_core.plugins.registry import create_retriever
 

@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.outputs import write_output
 from evret_core.report.common import RagReportData, ReportData, build_report_data, compare_runs
 from evret_core.report.render import FORMATS, render_report
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import load_results, run_names
 from evret_core.results.model import Results
-from evret_core.results.outputs import write_output
 from evret_core.results.rag_results import RagResults
 from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
 

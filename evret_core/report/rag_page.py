@@ -320,7 +320,7 @@ def _overview(runs: Mapping[str, RagResults]) -> list[dict[str, Any]]:
 def _manifests(runs: Mapping[str, RagResults]) -> list[dict[str, str]]:
     """Each run's settings and counts as its results file holds them (redacted): not ``manifest_dict``, which
     adds the Python and platform of the machine writing the report, not of the one that made the run."""
-    from evret_core.results.redact import redact
+    from evret_core.io.redact import redact
 
     out = []
     for name, r in runs.items():

@@ -4,7 +4,7 @@ One mapping for every kind of results (:func:`tracked_run`): retrieval results, 
 ``evret trec``, a run file's scores. A run logs
 
 - **parameters**: the results' ``config`` flattened to ``retriever.name``, ``judge.min_tokens``... (lists as JSON,
-  secrets masked by :mod:`evret_core.results.redact`), and the bootstrap settings;
+  secrets masked by :mod:`evret_core.io.redact`), and the bootstrap settings;
 - **metrics**: every score under :func:`mlflow_name` of its Evret name (``ndcg@10`` -> ``ndcg_at_10``,
   ``retrieved/f1`` as it is), with its interval as ``NAME.ci_low`` and ``NAME.ci_high``; RAG runs log their scores
   by the gates' names (``retrieval/recall@5``, ``gold/f1``...) and the failure attribution counts;
@@ -189,7 +189,7 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
 
     ``uri`` None or empty: ``MLFLOW_TRACKING_URI``, else MLflow's default (``sqlite:///mlflow.db``, or ``./mlruns``
     when it holds runs). A path or a ``file:`` URI is MLflow's file store (a folder): it goes through the output
-    guard (:func:`evret_core.results.outputs.check_output_folder`: never an input nor inside an input folder) and
+    guard (:func:`evret_core.io.outputs.check_output_folder`: never an input nor inside an input folder) and
     must be new, empty or a store. A ``sqlite:`` database must be writable and not an input, and needs the full
     MLflow package (SQLAlchemy and Alembic). Any other store (an ``http(s)://`` server, Databricks) is contacted
     now, once, for at most :data:`CHECK_TIMEOUT_S` seconds, and so is an existing store: an unreachable or
@@ -200,7 +200,7 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
     resolved = uri or os.environ.get("MLFLOW_TRACKING_URI") or str(mlflow.get_tracking_uri())
     folder = _local_path(resolved)
     if folder is not None:
-        from evret_core.results.outputs import check_output_folder
+        from evret_core.io.outputs import check_output_folder
 
         check_output_folder(folder, inputs, option)
         path = Path(folder)
@@ -222,7 +222,7 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
                              f"{option} mlruns") from None
         database = parts.path[1:] if parts.path.startswith("/") else parts.path
         if database and database != ":memory:":
-            from evret_core.results.outputs import check_output_path
+            from evret_core.io.outputs import check_output_path
 
             check_output_path(database, inputs, option)
             if contact and Path(database).is_file():
@@ -236,7 +236,7 @@ def check_tracking(uri: str | None = None, inputs: tuple[str, ...] | list[str] =
 def _secrets(uri: str) -> list[str]:
     """What must not be printed about ``uri``: the command line's and the environment's secrets, and the URI's
     own (its password, and the ``Basic`` header value a server may echo)."""
-    from evret_core.results.redact import known_secrets
+    from evret_core.io.redact import known_secrets
 
     return known_secrets([*sys.argv[1:], uri])
 
@@ -244,7 +244,7 @@ def _secrets(uri: str) -> list[str]:
 def _check_store(uri: str, experiment: str | None, option: str) -> None:
     """Contact the store once, bounded (:data:`CHECK_TIMEOUT_S`, no retry), and look ``experiment`` up: an error
     naming ``option`` and what happened when the store fails or the experiment is deleted."""
-    from evret_core.results.redact import redact_text
+    from evret_core.io.redact import redact_text
 
     name = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or "Default"
     secrets = _secrets(uri)
@@ -322,7 +322,7 @@ def _mlflow_calls(uri: str, check: bool = False) -> Iterator[None]:
             else:
                 os.environ[name] = value
         if printed.getvalue().strip():
-            from evret_core.results.redact import redact_text
+            from evret_core.io.redact import redact_text
 
             sys.stderr.write(redact_text(printed.getvalue(), _secrets(uri)).rstrip("\n") + "\n")
 
@@ -396,7 +396,7 @@ def log_to_mlflow(results: Any, tracking_uri: str | None = None, experiment: str
     uri = check_tracking(tracking_uri, inputs, option, experiment, contact=False)  # _log's calls are bounded
     run = results if isinstance(results, TrackedRun) else tracked_run(results, run_name or "run")
     metrics = _metric_names(run)  # a name MLflow refuses fails here, before the run exists
-    from evret_core.results.redact import redact, redact_text
+    from evret_core.io.redact import redact, redact_text
 
     secrets = _secrets(uri)
     params = {k: redact_text(_text(v, MAX_PARAM_VALUE), secrets) for k, v in _flatten(redact(run.params)).items()}

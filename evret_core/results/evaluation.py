@@ -13,13 +13,15 @@ import platform
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
 from evret_core.assign import answer_coverage, coverage_matrix
 from evret_core.contracts.errors import EvretError, describe_validation_error
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.redact import redact
 from evret_core.progress import ProgressCallback, current_progress, report_progress
 from evret_core.results.model import (
     MEAN_TOLERANCE,
@@ -30,14 +32,10 @@ from evret_core.results.model import (
     metric_value_range,
 )
 from evret_core.results.per_query import Judgment, QueryColumns, QueryResult, QueryTable, query_columns
-from evret_core.results.redact import redact
 from evret_core.version import __version__
 
-__all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics",
+__all__ = ["EvaluationResults", "Judgment", "Manifest", "QueryResult", "SliceResult", "add_statistics", "redact_results",
            "build_manifest", "check_results", "metric_value_range"]
-
-if TYPE_CHECKING:
-    from evret_core.data.models import EvaluationDataset
 
 SCHEMA_VERSION = 2
 _WRITE_PROGRESS = 2048  # records written between progress reports
@@ -213,8 +211,6 @@ class EvaluationResults(Results):
         return ScoreView(dict(self.scores), dict(self.intervals), self.per_query_scores())
 
     def redacted(self) -> EvaluationResults:
-        from evret_core.results.redact import redact_results
-
         return redact_results(self.model_copy())
 
     def manifest_dict(self) -> dict[str, Any]:
@@ -316,6 +312,17 @@ class EvaluationResults(Results):
             counts = [len(q.expected_answers) if t else 0 for q, t in zip(queries, by_text, strict=True)]
             batch.set_answer_coverage(coverage_matrix(found, batch.depth), np.asarray(counts))
         return batch, depth
+
+
+def redact_results(results: EvaluationResults) -> EvaluationResults:
+    """``results`` with its ``config``, ``manifest`` and ``stats`` redacted (in place; returned for chaining), as
+    for a results file written before redaction existed, before it goes into a report."""
+    results.config = redact(results.config)
+    results.stats = redact(results.stats)
+    if results.manifest is not None:
+        data = redact(results.manifest.model_dump())
+        results.manifest = type(results.manifest).model_validate(data)
+    return results
 
 
 def check_results(results: EvaluationResults, source: str) -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.jsonio import read_document
 from evret_core.results.evaluation import EvaluationResults
-from evret_core.results.model import Results, read_document
+from evret_core.results.model import Results
 from evret_core.results.rag_results import RAG_SCHEMA, RagResults
 
 __all__ = ["KINDS", "kind_of", "load_results", "load_runs", "run_names"]

@@ -4,9 +4,9 @@ in one shape.
 :class:`~evret_core.results.evaluation.EvaluationResults` (retrieval) and
 :class:`~evret_core.results.rag_results.RagResults` (RAG) each keep their own JSON schema (``docs/results.md``,
 ``docs/rag.md``); what they share lives here once: reading a results document (file or text, with errors that name
-the file), the schema version check, validation errors as one line, writing through the one output guard
-(:func:`~evret_core.results.outputs.write_output`) after the one redaction rule
-(:func:`~evret_core.results.redact.redact_sections`), the numbers a file may hold (finite, in range, intervals
+the file: :func:`~evret_core.io.jsonio.read_document`), the schema version check, validation errors as one line,
+writing through the one output guard (:func:`~evret_core.io.outputs.write_output`) after the one redaction rule
+(:func:`redact_sections`), the numbers a file may hold (finite, in range, intervals
 ``[low, high]``), and :meth:`Results.score_view`, the scores every reader (gates, ``evret compare``, tracking)
 uses. :func:`evret_core.results.files.load_results` reads either kind.
 """
@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from evret_core.contracts.errors import EvretError, describe_validation_error
-from evret_core.results.outputs import write_output
+from evret_core.io.jsonio import read_document
+from evret_core.io.outputs import write_output
+from evret_core.io.redact import redact
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Results", "ScoreView", "ValueCheck", "metric_value_range", "read_document"]
+__all__ = ["SECTIONS", "Results", "ScoreView", "ValueCheck", "metric_value_range", "redact_sections"]
 
 # a stored mean may differ from the mean recomputed here by summation order only
 MEAN_TOLERANCE = 1e-9
@@ -182,18 +184,15 @@ class ValueCheck:
         return value
 
 
-def read_document(path_or_text: str | Path, what: str = "results file",
-                  text_source: str = "<json>") -> tuple[Any, str]:
-    """The JSON document of a results file (a path) or of its text (a string starting with ``{``), and the name
-    its errors use (the path, or ``text_source``)."""
-    from evret_core.data.corpus import loads_json, read_text
+SECTIONS = ("config", "stats", "manifest")
+"""The sections of a results document that describe the run (options, URLs, error messages) rather than its data:
+what :func:`redact_sections` redacts before any file is written."""
 
-    if isinstance(path_or_text, Path) or not str(path_or_text).lstrip().startswith("{"):
-        path = Path(path_or_text)
-        text, source = read_text(path, what), str(path)
-    else:
-        text, source = str(path_or_text), text_source
-    return loads_json(text, source), source
+
+def redact_sections(document: dict[str, Any], sections: Sequence[str] = SECTIONS) -> dict[str, Any]:
+    """A shallow copy of ``document`` (a results file's top-level object) with its ``sections`` redacted; the data
+    (per-query texts, scores) is written as it is. Every writer of a results-like file calls this."""
+    return {key: redact(value) if key in sections else value for key, value in document.items()}
 
 
 class Results(BaseModel):
@@ -246,15 +245,11 @@ class Results(BaseModel):
     def redacted_sections(self, document: dict[str, Any]) -> dict[str, Any]:
         """``document`` (a dump of these results) with ``config``, ``stats`` and ``manifest`` passed through the
         one redaction rule: keys and URL credentials never reach a results file, whoever built the results."""
-        from evret_core.results.redact import redact_sections
-
         return redact_sections(document)
 
     def redacted(self) -> Self:
         """A shallow copy with ``config`` and ``stats`` (and a manifest) redacted, as for a results file written
         before redaction existed, before it goes into a report or a tracking server."""
-        from evret_core.results.redact import redact
-
         return self.model_copy(update={"config": redact(self.config), "stats": redact(self.stats)})
 
     def write(self, path: str | Path, indent: int | None = 2) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from evret_core.assign import Assignment, answer_coverage
-from evret_core.data.models import QueryExample
+from evret_core.io.queries import QueryExample
 from evret_core.retrieve.retrievers import RankedColumns
 
 __all__ = ["Judgment", "QueryColumns", "QueryResult", "QueryTable", "RankColumns", "TextJudgments",

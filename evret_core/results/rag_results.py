@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.outputs import write_output
 from evret_core.rag.generate.generators import Answer
 from evret_core.results.model import MEAN_TOLERANCE, Results, ScoreView, ValueCheck, metric_value_range
-from evret_core.results.outputs import write_output
 from evret_core.version import __version__
 
 RAG_SCHEMA = "evret-rag"
@@ -173,8 +173,8 @@ class RagResults(Results):
         """What reproduces the run (RAG files store no manifest: it is built from ``config``), redacted."""
         import platform
 
+        from evret_core.io.redact import redact
         from evret_core.results.evaluation import _plugin_versions
-        from evret_core.results.redact import redact
 
         config = redact(self.config)
         return {"evret_version": __version__, "schema": self.schema_, "schema_version": self.schema_version,

@@ -11,7 +11,7 @@ each record's byte range and those columns.
 
 A file that is not plain valid JSON of the retrieval schema (a syntax error, a record that fails validation, a
 repeated key, a string holding a surrogate escape, a RAG file that has a ``per_query`` field) is read again whole
-by the reader of every other document (:func:`~evret_core.results.model.read_document`), so its error is exactly
+by the reader of every other document (:func:`~evret_core.io.jsonio.read_document`), so its error is exactly
 that reader's; every check of the numbers (:func:`~evret_core.results.evaluation.check_results`) runs on the
 columns, with the same errors.
 """

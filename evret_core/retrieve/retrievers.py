@@ -12,6 +12,7 @@ import numpy as np
 
 from evret_core.contracts.errors import EvretError
 from evret_core.data.models import RetrievalResult
+from evret_core.io.runs import rank_key
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ class PrecomputedRetriever(Retriever):
     name = "precomputed"
 
     def __init__(self, run: Mapping[str, Any]) -> None:
-        from evret_core.metrics.runcolumns import ColumnarRun
+        from evret_core.io.runcolumns import ColumnarRun
 
         # a run read as columns stays columns (its str ids and dicts are made per query when asked for); a dict
         # keyed by str is used as is (no copy of a million-query run); other keys become str
@@ -230,7 +231,7 @@ class PrecomputedRetriever(Retriever):
             return []
         raw = self.run[query_id]
         if isinstance(raw, Mapping):
-            ranked = sorted(raw.items(), key=lambda item: (-float(item[1]), _desc(item[0])))
+            ranked = sorted(raw.items(), key=lambda item: (-float(item[1]), rank_key(item[0])))
             results = [RetrievalResult(doc_id=str(d), score=float(s)) for d, s in ranked]
         else:
             results = coerce_results(raw, f"precomputed run, query {query_id!r}")
@@ -238,11 +239,6 @@ class PrecomputedRetriever(Retriever):
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         raise EvretError("a precomputed run answers by query id, not query text")
-
-
-def _desc(doc_id: Any) -> tuple[int, ...]:
-    # trec_eval breaks score ties by document id in descending string order
-    return tuple(-ord(ch) for ch in str(doc_id)) + (1,)
 
 
 def coerce_results(raw: Any, where: str) -> list[RetrievalResult]:

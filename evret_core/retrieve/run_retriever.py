@@ -9,7 +9,7 @@ from typing import Any
 def precomputed_run(path: str | None = None, corpus: str | None = None, **options: Any) -> Any:
     """A run computed elsewhere (``evret evaluate --run FILE [--corpus CORPUS]``):
 
-    - ``.jsonl``: retrieved results, one object per document or per query (see :mod:`evret_core.data.runfiles`);
+    - ``.jsonl``: retrieved results, one object per document or per query (see :mod:`evret_core.io.runs`);
     - a TREC run file (``qid Q0 docid rank score tag``); ``corpus`` gives each document its text;
     - ``.json``: ``{qid: {docid: score}}`` or ``{qid: [docid, ...]}``.
 
@@ -17,8 +17,8 @@ def precomputed_run(path: str | None = None, corpus: str | None = None, **option
     from pathlib import Path
 
     from evret_core.contracts.errors import EvretError
-    from evret_core.data.corpus import loads_json, read_text
-    from evret_core.data.runfiles import read_retrieved
+    from evret_core.io.jsonio import loads_json, read_text
+    from evret_core.io.runs import read_retrieved
     from evret_core.retrieve.retrievers import PrecomputedRetriever
 
     options.pop("dataset", None)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import ID_FIELDS, iter_corpus
 from evret_core.data.models import RetrievalResult
+from evret_core.io.corpus import ID_FIELDS, iter_corpus
 from evret_core.retrieve.embedding_models import resolve_model
 
 T = TypeVar("T")
@@ -92,7 +92,7 @@ def _as_floats(vector: Any) -> list[float]:
 def read_corpus_file(path: str | Path) -> Iterator[dict[str, Any]]:
     """Yield ``{"doc_id", "text", "metadata"}`` records from a JSONL corpus file, as it is read.
 
-    The file is read by :func:`evret_core.data.corpus.iter_corpus` (BEIR's corpus format; errors name the file and
+    The file is read by :func:`evret_core.io.corpus.iter_corpus` (BEIR's corpus format; errors name the file and
     line). The text indexed is the title and the text joined by a space, as BEIR's "flat" baselines do; the
     record's other fields, the title among them, become the metadata.
     """

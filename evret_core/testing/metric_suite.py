@@ -131,8 +131,9 @@ class MetricConformance:
             assert self.make(name).compute(empty).shape == (0,)
 
     def test_usable_by_the_evaluator(self) -> None:
-        from evret_core.data.models import EvaluationDataset, QueryExample
         from evret_core.evaluation.evaluator import Evaluator
+        from evret_core.io.datasets import EvaluationDataset
+        from evret_core.io.queries import QueryExample
 
         rankings, qrels = random_case(seed=5, n=8)
         qrels = [{d: g for d, g in q.items() if g > 0} or {"d0": 1} for q in qrels]  # id-labelled: relevant ids

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import EvaluationDataset, QueryExample
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 
 DOCS = {"d1": "Honey bees communicate with a waggle dance.", "d2": "A queen bee lays up to two thousand eggs a day.",
         "d3": "Beeswax is made by glands of worker bees.", "d4": "Propolis seals gaps in the hive."}

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from evret_core.data.models import EvaluationDataset, QueryExample, RetrievalResult
+from evret_core.data.models import RetrievalResult
+from evret_core.io.datasets import EvaluationDataset
+from evret_core.io.queries import QueryExample
 
 
 class RetrieverConformance:

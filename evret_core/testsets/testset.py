@@ -76,7 +76,7 @@ class GeneratedSet:
     usage: dict[str, Any] = field(default_factory=dict)
 
     def to_jsonl(self, path: str | Path) -> None:
-        from evret_core.results.outputs import write_output
+        from evret_core.io.outputs import write_output
 
         write_output(path, "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in self.questions))
 
@@ -90,7 +90,7 @@ class GeneratedSet:
 
 def _nothing_generated(calls: int, unmeasured: Sequence[Mapping[str, str]], report: FilterReport) -> str:
     """The one-line error of a run that kept no question because generation calls failed."""
-    from evret_core.results.redact import redact_text
+    from evret_core.io.redact import redact_text
 
     failed = [u for u in unmeasured if not u["reason"].startswith("closed-book check:")]
     reasons = dict.fromkeys(" ".join(u["reason"].split())[:160] for u in failed)  # one line, each reason once

@@ -12,7 +12,7 @@ import pytest
 from evret_core import EvretError
 from evret_core.cli import main
 from evret_core.evaluation.config import EvaluateConfig
-from evret_core.evaluation.run_config import ComponentSpec, Config
+from evret_core.io.run_config import ComponentSpec, Config
 from evret_core.rag.rag_config import RagConfig
 
 from .conftest import EXAMPLE

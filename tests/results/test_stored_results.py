@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample
+from evret_core.io.jsonio import read_document
 from evret_core.report import build_report_data
 from evret_core.report import drilldown as drilldown_module
 from evret_core.report.api import compare, make_report
@@ -23,7 +24,6 @@ from evret_core.report.drilldown import STRING_CAP, _build, _fit, drilldown_data
 from evret_core.results import stored
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import kind_of, load_results
-from evret_core.results.model import read_document
 from evret_core.results.per_query import QueryResult
 from evret_core.results.stored import StoredQueries, record_validator
 

@@ -9,7 +9,7 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator
 from evret_core.contracts.errors import EvretError
-from evret_core.data.runfiles import read_retrieved, read_retrieved_jsonl
+from evret_core.io.runs import read_retrieved, read_retrieved_jsonl
 
 from .conftest import CORPUS, DATASET, METRICS, OverlapRetriever
 

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import iter_json_lines
+from evret_core.io.jsonio import iter_json_lines
 from evret_core.rag.questions.conditions import BUILTIN_CONDITIONS, Context
 from evret_core.rag.questions.question_sets import QuestionSet
 

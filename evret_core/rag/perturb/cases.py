@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError, did_you_mean
-from evret_core.data.corpus import iter_json_lines
 from evret_core.data.models import RetrievalResult
+from evret_core.io.jsonio import iter_json_lines
+from evret_core.io.outputs import write_output
 from evret_core.rag.perturb.perturbations import FAMILIES
 from evret_core.rag.questions.conditions import Condition, ConditionCase, Context, PerturbedCondition
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
-from evret_core.results.outputs import write_output
 
 
 def adversarial_conditions(families: Sequence[str], base: str = "retrieved", seed: int = 0,

@@ -14,13 +14,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import iter_json_lines, read_corpus
-from evret_core.data.dataset_files import BEHAVIOURS as BEHAVIOURS  # the shared schema's, re-exported
-from evret_core.data.dataset_files import FIELDS, SquadQuestion, canonical_fields, read_squad, record_id
-from evret_core.data.dataset_files import (
+from evret_core.io.corpus import read_corpus
+from evret_core.io.dataset_files import BEHAVIOURS as BEHAVIOURS  # the shared schema's, re-exported
+from evret_core.io.dataset_files import FIELDS, SquadQuestion, canonical_fields, read_squad, record_id
+from evret_core.io.dataset_files import (
     squad_paragraph_id as squad_paragraph_id,  # re-exported: ids in tests, notebooks
 )
-from evret_core.data.queries import ids_as_strings, tags_as_strings
+from evret_core.io.jsonio import iter_json_lines
+from evret_core.io.queries import ids_as_strings, tags_as_strings
 
 Behaviour = Literal["answer", "refuse", "escalate"]
 
@@ -122,7 +123,7 @@ class RagQuestion(BaseModel):
         return any(normalize_answer(f) in answers for f in self.counterfactual_answers)
 
 
-# the shared schema's fields (evret_core.data.dataset_files.FIELDS) that RagQuestion names otherwise
+# the shared schema's fields (evret_core.io.dataset_files.FIELDS) that RagQuestion names otherwise
 _RAG_NAMES = {"query_id": "question_id", "query": "question", "expected_answers": "answers",
               "relevant_doc_ids": "gold_doc_ids"}
 # field name in a file -> model field (several spellings are accepted for the same thing)
@@ -299,7 +300,7 @@ def _build(questions: list[RagQuestion], corpus: Mapping[str, Mapping[str, str]]
 def squad_to_questions(path: str | Path) -> QuestionSet:
     """A SQuAD-format file as a question set: the corpus is its paragraphs (id ``<title>-<n>``, spaces as
     underscores; an article whose title collides with an earlier one's gets ``<title>~<i>-<n>``, ``i`` its index in
-    ``data``: see :func:`~evret_core.data.dataset_files.parse_squad`), each question's gold document is its paragraph,
+    ``data``: see :func:`~evret_core.io.dataset_files.parse_squad`), each question's gold document is its paragraph,
     its answers are the distinct gold answer texts (each an alternative of the one answer, so the first gold text
     is canonical), and an ``is_impossible`` question (a JSON boolean) is expected to be refused. Tags: ``article``
     (the title) and ``answerable`` (``yes``/``no``). Metadata: ``answer_spans`` and ``plausible_answers``, each a

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import iter_json_lines
+from evret_core.io.jsonio import iter_json_lines
 from evret_core.rag.questions.question_sets import (
     QuestionSet,
     RagQuestion,

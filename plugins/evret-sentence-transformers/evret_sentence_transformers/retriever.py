@@ -22,7 +22,7 @@ _BLOCK_CELLS = 1 << 25
 
 
 def read_corpus(path: str | os.PathLike[str]) -> tuple[list[str], list[str], list[str]]:
-    """Ids, titles and texts of a JSONL corpus (read by :func:`evret_core.data.corpus.read_corpus`: errors name the
+    """Ids, titles and texts of a JSONL corpus (read by :func:`evret_core.io.corpus.read_corpus`: errors name the
     file and line); a folder means its ``corpus.jsonl`` (BEIR layout)."""
     path = Path(path).expanduser()
     if path.is_dir():
@@ -58,7 +58,7 @@ class DenseRetriever(Retriever):
     """Dense baseline beside ``bm25``: embeds every document (title + text) and ranks by exact cosine.
 
     :param corpus: a JSONL corpus file or a BEIR folder; without it, ``dataset.corpus`` is used.
-    :param dataset: the :class:`~evret_core.data.models.EvaluationDataset` being evaluated (the CLI passes it).
+    :param dataset: the :class:`~evret_core.io.datasets.EvaluationDataset` being evaluated (the CLI passes it).
     :param embeddings: where to keep the document embeddings (``.npz``); default next to the corpus file
         (``<corpus>.<model>.embeddings.npz``), or the Evret cache folder for a dataset's corpus or a read-only
         folder. A saved file is reused when its model and corpus hash match, and rewritten otherwise.

@@ -75,7 +75,7 @@ def _inside(target: Path, folder: str | Path) -> bool:
 
 def _judgment_cache() -> Path:
     """The judgment cache every LLM part uses by default (``$EVRET_CACHE_DIR/judgments.sqlite3``)."""
-    from evret_core.llm.cache import default_cache_path
+    from evret_core.io.paths import default_cache_path
 
     return default_cache_path()
 

@@ -241,7 +241,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     else:  # pragma: no cover
         import tomli as tomllib
 
-    from evret_core.data.corpus import read_text
+    from evret_core.io.jsonio import read_text
 
     text = read_text(path, "config file")  # a bad byte is reported with its line
     try:

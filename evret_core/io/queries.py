@@ -1,6 +1,6 @@
 """One evaluation query: :class:`QueryExample` (its text, id, expected answers or relevant ids, tags), the id derived
-for a query that has none, the checks its fields get as it is read, and :class:`JudgmentContext` (what a judge sees
-for it). :mod:`evret_core.data.models` re-exports these; the dataset readers (:mod:`evret_core.data.dataset_files`) build them."""
+for a query that has none, and the checks its fields get as it is read. The dataset readers
+(:mod:`evret_core.io.dataset_files`) build them."""
 
 from __future__ import annotations
 
@@ -11,24 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["JudgmentContext", "QueryExample", "derive_query_id", "ids_as_strings", "tags_as_strings"]
+from evret_core.data.models import JudgmentContext
 
-
-class JudgmentContext(BaseModel):
-    """What a judge sees: the query, one expected answer text (with its other acceptable strings, ``aliases``)
-    and one retrieved text. A judge says "match" when the expected text or any alias matches."""
-
-    model_config = ConfigDict(frozen=True)
-
-    query: str
-    expected_text: str
-    retrieved_text: str
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def expected_variants(self) -> tuple[str, ...]:
-        """Every acceptable string of the expected answer: ``(expected_text, *aliases)``."""
-        return (self.expected_text, *self.aliases)
+__all__ = ["QueryExample", "derive_query_id", "ids_as_strings", "tags_as_strings"]
 
 
 def _encodable(text: str, what: str) -> str:

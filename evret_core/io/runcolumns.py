@@ -8,7 +8,7 @@ query), the scores in one float64 array, and two offsets per query: about 20 byt
 :class:`~evret_core.Evaluator` take it as they take a dict run; a query's dict is built when it is asked for
 (``evaluate_run`` and the Evaluator ask for 2,048 queries at a time), so memory stays bounded by the columns.
 
-Reading is done in blocks of 8 MiB, each read once by :func:`~evret_core.metrics.trecscan.scan` (compiled where
+Reading is done in blocks of 8 MiB, each read once by :func:`~evret_core.io.trecscan.scan` (compiled where
 it was built) into the ids, scores and stretches of adjacent lines of one query; the first bad line stops the read
 and is reported with its file and line, in the words of :func:`read_run`. A query whose lines are not adjacent
 (``q1 .. q2 .. q1``) is regrouped, its documents kept in file order; a document ranked twice for a query (the scan
@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.trecscan import (
+from evret_core.io.trecscan import (
     Scan,
     TrecRun,
     check_line,
@@ -135,7 +135,7 @@ class ColumnarRun(Mapping[str, dict[str, float]]):
 
 
 class _Reader:
-    """Reads a file's blocks with :func:`~evret_core.metrics.trecscan.scan` and keeps their columns: the document
+    """Reads a file's blocks with :func:`~evret_core.io.trecscan.scan` and keeps their columns: the document
     ids (joined), the scores or grades, and per stretch of adjacent lines of one query its query, number of lines and
     bytes of ids; it stops at the first bad line, which :meth:`raise_error` reports."""
 
@@ -453,7 +453,7 @@ def read_run_columns(path: str | Path, start: int = 0, stop: int | None = None,
 
 
 def read_run_dicts(path: str | Path, threads: int | None = None) -> TrecRun:
-    """:func:`~evret_core.metrics.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
+    """:func:`~evret_core.io.trec.read_run`: the compiled scan builds the dicts as it reads (no columns in
     between; on ``threads`` threads, by default as :func:`read_run_columns` picks them, the blocks are scanned into
     columns side by side and put into the dicts on this one); without it, the columns' dicts."""
     threads = pick_threads(path, 0, None, threads)  # (checked on both paths; the numpy path reads on one)

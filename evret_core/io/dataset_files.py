@@ -1,5 +1,5 @@
 """Reading dataset files into queries: JSON records, CSV rows, BEIR folders and SQuAD-format files, with errors that
-name the file and line (:class:`~evret_core.data.models.EvaluationDataset`'s ``from_*`` readers call these; the RAG
+name the file and line (:class:`~evret_core.io.datasets.EvaluationDataset`'s ``from_*`` readers call these; the RAG
 question sets read SQuAD through :func:`read_squad` too, so both see the same paragraph ids and the same checks)."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from evret_core.contracts.errors import EvretError, describe_validation_error, did_you_mean
-from evret_core.data.corpus import iter_json_lines, loads_json, read_corpus, read_text
-from evret_core.data.queries import QueryExample, derive_query_id
+from evret_core.io.corpus import read_corpus
+from evret_core.io.jsonio import iter_json_lines, loads_json, read_text
+from evret_core.io.queries import QueryExample, derive_query_id
 
 __all__ = ["BEHAVIOURS", "FIELDS", "SquadFile", "SquadQuestion", "beir_examples", "canonical_fields",
            "collect_examples", "csv_examples", "csv_list", "csv_tags", "example_from_record", "parse_squad",
@@ -100,7 +101,7 @@ def example_from_record(record: Any, where: str) -> QueryExample | None:
 
 def record_id(value: Any, text: str, where: str, field: str) -> str:
     """A record's id as a string: a string as it is, an integer as its decimal string (``0`` is an id like any
-    other); absent or null, an id derived from ``text`` (:func:`~evret_core.data.queries.derive_query_id`). A boolean or
+    other); absent or null, an id derived from ``text`` (:func:`~evret_core.io.queries.derive_query_id`). A boolean or
     any other type is an error naming ``where`` and ``field``, never its ``str()``."""
     if value is None:
         return derive_query_id(text)

@@ -6,7 +6,7 @@ the run tag of the first result line, whether a stretch lists a document twice, 
 stops there). It only finds a bad line; the message is always the Python reader's
 (:func:`check_line` on that one line), so every path gives the same words.
 
-Where the optional compiled tokenizer ``evret_core.metrics._trecscan`` was built it does the scan (memchr for line
+Where the optional compiled tokenizer ``evret_core.io._trecscan`` was built it does the scan (memchr for line
 ends, a byte table for whitespace, UTF-8 checked as it goes, plain decimals read without float()); else, or with
 ``EVRET_PURE_PYTHON=1``, a numpy path does: a block of plain ASCII lines with exactly the right number of fields is
 split in one call, any other block is read line by line. Both give the same columns, bit for bit, and stop at the
@@ -26,7 +26,7 @@ import numpy as np
 from evret_core.contracts.errors import EvretError
 
 try:
-    from evret_core.metrics import _trecscan  # type: ignore[attr-defined]
+    from evret_core.io import _trecscan  # type: ignore[attr-defined]
 except ImportError:  # built without a C compiler: the numpy path
     _trecscan = None
 

@@ -4,7 +4,7 @@ qrels: ``query_id iteration doc_id grade`` per line. run: ``query_id Q0 doc_id r
 (fields 7 to 11 are ignored, as trec_eval does; a line of 12 fields or more is an error: two lines joined by a
 lost line end, or a file whose lines end in a carriage return alone, which trec_eval would read as one line). Fields are separated by any whitespace, so ids may contain any other character ('#', ':', '/'...).
 Blank lines and lines whose first field starts with '#' are skipped. Every error names the file and line. The
-files are read block by block into columns (:mod:`evret_core.metrics.trecscan`, compiled where it was built),
+files are read block by block into columns (:mod:`evret_core.io.trecscan`, compiled where it was built),
 then into dicts.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.trecscan import TrecRun
-from evret_core.results.outputs import write_output
+from evret_core.io.outputs import write_output
+from evret_core.io.trecscan import TrecRun
 
 __all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
 
@@ -32,8 +32,8 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None, threads:
     still checked, and a document judged twice only in the kept queries). ``threads``: as for
     :func:`read_run`.
     """
-    from evret_core.metrics.runcolumns import pick_threads, read_columns
-    from evret_core.metrics.trecscan import compiled
+    from evret_core.io.runcolumns import pick_threads, read_columns
+    from evret_core.io.trecscan import compiled
 
     def kept(qid: str) -> bool:
         return queries is None or qid in queries
@@ -69,7 +69,7 @@ def read_run(path: str | Path, threads: int | None = None) -> TrecRun:
     by default one for a file of 24 MiB or less, else one per CPU the process may use, at most 4. The dicts are
     the same; what threads save is wall time (CPU time grows a little).
     """
-    from evret_core.metrics.runcolumns import read_run_dicts
+    from evret_core.io.runcolumns import read_run_dicts
 
     return read_run_dicts(path, threads)
 

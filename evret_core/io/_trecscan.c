@@ -1,4 +1,4 @@
-/* Optional accelerator of evret_core.metrics.trecscan: one pass over a block of TREC run or qrels lines.
+/* Optional accelerator of evret_core.io.trecscan: one pass over a block of TREC run or qrels lines.
  *
  * scan(data, nfields, want_tag[, into[, keep]]) reads `data` (any bytes-like object; whole lines, the last one may lack its
  * '\n'), nfields = 6 (run: query_id Q0 doc_id rank score run_tag) or 4 (qrels: query_id iteration doc_id grade),
@@ -18,7 +18,7 @@
  * The float objects are shared within a call (one per distinct value: ties, grades) while values repeat.
  * With `keep` too (an exact dict, set or frozenset of query ids; dicts only), the lines of a query not in it are checked
  * but not put into `into`, and a document they list twice is no repeat (a shard's qrels: its own queries only).
- * The rules are those of the Python reader (evret_core.metrics.trec.line_fields): fields are split on what
+ * The rules are those of the Python reader (evret_core.io.trecscan.line_fields): fields are split on what
  * str.split() splits on (ASCII whitespace, 0x1c-0x1f, and the Unicode spaces, read from their UTF-8 bytes); a
  * blank line or one whose first field starts with '#' is skipped; a line is bad when it is not strict UTF-8
  * (overlong forms, surrogates and code points past U+10FFFF included), holds a NUL byte, has another number of

@@ -31,14 +31,10 @@ import base64
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-if TYPE_CHECKING:
-    from evret_core.results.evaluation import EvaluationResults
-
-__all__ = ["MASK", "is_secret_name", "known_secrets", "redact", "redact_results", "redact_text", "redact_url",
-           "redact_sections", "url_secrets"]
+__all__ = ["MASK", "is_secret_name", "known_secrets", "redact", "redact_text", "redact_url", "url_secrets"]
 
 MASK = "***"
 
@@ -272,25 +268,3 @@ def redact(value: Any, name: str | None = None) -> Any:
     if isinstance(value, str):
         return redact_text(value)
     return value
-
-
-SECTIONS = ("config", "stats", "manifest")
-"""The sections of a results document that describe the run (options, URLs, error messages) rather than its data:
-what :func:`redact_sections` redacts before any file is written."""
-
-
-def redact_sections(document: dict[str, Any], sections: Sequence[str] = SECTIONS) -> dict[str, Any]:
-    """A shallow copy of ``document`` (a results file's top-level object) with its ``sections`` redacted; the data
-    (per-query texts, scores) is written as it is. Every writer of a results-like file calls this."""
-    return {key: redact(value) if key in sections else value for key, value in document.items()}
-
-
-def redact_results(results: EvaluationResults) -> EvaluationResults:
-    """``results`` with its ``config``, ``manifest`` and ``stats`` redacted (in place; returned for chaining), as
-    for a results file written before redaction existed, before it goes into a report."""
-    results.config = redact(results.config)
-    results.stats = redact(results.stats)
-    if results.manifest is not None:
-        data = redact(results.manifest.model_dump())
-        results.manifest = type(results.manifest).model_validate(data)
-    return results

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.corpus import iter_json_lines, read_corpus
+from evret_core.io.corpus import read_corpus
+from evret_core.io.jsonio import iter_json_lines
 
 _RESULT_KEYS = {"doc_id", "score", "text", "rank", "metadata"}
 _LINE_KEYS = _RESULT_KEYS | {"query_id"}
@@ -70,6 +71,12 @@ def _result(record: Mapping[str, Any], where: str) -> dict[str, Any]:
             raise EvretError(f"{where}: 'rank' must be a positive integer, got {rank!r}")
         out["rank"] = rank
     return out
+
+
+def rank_key(doc_id: Any) -> tuple[int, ...]:
+    """The sort key that ranks tied scores as trec_eval does: by document id in descending string order (sort by
+    ``(-score, rank_key(doc_id))``)."""
+    return tuple(-ord(ch) for ch in str(doc_id)) + (1,)
 
 
 def read_retrieved_jsonl(path: str | Path) -> dict[str, list[dict[str, Any]]]:
@@ -130,7 +137,7 @@ def read_retrieved_jsonl(path: str | Path) -> dict[str, list[dict[str, Any]]]:
 def read_retrieved(path: str | Path, corpus: str | Path | None = None) -> Mapping[str, Any]:
     """A precomputed run from a retrieved JSONL file or a TREC run file (texts from ``corpus`` when given).
 
-    A TREC run without a corpus is read as columns (:func:`~evret_core.metrics.runcolumns.read_run_columns`: about
+    A TREC run without a corpus is read as columns (:func:`~evret_core.io.runcolumns.read_run_columns`: about
     20 bytes per line, so a million queries x 100 fit in memory), a ``{qid: {doc_id: score}}`` mapping whose
     dicts are built per query when asked for; with a corpus every document must be in it (a missing one is an
     error naming the run file and the document).
@@ -139,8 +146,7 @@ def read_retrieved(path: str | Path, corpus: str | Path | None = None) -> Mappin
     if not path.exists():
         raise EvretError(f"{path}: no such retrieved results file")
     if _is_trec_run(path):
-        from evret_core.metrics.runcolumns import read_run_columns
-        from evret_core.retrieve.retrievers import _desc
+        from evret_core.io.runcolumns import read_run_columns
 
         trec = read_run_columns(path)
         if corpus is None:
@@ -148,7 +154,7 @@ def read_retrieved(path: str | Path, corpus: str | Path | None = None) -> Mappin
         documents = read_corpus(corpus)
         out: dict[str, Any] = {}
         for qid, scores in trec.items():
-            ranked = sorted(scores.items(), key=lambda item: (-item[1], _desc(item[0])))
+            ranked = sorted(scores.items(), key=lambda item: (-item[1], rank_key(item[0])))
             results = []
             for doc_id, score in ranked:
                 doc = documents.get(doc_id)
