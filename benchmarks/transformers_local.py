@@ -24,7 +24,7 @@ from evret_transformers import runtime
 from evret_transformers.provider import TransformersProvider
 from evret_transformers.tiny import build_tiny_model
 
-from evret_core.llm import ChatMessage
+from evret_core.contracts.provider import ChatMessage
 from evret_core.rag.generate.llm_generator import GeneratedAnswer
 
 N = 96

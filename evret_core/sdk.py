@@ -100,12 +100,12 @@ _EXPORTS: dict[str, str] = {
     "OutputResults": "evret_core.scoring.output",
     "CriteriaJudge": "evret_core.criteria",
     # LLM providers
-    "LLMProvider": "evret_core.llm",
-    "SDKProvider": "evret_core.llm",
-    "ChatMessage": "evret_core.llm",
-    "LLMResponse": "evret_core.llm",
-    "LLMCallError": "evret_core.llm",
-    "use_shared_limiter": "evret_core.llm",
+    "LLMProvider": "evret_core.contracts.provider",
+    "SDKProvider": "evret_core.llm.providers",
+    "ChatMessage": "evret_core.contracts.provider",
+    "LLMResponse": "evret_core.contracts.provider",
+    "LLMCallError": "evret_core.contracts.provider",
+    "use_shared_limiter": "evret_core.llm.rate_limits",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
     "Metric": "evret_core.metrics.metric",
@@ -118,18 +118,18 @@ _EXPORTS: dict[str, str] = {
     "judge_chunk": "evret_core.evaluation.executors",
     "metric_values": "evret_core.evaluation.executors",
     # RAG: generators, perturbations, and the pipeline an executor rebuilds on a worker
-    "Answer": "evret_core.rag.generate.generators",
-    "Claim": "evret_core.rag.generate.generators",
-    "GenerationRequest": "evret_core.rag.generate.generators",
-    "Generator": "evret_core.rag.generate.generators",
-    "ConditionCase": "evret_core.rag.questions.conditions",
-    "Context": "evret_core.rag.questions.conditions",
-    "Perturbation": "evret_core.rag.questions.conditions",
-    "ClaimJudge": "evret_core.rag.claims.claim_judges",
-    "ClaimTask": "evret_core.rag.claims.claim_judges",
-    "ClaimVerdict": "evret_core.rag.claims.claim_judges",
-    "RagScore": "evret_core.rag.scores.kind",
-    "ScoreInput": "evret_core.rag.scores.kind",
+    "Answer": "evret_core.contracts.generation",
+    "Claim": "evret_core.contracts.generation",
+    "GenerationRequest": "evret_core.contracts.generation",
+    "Generator": "evret_core.contracts.generation",
+    "ConditionCase": "evret_core.contracts.perturb",
+    "Context": "evret_core.contracts.generation",
+    "Perturbation": "evret_core.contracts.perturb",
+    "ClaimJudge": "evret_core.contracts.claims",
+    "ClaimTask": "evret_core.contracts.claims",
+    "ClaimVerdict": "evret_core.contracts.claims",
+    "RagScore": "evret_core.contracts.rag_score",
+    "ScoreInput": "evret_core.contracts.rag_score",
     "Runner": "evret_core.rag.pipeline",
     "build_parts": "evret_core.rag.pipeline",
     # the testing kit's conformance suites (they import pytest)
@@ -254,7 +254,12 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.contracts.aio import run_sync
+    from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
+    from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
+    from evret_core.contracts.perturb import ConditionCase, Perturbation
+    from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
+    from evret_core.contracts.rag_score import RagScore, ScoreInput
     from evret_core.criteria import CriteriaJudge
     from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.evaluator import Evaluator
@@ -275,25 +280,15 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.judge.base import report_progress
     from evret_core.judge.context_columns import ContextColumns
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
-    from evret_core.llm import (
-        ChatMessage,
-        LLMCallError,
-        LLMProvider,
-        LLMResponse,
-        SDKProvider,
-        use_shared_limiter,
-    )
     from evret_core.llm.cache import JudgmentCache
+    from evret_core.llm.providers import SDKProvider
+    from evret_core.llm.rate_limits import use_shared_limiter
     from evret_core.metrics.metric import Metric, RankedBatch
     from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.progress import quiet_model_loading
-    from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict
-    from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
     from evret_core.rag.pipeline import Runner, build_parts
-    from evret_core.rag.questions.conditions import ConditionCase, Context, Perturbation
-    from evret_core.rag.scores.kind import RagScore, ScoreInput
     from evret_core.retrieve.embedding_models import (
         PACKAGED_MODEL,
         ResolvedModel,

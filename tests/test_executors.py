@@ -13,7 +13,7 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.judge.llm import LLMJudge
-from evret_core.llm import shared_limiter, use_shared_limiter
+from evret_core.llm.rate_limits import shared_limiter, use_shared_limiter
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, always, isolate_llm_env
 from evret_core.testing.llm_stubs import judgment_context as ctx

@@ -53,6 +53,15 @@ def test_listing_and_help_import_nothing_heavy(body: str) -> None:
     assert in_modules == [] and timed == set()
 
 
+def test_the_llm_provider_contract_and_helpers_import_nothing_heavy() -> None:
+    """What a provider plugin's module imports (the contract, ``SDKProvider`` and the status helpers) loads neither
+    pydantic nor numpy nor asyncio: ``evret_core.llm`` re-exports nothing, so its submodules load alone."""
+    in_modules, timed = _imported("from evret_core.contracts.provider import ChatMessage, LLMCallError, "
+                                  "LLMProvider, LLMResponse\n"
+                                  "from evret_core.llm.providers import SDKProvider, status_error")
+    assert in_modules == [] and timed == set()
+
+
 def test_the_probe_sees_heavy_imports() -> None:
     in_modules, timed = _imported("from evret_core import create_metric\ncreate_metric('ndcg@10')")
     assert "numpy" in in_modules and "numpy" in timed

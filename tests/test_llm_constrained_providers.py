@@ -9,7 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from evret_core.llm import ChatMessage, LLMClient, LLMProvider, LLMResponse, LLMSettings, structured_call
+from evret_core.contracts.provider import ChatMessage, LLMProvider, LLMResponse
+from evret_core.llm.client import LLMClient
+from evret_core.llm.settings import LLMSettings
+from evret_core.llm.structured import structured_call
 from evret_core.rag.scores.relevance import RelevanceGrade
 from evret_core.scoring.llm_score import ScoreAnswer
 

@@ -11,8 +11,9 @@ import pytest
 
 from evret_core.contracts.errors import EvretError, UnknownNameError
 from evret_core.judge.llm import LLMJudge, parse_answer
-from evret_core.llm import fence, parse_retry_after
 from evret_core.llm.cache import JudgmentCache, judgment_key, resolve_cache
+from evret_core.llm.fencing import fence
+from evret_core.llm.providers import parse_retry_after
 from evret_core.plugins.loading import reset_registry
 
 
@@ -65,7 +66,7 @@ def test_missing_provider_plugin_names_the_distribution(monkeypatch: pytest.Monk
 
 
 def _null_provider() -> object:
-    from evret_core.llm import LLMProvider
+    from evret_core.contracts.provider import LLMProvider
 
     class NeverCalled(LLMProvider):  # option validation only: no call is ever made
         name = "never"

@@ -20,16 +20,11 @@ from evret_core import EvretError, create_evaluator
 from evret_core.criteria import DirectJudge, PairwiseJudge
 from evret_core.data.models import JudgmentContext
 from evret_core.judge.llm import LLMJudge
-from evret_core.llm import (
-    AnswerError,
-    JudgmentCache,
-    LLMClient,
-    LLMSettings,
-    fence,
-    judgment_key,
-    strip_lookalikes,
-    structured_call,
-)
+from evret_core.llm.cache import JudgmentCache, judgment_key
+from evret_core.llm.client import LLMClient
+from evret_core.llm.fencing import fence, strip_lookalikes
+from evret_core.llm.settings import LLMSettings
+from evret_core.llm.structured import AnswerError, structured_call
 from evret_core.testing.llm_provider import WireProvider, stub_options
 from evret_core.testing.llm_stubs import (
     OverLimit429,

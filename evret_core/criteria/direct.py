@@ -9,12 +9,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import LLMProvider
 from evret_core.criteria.shared import Consistency, CriteriaJudge, PositionalBias, bias_summary, majority_vote
 from evret_core.criteria.shared import mean as _mean
 from evret_core.criteria.types import Criteria, MultiCriteria
 from evret_core.llm.choices import with_choices
 from evret_core.llm.fencing import fence_notice, new_nonce
-from evret_core.llm.providers import LLMProvider
 from evret_core.llm.structured import AnswerError, Structured
 
 SYSTEM_PROMPT = (

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import LLMProvider
 from evret_core.criteria.shared import (
     Consistency,
     CriteriaJudge,
@@ -20,7 +21,6 @@ from evret_core.criteria.shared import (
 )
 from evret_core.criteria.types import Criteria
 from evret_core.llm.fencing import fence_notice, format_field, new_nonce
-from evret_core.llm.providers import LLMProvider
 from evret_core.llm.structured import AnswerError, Structured
 
 Verdicts = dict[tuple[str, str], tuple[str, str]]

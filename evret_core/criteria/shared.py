@@ -10,11 +10,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import LLMProvider
 from evret_core.criteria.types import Criteria
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, format_field, new_nonce
-from evret_core.llm.providers import LLMProvider
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import Structured, structured_call
 
@@ -68,7 +68,7 @@ def bias_summary(flags: Sequence[bool | None]) -> dict[str, Any]:
 class CriteriaJudge:
     """Base of the LLM criteria judges. Subclasses build prompts and validate answers; this class runs them.
 
-    LLM options are those of :class:`~evret_core.llm.LLMSettings` (by name, or ``settings=``): provider, model,
+    LLM options are those of :class:`~evret_core.llm.settings.LLMSettings` (by name, or ``settings=``): provider, model,
     key, endpoint, temperature, timeout, retries, concurrency, rate limits, cache. ``self_consistency=N``
     samples N judgments at ``sampling_temperature`` (> 0) instead of one at ``temperature``;
     ``check_positional_bias`` runs every judgment again with the order reversed; an answer that does not validate

@@ -1,8 +1,8 @@
 """LLMJudge: ask a chat model whether a retrieved text matches an expected answer (provider-agnostic).
 
 The provider (``openai``, ``anthropic``, ``google``...) comes from a plugin through ``register_llm_providers``;
-no SDK is imported here. Options are those of :class:`~evret_core.llm.LLMSettings`; calls go through
-:class:`~evret_core.llm.LLMClient` (adaptive bounded concurrency, optional requests- and tokens-per-minute
+no SDK is imported here. Options are those of :class:`~evret_core.llm.settings.LLMSettings`; calls go through
+:class:`~evret_core.llm.client.LLMClient` (adaptive bounded concurrency, optional requests- and tokens-per-minute
 limits, retries with backoff, jitter and Retry-After) and answers through the persistent
 :mod:`answer cache <evret_core.llm.cache>`.
 
@@ -38,13 +38,13 @@ from typing import Any
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import ChatMessage, LLMProvider, LLMResponse
 from evret_core.data.models import JudgmentContext
 from evret_core.judge.base import Judge
 from evret_core.llm.cache import judgment_key, resolve_cache
 from evret_core.llm.client import LLMClient, gather_all, notify
 from evret_core.llm.fencing import fence, new_nonce
 from evret_core.llm.injection import InjectionScan
-from evret_core.llm.providers import ChatMessage, LLMProvider, LLMResponse
 from evret_core.llm.settings import LLMSettings
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -89,12 +89,12 @@ class LLMJudge(Judge):
     """Judges with a chat model from an LLM provider plugin.
 
     :param provider: a registered provider name (``openai``, ``anthropic``, ``google``) or an
-        :class:`~evret_core.llm.LLMProvider` object.
+        :class:`~evret_core.contracts.provider.LLMProvider` object.
     :param model: the provider's model (default: the provider's documented default).
     :param prompt_template: the user message template (fields ``{query}``, ``{expected}``, ``{retrieved}``).
     :param system_prompt: the system message (field ``{nonce}``: the fence code).
     :param max_tokens: the answer's token budget.
-    :param settings: an :class:`~evret_core.llm.LLMSettings`; options given by name (``api_key``, ``base_url``,
+    :param settings: an :class:`~evret_core.llm.settings.LLMSettings`; options given by name (``api_key``, ``base_url``,
         ``temperature``, ``timeout``, ``max_retries``, ``max_concurrency``, ``requests_per_minute``,
         ``tokens_per_minute``, ``cache``...) update it. Every value is checked here, before any call.
     """

@@ -29,8 +29,9 @@ from typing import Any, TypeVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.llm.cache import JudgmentCache
-from evret_core.llm.providers import FATAL_STATUSES, ChatMessage, LLMCallError, LLMProvider, LLMResponse
+from evret_core.llm.providers import FATAL_STATUSES
 from evret_core.llm.rate_limits import AdaptiveConcurrency, InFlightLimiter, RateLimiter, shared_limiter
 from evret_core.llm.settings import LLMSettings
 
@@ -98,7 +99,7 @@ def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
 
 
 class LLMClient:
-    """Evret's one call policy around an :class:`~evret_core.llm.providers.LLMProvider` (see the module).
+    """Evret's one call policy around an :class:`~evret_core.contracts.provider.LLMProvider` (see the module).
 
     :param provider: the provider object.
     :param settings: the :class:`~evret_core.llm.settings.LLMSettings` whose policy applies (its provider
@@ -173,7 +174,7 @@ class LLMClient:
     ) -> LLMResponse:
         """One completion under the policy (``temperature`` defaults to the settings'); raises the last
         :class:`LLMCallError` when every attempt failed. ``json_schema`` reaches providers that
-        :attr:`~evret_core.llm.LLMProvider.constrains_json` (the others get it in the prompt only)."""
+        :attr:`~evret_core.contracts.provider.LLMProvider.constrains_json` (the others get it in the prompt only)."""
         temperature = self.temperature if temperature is None else float(temperature)
         extra: dict[str, Any] = {}
         if json_schema is not None and self.provider.constrains_json:

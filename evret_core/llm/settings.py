@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evret_core.contracts.errors import EvretError, UnknownNameError, did_you_mean
-from evret_core.llm.providers import LLMProvider
+from evret_core.contracts.provider import LLMProvider
 
 # Bounds that catch typos and hostile values, far beyond any real use.
 MAX_CONCURRENCY = 1024

@@ -5,7 +5,7 @@ schema and an optional ``check``. When it does not validate, the answer goes bac
 up to ``repairs`` times; after that the item is *unmeasured*: :attr:`Structured.unmeasured` says why, and no
 guess replaces it. A call that fails after the client's retries is unmeasured too; a fatal one (bad key, unknown
 model) stops the run. Usable answers are committed to the client's cache as they arrive. A provider that
-constrains its output (:attr:`~evret_core.llm.LLMProvider.constrains_json`, such as ``transformers``) is also
+constrains its output (:attr:`~evret_core.contracts.provider.LLMProvider.constrains_json`, such as ``transformers``) is also
 given the schema itself, and answers only JSON that parses and matches it.
 """
 
@@ -20,9 +20,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMResponse
 from evret_core.llm.cache import cache_key
 from evret_core.llm.client import LLMClient, LLMUsage
-from evret_core.llm.providers import ChatMessage, LLMCallError, LLMResponse
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)

@@ -83,7 +83,7 @@ def register_llm_providers(register: Register) -> None:
     """Register LLM providers, such as ``openai``, ``anthropic`` or ``google``.
 
     :param register: call ``register(name, factory)`` once per provider; ``factory(model=None, api_key=None,
-        base_url=None, **options)`` returns an :class:`evret_core.llm.LLMProvider`: an async chat-completion
+        base_url=None, **options)`` returns an :class:`evret_core.contracts.provider.LLMProvider`: an async chat-completion
         interface that returns text plus token usage.
     """
 

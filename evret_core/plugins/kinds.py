@@ -23,16 +23,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from evret_core.contracts.provider import LLMProvider
+
 if TYPE_CHECKING:
+    from evret_core.contracts.claims import ClaimJudge
+    from evret_core.contracts.generation import Generator
+    from evret_core.contracts.perturb import Perturbation
+    from evret_core.contracts.rag_score import RagScore
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
     from evret_core.judge import Judge
-    from evret_core.llm import LLMProvider
     from evret_core.metrics.metric import Metric
-    from evret_core.rag.claims.claim_judges import ClaimJudge
-    from evret_core.rag.generate.generators import Generator
-    from evret_core.rag.questions.conditions import Perturbation
-    from evret_core.rag.scores.kind import RagScore
     from evret_core.retrieve.retrievers import Retriever
 
 T = TypeVar("T")
@@ -93,16 +94,16 @@ EVALUATOR: Kind[RecordsEvaluator] = Kind("evaluator", "register_evaluators", "ev
 RETRIEVAL_EVALUATOR: Kind[Evaluator] = Kind("retrieval_evaluator", "register_retrieval_evaluators",
                                             "evret_core.evaluation.evaluator:Evaluator", "retrieval evaluators",
                                             "evret_core.testing:RetrievalEvaluatorConformance")
-LLM_PROVIDER: Kind[LLMProvider] = Kind("llm_provider", "register_llm_providers", "evret_core.llm:LLMProvider",
+LLM_PROVIDER: Kind[LLMProvider] = Kind("llm_provider", "register_llm_providers", "evret_core.contracts.provider:LLMProvider",
                                        "llm providers", "evret_core.testing:ProviderConformance")
-GENERATOR: Kind[Generator] = Kind("generator", "register_generators", "evret_core.rag.generate.generators:Generator",
+GENERATOR: Kind[Generator] = Kind("generator", "register_generators", "evret_core.contracts.generation:Generator",
                                   "generators", "evret_core.testing:GeneratorConformance")
 PERTURBATION: Kind[Perturbation] = Kind("perturbation", "register_perturbations",
-                                        "evret_core.rag.questions.conditions:Perturbation", "perturbations",
+                                        "evret_core.contracts.perturb:Perturbation", "perturbations",
                                         "evret_core.testing:PerturbationConformance")
-CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", "evret_core.rag.claims.claim_judges:ClaimJudge",
+CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", "evret_core.contracts.claims:ClaimJudge",
                                      "claim judges", "evret_core.testing:ClaimJudgeConformance")
-RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.rag.scores.kind:RagScore", "rag scores",
+RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.contracts.rag_score:RagScore", "rag scores",
                                   "evret_core.testing:RagScoreConformance")
 EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.evaluation.executors:Executor", "executors",
                                   "evret_core.testing:ExecutorConformance")

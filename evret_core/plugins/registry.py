@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import LLMProvider
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import kinds
 from evret_core.plugins.kinds import Kind, RecordsEvaluator
@@ -21,15 +22,14 @@ from evret_core.plugins.recipes import build
 from evret_core.plugins.recipes import recipe as recipe
 
 if TYPE_CHECKING:
+    from evret_core.contracts.claims import ClaimJudge
+    from evret_core.contracts.generation import Generator
+    from evret_core.contracts.perturb import Perturbation
+    from evret_core.contracts.rag_score import RagScore
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
     from evret_core.judge import Judge
-    from evret_core.llm import LLMProvider
     from evret_core.metrics.metric import Metric
-    from evret_core.rag.claims.claim_judges import ClaimJudge
-    from evret_core.rag.generate.generators import Generator
-    from evret_core.rag.questions.conditions import Perturbation
-    from evret_core.rag.scores.kind import RagScore
     from evret_core.retrieve.retrievers import Retriever
 
 T = TypeVar("T")

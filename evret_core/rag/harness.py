@@ -16,20 +16,23 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import GenerationRequest
+from evret_core.contracts.perturb import ConditionCase
+from evret_core.contracts.rag_score import ScoreInput
 from evret_core.data.models import RetrievalResult
 from evret_core.evaluation.executors import GenerateRun
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
-from evret_core.rag.generate.generators import GenerationRequest, resolve_generator
+from evret_core.rag.generate.generators import resolve_generator
 from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
 from evret_core.rag.planning import plan_run
-from evret_core.rag.questions.conditions import Condition, ConditionCase, resolve_conditions
+from evret_core.rag.questions.conditions import Condition, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.adversarial_scores import counterfactual_scores, summarise_adversarial
 from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS, answer_is_correct, behaviour_ok
-from evret_core.rag.scores.kind import BUILTIN_SCORES, ScoreInput, apply_scores, registered_scores
+from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, registered_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean

@@ -1,8 +1,8 @@
 """What the RAG harness's LLM parts share: settings, the client, fenced contexts, one ``ask`` and the accounting.
 
 The ``llm`` generator, the LLM claim judge and the LLM answer-relevance scorer each hold one
-:class:`~evret_core.llm.LLMClient` (built on first use, so that a dry run needs no key) and call the model only
-through :func:`~evret_core.llm.structured_call`: JSON validated against a pydantic schema, invalid answers sent back
+:class:`~evret_core.llm.client.LLMClient` (built on first use, so that a dry run needs no key) and call the model only
+through :func:`~evret_core.llm.structured.structured_call`: JSON validated against a pydantic schema, invalid answers sent back
 with their error, usable answers committed to the LLM layer's cache as they arrive (a killed run resumes without
 paying again), and a call that still fails after the client's retries *unmeasured*, never guessed.
 
@@ -24,11 +24,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Context
+from evret_core.contracts.provider import ChatMessage, LLMProvider
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, LLMUsage, estimate_tokens, notify
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
 from evret_core.llm.injection import InjectionScan
-from evret_core.llm.providers import ChatMessage, LLMProvider
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import (
     DEFAULT_REPAIRS,
@@ -38,7 +39,6 @@ from evret_core.llm.structured import (
     structured_call,
     structured_key,
 )
-from evret_core.rag.questions.conditions import Context
 
 M = TypeVar("M", bound=BaseModel)
 

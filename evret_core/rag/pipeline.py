@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.aio import run_sync
+from evret_core.contracts.claims import ClaimTask, ClaimVerdict
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer, GenerationRequest
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.plugins.recipes import Recipe, rebuild, recipe_of
 from evret_core.progress import ProgressCallback, report_progress
-from evret_core.rag.claims.claim_judges import ClaimTask, ClaimVerdict, claim_task
-from evret_core.rag.generate.generators import Answer, GenerationRequest, is_answers_file
+from evret_core.rag.claims.claim_judges import claim_task
+from evret_core.rag.generate.generators import is_answers_file
 
 Slot = tuple[str, int]  # (condition, question index)
 CHUNK = 64

@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer, GenerationRequest
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.rag.claims.claim_judges import claim_task
 from evret_core.rag.generate.extractive import ExtractiveGenerator
-from evret_core.rag.generate.generators import Answer, GenerationRequest, PrecomputedGenerator
-from evret_core.rag.questions.conditions import ConditionCase
+from evret_core.rag.generate.generators import PrecomputedGenerator
 from evret_core.rag.questions.question_sets import QuestionSet
 
 DEFAULT_CLAIMS_GUESS = 3

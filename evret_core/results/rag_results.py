@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, Field
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer
 from evret_core.io.outputs import write_output
-from evret_core.rag.generate.generators import Answer
 from evret_core.results.model import MEAN_TOLERANCE, Results, ScoreView, ValueCheck, metric_value_range
 from evret_core.version import __version__
 

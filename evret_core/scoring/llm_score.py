@@ -9,10 +9,10 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import LLMProvider
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce
-from evret_core.llm.providers import LLMProvider
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import Structured, structured_call
 from evret_core.scoring.output import OutputEvaluator, OutputResults
@@ -96,7 +96,7 @@ class LLMScoreEvaluator(OutputEvaluator):
 
     ``template`` is a built-in name (``rag-relevance``) or a template over the record's fields with plain
     placeholders (``{input}``); every placeholder must exist in every record, checked before any call. LLM options
-    are those of :class:`~evret_core.llm.LLMSettings` (by name, or ``settings=``). A malformed answer is sent back with
+    are those of :class:`~evret_core.llm.settings.LLMSettings` (by name, or ``settings=``). A malformed answer is sent back with
     the parse error, up to ``max_tries`` answers; then the record is unmeasured and reported. Usable answers go
     to the persistent judgment cache (``cache=``, as for the ``llm`` judge) as they arrive.
     """

@@ -2,7 +2,7 @@
 
 What the RAG harness relies on: ``judge_claims(tasks)`` gives one list of
 :class:`~evret_core.rag.ClaimVerdict` per :class:`~evret_core.rag.ClaimTask`, in order, one verdict per given
-claim with its text and citations, a verdict of :data:`~evret_core.rag.claims.claim_judges.VERDICTS`, supporting ids among the
+claim with its text and citations, a verdict of :data:`~evret_core.contracts.claims.VERDICTS`, supporting ids among the
 task's contexts; a claim stated word for word by a context is supported by it, a claim judged against no context
 is not; judging tasks together or one at a time (and through ``ajudge_task`` when the judge has it) gives the same
 verdicts; the config is JSON with the judge's name; the harness runs the judge end to end.
@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from evret_core.rag.claims.claim_judges import VERDICTS, ClaimTask, ClaimVerdict
-from evret_core.rag.generate.generators import Claim
-from evret_core.rag.questions.conditions import Context
+from evret_core.contracts.claims import VERDICTS, ClaimTask, ClaimVerdict
+from evret_core.contracts.generation import Claim, Context
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")

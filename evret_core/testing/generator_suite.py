@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from evret_core.rag.generate.generators import Answer, GenerationRequest, check_answer
-from evret_core.rag.questions.conditions import Context
+from evret_core.contracts.generation import Answer, Context, GenerationRequest
+from evret_core.rag.generate.generators import check_answer
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")

@@ -2,8 +2,8 @@
 
 :class:`WireProvider` lets the core's tests (and a plugin author's) drive every LLM-calling part of Evret against
 :class:`~evret_core.testing.llm_stubs.StubLLMServer` with no provider plugin installed. It is a real
-:class:`~evret_core.llm.SDKProvider`: its "SDK client" is a small HTTP/1.1 client, and failures map to
-:class:`~evret_core.llm.LLMCallError` through the same helpers the bundled providers use. Register it under the
+:class:`~evret_core.llm.providers.SDKProvider`: its "SDK client" is a small HTTP/1.1 client, and failures map to
+:class:`~evret_core.contracts.provider.LLMCallError` through the same helpers the bundled providers use. Register it under the
 name ``stub`` with :func:`register_stub_provider` (the registry forgets it on ``reset_registry()``).
 """
 
@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from evret_core.contracts.errors import EvretError
-from evret_core.llm.providers import ChatMessage, LLMResponse, SDKProvider
+from evret_core.contracts.provider import ChatMessage, LLMResponse
+from evret_core.llm.providers import SDKProvider
 
 __all__ = ["PROVIDER_NAME", "WireProvider", "register_stub_provider", "stub_options"]
 

@@ -37,7 +37,7 @@ class InProcessProviderConformance:
         isolate_llm_env(monkeypatch, tmp_path)
 
     def provider(self, **extra: Any) -> Any:
-        from evret_core.llm import LLMSettings
+        from evret_core.llm.settings import LLMSettings
 
         return LLMSettings.build("conformance", **{**self.options(), **extra}).make_provider()
 
@@ -54,7 +54,7 @@ class InProcessProviderConformance:
         assert stats["unmeasured"] == 0
 
     def test_temperature_zero_is_deterministic(self) -> None:
-        from evret_core.llm import ChatMessage
+        from evret_core.contracts.provider import ChatMessage
 
         messages = [ChatMessage("system", "Answer briefly."), ChatMessage("user", "Name a colour.")]
         first = asyncio.run(self.provider().acomplete(messages, temperature=0.0, max_tokens=12))

@@ -1,8 +1,8 @@
 """The perturbation contract, as tests: an adversarial family's test class subclasses :class:`PerturbationConformance`.
 
 What ``evret rag --adversarial`` relies on: the family, registered under ``family``, builds one
-:class:`~evret_core.rag.questions.conditions.ConditionCase` per question from the base contexts (a list of
-:class:`~evret_core.rag.questions.conditions.Context` with distinct ids, or a ``skip`` reason), leaves its inputs as they were,
+:class:`~evret_core.contracts.perturb.ConditionCase` per question from the base contexts (a list of
+:class:`~evret_core.contracts.generation.Context` with distinct ids, or a ``skip`` reason), leaves its inputs as they were,
 builds the same cases again under the same seed, records ``"family": family`` and JSON-able facts in ``info`` (the
 cases are written with ``--save-cases`` and replayed), and runs end to end in the harness.
 """
@@ -16,7 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from evret_core.rag.questions.conditions import Condition, ConditionCase, Context, gold_contexts
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase
+from evret_core.rag.questions.conditions import Condition, gold_contexts
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
 
 CORPUS = {

@@ -3,7 +3,7 @@
 Each test drives the provider through :class:`~evret_core.judge.llm.LLMJudge` (or ``llm-score``) against a
 :class:`~evret_core.testing.llm_stubs.StubLLMServer` speaking the provider's wire format, with the provider's
 real SDK. The provider makes one attempt per call (Evret's client retries), maps statuses to
-:class:`~evret_core.llm.LLMCallError`, honours the timeout, and never shows its key. Wire-format details (which
+:class:`~evret_core.contracts.provider.LLMCallError`, honours the timeout, and never shows its key. Wire-format details (which
 header carries the key, where the system prompt goes) stay in the plugin's own tests.
 """
 

@@ -15,11 +15,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from evret_core.rag.claims.claim_judges import ClaimVerdict
-from evret_core.rag.generate.generators import Answer, Claim
-from evret_core.rag.questions.conditions import Context
+from evret_core.contracts.claims import ClaimVerdict
+from evret_core.contracts.generation import Answer, Claim, Context
+from evret_core.contracts.rag_score import ScoreInput
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
-from evret_core.rag.scores.kind import ScoreInput
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")

@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.provider import ChatMessage
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, estimate_tokens, run_all
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
-from evret_core.llm.providers import ChatMessage
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError, Structured, structured_call
 from evret_core.testsets.filters import FilterReport, apply_filters

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.evaluation.executors import JudgeRun, LocalExecutor
 from evret_core.plugins.registry import create_evaluator, create_generator
-from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest
-from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.testing import (
     ExecutorConformance,
     GeneratorConformance,

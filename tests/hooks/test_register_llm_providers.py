@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from evret_core import create_llm_provider, hookimpl
-from evret_core.llm import LLMProvider, LLMResponse
+from evret_core.contracts.provider import LLMProvider, LLMResponse
 from evret_core.plugins.loading import register_plugin
 
 

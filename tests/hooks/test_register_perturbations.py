@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from evret_core import EvretError, hookimpl
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.plugins.loading import register_plugin
 from evret_core.plugins.registry import perturbation_names
 from evret_core.rag import QuestionSet, RagEvaluator
 from evret_core.rag.perturb.cases import adversarial_conditions
-from evret_core.rag.questions.conditions import ConditionCase, Context
 
 
 def shout(**options):  # type: ignore[no-untyped-def]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.rag.generate.generators import Answer
+from evret_core.contracts.generation import Answer
 from evret_core.rag.harness import RagEvaluator
 from evret_core.rag.perturb.answer_types import check_planting
 from evret_core.rag.perturb.cases import adversarial_conditions, build_cases, read_cases, write_cases

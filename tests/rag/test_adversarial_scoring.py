@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from evret_core.rag.generate.generators import Answer
+from evret_core.contracts.generation import Answer
 from evret_core.rag.scores.adversarial_scores import CONFLICT, outcome_scores, rejects
 from evret_core.results.rag_results import ConditionOutcome
 

@@ -3,6 +3,7 @@ the paraphrase mode, an offline baseline whose groundedness and citation precisi
 
 from __future__ import annotations
 
+from evret_core.contracts.generation import Context, GenerationRequest
 from evret_core.rag import QuestionSet, RagEvaluator
 from evret_core.rag.generate.extractive import (
     ExtractiveGenerator,
@@ -11,8 +12,6 @@ from evret_core.rag.generate.extractive import (
     bracket_pairs,
     restate,
 )
-from evret_core.rag.generate.generators import GenerationRequest
-from evret_core.rag.questions.conditions import Context
 from evret_core.report.rag_tables import notes
 
 from .conftest import squad_path

@@ -13,9 +13,9 @@ import pytest
 
 from evret_core import EvretError
 from evret_core.cli import main
+from evret_core.contracts.claims import ClaimTask
 from evret_core.plugins.registry import create_generator
 from evret_core.rag import Answer, Claim, Context, GenerationRequest, QuestionSet, RagEvaluator, RagQuestion
-from evret_core.rag.claims.claim_judges import ClaimTask
 from evret_core.rag.claims.llm_judge import LLMClaimJudge
 from evret_core.rag.generate.llm_generator import LLMGenerator
 from evret_core.rag.scores.relevance import LexicalRelevance, lexical_relevance

@@ -12,9 +12,9 @@ import pytest
 
 from evret_core.cli import main
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Context
 from evret_core.rag import QuestionSet, RagResults
 from evret_core.rag.perturb.counterfactual import Counterfactual
-from evret_core.rag.questions.conditions import Context
 from evret_core.rag.questions.rgb import read_rgb
 
 RECORDS = [

@@ -20,41 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
+from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer, Claim, Context
 from evret_core.data.models import JudgmentContext
-from evret_core.rag.generate.generators import Answer, Claim
-from evret_core.rag.questions.conditions import Context
 from evret_core.text import split_sentences
-
-VERDICTS = ("supported", "contradicted", "unsupported", "unmeasured")
-
-
-@dataclass(frozen=True)
-class ClaimTask:
-    """One answer to judge: its question, its claims (with citations) and the contexts it was given.
-
-    ``extract`` says the answer listed no claims (``claims`` are then its sentences): a judge that can extract
-    claims itself (the LLM claim judge) does so from ``answer_text`` instead."""
-
-    question: str
-    claims: tuple[Claim, ...]
-    contexts: tuple[Context, ...]
-    answer_text: str = ""
-    extract: bool = False
-
-
-@dataclass
-class ClaimVerdict:
-    """The verdict on one claim; ``supporting`` lists the ids of the contexts that support it."""
-
-    claim: str
-    citations: list[str]
-    verdict: str
-    supporting: list[str] = field(default_factory=list)
-    contradicting: list[str] = field(default_factory=list)
 
 
 def claim_task(question: str, answer: Answer, contexts: Sequence[Context]) -> ClaimTask:
@@ -70,23 +42,6 @@ def claims_of(answer: Answer) -> tuple[Claim, ...]:
     if answer.refused or answer.escalated:
         return ()
     return tuple(Claim(text=s) for s in split_sentences(answer.text))
-
-
-class ClaimJudge:
-    """What the RAG harness calls to judge claims (the base of the ``claim_judge`` kind).
-
-    Implement :meth:`judge_claims`: one list of :class:`ClaimVerdict` per :class:`ClaimTask`, in order, one verdict
-    per claim of the task (a judge that extracts claims, for a task with ``extract`` set, may return another
-    number). Optionally ``async ajudge_task(task)`` (the verdicts on one task; the pipelined harness judges each
-    answer as it arrives through it) and :meth:`config` (what the results record as ``config.claim_judge``)."""
-
-    name = "claim-judge"
-
-    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
-        raise NotImplementedError
-
-    def config(self) -> dict[str, Any]:
-        return {"name": self.name}
 
 
 class LexicalClaimJudge(ClaimJudge):

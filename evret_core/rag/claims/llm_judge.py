@@ -25,14 +25,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from evret_core.contracts.aio import run_sync
+from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Claim
 from evret_core.llm.choices import with_choices
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
-from evret_core.rag.claims.claim_judges import ClaimJudge, ClaimTask, ClaimVerdict, LexicalClaimJudge
-from evret_core.rag.generate.generators import Claim
+from evret_core.rag.claims.claim_judges import LexicalClaimJudge
 from evret_core.rag.generate.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
 
@@ -101,7 +102,7 @@ def _checker(ids: Sequence[str]) -> Any:
 
 class LLMClaimJudge(LLMPart, ClaimJudge):
     """Claim extraction and verification with a chat model (see the module). LLM options as for the ``llm``
-    generator (:class:`~evret_core.llm.LLMSettings`, by name or ``settings=``)."""
+    generator (:class:`~evret_core.llm.settings.LLMSettings`, by name or ``settings=``)."""
 
     name = "llm"
     owner = "llm claim judge"

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.rag.generate.generators import Answer, Claim, GenerationRequest, Generator
+from evret_core.contracts.generation import Answer, Claim, GenerationRequest, Generator
 from evret_core.text import (
     NAME_CUES,
     NUMBER_CUES,

@@ -11,64 +11,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
 from evret_core.io.jsonio import iter_json_lines
-from evret_core.rag.questions.conditions import BUILTIN_CONDITIONS, Context
+from evret_core.rag.questions.conditions import BUILTIN_CONDITIONS
 from evret_core.rag.questions.question_sets import QuestionSet
-
-
-class Claim(BaseModel):
-    """One statement of an answer and the context ids it cites."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str
-    citations: list[str] = Field(default_factory=list)
-
-
-class Answer(BaseModel):
-    """A generator's answer. ``refused``: it declined to answer; ``escalated``: it handed the question to a person.
-    ``claims`` empty means the judge splits ``text`` into sentence claims without citations."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    text: str = ""
-    claims: list[Claim] = Field(default_factory=list)
-    refused: bool = False
-    escalated: bool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    """What a generator is asked: the question under one condition, with that condition's contexts."""
-
-    question_id: str
-    question: str
-    contexts: tuple[Context, ...]
-    condition: str
-
-
-class Generator:
-    """Base class: implement :meth:`generate`; override :meth:`batch_generate` when batching is cheaper (concurrent
-    API calls). ``plan`` (optional) estimates calls and tokens for ``--dry-run``."""
-
-    name: str = "generator"
-
-    def generate(self, request: GenerationRequest) -> Answer | None:
-        raise NotImplementedError
-
-    def batch_generate(self, requests: Sequence[GenerationRequest]) -> list[Answer | None]:
-        return [self.generate(r) for r in requests]
-
-    def config(self) -> dict[str, Any]:
-        return {"name": self.name}
 
 
 def coerce_answer(raw: Any, where: str) -> Answer | None:

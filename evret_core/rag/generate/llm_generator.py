@@ -1,6 +1,6 @@
 """The ``llm`` generator: any registered LLM provider answers from the contexts, with per-claim citations.
 
-The model is asked, through :func:`~evret_core.llm.structured_call`, for a JSON object matching
+The model is asked, through :func:`~evret_core.llm.structured.structured_call`, for a JSON object matching
 :class:`GeneratedAnswer`: the answer text, its claims each with the ids of the contexts it cites, and whether it
 refused or escalated. The question and each context are fenced as data (random tags the texts cannot close); the
 prompt is :data:`DEFAULT_SYSTEM_PROMPT` and :data:`DEFAULT_PROMPT_TEMPLATE` (documented in docs/rag.md), overridable
@@ -25,16 +25,11 @@ from pydantic import BaseModel, Field, field_validator
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer, Claim, GenerationRequest, Generator
 from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
-from evret_core.rag.generate.generators import (
-    Answer,
-    Claim,
-    GenerationRequest,
-    Generator,
-    drop_unknown_citations,
-)
+from evret_core.rag.generate.generators import drop_unknown_citations
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -89,9 +84,9 @@ class GeneratedAnswer(BaseModel):
 class LLMGenerator(LLMPart, Generator):
     """Answers with a chat model from any provider plugin (see the module).
 
-    :param provider: a registered provider name or an :class:`~evret_core.llm.LLMProvider`; ``model``,
+    :param provider: a registered provider name or an :class:`~evret_core.contracts.provider.LLMProvider`; ``model``,
         ``api_key``, ``base_url``, ``temperature``, ``timeout``, ``retries``, ``max_concurrency``, ``rpm``,
-        ``tpm``, ``cache``... are :class:`~evret_core.llm.LLMSettings` options (by name or ``settings=``).
+        ``tpm``, ``cache``... are :class:`~evret_core.llm.settings.LLMSettings` options (by name or ``settings=``).
     :param system_prompt: the system message; :param prompt_template: the user message (``{question}``,
         ``{contexts}``).
     :param repairs: times an answer that does not validate is sent back with its error.

@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError, did_you_mean
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.data.models import RetrievalResult
 from evret_core.io.jsonio import iter_json_lines
 from evret_core.io.outputs import write_output
 from evret_core.rag.perturb.perturbations import FAMILIES
-from evret_core.rag.questions.conditions import Condition, ConditionCase, Context, PerturbedCondition
+from evret_core.rag.questions.conditions import Condition, PerturbedCondition
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
 
 

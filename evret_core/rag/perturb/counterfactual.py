@@ -38,6 +38,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.rag.perturb.answer_types import (
     check_planting,
     head_of,
@@ -47,7 +49,6 @@ from evret_core.rag.perturb.answer_types import (
     value_type,
 )
 from evret_core.rag.perturb.perturbations import POSITIONS, _doc_id, _insert
-from evret_core.rag.questions.conditions import ConditionCase, Context
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.answers import normalize_answer
 

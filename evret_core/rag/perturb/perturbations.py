@@ -1,6 +1,6 @@
 """Adversarial cases for RAG: counterfactual, injected, missing-gold and irrelevant-only contexts.
 
-Each family is a perturbation (:class:`~evret_core.rag.questions.conditions.Perturbation`) of a base condition's contexts,
+Each family is a perturbation (:class:`~evret_core.contracts.perturb.Perturbation`) of a base condition's contexts,
 seeded per question so a run reproduces its cases, and recorded in the case's ``info`` (what was planted, where):
 
 - ``counterfactual`` (:mod:`evret_core.rag.perturb.counterfactual`): a copy of the question's gold document whose answer
@@ -31,7 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from evret_core.contracts.errors import EvretError, did_you_mean
-from evret_core.rag.questions.conditions import ConditionCase, Context
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 from evret_core.rag.scores.answers import normalize_answer
 

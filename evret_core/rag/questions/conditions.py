@@ -12,47 +12,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from evret_core.contracts.errors import EvretError, did_you_mean
+from evret_core.contracts.generation import Context
+from evret_core.contracts.perturb import ConditionCase, Perturbation
 from evret_core.data.models import RetrievalResult
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
 BUILTIN_CONDITIONS = ("gold", "retrieved")
-
-
-@dataclass(frozen=True)
-class Context:
-    """One document handed to a generator: its id (what citations name) and its text."""
-
-    doc_id: str
-    text: str
-
-
-@dataclass
-class ConditionCase:
-    """The contexts of one question under one condition.
-
-    ``expected_behaviour`` overrides the question's own when the condition changes what is right (None: keep it).
-    ``info`` records what a perturbation did (the planted answer, the canary...), kept in the results. ``skip`` (a
-    reason) marks a case that cannot be built, such as the gold context of a question that has no gold ids: it is
-    not generated, and is reported as unmeasured.
-    """
-
-    contexts: list[Context]
-    expected_behaviour: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-    skip: str | None = None
-
-
-class Perturbation(Protocol):
-    """Builds a perturbed case from a question and its base contexts; ``rng`` is seeded per question."""
-
-    def __call__(self, question: RagQuestion, contexts: Sequence[Context], questions: QuestionSet,
-                 rng: np.random.Generator) -> ConditionCase: ...
 
 
 def gold_contexts(question: RagQuestion, questions: QuestionSet) -> list[Context]:

@@ -13,58 +13,14 @@ judge and correctness stay the harness's (they need its parts and settings).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.rag.claims.claim_judges import ClaimVerdict, claim_scores
+from evret_core.contracts.rag_score import RagScore, ScoreInput
+from evret_core.rag.claims.claim_judges import claim_scores
 from evret_core.rag.scores.answers import behaviour_ok, squad_scores
-
-if TYPE_CHECKING:
-    from evret_core.rag.generate.generators import Answer
-    from evret_core.rag.questions.conditions import Context
-    from evret_core.rag.questions.question_sets import RagQuestion
 
 BUILTIN_SCORES = ("claims", "answer-match", "behaviour")
 """The built-in scores, computed first and in this order (the results' per-question score order)."""
-
-
-@dataclass(frozen=True)
-class ScoreInput:
-    """One answer to score: its question (with labels), the condition, the contexts the generator saw, the answer,
-    the claim verdicts and the behaviour expected under this condition (``answer``, ``refuse``...)."""
-
-    question: RagQuestion
-    condition: str
-    contexts: tuple[Context, ...]
-    answer: Answer
-    verdicts: tuple[ClaimVerdict, ...]
-    expected_behaviour: str
-
-    @property
-    def prediction(self) -> str:
-        """The answer's text, or "" for a refusal or an escalation."""
-        return "" if self.answer.refused or self.answer.escalated else self.answer.text
-
-    @property
-    def golds(self) -> list[str]:
-        """The gold answer strings when an answer is expected, else none."""
-        return self.question.answer_strings if self.expected_behaviour == "answer" else []
-
-
-class RagScore:
-    """The base of the ``rag_score`` kind: set ``name`` and ``metrics`` (every score name :meth:`score` may
-    return; the results, the terminal table and ``--fail-under CONDITION/NAME`` know them) and implement
-    :meth:`score`."""
-
-    name = "rag-score"
-    metrics: tuple[str, ...] = ()
-
-    def score(self, item: ScoreInput) -> Mapping[str, float | None]:
-        raise NotImplementedError
-
-    def config(self) -> dict[str, Any]:
-        return {"name": self.name}
 
 
 class ClaimScores(RagScore):

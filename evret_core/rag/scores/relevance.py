@@ -23,9 +23,9 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.generation import Answer
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
-from evret_core.rag.generate.generators import Answer
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens
 from evret_core.text import NAME_CUES, NUMBER_CUES, NUMBER_WORDS, content_words
 

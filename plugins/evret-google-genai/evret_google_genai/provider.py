@@ -2,7 +2,7 @@
 
 google-genai retries through tenacity when ``HttpOptions.retry_options`` asks for it, and on its own after some
 connection errors unless ``retry_options`` is set; this provider sets ``retry_options`` to a single attempt, so
-Evret's :class:`~evret_core.llm.LLMClient` is the only retry policy. The key comes from ``api_key``, else
+Evret's :class:`~evret_core.llm.client.LLMClient` is the only retry policy. The key comes from ``api_key``, else
 ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``; the endpoint from ``base_url``, else ``GOOGLE_GEMINI_BASE_URL``,
 else Google's.
 """

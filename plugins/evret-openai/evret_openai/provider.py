@@ -1,6 +1,6 @@
 """The ``openai`` provider: one chat-completion attempt per call through the SDK's async client.
 
-The SDK's own retries are off (``max_retries=0``): Evret's :class:`~evret_core.llm.LLMClient` is the only retry
+The SDK's own retries are off (``max_retries=0``): Evret's :class:`~evret_core.llm.client.LLMClient` is the only retry
 policy. The key comes from ``api_key`` or ``OPENAI_API_KEY``; the endpoint from ``base_url``, else
 ``OPENAI_BASE_URL`` (read by the SDK), else OpenAI's.
 """

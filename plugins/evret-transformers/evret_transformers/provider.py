@@ -4,7 +4,7 @@ Options are checked when the provider is built (before any model is loaded): a `
 folder holding a saved model nor a hub id already in the Hugging Face cache fails with one line naming the option.
 The model is loaded on the first call, once per process (:mod:`evret_transformers.runtime`), and reused by every
 provider built with the same model, device and dtype. A call with ``json_schema`` (what
-:func:`~evret_core.llm.structured_call` passes to providers that :attr:`constrains_json`) is decoded under that
+:func:`~evret_core.llm.structured.structured_call` passes to providers that :attr:`constrains_json`) is decoded under that
 schema's grammar, so its answer always parses and validates; other calls generate freely.
 """
 
@@ -40,7 +40,7 @@ class TransformersProvider(LLMProvider):
     :param max_new_tokens: the most tokens one answer may have (a call's ``max_tokens`` may lower it).
     :param seed: seeds sampling at temperature above 0, per call (the same prompt gives the same answer);
         temperature 0 is greedy.
-    :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.LLMClient` enforces it.
+    :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.client.LLMClient` enforces it.
     """
 
     name = "transformers"

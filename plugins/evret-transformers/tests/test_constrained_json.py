@@ -16,7 +16,9 @@ from pydantic import BaseModel
 
 from evret_core.criteria.direct import DirectAnswer
 from evret_core.criteria.pairwise import PairwiseAnswer
-from evret_core.llm import LLMClient, LLMSettings, structured_call
+from evret_core.llm.client import LLMClient
+from evret_core.llm.settings import LLMSettings
+from evret_core.llm.structured import structured_call
 from evret_core.rag.claims.llm_judge import ClaimCheck, ExtractedClaims
 from evret_core.rag.generate.llm_generator import GeneratedAnswer
 from evret_core.rag.scores.relevance import RelevanceGrade
@@ -201,7 +203,7 @@ def test_schemas_it_cannot_keep_are_refused_before_the_model_is_loaded(tmp_path_
     from evret_transformers import runtime
     from evret_transformers.tiny import build_tiny_model
 
-    from evret_core.llm import ChatMessage, LLMCallError
+    from evret_core.contracts.provider import ChatMessage, LLMCallError
 
     folder = build_tiny_model(tmp_path_factory.mktemp("tiny-unloaded"), seed=3)
     provider = TransformersProvider(str(folder), max_new_tokens=32)
@@ -218,7 +220,7 @@ def test_schemas_it_cannot_keep_are_refused_before_the_model_is_loaded(tmp_path_
 
 @pytest.mark.parametrize(("case", "schema"), KEPT, ids=[case for case, _ in KEPT])
 def test_schemas_it_keeps_give_answers_that_validate(tiny_model: Path, case: str, schema: dict[str, Any]) -> None:
-    from evret_core.llm import ChatMessage
+    from evret_core.contracts.provider import ChatMessage
 
     provider = TransformersProvider(str(tiny_model), max_new_tokens=400)
     for seed, temperature in ((0, 0.0), (1, 1.0), (2, 1.3)):

@@ -17,8 +17,8 @@ from evret_transformers import runtime
 from evret_transformers.provider import TransformersProvider
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, RetrievalResult
+from evret_core.contracts.provider import ChatMessage
 from evret_core.judge.llm import LLMJudge
-from evret_core.llm import ChatMessage
 from evret_core.testing import InProcessProviderConformance
 from evret_core.testing.llm_stubs import isolate_llm_env
 
@@ -190,7 +190,7 @@ def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_p
     shutil.copytree(tiny_model, repo / "snapshots" / commit)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(commit)
-    script = ("import asyncio; from evret_core.llm import ChatMessage; "
+    script = ("import asyncio; from evret_core.contracts.provider import ChatMessage; "
               "from evret_transformers.provider import TransformersProvider as P; "
               "p = P('tiny-org/tiny-llama', max_new_tokens=4); "
               "r = asyncio.run(p.acomplete([ChatMessage('user', 'hi')])); "
@@ -218,7 +218,7 @@ def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: 
 def test_a_prompt_beyond_the_models_context_is_refused_not_truncated(tiny_model: Path) -> None:
     import asyncio
 
-    from evret_core.llm import LLMCallError
+    from evret_core.contracts.provider import LLMCallError
 
     provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
     long = [ChatMessage("user", "bees make honey " * 2000)]  # some 6,000 tokens; the model's context is 4,096
