@@ -32,7 +32,7 @@ from evret_core.calibration.agreement import agreement
 from evret_core.calibration.calibrate import calibrate_judge
 from evret_core.calibration.labels import LabelledJudgment, derive_labels
 from evret_core.calibration.ppi import ppi_mean
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.judge.cascade import CascadeJudge, Stage
 from evret_core.judge.thresholds import judge_scores, judge_threshold
 

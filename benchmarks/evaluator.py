@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 
 from evret_core import ContainsJudge, EvaluationDataset, Evaluator, ExactJudge, JudgmentContext, QueryExample
+from evret_core.contracts.retrieve import RankedColumns
 from evret_core.io.runcolumns import read_run_columns
 from evret_core.io.trec import read_qrels, read_run
 from evret_core.metrics.engine import accelerator, evaluate_run
 from evret_core.results.evaluation import add_statistics
-from evret_core.retrieve.retrievers import RankedColumns
 
 DEPTH = 100
 METRICS = ["ndcg@10", "recall@100", "mrr@10"]
@@ -153,7 +153,7 @@ def statistics_section(sizes: Sequence[int], repeat: int) -> list[str]:
 
 class TimedJudge:
     """Mixin timing the judge's own methods (``prepare`` and ``batch_judge``, which the evaluator calls with
-    :class:`~evret_core.judge.context_columns.ContextColumns`), so the evaluator's share can be told apart."""
+    :class:`~evret_core.contracts.judge.ContextColumns`), so the evaluator's share can be told apart."""
 
     judge_seconds = 0.0
 

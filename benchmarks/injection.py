@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.judge.llm import LLMJudge
 from evret_core.llm.injection import DETECTOR, PATTERNS, find_injections
 from evret_core.rag.perturb.perturbations import INJECTION_TEMPLATES, SPLIT_PARTS

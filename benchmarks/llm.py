@@ -16,7 +16,7 @@ import tempfile
 import time
 from typing import Any
 
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.judge.llm import LLMJudge
 from evret_core.testing.llm_stubs import FailFirst, always
 from evret_core.testing.stub_process import StubProcess

@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.contracts.metric import RankedBatch
 from evret_core.io.trec import ranked_docs
 from evret_core.metrics.engine import accelerator, evaluate_rankings, evaluate_run, resolve_metrics
-from evret_core.metrics.metric import RankedBatch
 
 DEPTH = 100
 METRICS = ["ndcg@10", "ap@100", "mrr@10", "precision@10", "recall@100", "hit_rate@10"]

@@ -20,7 +20,7 @@ import tempfile
 import time
 from typing import Any
 
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.rag import QuestionSet, RagEvaluator, RagQuestion
 from evret_core.testing.llm_provider import register_stub_provider
 from evret_core.testing.rag_stub import rag_responder

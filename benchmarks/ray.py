@@ -201,7 +201,7 @@ def _semantic_worker_start() -> tuple[float, int]:
     """Seconds to start one 1-CPU judging worker that loads the semantic judge's model and judges one context."""
     from evret_ray.workers import JudgeWorker
 
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     executor = RayExecutor(workers=1)
     spec, _ = executor._ship(create_judge("semantic", cache=False), "judge")

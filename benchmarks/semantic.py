@@ -63,7 +63,7 @@ NOISE = [
 
 def build(queries: int = 200, retrieved: int = 20, expected: int = 3, seed: int = 7) -> list[Any]:
     """The judgment contexts of a synthetic evaluation, in the evaluator's first-seen, deduplicated order."""
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     rng = random.Random(seed)
     values = {(c, f): (rng.randint(2, 40), rng.randint(1100, 1990)) for c in CITIES for f, _, _ in FACTS}

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "hookimpl": "evret_core.plugins.hookspecs",
     "ContainsJudge": "evret_core.judge",
     "ExactJudge": "evret_core.judge",
-    "Judge": "evret_core.judge",
+    "Judge": "evret_core.contracts.judge",
     "RegexJudge": "evret_core.judge",
     "TokenOverlapJudge": "evret_core.judge",
     "LLMJudge": "evret_core.judge.llm",
@@ -38,9 +38,9 @@ _EXPORTS: dict[str, str] = {
     "NDCG": "evret_core.metrics",
     "AveragePrecision": "evret_core.metrics",
     "HitRate": "evret_core.metrics",
-    "Metric": "evret_core.metrics",
+    "Metric": "evret_core.contracts.metric",
     "Precision": "evret_core.metrics",
-    "RankedBatch": "evret_core.metrics",
+    "RankedBatch": "evret_core.contracts.metric",
     "Recall": "evret_core.metrics",
     "evaluate_rankings": "evret_core.metrics.engine",
     "evaluate_run": "evret_core.metrics.engine",
@@ -48,9 +48,9 @@ _EXPORTS: dict[str, str] = {
     "read_run": "evret_core.io.trec",
     "write_run": "evret_core.io.trec",
     "EvaluationDataset": "evret_core.io.datasets",
-    "JudgmentContext": "evret_core.data.models",
+    "JudgmentContext": "evret_core.contracts.judge",
     "QueryExample": "evret_core.io.queries",
-    "RetrievalResult": "evret_core.data.models",
+    "RetrievalResult": "evret_core.contracts.retrieve",
     "list_plugins": "evret_core.plugins.loading",
     "create_evaluator": "evret_core.plugins.registry",
     "create_executor": "evret_core.plugins.registry",
@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "create_retriever": "evret_core.plugins.registry",
     "EvaluationResults": "evret_core.results.evaluation",
     "QueryResult": "evret_core.results.evaluation",
-    "Retriever": "evret_core.retrieve.retrievers",
+    "Retriever": "evret_core.contracts.retrieve",
     "EvaluateConfig": "evret_core.evaluation.config",
     "compare": "evret_core.report.api",
     "make_report": "evret_core.report.api",
@@ -141,6 +141,9 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
+    from evret_core.contracts.judge import Judge, JudgmentContext
+    from evret_core.contracts.metric import Metric, RankedBatch
+    from evret_core.contracts.retrieve import RetrievalResult, Retriever
     from evret_core.criteria import (
         Criteria,
         CriteriaOption,
@@ -149,25 +152,15 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         MultiCriteriaItem,
         PairwiseJudge,
     )
-    from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
     from evret_core.io.datasets import EvaluationDataset
     from evret_core.io.queries import QueryExample
     from evret_core.io.trec import read_qrels, read_run, write_run
-    from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
+    from evret_core.judge import ContainsJudge, ExactJudge, RegexJudge, TokenOverlapJudge
     from evret_core.judge.llm import LLMJudge
-    from evret_core.metrics import (
-        MRR,
-        NDCG,
-        AveragePrecision,
-        HitRate,
-        Metric,
-        Precision,
-        RankedBatch,
-        Recall,
-    )
+    from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Precision, Recall
     from evret_core.metrics.engine import evaluate_rankings, evaluate_run
     from evret_core.plugins.hookspecs import hookimpl
     from evret_core.plugins.loading import list_plugins
@@ -182,5 +175,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from evret_core.report.api import compare, make_report, report_data, write_report
     from evret_core.results.evaluation import EvaluationResults, QueryResult
-    from evret_core.retrieve.retrievers import Retriever
     from evret_core.statistics.inference import Comparison, PairComparison

@@ -12,7 +12,7 @@ Matching modes:
   trec_eval counts once, so it is not relevant again. A document matching nothing keeps its own id.
 - ``any_match``: every retrieved document that matches any expected answer is relevant, and recall counts the
   expected answers matched by at least one document in the top k (the answer coverage carried in
-  :class:`~evret_core.metrics.metric.RankedBatch`). For the rank-based measures the number of relevant items is the
+  :class:`~evret_core.contracts.metric.RankedBatch`). For the rank-based measures the number of relevant items is the
   larger of the number of expected answers and the number of matching documents retrieved, so no score exceeds 1.
 """
 

@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     # the table of kinds and building by name
     "KINDS": "evret_core.plugins.kinds",
     "Kind": "evret_core.plugins.kinds",
-    "RecordsEvaluator": "evret_core.plugins.kinds",
+    "RecordsEvaluator": "evret_core.contracts.output",
     "create": "evret_core.plugins.registry",
     "create_judge": "evret_core.plugins.registry",
     "create_retriever": "evret_core.plugins.registry",
@@ -57,18 +57,18 @@ _EXPORTS: dict[str, str] = {
     "UnknownNameError": "evret_core.contracts.errors",
     # models and contexts
     "EvaluationDataset": "evret_core.io.datasets",
-    "JudgmentContext": "evret_core.data.models",
+    "JudgmentContext": "evret_core.contracts.judge",
     "QueryExample": "evret_core.io.queries",
-    "RetrievalResult": "evret_core.data.models",
-    "ContextColumns": "evret_core.judge.context_columns",
+    "RetrievalResult": "evret_core.contracts.retrieve",
+    "ContextColumns": "evret_core.contracts.judge",
     # judges
-    "Judge": "evret_core.judge",
+    "Judge": "evret_core.contracts.judge",
     "contains_tokens": "evret_core.text",
     "normalized": "evret_core.text",
-    "report_progress": "evret_core.judge.base",
+    "report_progress": "evret_core.contracts.judge",
     # retrievers and vector stores
-    "Retriever": "evret_core.retrieve.retrievers",
-    "RankedColumns": "evret_core.retrieve.retrievers",
+    "Retriever": "evret_core.contracts.retrieve",
+    "RankedColumns": "evret_core.contracts.retrieve",
     "read_corpus": "evret_core.io.corpus",
     "run_sync": "evret_core.contracts.aio",
     "batched": "evret_core.retrieve.vectorstores",
@@ -96,8 +96,8 @@ _EXPORTS: dict[str, str] = {
     "redact_url": "evret_core.io.redact",
     # output evaluators, and the retrieval evaluator to subclass
     "Evaluator": "evret_core.evaluation.evaluator",
-    "OutputEvaluator": "evret_core.scoring.output",
-    "OutputResults": "evret_core.scoring.output",
+    "OutputEvaluator": "evret_core.contracts.output",
+    "OutputResults": "evret_core.contracts.output",
     "CriteriaJudge": "evret_core.criteria",
     # LLM providers
     "LLMProvider": "evret_core.contracts.provider",
@@ -108,8 +108,8 @@ _EXPORTS: dict[str, str] = {
     "use_shared_limiter": "evret_core.llm.rate_limits",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
-    "Metric": "evret_core.metrics.metric",
-    "RankedBatch": "evret_core.metrics.metric",
+    "Metric": "evret_core.contracts.metric",
+    "RankedBatch": "evret_core.contracts.metric",
     # executors: the base and the stage functions an engine runs on its workers
     "Executor": "evret_core.evaluation.executors",
     "GenerateRun": "evret_core.evaluation.executors",
@@ -257,11 +257,14 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
     from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
+    from evret_core.contracts.judge import ContextColumns, Judge, JudgmentContext, report_progress
+    from evret_core.contracts.metric import Metric, RankedBatch
+    from evret_core.contracts.output import OutputEvaluator, OutputResults, RecordsEvaluator
     from evret_core.contracts.perturb import ConditionCase, Perturbation
     from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
     from evret_core.contracts.rag_score import RagScore, ScoreInput
+    from evret_core.contracts.retrieve import RankedColumns, RetrievalResult, Retriever
     from evret_core.criteria import CriteriaJudge
-    from evret_core.data.models import JudgmentContext, RetrievalResult
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import (
         Executor,
@@ -276,15 +279,11 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.io.paths import default_cache_dir
     from evret_core.io.queries import QueryExample
     from evret_core.io.redact import redact_text, redact_url
-    from evret_core.judge import Judge
-    from evret_core.judge.base import report_progress
-    from evret_core.judge.context_columns import ContextColumns
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm.cache import JudgmentCache
     from evret_core.llm.providers import SDKProvider
     from evret_core.llm.rate_limits import use_shared_limiter
-    from evret_core.metrics.metric import Metric, RankedBatch
-    from evret_core.plugins.kinds import KINDS, Kind, RecordsEvaluator
+    from evret_core.plugins.kinds import KINDS, Kind
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.progress import quiet_model_loading
@@ -297,7 +296,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         packaged_model_path,
         resolve_model,
     )
-    from evret_core.retrieve.retrievers import RankedColumns, Retriever
     from evret_core.retrieve.vectorstores import (
         QueryVectors,
         batched,
@@ -306,7 +304,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
         load_object,
         resolve_embedder,
     )
-    from evret_core.scoring.output import OutputEvaluator, OutputResults
     from evret_core.testing.claim_judge_suite import ClaimJudgeConformance
     from evret_core.testing.executor_suite import ExecutorConformance
     from evret_core.testing.generator_suite import GeneratorConformance

@@ -14,11 +14,11 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, JudgmentContext, QueryExample
 from evret_core.assign import answer_coverage, answer_id, assign_text, rank_priority_matching
-from evret_core.judge import ContainsJudge, ExactJudge, Judge, RegexJudge, TokenOverlapJudge
-from evret_core.judge.context_columns import ContextColumns
+from evret_core.contracts.judge import ContextColumns, Judge
+from evret_core.contracts.retrieve import RankedColumns
+from evret_core.judge import ContainsJudge, ExactJudge, RegexJudge, TokenOverlapJudge
 from evret_core.judge.judgment_plan import plan_text
 from evret_core.results.per_query import QueryTable
-from evret_core.retrieve.retrievers import RankedColumns
 
 # empty, punctuation only, NFKC / case folding, combining marks, articles, numbers, emoji, spaces
 HOSTILE = ["", " ", "!!!", "Straße", "STRASSE", "ｆｕｌｌ width", "full WIDTH", "café", "cafe\u0301", "the Rhine",
@@ -271,7 +271,7 @@ def test_a_missing_text_is_an_error_naming_the_query_document_and_rank(shared: b
 
 
 def test_the_shared_memos_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import evret_core.judge.context_columns as contexts_module
+    import evret_core.contracts.judge as contexts_module
 
     monkeypatch.setattr(contexts_module, "MEMO_LIMIT", 4)
     texts = [f"text {i}" for i in range(10)]

@@ -12,10 +12,10 @@ import pytest
 
 from evret_core import EvaluationDataset, EvaluationResults, Evaluator, EvretError, QueryExample, Retriever
 from evret_core.cli import main
+from evret_core.contracts.retrieve import RankedColumns
 from evret_core.metrics.engine import evaluate_run
 from evret_core.results.per_query import QueryTable
 from evret_core.results.stored import StoredQueries
-from evret_core.retrieve.retrievers import RankedColumns
 
 QRELS = {f"q{i}": {f"d{i}": 1.0, f"d{i + 1}": 2.0} for i in range(22)}
 

@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext, judge_progress, report_progress
 from evret_core.judge import ContainsJudge
-from evret_core.judge.base import judge_progress, report_progress
 from evret_core.testing import JudgeConformance
 
 

@@ -17,8 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from evret_core import EvretError, create_evaluator
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.criteria import DirectJudge, PairwiseJudge
-from evret_core.data.models import JudgmentContext
 from evret_core.judge.llm import LLMJudge
 from evret_core.llm.cache import JudgmentCache, judgment_key
 from evret_core.llm.client import LLMClient

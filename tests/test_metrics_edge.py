@@ -17,8 +17,8 @@ from evret_core import (
     read_run,
     write_run,
 )
+from evret_core.contracts.metric import RankedBatch
 from evret_core.metrics.ir import ALL_METRICS
-from evret_core.metrics.metric import RankedBatch
 from evret_core.plugins.loading import get_registry
 
 ALL = ["precision@5", "recall@5", "f1@5", "hit_rate@5", "mrr@5", "mrr", "ndcg@5", "ndcg", "ap@5", "ap",

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from evret_core import ContainsJudge, Evaluator, EvretError, JudgmentContext, create_judge
+from evret_core.contracts.judge import Judge
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
-from evret_core.judge import DEFAULT_JUDGE, Judge, resolve_judge
+from evret_core.judge import DEFAULT_JUDGE, resolve_judge
 from evret_core.testing import JudgeConformance
 from evret_core.text import normalize, normalize_tokens
 

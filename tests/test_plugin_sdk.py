@@ -50,9 +50,9 @@ def test_plugins_import_only_the_sdk(path: Path) -> None:
 
 def test_the_check_sees_every_form_of_import(tmp_path: Path) -> None:
     source = tmp_path / "x.py"
-    source.write_text("import evret_core.data.models\nfrom evret_core import assign\ndef f():\n"
-                      "    from evret_core.judge import Judge\nfrom evret_core.sdk import Judge\n")
-    assert sorted(core_imports(source)) == [(1, "evret_core.data.models"), (2, "evret_core.assign"),
+    source.write_text("import evret_core.io.datasets\nfrom evret_core import assign\ndef f():\n"
+                      "    from evret_core.judge import resolve_judge\nfrom evret_core.sdk import Judge\n")
+    assert sorted(core_imports(source)) == [(1, "evret_core.io.datasets"), (2, "evret_core.assign"),
                                             (4, "evret_core.judge"), (5, "evret_core.sdk")]
 
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
+from evret_core.contracts.judge import Judge, JudgmentContext
 from evret_core.progress import terminal_progress
 
 REPO = Path(__file__).resolve().parents[1]

@@ -103,7 +103,7 @@ def test_readme_python_prints_what_the_readme_says(walk: Path) -> None:
 
 def test_the_readme_numbers_for_the_default_judge_are_true() -> None:
     from evret_core import EvaluationDataset, Evaluator, create_retriever
-    from evret_core.judge.base import DEFAULT_JUDGE
+    from evret_core.judge.resolve import DEFAULT_JUDGE
 
     said = re.search(r"recall@5 \*\*([0-9.]+)\*\* with `(\S+)` and \*\*([0-9.]+)\*\* with\s+`(\S+)`", README)
     assert said is not None and said.group(2) == DEFAULT_JUDGE

@@ -17,7 +17,7 @@ from evret_core.calibration.agreement import (
 )
 from evret_core.calibration.labels import LabelledJudgment, labelled_only
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.io.redact import redact
 from evret_core.judge.thresholds import judge_name, judge_scores, judge_threshold, threshold_option
 

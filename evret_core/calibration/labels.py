@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.io.jsonio import iter_json_lines
 
 LABEL_KEYS = {"query_id", "query", "expected", "retrieved_text", "doc_id", "label",

@@ -94,7 +94,7 @@ def _settings(args: argparse.Namespace) -> EvaluateConfig:
         sources["retriever"] = "--run"
         option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
     from evret_core.io.run_config import layer_component
-    from evret_core.judge.base import DEFAULT_JUDGE
+    from evret_core.judge.resolve import DEFAULT_JUDGE
 
     for kind, default in (("retriever", None), ("judge", DEFAULT_JUDGE), ("executor", "local")):
         layer_component(data, sources, option_sources, kind, getattr(args, kind),
@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if count + int((missing or {}).get("count") or 0) == len(dataset):  # a run that holds none of the queries
         count, ids = len(dataset), [q.query_id for q in dataset.queries[:5]]
     end.empty_retrieval(count, len(dataset), ids)
-    from evret_core.judge.base import DEFAULT_JUDGE
+    from evret_core.judge.resolve import DEFAULT_JUDGE
 
     end.judgments(results.stats, config.judge.name if config.judge is not None else DEFAULT_JUDGE)
     if config.output and config.output != "-":
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 def _note_default_judge() -> None:
     """Says which judge decided the matches when none was named: a strict default must not read as a bad
     retriever."""
-    from evret_core.judge.base import DEFAULT_JUDGE
+    from evret_core.judge.resolve import DEFAULT_JUDGE
 
     print(f"note: matches judged by the default judge, {DEFAULT_JUDGE} (an expected answer matches only a passage "
           f"that holds all its words, normalised, as one contiguous run); for answers labelled as whole sentences "

@@ -1,7 +1,7 @@
 """The retrieval evaluator: retrieve, judge, assign ids, compute metrics.
 
 The pipeline keeps its bulk data as columns: each query's retrieved ids, scores and texts
-(:class:`~evret_core.retrieve.retrievers.RankedColumns`, or a precomputed ``{docid: score}`` dict read as it is), the
+(:class:`~evret_core.contracts.retrieve.RankedColumns`, or a precomputed ``{docid: score}`` dict read as it is), the
 judge's verdicts as one array over the distinct judgment contexts, and one score array per metric. The
 :class:`~evret_core.results.evaluation.EvaluationResults` it returns builds a query's :class:`QueryResult` when asked.
 
@@ -31,18 +31,19 @@ import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext, RetrievalResult
+from evret_core.contracts.judge import AnswerKey, JudgmentContext
+from evret_core.contracts.metric import Metric
+from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
 from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
-from evret_core.judge.context_columns import AnswerKey
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
-from evret_core.metrics.metric import Metric, resolve_judged_defaults
+from evret_core.metrics.engine import resolve_judged_defaults
 from evret_core.progress import after_a_while
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
 from evret_core.results.per_query import QueryTable, TextJudgments
-from evret_core.retrieve.retrievers import PrecomputedRetriever, RankedColumns, resolve_retriever
+from evret_core.retrieve.retrievers import PrecomputedRetriever, resolve_retriever
 
 __all__ = ["DEFAULT_DEPTH", "MATCHING_MODES", "MISSING_QUERIES", "EmptyRetrievalWarning", "Evaluator",
            "UnmeasuredJudgmentsError", "answer_id", "answer_keys", "judgment_context"]
@@ -55,7 +56,7 @@ _VERDICT_CODE = {True: 1, False: 0, None: -1}
 
 def judgment_context(answer: AnswerKey, retrieved_text: str) -> JudgmentContext:
     """A judgment context from an :func:`answer_keys` entry and a retrieved text (the evaluator itself keeps
-    contexts as :class:`~evret_core.judge.context_columns.ContextColumns`, which build theirs the same way)."""
+    contexts as :class:`~evret_core.contracts.judge.ContextColumns`, which build theirs the same way)."""
     query, expected, aliases = answer
     return JudgmentContext(query=query, expected_text=expected, retrieved_text=retrieved_text, aliases=aliases)
 
@@ -107,7 +108,7 @@ class Evaluator:
     :param retriever: an Evret retriever, a function ``(query, k)``, a precomputed run ``{query_id: results}``
         (results: ``{docid: score}`` as in TREC/pytrec_eval, ranked ids, result objects or dicts), or any object
         an installed plugin can adapt (a LangChain retriever with evret-langchain).
-    :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.metrics.Metric` objects.
+    :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.contracts.metric.Metric` objects.
     :param judge: a judge object or a registered judge name; needed when the dataset has text labels
         (default: :data:`~evret_core.judge.DEFAULT_JUDGE`, ``contains``).
     :param matching: ``first_match`` or ``any_match`` (see :mod:`evret_core.assign`).
@@ -116,7 +117,7 @@ class Evaluator:
     :param fail_on_unmeasured: raise :class:`UnmeasuredJudgmentsError` when a judgment could not be made.
     :param progress: called as ``progress(stage, done, total)`` while retrieving and judging; a judge's own
         long work before judging (the semantic judge's encoding, stage ``"encode"``) reports through it too
-        (:func:`evret_core.judge.base.report_progress`).
+        (:func:`evret_core.contracts.judge.report_progress`).
     :param batch_size: queries per ``batch_retrieve`` call.
     :param judge_batch_size: contexts per ``batch_judge`` call (progress is reported between calls; the judge's
         ``prepare`` sees every context first, so per-text work such as embedding is still done in one pass).
@@ -149,7 +150,7 @@ class Evaluator:
         executor: str | Executor | None = None,
         executor_options: dict[str, Any] | None = None,
     ) -> None:
-        from evret_core.judge.base import resolve_judge
+        from evret_core.judge.resolve import resolve_judge
         from evret_core.plugins.registry import create_metric
         from evret_core.statistics.inference import check_confidence_level, check_resamples
 
@@ -259,11 +260,11 @@ class Evaluator:
         if not contexts:
             return JudgeRun([])
         if self.judge is None:
-            from evret_core.judge.base import resolve_judge
+            from evret_core.judge.resolve import resolve_judge
 
             self.judge = resolve_judge()
         self._report("judge", 0, len(contexts))  # before prepare(), whose encoding is part of the stage
-        from evret_core.judge.base import judge_progress
+        from evret_core.contracts.judge import judge_progress
 
         with judge_progress(self._report if self.progress is not None else None):  # e.g. a judge's encoding
             run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
@@ -339,7 +340,7 @@ class Evaluator:
         """Retrieve and plan the judgments without judging: how many would be sent after dedupe and cache, and a
         token estimate when the judge can make one (``judge.plan``). Nothing is sent to an LLM."""
         if self.judge is None:
-            from evret_core.judge.base import resolve_judge
+            from evret_core.judge.resolve import resolve_judge
 
             self.judge = resolve_judge()
         contexts = plan_text(dataset.queries, self.retrieve_rows(dataset).row).contexts

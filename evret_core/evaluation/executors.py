@@ -11,7 +11,7 @@ The three stages an executor runs:
 - :meth:`Executor.retrieve`: ``batch_retrieve`` (or ``batch_retrieve_columns``) over batches of query texts;
 - :meth:`Executor.judge`: the judge over chunks of distinct judgment contexts, returning the verdicts and the
   judge's own ``stats()`` for the run (cost, cache hits, parse fallbacks) when it keeps any;
-- :meth:`Executor.metrics`: each metric over :class:`~evret_core.metrics.metric.RankedBatch` chunks of queries.
+- :meth:`Executor.metrics`: each metric over :class:`~evret_core.contracts.metric.RankedBatch` chunks of queries.
   Per-query values are independent, so concatenating the chunks' values is exact.
 
 The in-process stages call plugin code under :func:`~evret_core.plugins.loading.plugin_exits_as_errors`: a plugin's
@@ -34,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
-from evret_core.metrics.metric import Metric, RankedBatch
+from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.metric import Metric, RankedBatch
 from evret_core.plugins.loading import plugin_exits_as_errors
 
 __all__ = ["Executor", "GenerateRun", "JudgeRun", "LocalExecutor", "batch_retrieve", "judge_chunk", "metric_values",
@@ -126,7 +126,7 @@ class LocalExecutor(Executor):
 def batch_retrieve(retriever: Any, texts: list[str], k: int) -> list[Any]:
     """One retrieval batch: ``batch_retrieve_columns`` when the retriever has it (awaited when it is async), else
     its result lists."""
-    from evret_core.retrieve.retrievers import call_batch_retrieve
+    from evret_core.contracts.retrieve import call_batch_retrieve
 
     columns = getattr(retriever, "batch_retrieve_columns", None)
     if columns is None:  # a duck-typed retriever or an adapted foreign object: its result lists

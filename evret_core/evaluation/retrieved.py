@@ -1,6 +1,6 @@
 """The retrieved rows of a whole evaluation, as columns, and the metric arrays built from them.
 
-Each query's row is a :class:`~evret_core.retrieve.retrievers.RankedColumns` (ids, scores, texts), or, for a precomputed
+Each query's row is a :class:`~evret_core.contracts.retrieve.RankedColumns` (ids, scores, texts), or, for a precomputed
 run in the TREC dict form ``{docid: score}``, the dict itself: it is ranked only when that query's detail is
 asked for, and the metrics read the dicts directly (the compiled reader of :mod:`evret_core.metrics.engine`).
 """
@@ -14,11 +14,11 @@ import numpy as np
 
 from evret_core.assign import coverage_matrix
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.metric import RankedBatch
+from evret_core.contracts.retrieve import RankedColumns, coerce_results
 from evret_core.io.queries import QueryExample
 from evret_core.metrics.engine import _batch_from_read, accelerator, batch_from_run
-from evret_core.metrics.metric import RankedBatch
 from evret_core.results.per_query import TextJudgments
-from evret_core.retrieve.retrievers import RankedColumns, coerce_results
 
 EMPTY = RankedColumns((), np.zeros(0), None)
 

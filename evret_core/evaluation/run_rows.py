@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from evret_core.contracts.metric import RankedBatch
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row
 from evret_core.io.queries import QueryExample
 from evret_core.io.runcolumns import ColumnarRun
-from evret_core.metrics.metric import RankedBatch
 from evret_core.results.per_query import TextJudgments
 
 __all__ = ["ColumnarRows"]

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 
 __all__ = ["QueryExample", "derive_query_id", "ids_as_strings", "tags_as_strings"]
 

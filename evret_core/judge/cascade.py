@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
+from evret_core.contracts.judge import Judge, JudgmentContext
 from evret_core.judge.thresholds import judge_scores, judge_threshold
 
 _STAGE_KEYS = {"name", "band", "max_judgments", "max_tokens", "options"}
@@ -267,7 +266,7 @@ class CascadeJudge(Judge):
 
 def _estimates_tokens(judge: Any) -> bool:
     """Whether the judge's ``plan`` estimates tokens (the base class's default plan estimates none)."""
-    from evret_core.judge.base import Judge
+    from evret_core.contracts.judge import Judge
 
     plan = getattr(type(judge), "plan", None)
     return callable(plan) and plan is not getattr(Judge, "plan", None)

@@ -3,8 +3,8 @@
 Every (retrieved document, expected answer) pair of a text-labelled query is one *element*; elements that show
 a judge the same (query, expected answer, aliases, retrieved text) share one *context*, judged once. The plan
 keeps the distinct answers and texts and, per element, the index of its context (numpy arrays): no
-:class:`~evret_core.data.models.JudgmentContext` is built unless a judge asks for one (see
-:class:`~evret_core.judge.context_columns.ContextColumns`). The contexts are numbered in first-seen order (queries in dataset
+:class:`~evret_core.contracts.judge.JudgmentContext` is built unless a judge asks for one (see
+:class:`~evret_core.contracts.judge.ContextColumns`). The contexts are numbered in first-seen order (queries in dataset
 order, then rank, then answer), as the evaluator always numbered them.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.judge import AnswerKey, ContextColumns
+from evret_core.contracts.retrieve import RankedColumns
 from evret_core.io.queries import QueryExample
-from evret_core.judge.context_columns import AnswerKey, ContextColumns
-from evret_core.retrieve.retrievers import RankedColumns
 
 __all__ = ["RankVerdicts", "TextPlan", "answer_keys", "plan_text"]
 

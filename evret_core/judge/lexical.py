@@ -4,7 +4,7 @@ The lexical judges compare texts in the one normalisation of :mod:`evret_core.te
 folding, punctuation removed at token boundaries, whitespace collapsed), and match when the expected text or any
 of its aliases (``context.expected_variants``) matches.
 
-Their ``batch_judge`` works on columns (:class:`~evret_core.judge.context_columns.ContextColumns`, what the evaluator passes;
+Their ``batch_judge`` works on columns (:class:`~evret_core.contracts.judge.ContextColumns`, what the evaluator passes;
 any other sequence of contexts is put in columns first): each distinct retrieved text and each distinct answer is
 normalised once, however many contexts share it, and no context object is built. ``judge(context)`` is the
 one-context rule the columns path must agree with. A subclass that overrides ``judge`` is judged by its own
@@ -19,9 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
-from evret_core.judge.context_columns import AnswerKey, ContextColumns
+from evret_core.contracts.judge import AnswerKey, ContextColumns, Judge, JudgmentContext
 from evret_core.limits import check_bool
 from evret_core.text import STOPWORDS, contains_tokens, normalize, normalize_tokens, normalized
 

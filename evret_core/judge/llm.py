@@ -38,9 +38,8 @@ from typing import Any
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.judge import Judge, JudgmentContext
 from evret_core.contracts.provider import ChatMessage, LLMProvider, LLMResponse
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
 from evret_core.llm.cache import judgment_key, resolve_cache
 from evret_core.llm.client import LLMClient, gather_all, notify
 from evret_core.llm.fencing import fence, new_nonce
@@ -274,7 +273,7 @@ class LLMJudge(Judge):
         self._scan(contexts)
 
     def _scan(self, contexts: Sequence[JudgmentContext]) -> None:
-        from evret_core.judge.context_columns import ContextColumns
+        from evret_core.contracts.judge import ContextColumns
 
         if isinstance(contexts, ContextColumns):  # a chunk holds every text of the run: read only its own
             texts = [contexts.texts[int(i)] for i in dict.fromkeys(contexts.text_index.tolist())]

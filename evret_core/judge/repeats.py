@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
+from evret_core.contracts.judge import Judge, JudgmentContext
 
 
 class RepeatedJudge(Judge):

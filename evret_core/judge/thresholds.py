@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 
 # the constructor option that holds the threshold, by judge name (for saving a calibrated threshold)
 THRESHOLD_OPTIONS = {"token-overlap": "overlap_ratio", "semantic": "threshold"}

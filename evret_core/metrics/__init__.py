@@ -18,10 +18,9 @@ from evret_core.metrics.ir import (
     Recall,
     RPrecision,
 )
-from evret_core.metrics.metric import Metric, RankedBatch
 
 __all__ = [
-    "Metric", "RankedBatch", "Precision", "Recall", "F1", "MRR", "NDCG", "HitRate", "AveragePrecision",
+    "Precision", "Recall", "F1", "MRR", "NDCG", "HitRate", "AveragePrecision",
     "RPrecision", "Bpref", "ERR", "RBP", "RBPResidual", "NumRelRet", "NumRel", "NumRet",
     "evaluate_run", "evaluate_rankings",
 ]

@@ -16,7 +16,7 @@ no Python code (a key's ``__eq__``, a mapping's ``get``) runs while the C code w
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import attrgetter, methodcaller
 from typing import Any
@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.metric import Metric, RankedBatch, _pad_rows, resolve_judged_defaults
+from evret_core.contracts.metric import Metric, RankedBatch, pad_rows
 
-__all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator"]
+__all__ = ["evaluate_run", "evaluate_rankings", "batch_from_run", "resolve_metrics", "accelerator", "judged_max_grade",
+           "resolve_judged_defaults"]
 
 try:
     from evret_core.metrics import _fastrank  # type: ignore[attr-defined]
@@ -59,6 +60,37 @@ def resolve_metrics(metrics: Iterable[MetricSpec] | MetricSpec) -> list[Metric]:
     if dupes:
         raise EvretError(f"metric(s) listed twice: {', '.join(dupes)}")
     return out
+
+
+def judged_max_grade(judgments: Iterable[tuple[str, Mapping[str, float]]]) -> float:
+    """The highest grade over every ``(query id, {doc: grade})`` given, floored at 0 (a negative grade gains
+    nothing; NaN is skipped); 1.0 when there is no judgment. A grade that is not a number is an error naming its
+    query and document."""
+    items = list(judgments)
+    try:  # one C pass over every grade
+        values = np.fromiter(chain.from_iterable(g.values() for _, g in items), dtype=np.float64)
+    except (TypeError, ValueError):
+        for qid, grades in items:
+            for doc, grade in grades.items():
+                try:
+                    float(grade)
+                except (TypeError, ValueError):
+                    raise EvretError(f"qrels: query {qid}: document {doc!r} has a non-numeric grade {grade!r}") from None
+        raise
+    return float(np.fmax(np.fmax.reduce(values), 0.0)) if values.size else 1.0
+
+
+def resolve_judged_defaults(
+    metrics: Sequence[Metric], judgments: Callable[[], Iterable[tuple[str, Mapping[str, float]]]]
+) -> list[Metric]:
+    """``metrics`` with every default that depends on the whole evaluation's judgments resolved, once, before the
+    queries are cut into chunks, batches or shards (so a query's value never depends on which queries share its
+    chunk). ``judgments`` gives every ``(query id, {doc: grade})`` of the evaluation; it is called only when a
+    metric needs it (e.g. ``err`` without ``max_grade``). Names are unchanged; metrics already resolved are kept."""
+    if not any(m.needs_judged_max for m in metrics):
+        return list(metrics)
+    top = judged_max_grade(judgments())
+    return [m.with_judged_max(top) if m.needs_judged_max else m for m in metrics]
 
 
 def accelerator() -> Any:
@@ -224,7 +256,7 @@ def batch_from_run(
         raise _bad_value(qids, runs, judged) from None
     if np.isnan(flat).any():
         raise _bad_value(qids, runs, judged)
-    padded = _pad_rows(flat, lengths, length, -np.inf)
+    padded = pad_rows(flat, lengths, length, -np.inf)
 
     rows = np.repeat(np.arange(n), qrel_lengths)
     ranks = np.full(n_judged, -1, dtype=np.int64)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.metric import Metric, RankedBatch, cut, safe_divide
+from evret_core.contracts.metric import Metric, RankedBatch, cut, safe_divide
 
 UNIT = (0.0, 1.0)
 # a count is an exact integer in a float64
@@ -196,7 +196,7 @@ class ERR(Metric):
     (all the qrels, including queries the run lacks; for the evaluator, every query of the dataset), floored at
     0, 1 when there is none. Each entry point (``evaluate_run``, ``evaluate_rankings``, the evaluator,
     ``evaluate_run_file``) resolves it once before chunking, through
-    :func:`~evret_core.metrics.metric.resolve_judged_defaults`, into ``judged_max`` of a copy that keeps the name
+    :func:`~evret_core.metrics.engine.resolve_judged_defaults`, into ``judged_max`` of a copy that keeps the name
     ``err@k``. ``compute`` on an unresolved metric takes the batch as the whole evaluation. A grade above an
     explicit ``max_grade`` counts as ``max_grade``.
     """

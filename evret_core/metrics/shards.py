@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.metric import Metric
+from evret_core.contracts.metric import Metric
 
 __all__ = ["RunFileScores", "ShardScores", "evaluate_run_file", "score_shard", "shard_ranges"]
 
@@ -184,8 +184,7 @@ def evaluate_run_file(
     ``executor`` (an object with ``map_shards(fn, tasks)``, e.g. ``RayExecutor``); ``complete`` also scores the
     judged queries missing from the run (trec_eval -c)."""
     from evret_core.io.trec import read_qrels
-    from evret_core.metrics.engine import resolve_metrics
-    from evret_core.metrics.metric import resolve_judged_defaults
+    from evret_core.metrics.engine import resolve_judged_defaults, resolve_metrics
 
     resolved = resolve_metrics(metrics if not isinstance(metrics, str) else [metrics])
     names = [m.name for m in resolved]

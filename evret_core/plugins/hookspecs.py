@@ -32,7 +32,7 @@ def register_judges(register: Register) -> None:
     """Register judges: objects that decide whether a retrieved text matches an expected answer text.
 
     :param register: call ``register(name, factory)`` once per judge; ``factory(**options)`` returns an
-        :class:`evret_core.judge.Judge`. ``name`` is what users pass to ``create_judge`` and ``--judge``.
+        :class:`evret_core.contracts.judge.Judge`. ``name`` is what users pass to ``create_judge`` and ``--judge``.
     """
 
 
@@ -41,7 +41,7 @@ def register_metrics(register: Register) -> None:
     """Register metric families, such as ``ndcg`` for ``ndcg@10``.
 
     :param register: call ``register(name, factory)`` once per family; ``factory(k=None, **options)`` returns an
-        :class:`evret_core.metrics.Metric`. ``create_metric("ndcg@10")`` calls the ``ndcg`` factory with ``k=10``.
+        :class:`evret_core.contracts.metric.Metric`. ``create_metric("ndcg@10")`` calls the ``ndcg`` factory with ``k=10``.
     """
 
 
@@ -50,7 +50,7 @@ def register_retrievers(register: Register) -> None:
     """Register retrievers by name, such as ``bm25`` or ``qdrant``.
 
     :param register: call ``register(name, factory)`` once per retriever; ``factory(**options)`` returns an object
-        with ``retrieve(query, k)`` and ``batch_retrieve(queries, k)`` (see :class:`evret_core.retrieve.retrievers.Retriever`).
+        with ``retrieve(query, k)`` and ``batch_retrieve(queries, k)`` (see :class:`evret_core.contracts.retrieve.Retriever`).
         A factory may accept ``dataset`` (the :class:`~evret_core.io.datasets.EvaluationDataset` being evaluated) to index
         the dataset's own corpus when no corpus file is given.
     """

@@ -8,7 +8,7 @@ names (:data:`evret_core.plugins.hookspecs.HOOK_NAMES`), ``evret plugins`` and t
 its docs/hooks.md section and its ``create_*`` alias.
 
 ``Kind`` is generic in the type its factories build: ``create(JUDGE, "exact")`` is a
-:class:`~evret_core.judge.Judge` to a type checker. Nothing is checked at run time (a registered factory may
+:class:`~evret_core.contracts.judge.Judge` to a type checker. Nothing is checked at run time (a registered factory may
 return any object that honours the contract, as before), and this module imports nothing heavy: the base types
 are named by dotted path and imported by :meth:`Kind.base` only when asked for.
 
@@ -19,31 +19,24 @@ kind that has none yet.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from evret_core.contracts.provider import LLMProvider
 
 if TYPE_CHECKING:
     from evret_core.contracts.claims import ClaimJudge
     from evret_core.contracts.generation import Generator
+    from evret_core.contracts.judge import Judge
+    from evret_core.contracts.metric import Metric
+    from evret_core.contracts.output import RecordsEvaluator
     from evret_core.contracts.perturb import Perturbation
     from evret_core.contracts.rag_score import RagScore
+    from evret_core.contracts.retrieve import Retriever
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
-    from evret_core.judge import Judge
-    from evret_core.metrics.metric import Metric
-    from evret_core.retrieve.retrievers import Retriever
 
 T = TypeVar("T")
-
-
-class RecordsEvaluator(Protocol):
-    """What an output evaluator is (``create_evaluator`` builds one): it scores records (pipeline outputs).
-    :class:`~evret_core.scoring.output.OutputEvaluator` and the criteria judges are ones."""
-
-    def evaluate(self, records: Sequence[Mapping[str, Any]]) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -81,15 +74,15 @@ class Kind(Generic[T]):
         return self.name.replace("_", " ")
 
 
-JUDGE: Kind[Judge] = Kind("judge", "register_judges", "evret_core.judge:Judge", "judges",
+JUDGE: Kind[Judge] = Kind("judge", "register_judges", "evret_core.contracts.judge:Judge", "judges",
                           "evret_core.testing:JudgeConformance")
-METRIC: Kind[Metric] = Kind("metric", "register_metrics", "evret_core.metrics.metric:Metric", "metrics",
+METRIC: Kind[Metric] = Kind("metric", "register_metrics", "evret_core.contracts.metric:Metric", "metrics",
                             "evret_core.testing:MetricConformance")
-RETRIEVER: Kind[Retriever] = Kind("retriever", "register_retrievers", "evret_core.retrieve.retrievers:Retriever",
+RETRIEVER: Kind[Retriever] = Kind("retriever", "register_retrievers", "evret_core.contracts.retrieve:Retriever",
                                   "retrievers", "evret_core.testing:RetrieverConformance")
 # One kind, one contract: "evaluator" scores records (evaluate(records)), "retrieval_evaluator" scores a
 # retriever on a dataset (evaluate(dataset)). "evaluator" is shown as "output evaluators", as the docs name it.
-EVALUATOR: Kind[RecordsEvaluator] = Kind("evaluator", "register_evaluators", "evret_core.plugins.kinds:RecordsEvaluator",
+EVALUATOR: Kind[RecordsEvaluator] = Kind("evaluator", "register_evaluators", "evret_core.contracts.output:RecordsEvaluator",
                                          "output evaluators", "evret_core.testing:OutputEvaluatorConformance")
 RETRIEVAL_EVALUATOR: Kind[Evaluator] = Kind("retrieval_evaluator", "register_retrieval_evaluators",
                                             "evret_core.evaluation.evaluator:Evaluator", "retrieval evaluators",

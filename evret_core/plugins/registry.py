@@ -15,7 +15,7 @@ from evret_core.contracts.errors import EvretError
 from evret_core.contracts.provider import LLMProvider
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import kinds
-from evret_core.plugins.kinds import Kind, RecordsEvaluator
+from evret_core.plugins.kinds import Kind
 from evret_core.plugins.loading import get_registry
 from evret_core.plugins.recipes import Recipe as Recipe
 from evret_core.plugins.recipes import build
@@ -24,13 +24,14 @@ from evret_core.plugins.recipes import recipe as recipe
 if TYPE_CHECKING:
     from evret_core.contracts.claims import ClaimJudge
     from evret_core.contracts.generation import Generator
+    from evret_core.contracts.judge import Judge
+    from evret_core.contracts.metric import Metric
+    from evret_core.contracts.output import RecordsEvaluator
     from evret_core.contracts.perturb import Perturbation
     from evret_core.contracts.rag_score import RagScore
+    from evret_core.contracts.retrieve import Retriever
     from evret_core.evaluation.evaluator import Evaluator
     from evret_core.evaluation.executors import Executor
-    from evret_core.judge import Judge
-    from evret_core.metrics.metric import Metric
-    from evret_core.retrieve.retrievers import Retriever
 
 T = TypeVar("T")
 

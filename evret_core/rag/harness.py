@@ -19,7 +19,7 @@ from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.rag_score import ScoreInput
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.evaluation.executors import GenerateRun
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
@@ -393,7 +393,7 @@ def _retrieval_example(q: RagQuestion) -> QueryExample:
 
 
 def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
     return any(bool(v) for v in judge.batch_judge(contexts))

@@ -282,7 +282,7 @@ class EvaluationResults(Results):
         """The run's rankings as a ``RankedBatch`` (with the answers' coverage under ``any_match``) and the depth of
         the curves, or None when there is nothing to draw. A file read back and the evaluator's table give them from
         their rank columns (:class:`~evret_core.results.per_query.RankColumns`), without building any record."""
-        from evret_core.metrics.metric import RankedBatch
+        from evret_core.contracts.metric import RankedBatch
 
         any_match = self.config.get("matching") == "any_match"  # recall counts expected answers: the same coverage
         ranks = getattr(self.per_query, "ranks", None)

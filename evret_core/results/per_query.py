@@ -20,8 +20,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from evret_core.assign import Assignment, answer_coverage
+from evret_core.contracts.retrieve import RankedColumns
 from evret_core.io.queries import QueryExample
-from evret_core.retrieve.retrievers import RankedColumns
 
 __all__ = ["Judgment", "QueryColumns", "QueryResult", "QueryTable", "RankColumns", "TextJudgments",
            "query_columns"]

@@ -1,1 +1,1 @@
-"""Stage 2, retrieve: the retriever contract, adapters, vector-store pieces."""
+"""Stage 2, retrieve: retriever adapters, the run retriever, vector-store pieces."""

@@ -1,120 +1,22 @@
-"""The retriever contract, and adapters for callables, precomputed runs and foreign objects."""
+"""Retriever adapters: for callables, precomputed runs and foreign objects (the contract is
+:mod:`evret_core.contracts.retrieve`)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import (
+    RetrievalResult,
+    Retriever,
+    _await,
+    call_batch_retrieve,
+    coerce_results,
+)
 from evret_core.io.runs import rank_key
-
-
-@dataclass(frozen=True)
-class RankedColumns:
-    """One query's ranked results as columns: ``ids`` best first, their ``scores`` and optionally their ``texts``
-    (sequences or numpy arrays of equal length). What :meth:`Retriever.batch_retrieve_columns` returns: no object
-    per retrieved document, so large runs stay cheap."""
-
-    ids: Sequence[str]
-    scores: Sequence[float] | np.ndarray
-    texts: Sequence[str | None] | None = None
-
-    def __post_init__(self) -> None:
-        if len(self.scores) != len(self.ids) or (self.texts is not None and len(self.texts) != len(self.ids)):
-            raise EvretError(
-                f"RankedColumns: {len(self.ids)} ids, {len(self.scores)} scores and "
-                f"{'no' if self.texts is None else len(self.texts)} texts must have the same length"
-            )
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def head(self, k: int) -> RankedColumns:
-        """The top ``k`` rows."""
-        if len(self.ids) <= k:
-            return self
-        return RankedColumns(self.ids[:k], self.scores[:k], None if self.texts is None else self.texts[:k])
-
-    def to_results(self) -> list[RetrievalResult]:
-        """The rows as :class:`RetrievalResult` objects (for code that wants objects)."""
-        texts = self.texts if self.texts is not None else [None] * len(self.ids)
-        return [RetrievalResult(doc_id=str(d), score=float(s), metadata={} if t is None else {"text": t})
-                for d, s, t in zip(self.ids, _floats(self.scores), texts, strict=True)]
-
-    @classmethod
-    def from_results(cls, results: Sequence[RetrievalResult]) -> RankedColumns:
-        """Columns of a list of :class:`RetrievalResult` objects."""
-        return cls([r.doc_id for r in results], np.fromiter((r.score for r in results), np.float64, len(results)),
-                   [r.text for r in results])
-
-
-def _floats(values: Sequence[float] | np.ndarray) -> list[float]:
-    return values.tolist() if isinstance(values, np.ndarray) else [float(v) for v in values]
-
-
-class Retriever:
-    """Anything that answers a query with ranked :class:`RetrievalResult`s.
-
-    Implement :meth:`retrieve` (or the async :meth:`aretrieve`); override :meth:`batch_retrieve` (or
-    :meth:`abatch_retrieve`) when many queries at once are cheaper. The sync and async sides fill each other in:
-    a subclass that implements only the async methods is usable from sync code (through
-    :func:`evret_core.contracts.aio.run_sync`, also inside a running event loop), and the other way round.
-    """
-
-    name: str = "retriever"
-
-    def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        """The top ``k`` results for ``query``, best first."""
-        if _overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve"):
-            from evret_core.contracts.aio import run_sync
-
-            return run_sync(self.abatch_retrieve([query], k))[0]
-        if _overrides(self, "batch_retrieve"):
-            return call_batch_retrieve(self, [query], k)[0]  # type: ignore[no-any-return]
-        raise NotImplementedError(f"{type(self).__name__} implements neither retrieve nor aretrieve")
-
-    def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """One ranked list per query, in order; the default loops over :meth:`retrieve` (or gathers the async
-        methods when only those are implemented)."""
-        if not _overrides(self, "retrieve") and (_overrides(self, "aretrieve") or _overrides(self, "abatch_retrieve")):
-            from evret_core.contracts.aio import run_sync
-
-            return run_sync(self.abatch_retrieve(queries, k))
-        return [self.retrieve(query, k) for query in queries]
-
-    async def aretrieve(self, query: str, k: int) -> list[RetrievalResult]:
-        """Async :meth:`retrieve`; the default asks :meth:`abatch_retrieve` when only that is implemented, else
-        calls the sync method."""
-        if _overrides(self, "abatch_retrieve") and not _overrides(self, "retrieve"):
-            return (await self.abatch_retrieve([query], k))[0]
-        return self.retrieve(query, k)
-
-    async def abatch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """Async :meth:`batch_retrieve`; the default runs :meth:`aretrieve` for every query concurrently."""
-        if not _overrides(self, "aretrieve"):
-            return self.batch_retrieve(queries, k)
-        return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
-
-    def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
-        """One :class:`RankedColumns` per query, in order: what the evaluator asks for. The default converts
-        :meth:`batch_retrieve`'s objects; retrievers that produce arrays (bm25, dense, vector stores) override it
-        and build :meth:`batch_retrieve` from it."""
-        return [RankedColumns.from_results(coerce_results(results, f"retriever {type(self).__name__}"))
-                for results in call_batch_retrieve(self, queries, k)]
-
-    def config(self) -> dict[str, Any]:
-        """Settings that identify this retriever in the results manifest."""
-        return {"name": self.name}
-
-
-def _overrides(obj: Any, method: str) -> bool:
-    return getattr(type(obj), method, None) is not getattr(Retriever, method)
 
 
 class _AsyncOnlyRetriever(Retriever):
@@ -179,20 +81,6 @@ def _inner_config(inner: Any) -> dict[str, Any]:
     return inner_config() if callable(inner_config) else {"name": type(inner).__name__}
 
 
-def call_batch_retrieve(retriever: Any, queries: Sequence[str], k: int) -> list[Any]:
-    """``retriever.batch_retrieve(queries, k)``, run to completion when it is a coroutine function."""
-    result = retriever.batch_retrieve(list(queries), k)
-    if inspect.isawaitable(result):
-        from evret_core.contracts.aio import run_sync
-
-        result = run_sync(_await(result))
-    return list(result)
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
-
-
 class CallableRetriever(Retriever):
     """Wraps a plain function ``(query, k) -> list[RetrievalResult | dict]``."""
 
@@ -239,32 +127,6 @@ class PrecomputedRetriever(Retriever):
 
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         raise EvretError("a precomputed run answers by query id, not query text")
-
-
-def coerce_results(raw: Any, where: str) -> list[RetrievalResult]:
-    """Accept RetrievalResult objects or dicts with doc_id/score/metadata (or text)."""
-    if raw is None:
-        raise EvretError(f"{where} returned None instead of a list of results")
-    results = []
-    for i, item in enumerate(raw):
-        if isinstance(item, RetrievalResult):
-            results.append(item)
-        elif isinstance(item, Mapping):
-            data = dict(item)
-            metadata = dict(data.pop("metadata", {}) or {})
-            if "text" in data:
-                metadata.setdefault("text", data.pop("text"))
-            doc_id = data.pop("doc_id", data.pop("id", None))
-            if doc_id is None or str(doc_id) == "":
-                raise EvretError(f"{where}: result {i} has no 'doc_id'")
-            try:
-                results.append(RetrievalResult(doc_id=str(doc_id),
-                                               score=float(data.pop("score", 0.0)), metadata=metadata))
-            except (TypeError, ValueError) as exc:
-                raise EvretError(f"{where}: result {i} is malformed: {exc}") from None
-        else:
-            raise EvretError(f"{where}: result {i} is a {type(item).__name__}, expected RetrievalResult or dict")
-    return results
 
 
 def resolve_retriever(obj: Any) -> Retriever | Any:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.io.corpus import ID_FIELDS, iter_corpus
 from evret_core.retrieve.embedding_models import resolve_model
 

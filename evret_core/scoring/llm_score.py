@@ -9,13 +9,13 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.output import OutputEvaluator, OutputResults
 from evret_core.contracts.provider import LLMProvider
 from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import Structured, structured_call
-from evret_core.scoring.output import OutputEvaluator, OutputResults
 
 DEFAULT_MAX_TRIES = 3
 

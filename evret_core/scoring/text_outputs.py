@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.scoring.output import OutputEvaluator
+from evret_core.contracts.output import OutputEvaluator
 
 
 class ExactOutputEvaluator(OutputEvaluator):

@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext, RetrievalResult
+from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.metric import RankedBatch
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.evaluation.executors import Executor, JudgeRun, LocalExecutor
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
-from evret_core.metrics.metric import RankedBatch
 
 DOCS = {f"d{i}": f"passage {i} is about {('bees', 'wax', 'honey', 'queens')[i % 4]} and number {i}"
         for i in range(24)}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 
 
 class JudgeConformance:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
     from evret_core.judge.llm import LLMJudge
 
 __all__ = ["StubLLMServer", "StubReply", "StubRequest", "FailFirst", "OverLimit429", "always", "EXPECTED_FENCE", "expected_text",
@@ -386,7 +386,7 @@ def expected_text(request_text: str) -> str:
 
 def judgment_context(i: int, retrieved: str = "passage") -> JudgmentContext:
     """The i-th test judgment: query ``query i``, expected ``answer-i``, retrieved ``<retrieved> i``."""
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     return JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"{retrieved} {i}")
 

@@ -3,7 +3,7 @@
 What the core relies on: ``create_metric(name)`` rebuilds a metric from its ``name``; ``compute(batch)`` gives one
 float64 per query, within the family's declared ``value_range``; a query's value does not depend on the other
 queries of its batch (the evaluator and the executors compute in chunks and concatenate) and equals
-:meth:`~evret_core.metrics.metric.Metric.score` of that query alone; ``@k`` reads the top ``k`` documents only; a bad
+:meth:`~evret_core.contracts.metric.Metric.score` of that query alone; ``@k`` reads the top ``k`` documents only; a bad
 cutoff is an :class:`~evret_core.contracts.errors.EvretError` naming the family; and the values on a small known case are
 trec_eval's (each subclass states them).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from evret_core.contracts.errors import EvretError
-from evret_core.metrics.metric import Metric, RankedBatch
+from evret_core.contracts.metric import Metric, RankedBatch
 
 KNOWN_RANKING = ["n1", "r1", "n2", "r2", "n3"]
 """The known case's ranking: judged non-relevant ``n1``, ``n2``, relevant ``r1``, ``r2``, unjudged ``n3``."""

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 

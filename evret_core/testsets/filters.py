@@ -66,7 +66,7 @@ def degenerate(question: str) -> bool:
 
 
 def _matches(judge: Any, query: str, answers: Sequence[str], text: str) -> bool:
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     context = JudgmentContext(query=query, expected_text=answers[0], retrieved_text=text,
                               aliases=tuple(a for a in answers[1:] if a != answers[0]))

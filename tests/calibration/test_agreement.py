@@ -12,7 +12,7 @@ from evret_core.calibration import agreement, calibrate, calibrate_judge, read_l
 from evret_core.calibration.agreement import best_threshold, measures_from_counts
 from evret_core.calibration.labels import LabelledJudgment
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.judge.lexical import TokenOverlapJudge
 from evret_core.judge.thresholds import judge_scores, judge_threshold
 

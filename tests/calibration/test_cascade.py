@@ -9,8 +9,7 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, RetrievalResult, create_judge
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
-from evret_core.judge.base import Judge
+from evret_core.contracts.judge import Judge, JudgmentContext
 from evret_core.judge.cascade import CascadeJudge, Stage
 from evret_core.judge.lexical import TokenOverlapJudge
 from evret_core.testing.llm_stubs import StubLLMServer, always, isolate_llm_env, stub_judge

@@ -8,7 +8,7 @@ import pytest
 
 from evret_core import create_judge
 from evret_core.contracts.errors import EvretError
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
 
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from evret_core.metrics.metric import judged_max_grade
+from evret_core.metrics.engine import judged_max_grade
 from evret_core.testing import MetricConformance
 
 DCG_RETRIEVED = 1 / log2(3) + 1 / log2(5)  # r1 at rank 2, r2 at rank 4

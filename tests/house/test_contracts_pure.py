@@ -1,6 +1,8 @@
 """evret_core.contracts is the floor: its modules import nothing of evret_core outside contracts, at module level,
-inside functions or under ``if TYPE_CHECKING:`` alike (read with ``ast``, without importing anything), and importing
-``run_sync`` loads no asyncio until a coroutine is run."""
+inside functions or under ``if TYPE_CHECKING:`` alike (read with ``ast``, without importing anything); at module
+level they import only the standard library, pluggy and pydantic where a value type is still a pydantic model (listed
+below, each with the step that removes it), never numpy (imported inside the functions that compute); importing them
+loads no numpy, and importing ``run_sync`` loads no asyncio until a coroutine is run."""
 
 from __future__ import annotations
 
@@ -54,13 +56,13 @@ def test_the_scan_sees_every_level_of_import() -> None:
         if TYPE_CHECKING:
             from evret_core.plugins.registry import Registry
         def f():
-            import evret_core.judge.base
+            import evret_core.judge.resolve
             from .. import version
             from evret_core import __version__
         """)
     assert _outside_contracts(source, "evret_core.contracts.x") == [
         "evret_core.contracts.x:8: evret_core.plugins.registry.Registry",
-        "evret_core.contracts.x:10: evret_core.judge.base",
+        "evret_core.contracts.x:10: evret_core.judge.resolve",
         "evret_core.contracts.x:11: evret_core.version",
         "evret_core.contracts.x:12: evret_core.__version__",
     ]
@@ -70,7 +72,8 @@ def test_the_scan_sees_every_level_of_import() -> None:
 
 def test_contracts_import_nothing_of_evret_core_outside_contracts() -> None:
     paths = sorted(CONTRACTS.rglob("*.py"))
-    assert {p.name for p in paths} >= {"__init__.py", "errors.py", "aio.py"}
+    assert {p.name for p in paths} >= {"__init__.py", "errors.py", "aio.py", "judge.py", "retrieve.py", "metric.py",
+                                       "output.py"}
     found = [hit for p in paths for hit in _outside_contracts(p.read_text(encoding="utf-8"), _module_name(p),
                                                               p.name == "__init__.py")]
     assert found == []
@@ -85,6 +88,120 @@ def test_run_sync_imports_asyncio_only_when_it_runs_a_coroutine() -> None:
             return 42
         assert run_sync(answer()) == 42
         assert "asyncio" in sys.modules
+        """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+# Contracts modules that still import pydantic at module level, each with the step of issue 34 that removes it; the
+# set only shrinks (a module that no longer imports pydantic fails until its line is deleted here).
+PYDANTIC_AT_MODULE_LEVEL = {
+    "evret_core.contracts.generation": "step 6: Answer and Claim become frozen dataclasses",
+    "evret_core.contracts.judge": "step 6: JudgmentContext becomes a frozen dataclass",
+    "evret_core.contracts.retrieve": "step 6: RetrievalResult becomes a frozen dataclass",
+    "evret_core.contracts.output": "step 6: OutputResults becomes a frozen dataclass",
+}
+ALLOWED_PACKAGES = {"pluggy"}  # the hooks' markers; everything else at module level is stdlib or contracts
+
+
+def _module_level_imports(source: str, name: str) -> list[tuple[int, str]]:
+    """``(line, module)`` of every import that runs when the module ``name`` is imported (relative ones made
+    absolute; ``from pkg import x`` gives ``pkg.x``): module level and module-level ``if``/``try`` blocks, but not ``if TYPE_CHECKING:`` and not inside
+    functions or classes."""
+    found: list[tuple[int, str]] = []
+    stack = list(ast.parse(source).body)
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):  # ``from pkg import x``: ``pkg.x`` (a submodule or a name of pkg)
+            base = name.split(".")[: len(name.split(".")) - node.level] if node.level else []
+            module = ".".join([*base, node.module] if node.module else base)
+            found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.If):
+            test = node.test
+            type_checking = (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+            stack += node.orelse if type_checking else [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            stack += [*node.body, *node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)]
+    return found
+
+
+def test_the_module_level_scan_skips_functions_and_type_checking() -> None:
+    source = textwrap.dedent("""
+        from __future__ import annotations
+        import json
+        from typing import TYPE_CHECKING
+        from pydantic import BaseModel
+        from .errors import EvretError
+        if TYPE_CHECKING:
+            import numpy as np
+        else:
+            import pluggy
+        try:
+            import numpy.linalg
+        except ImportError:
+            pass
+        def f():
+            import numpy as np
+        class C:
+            import pandas
+        """)
+    assert _module_level_imports(source, "evret_core.contracts.x") == [
+        (2, "__future__.annotations"), (3, "json"), (4, "typing.TYPE_CHECKING"), (5, "pydantic.BaseModel"),
+        (6, "evret_core.contracts.errors.EvretError"), (10, "pluggy"), (12, "numpy.linalg")]
+
+
+def _contracts_modules() -> dict[str, list[tuple[int, str]]]:
+    """Every contracts module and its module-level imports."""
+    return {_module_name(p): _module_level_imports(p.read_text(encoding="utf-8"), _module_name(p))
+            for p in sorted(CONTRACTS.rglob("*.py"))}
+
+
+def test_contracts_import_only_the_standard_library_and_pluggy_at_module_level() -> None:
+    found = []
+    pydantic_users = set()
+    for name, imports in _contracts_modules().items():
+        for line, module in imports:
+            package = module.split(".")[0]
+            if package == "pydantic" and name in PYDANTIC_AT_MODULE_LEVEL:
+                pydantic_users.add(name)
+            elif package not in sys.stdlib_module_names and package not in ALLOWED_PACKAGES | {"evret_core"}:
+                found.append(f"{name}:{line}: {module}")
+    assert found == [], "contracts import at module level what they may not (numpy goes inside the functions):\n" \
+        + "\n".join(found)
+    assert pydantic_users == set(PYDANTIC_AT_MODULE_LEVEL), \
+        f"no longer import pydantic: delete their lines of PYDANTIC_AT_MODULE_LEVEL: " \
+        f"{sorted(set(PYDANTIC_AT_MODULE_LEVEL) - pydantic_users)}"
+
+
+def _reaching_pydantic(modules: dict[str, list[tuple[int, str]]]) -> set[str]:
+    """The contracts modules that load pydantic when imported: those listed, and those that import one of them
+    (through any chain of contracts modules)."""
+    reach = set(PYDANTIC_AT_MODULE_LEVEL)
+    while True:
+        more = {name for name, imports in modules.items() if name not in reach
+                and any(m == r or m.startswith(r + ".") for _, m in imports for r in reach)}
+        if not more:
+            return reach
+        reach |= more
+
+
+def test_importing_every_contracts_module_loads_no_numpy() -> None:
+    modules = _contracts_modules()
+    names = list(modules)
+    plain = [n for n in names if n not in _reaching_pydantic(modules)]
+    assert "evret_core.contracts.metric" in plain
+    code = textwrap.dedent(f"""
+        import importlib, sys
+        for name in {plain!r}:
+            importlib.import_module(name)
+        assert "pydantic" not in sys.modules, "a contracts module outside PYDANTIC_AT_MODULE_LEVEL loaded pydantic"
+        for name in {names!r}:
+            importlib.import_module(name)
+        loaded = sorted(m for m in sys.modules if m == "numpy" or m.startswith("numpy."))
+        assert not loaded, f"importing evret_core.contracts loaded numpy: {{loaded[:5]}}"
         """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]

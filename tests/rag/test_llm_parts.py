@@ -48,7 +48,7 @@ def opts(server: StubLLMServer, **more: Any) -> dict[str, Any]:
 
 
 def small_set() -> tuple[QuestionSet, dict[str, list[Any]]]:
-    from evret_core.data.models import RetrievalResult
+    from evret_core.contracts.retrieve import RetrievalResult
 
     corpus = {"a": {"text": "The museum opens at 9 am. Entry is free on Sundays."},
               "b": {"text": "The cafe is not open on Mondays."},

@@ -161,8 +161,7 @@ def synthetic_runs(n_queries: int = LARGE_QUERIES, k: int = 10, seed: int = 0) -
     """
     import random
 
-    from evret_core.data.models import JudgmentContext
-    from evret_core.judge import Judge
+    from evret_core.contracts.judge import Judge, JudgmentContext
 
     class ContainsJudge(Judge):
         name = "contains-test"

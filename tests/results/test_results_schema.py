@@ -110,7 +110,7 @@ def test_curves_from_stored_judgments_equal_the_scores(text_dataset, retrievers,
 
 
 def test_manifest_records_judge_model_and_prompt_hash(text_dataset, retrievers) -> None:  # type: ignore[no-untyped-def]
-    from evret_core.judge import Judge
+    from evret_core.contracts.judge import Judge
 
     class PromptJudge(Judge):
         name = "prompt-judge"

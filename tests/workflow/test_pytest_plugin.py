@@ -18,7 +18,7 @@ import asyncio, os, re
 from pathlib import Path
 from evret_core import RetrievalResult
 from evret_core.pytest_plugin import assert_metric, assert_no_regression
-from evret_core.retrieve.retrievers import Retriever
+from evret_core.contracts.retrieve import Retriever
 
 DATASET = Path({dataset!r})
 CORPUS = [__import__("json").loads(l) for l in Path({corpus!r}).read_text().splitlines() if l.strip()]

@@ -25,7 +25,7 @@ from typing import Any
 from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer, Claim, Context
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.text import split_sentences
 
 

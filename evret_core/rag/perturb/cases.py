@@ -18,7 +18,7 @@ from typing import Any
 from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.contracts.generation import Context
 from evret_core.contracts.perturb import ConditionCase
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.io.jsonio import iter_json_lines
 from evret_core.io.outputs import write_output
 from evret_core.rag.perturb.perturbations import FAMILIES

@@ -19,7 +19,7 @@ import numpy as np
 from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.contracts.generation import Context
 from evret_core.contracts.perturb import ConditionCase, Perturbation
-from evret_core.data.models import RetrievalResult
+from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
 BUILTIN_CONDITIONS = ("gold", "retrieved")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import EvaluationDataset, Evaluator, EvretError
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 from evret_core.judge.llm import LLMJudge
 from evret_core.testing import ProviderConformance
 from evret_core.testing.llm_stubs import (
@@ -177,7 +177,7 @@ def test_cache_hits_on_rerun_misses_on_any_change_and_never_holds_the_key(tmp_pa
 SCRIPT = """
 import sys
 from evret_core.judge.llm import LLMJudge
-from evret_core.data.models import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext
 n, concurrency = int(sys.argv[1]), int(sys.argv[2])
 contexts = [JudgmentContext(query=f"query {i}", expected_text=f"answer-{i}", retrieved_text=f"passage {i}")
             for i in range(n)]

@@ -359,7 +359,7 @@ class _SeesColumns:
     name = "sees-columns"
 
     def batch_judge(self, contexts: Any) -> list[bool]:
-        from evret_core.judge.context_columns import ContextColumns
+        from evret_core.contracts.judge import ContextColumns
 
         columns = isinstance(contexts, ContextColumns)
         return [columns and c.expected_text in c.retrieved_text for c in contexts]
@@ -369,8 +369,7 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
     """The Ray executor ships a ContextColumns batch as columns (compact pickles), a list as a list."""
     import pickle
 
-    from evret_core.data.models import JudgmentContext
-    from evret_core.judge.context_columns import ContextColumns
+    from evret_core.contracts.judge import ContextColumns, JudgmentContext
 
     plain = [JudgmentContext(query=f"q{i}", expected_text=f"a{i % 7}", retrieved_text=f"text a{i % 7} " * 40)
              for i in range(400)]
@@ -389,7 +388,7 @@ def test_context_columns_reach_the_judge_workers_as_columns() -> None:
 def test_a_second_executor_whose_cpus_another_one_keeps_is_told_so() -> None:
     """Two RayExecutor objects in one process on a 2-CPU cluster: the second one's stage would wait forever for
     CPUs the first one's kept workers hold; it is an error naming the way out, and works after shutdown()."""
-    from evret_core.data.models import JudgmentContext
+    from evret_core.contracts.judge import JudgmentContext
 
     contexts = [JudgmentContext(query="q", expected_text="a", retrieved_text=f"a {i}") for i in range(20)]
     first, second = RayExecutor(workers=2), RayExecutor(workers=1)

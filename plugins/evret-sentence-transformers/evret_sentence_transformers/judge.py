@@ -164,7 +164,7 @@ class SemanticJudge(Judge):
 
     def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
         """Encode every text judging ``contexts`` needs in one pass (tighter batches than chunk by chunk), with
-        its progress reported as stage ``"encode"`` (:func:`evret_core.judge.base.report_progress`)."""
+        its progress reported as stage ``"encode"`` (:func:`evret_core.sdk.report_progress`)."""
         if contexts:
             self.encoder.check()
         texts = self.texts_to_encode(contexts)

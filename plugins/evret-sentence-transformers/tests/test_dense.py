@@ -10,7 +10,7 @@ import pytest
 from evret_sentence_transformers import DenseRetriever, SemanticJudge
 
 from evret_core import EvaluationDataset, Evaluator, EvretError, QueryExample, create_retriever
-from evret_core.retrieve.retrievers import Retriever
+from evret_core.contracts.retrieve import Retriever
 from evret_core.testing import RetrieverConformance
 
 DOCS = [

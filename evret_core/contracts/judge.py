@@ -1,25 +1,145 @@
-"""Judgment contexts as columns: what the evaluator hands a judge.
+"""The judge contract: what a judge sees (:class:`JudgmentContext`), the :class:`Judge` base class, how a judge
+reports its progress (:func:`report_progress`), and the contexts as columns (:class:`ContextColumns`).
 
 An evaluation of 100,000 text-labelled queries x 100 retrieved texts needs up to ten million
-:class:`~evret_core.data.models.JudgmentContext`s, and a pydantic model each costs microseconds. The evaluator keeps
+:class:`~evret_core.contracts.judge.JudgmentContext`s, and a pydantic model each costs microseconds. The evaluator keeps
 them as columns instead: the distinct answers (query, expected text, aliases), the distinct retrieved texts, and
 per context the index of its answer and of its text. :class:`ContextColumns` is a ``Sequence[JudgmentContext]``
 over those columns: a judge that indexes or iterates it gets the very contexts it always got (built on access),
 so every judge keeps working unchanged; a judge whose work is per text (the lexical judges: normalise each
 distinct text once) reads the columns directly (:meth:`ContextColumns.of` gives columns for any sequence of
 contexts, so one code path serves both).
+
+numpy is imported inside the functions that compute, so importing this module loads none.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, overload
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any, overload
 
-import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from evret_core.data.models import JudgmentContext
+if TYPE_CHECKING:
+    import numpy as np
 
-__all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns"]
+__all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns", "Judge", "JudgeProgress", "JudgmentContext", "judge_progress",
+           "report_progress"]
+
+
+class JudgmentContext(BaseModel):
+    """What a judge sees: the query, one expected answer text (with its other acceptable strings, ``aliases``)
+    and one retrieved text. A judge says "match" when the expected text or any alias matches."""
+
+    model_config = ConfigDict(frozen=True)
+
+    query: str
+    expected_text: str
+    retrieved_text: str
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def expected_variants(self) -> tuple[str, ...]:
+        """Every acceptable string of the expected answer: ``(expected_text, *aliases)``."""
+        return (self.expected_text, *self.aliases)
+
+
+#: ``(stage, done, total)``: the evaluator's progress callback, as judges see it through :func:`report_progress`
+JudgeProgress = Callable[[str, int, int], None]
+_progress: ContextVar[JudgeProgress | None] = ContextVar("evret_judge_progress", default=None)
+
+
+@contextmanager
+def judge_progress(callback: JudgeProgress | None) -> Iterator[None]:
+    """While the block runs, :func:`report_progress` calls (in this thread or task) reach ``callback``. The
+    evaluator wraps its judge stage in it; a context variable rather than a judge attribute, so a judge object
+    never holds the callback (nothing to pickle for Ray, nothing left behind after the run)."""
+    token = _progress.set(callback)
+    try:
+        yield
+    finally:
+        _progress.reset(token)
+
+
+def report_progress(stage: str, done: int, total: int) -> None:
+    """For judges: report the progress of long work outside ``batch_judge``, chiefly the encoding in
+    :meth:`Judge.prepare`, as ``(stage, done, total)`` (e.g. ``("encode", 2048, 24235)``) to the evaluator's
+    progress callback. Does nothing when no one listens; a judge that never calls it loses nothing."""
+    callback = _progress.get()
+    if callback is not None:
+        callback(stage, done, total)
+
+
+class Judge(ABC):
+    """Decides whether ``context.retrieved_text`` matches ``context.expected_text`` (or any of
+    ``context.aliases``) for ``context.query``.
+
+    Subclasses implement :meth:`judge`. Every other method has a typed default that a judge overrides when it can
+    do better:
+
+    - :meth:`prepare` sees every context of an evaluation before the (chunked) :meth:`batch_judge` calls, so
+      per-text work (embeddings) is done once, in one pass;
+    - :meth:`batch_judge` answers one ``bool | None`` per context, in order; ``None`` is a judgment that could
+      not be made (an API failure after retries), reported as unmeasured; the built-in judges always answer;
+    - :meth:`batch_score` gives a score in [0, 1] per context; for a judge with a :attr:`threshold`,
+      ``judge(c) == (score >= threshold)``; the default maps True/False/None to 1.0/0.0/None;
+    - :meth:`reset_stats` / :meth:`stats` report cost (texts encoded, API calls, tokens) per evaluation;
+    - :meth:`plan` estimates the work before any is done (``--dry-run``).
+
+    The evaluator passes ``prepare`` and ``batch_judge`` a :class:`~evret_core.contracts.judge.ContextColumns`: a
+    ``Sequence[JudgmentContext]`` that builds each context when indexed, over the distinct answers and texts. A
+    judge whose work is per text reads those columns (``ContextColumns.of(contexts)``) and builds no context.
+    """
+
+    name: str = "judge"
+    #: the score a context needs to match, for judges that score on a scale; None for yes/no judges
+    threshold: float | None = None
+
+    @abstractmethod
+    def judge(self, context: JudgmentContext) -> bool:
+        """True when the retrieved text matches the expected text or one of its aliases."""
+
+    def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Judge every context, in order; the default judges them one by one (``contexts`` may be
+        :class:`~evret_core.contracts.judge.ContextColumns`, whose contexts are built as they are read)."""
+        return [self.judge(context) for context in contexts]
+
+    def batch_score(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        """A score in [0, 1] per context, in order (``None`` = unmeasured). The default maps the verdicts of
+        :meth:`batch_judge` to 1.0 / 0.0."""
+        return [None if verdict is None else float(bool(verdict)) for verdict in self.batch_judge(contexts)]
+
+    def prepare(self, contexts: Sequence[JudgmentContext]) -> None:
+        """Called once with every context an evaluation will judge, before the (possibly chunked) ``batch_judge``
+        calls: a judge whose cost is per distinct text (embeddings) does that work here in one pass, reporting
+        its progress with :func:`report_progress` (the evaluator's progress bar is otherwise still until the first
+        chunk is judged). Default: no-op.
+        """
+
+    def reset_stats(self) -> None:
+        """Start counting cost afresh (the evaluator calls this once per run). Default: nothing to count."""
+
+    def stats(self) -> dict[str, Any]:
+        """The cost of the judgments since :meth:`reset_stats` (``results.stats["judge"]``); empty by default."""
+        return {}
+
+    def plan(self, contexts: Sequence[JudgmentContext]) -> dict[str, Any]:
+        """What judging ``contexts`` would cost, without doing it. The default: nothing is sent anywhere."""
+        unique = len(set(contexts))
+        return {"contexts": len(contexts), "unique": unique, "cached": 0, "to_send": 0,
+                "note": f"judge {self.name!r} makes no API calls"}
+
+    def config(self) -> dict[str, Any]:
+        """The settings that change this judge's answers; part of the results manifest and of cache keys."""
+        return {"name": self.name}
+
+    def __repr__(self) -> str:
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.config().items() if k != "name")
+        return f"{type(self).__name__}({settings})"
+
 
 _MISSING = object()
 
@@ -34,7 +154,7 @@ class ContextColumns(Sequence[JudgmentContext]):
     """Judgment contexts as columns; a ``Sequence[JudgmentContext]`` that builds each context when indexed.
 
     :param answers: the distinct answers, each ``(query, expected_text, aliases)`` (``aliases``: the answer's
-        other acceptable strings, as in :class:`~evret_core.data.models.JudgmentContext`).
+        other acceptable strings, as in :class:`~evret_core.contracts.judge.JudgmentContext`).
     :param texts: the distinct retrieved texts.
     :param answer_index: per context, the index of its answer in ``answers``.
     :param text_index: per context, the index of its retrieved text in ``texts``.
@@ -56,6 +176,8 @@ class ContextColumns(Sequence[JudgmentContext]):
         text_index: np.ndarray | Sequence[int],
         _memo: dict[Hashable, dict[Any, Any]] | None = None,
     ) -> None:
+        import numpy as np
+
         self.answers = answers
         self.texts = texts
         self.answer_index = np.asarray(answer_index, dtype=np.int64)
@@ -172,6 +294,8 @@ class _BoundedMemo(dict[Any, Any]):
 
 def _used(values: Sequence[Any], index: np.ndarray) -> tuple[list[Any], np.ndarray]:
     """The values ``index`` refers to, in first-use order, and ``index`` renumbered into them."""
+    import numpy as np
+
     if not len(index):
         return [], index.copy()
     used, first, inverse = np.unique(index, return_index=True, return_inverse=True)

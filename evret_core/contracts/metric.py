@@ -4,20 +4,22 @@ Every metric is computed on a :class:`RankedBatch`: for ``n`` queries and a dept
 document at each rank (NaN where unjudged or past the end of the ranking), every judged grade of each query (for
 the ideal ranking, the number of relevant and of judged non-relevant documents) and how many documents each
 query retrieved. The same arrays serve one query (``score``) and a whole run (``compute``), so there is one
-implementation of each formula.
+implementation of each formula. numpy is imported inside the functions that compute, so importing this module loads
+none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, compress
 from operator import getitem, is_
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Relevance = Mapping[str, float] | Iterable[str]
 
@@ -52,6 +54,8 @@ class RankedBatch:
         answers_found: np.ndarray | None = None,
         num_answers: np.ndarray | None = None,
     ) -> None:
+        import numpy as np
+
         grades = np.asarray(grades, dtype=np.float64)
         qrel_grades = np.asarray(qrel_grades, dtype=np.float64)
         if grades.ndim != 2 or qrel_grades.ndim != 2:
@@ -72,6 +76,8 @@ class RankedBatch:
 
     def set_answer_coverage(self, answers_found: np.ndarray | None, num_answers: np.ndarray | None) -> RankedBatch:
         """Attach the answer coverage (see the class docs); returns the batch."""
+        import numpy as np
+
         if answers_found is None or num_answers is None:
             raise EvretError("RankedBatch: answers_found and num_answers go together")
         found = np.asarray(answers_found, dtype=np.float64)
@@ -88,6 +94,8 @@ class RankedBatch:
         Relevant documents and judged relevant documents, except on rows with answer coverage, where they are the
         expected answers found and expected. Recall is their ratio.
         """
+        import numpy as np
+
         found = np.asarray(cut(self.relevant, k).sum(axis=1), dtype=np.float64)
         total = np.asarray(self.num_rel, dtype=np.float64)
         if self.answers_found is not None and self.num_answers is not None:
@@ -107,6 +115,8 @@ class RankedBatch:
         return int(self.grades.shape[1])
 
     def _is_rel(self, grades: np.ndarray) -> np.ndarray:
+        import numpy as np
+
         with np.errstate(invalid="ignore"):
             if self.relevance_level is None:
                 return np.asarray(grades > 0)
@@ -120,32 +130,44 @@ class RankedBatch:
     @cached_property
     def judged_nonrel(self) -> np.ndarray:
         """True where the document at that rank is judged and not relevant (what bpref counts)."""
+        import numpy as np
+
         return np.asarray(~np.isnan(self.grades) & ~self.relevant)
 
     @cached_property
     def gains(self) -> np.ndarray:
         """The grade as gain where positive, 0 elsewhere (unjudged, non-relevant, negative, padding)."""
+        import numpy as np
+
         return np.asarray(np.fmax(self.grades, 0.0))  # fmax maps NaN (unjudged, padding) to 0
 
     @cached_property
     def ideal(self) -> np.ndarray:
         """Positive judged grades of each query, sorted descending, 0-padded: the ideal ranking's gains."""
+        import numpy as np
+
         return np.asarray(np.fmax(self.qrel_grades, 0.0))
 
     @cached_property
     def num_rel(self) -> np.ndarray:
         """Number of relevant judged documents per query."""
+        import numpy as np
+
         return np.asarray(self._is_rel(self.qrel_grades).sum(axis=1))
 
     @cached_property
     def num_nonrel(self) -> np.ndarray:
         """Number of judged non-relevant documents per query."""
+        import numpy as np
+
         judged = (~np.isnan(self.qrel_grades)).sum(axis=1)
         return np.asarray(judged - self.num_rel)
 
     @cached_property
     def num_rel_ret(self) -> np.ndarray:
         """Relevant documents retrieved (at any rank within ``depth``)."""
+        import numpy as np
+
         return np.asarray(self.relevant.sum(axis=1))
 
     def __getitem__(self, rows: slice | np.ndarray) -> RankedBatch:
@@ -172,6 +194,8 @@ class RankedBatch:
         ``"error"``: a duplicate raises an :class:`EvretError` naming the query (``query_ids``) and document.
         ``depth`` keeps only the top ``depth`` ranks in the arrays (``num_ret`` still counts every document).
         """
+        import numpy as np
+
         if len(rankings) != len(qrels):
             raise EvretError(f"{len(rankings)} rankings but {len(qrels)} relevance sets")
         if duplicates not in ("first", "error"):
@@ -204,6 +228,8 @@ class RankedBatch:
 
         The judgments are laid out query by query (``qrel_lengths[q]`` consecutive entries for query ``q``).
         """
+        import numpy as np
+
         n = len(num_ret)
         grades = np.full((n, width), np.nan)
         keep = (ranks >= 0) & (ranks < width)
@@ -224,13 +250,15 @@ def _judged_ranks(
     Documents are matched by their Python hash in numpy (one C-level ``hash`` per id, no dict per ranking), then
     every match is confirmed by string equality, so a hash collision can only cost time, never a wrong rank.
     """
+    import numpy as np
+
     n = len(rankings)
     total, width = int(lengths.sum()), int(lengths.max()) if n else 0
     n_judged = int(qrel_lengths.sum())
     doc_hashes = np.fromiter(map(hash, chain.from_iterable(rankings)), dtype=np.int64, count=total)
     ragged = bool(n) and not (lengths == width).all()
     # padding: distinct values per column, so padding never looks like a duplicate (any real clash is confirmed)
-    matrix = _pad_rows(doc_hashes, lengths, width, 0, dtype=np.int64)
+    matrix = pad_rows(doc_hashes, lengths, width, 0, dtype=np.int64)
     valid = np.arange(width) < lengths[:, None]
     if ragged:
         matrix[~valid] = np.broadcast_to(np.iinfo(np.int64).min + np.arange(width), matrix.shape)[~valid]
@@ -270,6 +298,8 @@ def _judged_ranks(
 
 
 def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.ndarray:
+    import numpy as np
+
     try:
         return np.fromiter(chain.from_iterable(g.values() for g in grade_maps), dtype=np.float64, count=total)
     except (TypeError, ValueError):
@@ -284,17 +314,21 @@ def _flat_values(grade_maps: Sequence[Mapping[str, float]], total: int) -> np.nd
 
 def _sorted_rows(flat: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Each query's judged grades sorted descending, NaN-padded: an (n, max judged) matrix."""
+    import numpy as np
+
     width = max(int(lengths.max()) if len(lengths) else 0, 1)
-    matrix = _pad_rows(flat, lengths, width, -np.inf)
+    matrix = pad_rows(flat, lengths, width, -np.inf)
     matrix = -np.sort(-matrix, axis=1)
     matrix[np.arange(width) >= lengths[:, None]] = np.nan
     return matrix
 
 
-def _pad_rows(
-    flat: np.ndarray, lengths: np.ndarray, width: int, fill: float, dtype: Any = np.float64
+def pad_rows(
+    flat: np.ndarray, lengths: np.ndarray, width: int, fill: float, dtype: Any = "float64"
 ) -> np.ndarray:
     """Lay a flat array of consecutive rows (``lengths[i]`` values each) into an (n, width) matrix."""
+    import numpy as np
+
     n = len(lengths)
     if n and (lengths == width).all():
         return flat.reshape(n, width)
@@ -379,7 +413,8 @@ class Metric:
     @property
     def needs_judged_max(self) -> bool:
         """True when a default of this metric is the highest grade judged over the whole evaluation (err's
-        ``max_grade``) and is not resolved yet: see :func:`resolve_judged_defaults`."""
+        ``max_grade``) and is not resolved yet: see
+        :func:`~evret_core.metrics.engine.resolve_judged_defaults`."""
         return False
 
     def with_judged_max(self, judged_max: float) -> Metric:
@@ -396,39 +431,10 @@ class Metric:
         return f"<Metric {self.name}>"
 
 
-def judged_max_grade(judgments: Iterable[tuple[str, Mapping[str, float]]]) -> float:
-    """The highest grade over every ``(query id, {doc: grade})`` given, floored at 0 (a negative grade gains
-    nothing; NaN is skipped); 1.0 when there is no judgment. A grade that is not a number is an error naming its
-    query and document."""
-    items = list(judgments)
-    try:  # one C pass over every grade
-        values = np.fromiter(chain.from_iterable(g.values() for _, g in items), dtype=np.float64)
-    except (TypeError, ValueError):
-        for qid, grades in items:
-            for doc, grade in grades.items():
-                try:
-                    float(grade)
-                except (TypeError, ValueError):
-                    raise EvretError(f"qrels: query {qid}: document {doc!r} has a non-numeric grade {grade!r}") from None
-        raise
-    return float(np.fmax(np.fmax.reduce(values), 0.0)) if values.size else 1.0
-
-
-def resolve_judged_defaults(
-    metrics: Sequence[Metric], judgments: Callable[[], Iterable[tuple[str, Mapping[str, float]]]]
-) -> list[Metric]:
-    """``metrics`` with every default that depends on the whole evaluation's judgments resolved, once, before the
-    queries are cut into chunks, batches or shards (so a query's value never depends on which queries share its
-    chunk). ``judgments`` gives every ``(query id, {doc: grade})`` of the evaluation; it is called only when a
-    metric needs it (e.g. ``err`` without ``max_grade``). Names are unchanged; metrics already resolved are kept."""
-    if not any(m.needs_judged_max for m in metrics):
-        return list(metrics)
-    top = judged_max_grade(judgments())
-    return [m.with_judged_max(top) if m.needs_judged_max else m for m in metrics]
-
-
 def cut(matrix: np.ndarray, k: int | None) -> np.ndarray:
     """The first ``k`` columns (all when ``k`` is None), zero-padded when the matrix is narrower than ``k``."""
+    import numpy as np
+
     if k is None:
         return matrix
     if matrix.shape[1] >= k:
@@ -439,6 +445,8 @@ def cut(matrix: np.ndarray, k: int | None) -> np.ndarray:
 
 def safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator, 0 where the denominator is 0."""
+    import numpy as np
+
     numerator = np.asarray(numerator, dtype=np.float64)
     denominator = np.asarray(denominator, dtype=np.float64)
     out = np.zeros(np.broadcast(numerator, denominator).shape, dtype=np.float64)

@@ -2,13 +2,14 @@
 
 A record is a mapping ``{"input": ..., "output": "...", "target": "..." or None, ...}``. An evaluator type
 subclasses :class:`OutputEvaluator`, sets ``needs_target`` and implements :meth:`score_records` (or
-:meth:`score_record`). A score of ``None`` means unmeasured: reported, never silently counted.
+:meth:`score_record`). A score of ``None`` means unmeasured: reported, never silently counted. The kind's contract
+is :class:`RecordsEvaluator`: anything that scores records (the criteria judges are ones too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -64,3 +65,10 @@ class OutputEvaluator:
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name}
+
+
+class RecordsEvaluator(Protocol):
+    """What an output evaluator is (``create_evaluator`` builds one): it scores records (pipeline outputs).
+    :class:`~evret_core.contracts.output.OutputEvaluator` and the criteria judges are ones."""
+
+    def evaluate(self, records: Sequence[Mapping[str, Any]]) -> Any: ...
