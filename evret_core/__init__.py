@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "PluginError": "evret_core.contracts.errors",
     "UnknownNameError": "evret_core.contracts.errors",
     "Evaluator": "evret_core.evaluation.evaluator",
-    "Executor": "evret_core.evaluation.executors",
+    "Executor": "evret_core.contracts.executor",
     "hookimpl": "evret_core.plugins.hookspecs",
     "ContainsJudge": "evret_core.judge",
     "ExactJudge": "evret_core.judge",
@@ -141,6 +141,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
+    from evret_core.contracts.executor import Executor
     from evret_core.contracts.judge import Judge, JudgmentContext
     from evret_core.contracts.metric import Metric, RankedBatch
     from evret_core.contracts.retrieve import RetrievalResult, Retriever
@@ -154,7 +155,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.evaluation.executors import Executor
     from evret_core.io.datasets import EvaluationDataset
     from evret_core.io.queries import QueryExample
     from evret_core.io.trec import read_qrels, read_run, write_run

@@ -105,18 +105,18 @@ _EXPORTS: dict[str, str] = {
     "ChatMessage": "evret_core.contracts.provider",
     "LLMResponse": "evret_core.contracts.provider",
     "LLMCallError": "evret_core.contracts.provider",
-    "use_shared_limiter": "evret_core.llm.rate_limits",
+    "use_shared_limiter": "evret_core.contracts.executor",
     "JudgmentCache": "evret_core.llm.cache",
     # metrics
     "Metric": "evret_core.contracts.metric",
     "RankedBatch": "evret_core.contracts.metric",
     # executors: the base and the stage functions an engine runs on its workers
-    "Executor": "evret_core.evaluation.executors",
-    "GenerateRun": "evret_core.evaluation.executors",
-    "JudgeRun": "evret_core.evaluation.executors",
-    "batch_retrieve": "evret_core.evaluation.executors",
-    "judge_chunk": "evret_core.evaluation.executors",
-    "metric_values": "evret_core.evaluation.executors",
+    "Executor": "evret_core.contracts.executor",
+    "GenerateRun": "evret_core.contracts.executor",
+    "JudgeRun": "evret_core.contracts.executor",
+    "batch_retrieve": "evret_core.contracts.executor",
+    "judge_chunk": "evret_core.contracts.executor",
+    "metric_values": "evret_core.contracts.executor",
     # RAG: generators, perturbations, and the pipeline an executor rebuilds on a worker
     "Answer": "evret_core.contracts.generation",
     "Claim": "evret_core.contracts.generation",
@@ -256,6 +256,15 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.contracts.aio import run_sync
     from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
+    from evret_core.contracts.executor import (
+        Executor,
+        GenerateRun,
+        JudgeRun,
+        batch_retrieve,
+        judge_chunk,
+        metric_values,
+        use_shared_limiter,
+    )
     from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
     from evret_core.contracts.judge import ContextColumns, Judge, JudgmentContext, report_progress
     from evret_core.contracts.metric import Metric, RankedBatch
@@ -266,14 +275,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.contracts.retrieve import RankedColumns, RetrievalResult, Retriever
     from evret_core.criteria import CriteriaJudge
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.evaluation.executors import (
-        Executor,
-        GenerateRun,
-        JudgeRun,
-        batch_retrieve,
-        judge_chunk,
-        metric_values,
-    )
     from evret_core.io.corpus import read_corpus
     from evret_core.io.datasets import EvaluationDataset
     from evret_core.io.paths import default_cache_dir
@@ -282,7 +283,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm.cache import JudgmentCache
     from evret_core.llm.providers import SDKProvider
-    from evret_core.llm.rate_limits import use_shared_limiter
     from evret_core.plugins.kinds import KINDS, Kind
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever

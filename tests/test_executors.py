@@ -1,5 +1,6 @@
-"""The execution seam: the CLI and config pick an executor by name, and a shared in-flight limiter bounds the
-calls of several LLM clients together (what evret-ray backs with a Ray actor)."""
+"""The execution seam: the CLI and config pick an executor by name, a plugin's ``sys.exit()`` in any stage of any
+executor is that plugin's error, and a shared in-flight limiter bounds the calls of several LLM clients together
+(what evret-ray backs with a Ray actor)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from evret_core import EvaluationDataset, Evaluator, PluginError, QueryExample
 from evret_core.cli import main
+from evret_core.contracts.executor import shared_limiter, use_shared_limiter
 from evret_core.judge.llm import LLMJudge
-from evret_core.llm.rate_limits import shared_limiter, use_shared_limiter
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import StubLLMServer, always, isolate_llm_env
 from evret_core.testing.llm_stubs import judgment_context as ctx
 
-from .conftest import REPO
+from .conftest import REPO, FakePlugin
 
 
 class SemaphoreLimiter:
@@ -88,3 +90,83 @@ def test_cli_executor_flag_and_config_key(tmp_path: Path, capsys: pytest.Capture
     assert "executor 'nope'" in capsys.readouterr().err
     assert main(["evaluate", "--config", str(config), "--no-progress", "--executor-option", "workers=2"]) == 2
     assert "executor 'local': bad options" in capsys.readouterr().err
+
+
+EXITS_IN_STAGES = """
+import sys
+
+from evret_core.sdk import Generator, Metric, hookimpl
+
+
+class ExitingMetric(Metric):
+    family = "exits"
+
+    def compute(self, batch):
+        sys.exit(11)
+
+
+class ExitingGenerator(Generator):
+    name = "exits"
+
+    def generate(self, request):
+        sys.exit(12)
+
+
+@hookimpl
+def register_metrics(register):
+    register("exits", ExitingMetric)
+
+
+@hookimpl
+def register_generators(register):
+    register("exits", ExitingGenerator)
+"""
+
+# an executor from another plugin, running every stage in-process through the base (as evret-ray does for a
+# retriever kept on the driver, or a single metric chunk)
+ENGINE = """
+from evret_core.sdk import Executor, hookimpl
+
+
+class Engine(Executor):
+    name = "engine"
+
+    def retrieve(self, retriever, batches, k, progress):
+        return super().retrieve(retriever, batches, k, progress)
+
+    def judge(self, judge, contexts, batch_size, progress):
+        return super().judge(judge, contexts, batch_size, progress)
+
+    def metrics(self, metrics, batches):
+        return super().metrics(metrics, batches)
+
+    def generate(self, runner, requests, progress):
+        return super().generate(runner, requests, progress)
+
+
+@hookimpl
+def register_executors(register):
+    register("engine", Engine)
+"""
+
+
+@pytest.mark.parametrize("executor", ["local", "engine"])
+def test_a_plugins_sys_exit_in_the_metrics_and_generate_stages_is_its_plugin_error(
+    fake_plugin: FakePlugin, executor: str
+) -> None:
+    """The Executor base converts nothing (contracts import no plugin loader): the evaluator and the RAG harness
+    run each stage under plugin_exits_as_errors, so the exit is named after the plugin whose code called it,
+    whichever executor ran the stage."""
+    from evret_core.rag import QuestionSet, RagEvaluator
+
+    fake_plugin("evret-exits-in-stages", EXITS_IN_STAGES)
+    fake_plugin("evret-engine", ENGINE)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id="q", query_text="t", relevant_doc_ids=["a"])])
+    named = r"plugin 'evret-exits-in-stages' \(distribution evret-exits-in-stages 0\.1\.0\) called sys\.exit\({}\) "
+    with pytest.raises(PluginError, match=named.format(11) + "while evret ran it"):
+        Evaluator({"q": {"a": 1.0}}, metrics=["exits@1"], executor=executor).evaluate(dataset)
+    questions = QuestionSet.from_records(
+        [{"id": "q1", "question": "What do bees make?", "answers": ["wax"], "gold_doc_ids": ["d1"]}],
+        corpus={"d1": {"text": "Bees make wax."}})
+    with pytest.raises(PluginError, match=named.format(12) + "while evret ran it"):
+        RagEvaluator(generator="exits", conditions=["gold"], n_resamples=10, executor=executor).evaluate(questions)

@@ -31,15 +31,17 @@ import numpy as np
 
 from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import Executor, JudgeRun
 from evret_core.contracts.judge import AnswerKey, JudgmentContext
 from evret_core.contracts.metric import Metric
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
-from evret_core.evaluation.executors import Executor, JudgeRun, resolve_executor
+from evret_core.evaluation.executors import resolve_executor
 from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
 from evret_core.metrics.engine import resolve_judged_defaults
+from evret_core.plugins.loading import plugin_exits_as_errors
 from evret_core.progress import after_a_while
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
 from evret_core.results.per_query import QueryTable, TextJudgments
@@ -126,7 +128,7 @@ class Evaluator:
     :param missing_queries: for a precomputed run that lacks some of the dataset's queries: ``"error"``
         (default) or ``"zero"`` (score them 0 and list them in ``stats["missing_queries"]``).
     :param executor: where retrieval, judging and metrics run: ``"local"`` (default, this process), a name an
-        installed plugin registers (``"ray"`` with evret-ray), or an :class:`~evret_core.evaluation.executors.Executor`.
+        installed plugin registers (``"ray"`` with evret-ray), or an :class:`~evret_core.contracts.executor.Executor`.
         Every executor gives the same scores; the results' ``config["executor"]`` says which one ran.
     :param executor_options: options of an executor given by name (``{"address": "auto"}`` for ``ray``).
     """
@@ -205,8 +207,9 @@ class Evaluator:
         batches = [[q.query_text for q in queries[start : start + self.batch_size]]
                    for start in range(0, len(queries), self.batch_size)]
         self._report("retrieve", 0, len(queries))  # starts the stage's clock and bar (evret_core.progress)
-        got = self.executor.retrieve(self.retriever, batches, self.k,
-                                     lambda done: self._report("retrieve", done, len(queries)))
+        with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
+            got = self.executor.retrieve(self.retriever, batches, self.k,
+                                         lambda done: self._report("retrieve", done, len(queries)))
         rows: list[Row] = []
         for start, texts, batch in zip(range(0, len(queries), self.batch_size), batches, got, strict=True):
             if len(batch) != len(texts):
@@ -266,7 +269,8 @@ class Evaluator:
         self._report("judge", 0, len(contexts))  # before prepare(), whose encoding is part of the stage
         from evret_core.contracts.judge import judge_progress
 
-        with judge_progress(self._report if self.progress is not None else None):  # e.g. a judge's encoding
+        # judge_progress: e.g. a judge's encoding; plugin_exits_as_errors: a plugin's sys.exit() is its PluginError
+        with judge_progress(self._report if self.progress is not None else None), plugin_exits_as_errors():
             run = self.executor.judge(self.judge, contexts, self.judge_batch_size,
                                       lambda done: self._report("judge", done, len(contexts)))
         if len(run.verdicts) != len(contexts):
@@ -396,7 +400,8 @@ class Evaluator:
         # err's default max_grade: the highest grade judged over every query, resolved before the chunks
         metrics = resolve_judged_defaults(self.metrics, lambda: (
             (q.query_id, text[i].assignment.relevance if i in text else q.relevance) for i, q in enumerate(queries)))
-        return self.executor.metrics(metrics, batches())
+        with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
+            return self.executor.metrics(metrics, batches())
 
     def _report(self, stage: str, done: int, total: int) -> None:
         if self.progress is not None:

@@ -4,7 +4,8 @@
   status to :class:`LLMCallError` (the provider interface itself is :mod:`evret_core.contracts.provider`);
 - :mod:`~evret_core.llm.settings`: :class:`LLMSettings`, the options and defaults of every LLM caller;
 - :mod:`~evret_core.llm.client`: :class:`LLMClient`, the one call policy (retries, Retry-After, adaptive
-  concurrency, requests- and tokens-per-minute budgets, a shared :class:`InFlightLimiter`), and :func:`gather_all` / :func:`run_all`;
+  concurrency, requests- and tokens-per-minute budgets, a shared
+  :class:`~evret_core.contracts.executor.InFlightLimiter`), and :func:`gather_all` / :func:`run_all`;
 - :mod:`~evret_core.llm.cache`: the persistent answer cache and its one key scheme;
 - :mod:`~evret_core.llm.fencing`: untrusted text fenced as data;
 - :mod:`~evret_core.llm.injection`: prompt-injection patterns found in judged texts (reported, never acted on);

@@ -1,8 +1,8 @@
 """``LLMClient``: Evret's one call policy around a provider, and the helpers that run many calls at once.
 
 At most ``max_concurrency`` calls in flight (with ``adaptive_concurrency``, halved on a 429 and grown back on
-success), and within a shared :class:`~evret_core.llm.rate_limits.InFlightLimiter` when one is installed (a
-cluster-wide bound); optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
+success), and within a shared :class:`~evret_core.contracts.executor.InFlightLimiter` when one is installed
+(a cluster-wide bound); optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
 attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
 connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
 (Retry-After) pauses every caller of the client, not just the one that got it.
@@ -29,10 +29,11 @@ from typing import Any, TypeVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import InFlightLimiter, shared_limiter
 from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.llm.cache import JudgmentCache
 from evret_core.llm.providers import FATAL_STATUSES
-from evret_core.llm.rate_limits import AdaptiveConcurrency, InFlightLimiter, RateLimiter, shared_limiter
+from evret_core.llm.rate_limits import AdaptiveConcurrency, RateLimiter
 from evret_core.llm.settings import LLMSettings
 
 T = TypeVar("T")
@@ -106,8 +107,9 @@ class LLMClient:
         fields are not used here); or give its options by name (``max_retries=2, max_concurrency=8``...).
     :param cache: the answer cache that :func:`~evret_core.llm.structured.structured_call` and the judges use.
     :param label: who calls, for error messages and cache rows (``llm``, ``llm-score``, ``direct``...).
-    :param shared: an :class:`~evret_core.llm.rate_limits.InFlightLimiter` bounding calls in flight together with other
-        clients; default the process-wide one installed with :func:`~evret_core.llm.rate_limits.use_shared_limiter`.
+    :param shared: an :class:`~evret_core.contracts.executor.InFlightLimiter` bounding calls in flight together
+        with other clients; default the process-wide one installed with
+        :func:`~evret_core.contracts.executor.use_shared_limiter`.
     :param max_retry_after: overrides the settings' ``max_retry_after`` (seconds).
 
     :attr:`usage` counts calls, tokens and failures; :attr:`gave_up` the calls given up on a Retry-After above

@@ -1,12 +1,10 @@
-"""The limits :class:`~evret_core.llm.client.LLMClient` applies: a per-minute budget (requests or tokens), an
-adaptive bound on calls in flight, and optionally an :class:`InFlightLimiter` shared beyond one client.
+"""The limits :class:`~evret_core.llm.client.LLMClient` applies: a per-minute budget (requests or tokens) and an
+adaptive bound on calls in flight. Optionally a client also obeys an
+:class:`~evret_core.contracts.executor.InFlightLimiter` shared beyond one client (several processes, or every
+worker of a cluster): it acquires a slot of it after its own concurrency slot, around each attempt.
 
-An :class:`InFlightLimiter` bounds the calls in flight of many clients at once: several processes, or every
-worker of a cluster (evret-ray installs one backed by a Ray actor in each worker with
-:func:`use_shared_limiter`). A client acquires a slot of it after its own concurrency slot, around each attempt.
-
-Both are shared by every caller of one client, possibly from several event loops in turn (``run_sync`` starts a
-loop per batch), so their state sits under thread locks and their asyncio parts are made per event loop.
+Both limits here are shared by every caller of one client, possibly from several event loops in turn (``run_sync``
+starts a loop per batch), so their state sits under thread locks and their asyncio parts are made per event loop.
 """
 
 from __future__ import annotations
@@ -15,9 +13,6 @@ import asyncio
 import math
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Protocol
 
 
 class RateLimiter:
@@ -144,38 +139,3 @@ class AdaptiveConcurrency:
             self._give_back()
         else:
             waiter.set_result(epoch)
-
-
-class InFlightLimiter(Protocol):
-    """A bound on calls in flight shared by several clients (processes, cluster workers).
-
-    ``await acquire()`` waits for a slot; ``release()`` gives it back and must not block (it is called from
-    ``finally`` blocks, cancelled calls included). An implementation must give back a slot whose ``acquire`` was
-    cancelled after the slot was granted."""
-
-    async def acquire(self) -> None: ...
-
-    def release(self) -> None: ...
-
-
-_shared: InFlightLimiter | None = None
-_shared_lock = threading.Lock()
-
-
-def shared_limiter() -> InFlightLimiter | None:
-    """The limiter every client of this process obeys besides its own bounds, or None."""
-    return _shared
-
-
-@contextmanager
-def use_shared_limiter(limiter: InFlightLimiter | None) -> Iterator[None]:
-    """Make ``limiter`` bound the calls of every :class:`~evret_core.llm.client.LLMClient` of this process
-    (clients made before and after) while the block runs; the previous one is restored after."""
-    global _shared
-    with _shared_lock:
-        previous, _shared = _shared, limiter
-    try:
-        yield
-    finally:
-        with _shared_lock:
-            _shared = previous

@@ -145,7 +145,7 @@ def register_executors(register: Register) -> None:
     metric chunks), such as ``ray``. ``local`` (this process) is built in.
 
     :param register: call ``register(name, factory)`` once per executor; ``factory(**options)`` returns an
-        :class:`evret_core.evaluation.executors.Executor`. ``name`` is what users pass as ``Evaluator(executor=...)``,
+        :class:`evret_core.contracts.executor.Executor`. ``name`` is what users pass as ``Evaluator(executor=...)``,
         ``--executor`` or the config key ``executor``. An executor must give the same scores as ``local``.
     """
 

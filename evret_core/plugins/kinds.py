@@ -26,6 +26,7 @@ from evret_core.contracts.provider import LLMProvider
 
 if TYPE_CHECKING:
     from evret_core.contracts.claims import ClaimJudge
+    from evret_core.contracts.executor import Executor
     from evret_core.contracts.generation import Generator
     from evret_core.contracts.judge import Judge
     from evret_core.contracts.metric import Metric
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from evret_core.contracts.rag_score import RagScore
     from evret_core.contracts.retrieve import Retriever
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.evaluation.executors import Executor
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", "ev
                                      "claim judges", "evret_core.testing:ClaimJudgeConformance")
 RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", "evret_core.contracts.rag_score:RagScore", "rag scores",
                                   "evret_core.testing:RagScoreConformance")
-EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.evaluation.executors:Executor", "executors",
+EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", "evret_core.contracts.executor:Executor", "executors",
                                   "evret_core.testing:ExecutorConformance")
 
 KINDS: tuple[Kind[Any], ...] = (JUDGE, METRIC, RETRIEVER, EVALUATOR, RETRIEVAL_EVALUATOR, LLM_PROVIDER, GENERATOR,

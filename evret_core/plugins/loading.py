@@ -11,8 +11,9 @@ hookwrappers apply), one plugin at a time through a subset hook caller: a plugin
 ``SystemExit``, is recorded and reported and the others still load. Only ``KeyboardInterrupt`` goes through.
 
 At run time, :func:`plugin_exits_as_errors` wraps the calls into plugin-made objects (their factories in the
-registry, and the executor's stages: retrieving, judging, metrics, generation): a plugin's ``sys.exit()`` there is
-a :class:`PluginError` naming the plugin instead of the end of the process.
+registry; the executor's stages, retrieving, judging, metrics and generation, where the evaluator and the RAG
+harness call them): a plugin's ``sys.exit()`` there is a :class:`PluginError` naming the plugin instead of the end
+of the process.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from evret_core.plugins.recipes import recipe as recipe
 
 if TYPE_CHECKING:
     from evret_core.contracts.claims import ClaimJudge
+    from evret_core.contracts.executor import Executor
     from evret_core.contracts.generation import Generator
     from evret_core.contracts.judge import Judge
     from evret_core.contracts.metric import Metric
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from evret_core.contracts.rag_score import RagScore
     from evret_core.contracts.retrieve import Retriever
     from evret_core.evaluation.evaluator import Evaluator
-    from evret_core.evaluation.executors import Executor
 
 T = TypeVar("T")
 

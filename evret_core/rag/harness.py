@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import GenerateRun
 from evret_core.contracts.generation import GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.contracts.retrieve import RetrievalResult
-from evret_core.evaluation.executors import GenerateRun
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
+from evret_core.plugins.loading import plugin_exits_as_errors
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
 from evret_core.rag.generate.generators import resolve_generator
@@ -68,7 +69,7 @@ class RagEvaluator:
         False runs generation, judging and relevance one after the other (same results).
     :param executor: where retrieval, its judging and metrics, and generation with its judges run: ``"local"``
         (default), a plugin's (``"ray"`` with evret-ray: chunks of questions on workers that rebuild the parts),
-        or an :class:`~evret_core.evaluation.executors.Executor`; ``executor_options`` for one given by name.
+        or an :class:`~evret_core.contracts.executor.Executor`; ``executor_options`` for one given by name.
     :param progress: called as ``progress(stage, done, total)`` (:mod:`evret_core.progress`) while retrieving
         (``retrieve``, and ``judge`` for questions labelled by answer texts), generating (``generate``, per
         answer as it arrives), judging claims (``claims``) and scoring relevance (``relevance``).
@@ -204,8 +205,9 @@ class RagEvaluator:
         requests = self.requests(questions, cases)
         report_progress(self.progress, "generate", 0, len(requests))
         # an executor running the parts elsewhere reports whole questions done (every stage of each)
-        run = self.executor.generate(runner, requests, lambda done: None if here else report_progress(
-            self.progress, "generate", done, len(requests)))
+        with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
+            run = self.executor.generate(runner, requests, lambda done: None if here else report_progress(
+                self.progress, "generate", done, len(requests)))
         if list(run.outcomes) != list(requests):
             raise EvretError(f"executor {self.executor.name!r} returned outcomes for {len(run.outcomes)} of "
                              f"{len(requests)} requests")

@@ -1,8 +1,8 @@
 """The executor contract, as tests: an executor plugin's test class subclasses :class:`ExecutorConformance`.
 
-An executor changes where the expensive stages run, never what they compute (:mod:`evret_core.evaluation.executors`): each
-stage here is run on the executor under test and on :class:`~evret_core.evaluation.executors.LocalExecutor`, and the answers
-must be equal, in order, with progress reported up to the full count. The parts handed to the stages are built by
+An executor changes where the expensive stages run, never what they compute (:mod:`evret_core.contracts.executor`):
+each stage here is run on the executor under test and on :class:`~evret_core.evaluation.executors.LocalExecutor`, and
+the answers must be equal, in order, with progress reported up to the full count. The parts handed to the stages are built by
 name where the core builds them by name (a judge, the RAG harness's parts), or are instances of the small classes
 of this module, importable on any worker, for executors that pickle objects to other processes.
 """
@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import Executor, JudgeRun
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.metric import RankedBatch
 from evret_core.contracts.retrieve import RetrievalResult
-from evret_core.evaluation.executors import Executor, JudgeRun, LocalExecutor
+from evret_core.evaluation.executors import LocalExecutor
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evret_core.contracts.executor import JudgeRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
-from evret_core.evaluation.executors import JudgeRun, LocalExecutor
+from evret_core.evaluation.executors import LocalExecutor
 from evret_core.plugins.registry import create_evaluator, create_generator
 from evret_core.testing import (
     ExecutorConformance,

@@ -10,8 +10,9 @@ import pytest
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_executor, hookimpl
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import Executor, JudgeRun
 from evret_core.contracts.metric import Metric, RankedBatch
-from evret_core.evaluation.executors import Executor, JudgeRun, LocalExecutor
+from evret_core.evaluation.executors import LocalExecutor
 from evret_core.plugins.loading import register_plugin
 
 

@@ -1,8 +1,9 @@
 """One cluster-wide bound on LLM requests in flight: a Ray actor every worker's LLM client acquires from.
 
 :class:`InFlightActor` holds the count. Two worker-side handles implement
-:class:`evret_core.llm.rate_limits.InFlightLimiter` over it (the executor installs one in each worker with
-:func:`evret_core.llm.rate_limits.use_shared_limiter`, so the LLM layer's own client obeys it around every attempt):
+:class:`evret_core.contracts.executor.InFlightLimiter` over it (the executor installs one in each worker
+with :func:`evret_core.contracts.executor.use_shared_limiter`, so the LLM layer's own client obeys it around every
+attempt):
 
 - :class:`LeasedLimiter` (what the executor uses): a worker leases slots from the actor in bulk and hands a
   slot freed by one of its requests straight to its next waiting request, so a saturated worker makes no actor
@@ -79,8 +80,8 @@ def start_limiter(limit: int) -> Any:
 
 
 class RayInFlightLimiter:
-    """The worker-side :class:`evret_core.llm.rate_limits.InFlightLimiter` over an :class:`InFlightActor` handle: one actor
-    round trip to acquire and one to release, per request."""
+    """The worker-side :class:`evret_core.contracts.executor.InFlightLimiter` over an :class:`InFlightActor` handle:
+    one actor round trip to acquire and one to release, per request."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
@@ -99,7 +100,8 @@ class RayInFlightLimiter:
 
 
 class LeasedLimiter:
-    """The worker-side :class:`evret_core.llm.rate_limits.InFlightLimiter` that leases slots in bulk (see the module).
+    """The worker-side :class:`evret_core.contracts.executor.InFlightLimiter` that leases slots in bulk (see the
+    module).
 
     Usable from any event loop and thread of the worker: waiters are futures of their own loop, woken with
     ``call_soon_threadsafe``; the lease replies arrive on Ray's threads."""
