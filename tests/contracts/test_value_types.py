@@ -19,6 +19,7 @@ import pytest
 
 import evret_core.contracts as contracts
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.executor import GenerateRun, JudgeRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.output import OutputResults
@@ -237,6 +238,8 @@ def _samples() -> dict[type, Any]:
         ClaimVerdict: verdict,
         ChatMessage: ChatMessage(role="user", content="Hello"),
         LLMResponse: LLMResponse(text="Hi", input_tokens=3, output_tokens=1, model="m", raw={"id": "x"}),
+        JudgeRun: JudgeRun([True, None, False], {"calls": 3}),
+        GenerateRun: GenerateRun({("q1", "gold"): answer}, {"generator": {"calls": 1}}),
         ScoreInput: ScoreInput(question=question, condition="gold", contexts=(context,), answer=answer,
                                verdicts=(verdict,), expected_behaviour="answer"),
     }
