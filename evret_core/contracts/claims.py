@@ -28,7 +28,7 @@ class ClaimTask:
     extract: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClaimVerdict:
     """The verdict on one claim; ``supporting`` lists the ids of the contexts that support it."""
 

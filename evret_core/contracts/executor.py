@@ -52,7 +52,7 @@ Progress = Callable[[int], None]
 """Called with how many items (queries, contexts) are done so far."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class JudgeRun:
     """What :meth:`Executor.judge` returns: one verdict per context (None: unmeasured) and the judge's
     ``stats()`` for this run, or None when the judge keeps none."""
@@ -61,7 +61,7 @@ class JudgeRun:
     stats: dict[str, Any] | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class GenerateRun:
     """What :meth:`Executor.generate` returns: the :class:`~evret_core.rag.pipeline.Outcome` of every request
     (keyed and ordered as the requests), and, when the parts ran elsewhere, each LLM part's ``stats()`` for this

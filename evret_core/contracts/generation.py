@@ -5,11 +5,11 @@ kind (hook ``register_generators``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from evret_core.contracts.values import as_bool, as_dict, as_list, as_str, as_str_list
 
 
 @dataclass(frozen=True)
@@ -20,26 +20,60 @@ class Context:
     text: str
 
 
-class Claim(BaseModel):
-    """One statement of an answer and the context ids it cites."""
+@dataclass(frozen=True, kw_only=True)
+class Claim:
+    """One statement of an answer and the context ids it cites (any list-like of strings, kept as a list)."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = {"extra": "forbid"}  # inside a results file (``ConditionOutcome.answer``): no unknown key
 
     text: str
-    citations: list[str] = Field(default_factory=list)
+    citations: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", as_str(self.text, "text"))
+        object.__setattr__(self, "citations", as_str_list(self.citations, "citations"))
 
 
-class Answer(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Answer:
     """A generator's answer. ``refused``: it declined to answer; ``escalated``: it handed the question to a person.
-    ``claims`` empty means the judge splits ``text`` into sentence claims without citations."""
+    ``claims`` empty means the judge splits ``text`` into sentence claims without citations; a claim may be given
+    as a mapping of :class:`Claim`'s fields. The field order is the key order of the answer in a results file."""
 
-    model_config = ConfigDict(extra="forbid")
+    __pydantic_config__ = {"extra": "forbid"}  # inside a results file (``ConditionOutcome.answer``): no unknown key
 
     text: str = ""
-    claims: list[Claim] = Field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
     refused: bool = False
     escalated: bool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", as_str(self.text, "text"))
+        object.__setattr__(self, "claims", as_list(self.claims, "claims", _claim))
+        object.__setattr__(self, "refused", as_bool(self.refused, "refused"))
+        object.__setattr__(self, "escalated", as_bool(self.escalated, "escalated"))
+        object.__setattr__(self, "metadata", as_dict(self.metadata, "metadata"))
+
+
+_CLAIM_FIELDS = ("text", "citations")
+
+
+def _claim(value: Any, where: str) -> Claim:
+    """A claim of an answer: a :class:`Claim` as it is, or a mapping of its fields."""
+    if isinstance(value, Claim):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{where}: expected a claim (a Claim or a mapping), got {type(value).__name__}")
+    unknown = [k for k in value if k not in _CLAIM_FIELDS]
+    if unknown:
+        raise TypeError(f"{where}.{unknown[0]}: not a field of a claim")
+    if "text" not in value:
+        raise TypeError(f"{where}.text: missing")
+    try:
+        return Claim(**value)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{where}.{exc}") from None
 
 
 @dataclass(frozen=True)

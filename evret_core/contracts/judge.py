@@ -19,9 +19,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from pydantic import BaseModel, ConfigDict
+from evret_core.contracts.values import as_list, as_str
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,16 +31,25 @@ __all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns", "Judge", "JudgeProgress"
            "report_progress"]
 
 
-class JudgmentContext(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class JudgmentContext:
     """What a judge sees: the query, one expected answer text (with its other acceptable strings, ``aliases``)
-    and one retrieved text. A judge says "match" when the expected text or any alias matches."""
+    and one retrieved text. A judge says "match" when the expected text or any alias matches.
 
-    model_config = ConfigDict(frozen=True)
+    Hashable and compared by value; ``aliases`` may be given as any list-like of strings (kept as a tuple)."""
 
     query: str
     expected_text: str
     retrieved_text: str
     aliases: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if (type(self.query) is str and type(self.expected_text) is str and type(self.retrieved_text) is str
+                and type(self.aliases) is tuple and all(type(a) is str for a in self.aliases)):
+            return
+        for name in ("query", "expected_text", "retrieved_text"):
+            object.__setattr__(self, name, as_str(getattr(self, name), name))
+        object.__setattr__(self, "aliases", tuple(as_list(self.aliases, "aliases", as_str)))
 
     @property
     def expected_variants(self) -> tuple[str, ...]:

@@ -9,22 +9,31 @@ is :class:`RecordsEvaluator`: anything that scores records (the criteria judges 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
-
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.values import as_dict, as_int, as_list, as_optional_float, as_str
 
 
-class OutputResults(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class OutputResults:
     """Mean over the measured records, per-record scores (None when unmeasured) and details."""
 
     evaluator: str
     mean: float | None
     scores: list[float | None]
-    details: list[dict[str, Any]] = Field(default_factory=list)
-    unmeasured: list[int] = Field(default_factory=list)
-    stats: dict[str, Any] = Field(default_factory=dict)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    unmeasured: list[int] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "evaluator", as_str(self.evaluator, "evaluator"))
+        object.__setattr__(self, "mean", as_optional_float(self.mean, "mean"))
+        object.__setattr__(self, "scores", as_list(self.scores, "scores", as_optional_float))
+        object.__setattr__(self, "details", as_list(self.details, "details", as_dict))
+        object.__setattr__(self, "unmeasured", as_list(self.unmeasured, "unmeasured", as_int))
+        object.__setattr__(self, "stats", as_dict(self.stats, "stats"))
 
 
 class OutputEvaluator:

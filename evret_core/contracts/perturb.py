@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConditionCase:
     """The contexts of one question under one condition.
 

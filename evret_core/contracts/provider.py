@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChatMessage:
     """One chat message: ``role`` is ``system``, ``user`` or ``assistant``."""
 
@@ -22,7 +22,7 @@ class ChatMessage:
     content: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class LLMResponse:
     """What one successful call returned."""
 

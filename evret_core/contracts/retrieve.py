@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.values import as_dict, as_float, as_str
 
 if TYPE_CHECKING:
     import numpy as np
@@ -20,15 +20,36 @@ if TYPE_CHECKING:
 __all__ = ["RankedColumns", "RetrievalResult", "Retriever", "call_batch_retrieve", "coerce_results"]
 
 
-class RetrievalResult(BaseModel):
-    """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``."""
+_NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
-    # numeric ids become strings without a Python-level validator: retrievers build many of these
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+@dataclass(frozen=True, kw_only=True, init=False)
+class RetrievalResult:
+    """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``.
+
+    Given other types, ``doc_id`` takes a number written out (``7`` -> ``"7"``; not a bool), ``score`` any real
+    number or numeric string, ``metadata`` any mapping (a ``dict`` is kept as given, another mapping becomes one);
+    anything else raises ``TypeError``/``ValueError``.
+    """
 
     doc_id: str
     score: float = 0.0
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __init__(self, *, doc_id: str, score: float = 0.0, metadata: Mapping[str, Any] = _NO_METADATA) -> None:
+        # written by hand, not generated: retrievers make millions of these, and setting ``__dict__`` directly
+        # when the types are already right costs about two thirds of a generated frozen ``__init__``
+        if metadata is _NO_METADATA:
+            metadata = {}
+        if not (type(doc_id) is str and type(score) is float and type(metadata) is dict):
+            doc_id = as_str(doc_id, "doc_id", numbers=True)
+            score = as_float(score, "score")
+            if type(metadata) is not dict:
+                metadata = as_dict(metadata, "metadata", numbers=True)
+        values = self.__dict__
+        values["doc_id"] = doc_id
+        values["score"] = score
+        values["metadata"] = metadata
 
     @property
     def text(self) -> str | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -323,7 +324,7 @@ class Evaluator:
         stats["elapsed_s"] = round(time.time() - started, 6)
         judge_stats = getattr(self.judge, "stats", None)
         if judged.stats is None and callable(judge_stats):  # nothing judged this run: the judge's own counters
-            judged.stats = judge_stats()
+            judged = replace(judged, stats=judge_stats())
         if judged.stats is not None:
             stats["judge"] = judged.stats
             for key in ("cost", "parsing", "injection"):  # LLM judges: cost per provider, parse fallbacks, injections

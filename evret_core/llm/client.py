@@ -230,7 +230,9 @@ class LLMClient:
                         self.token_limiter.charge(used - estimate)
                 if len(response.text) > answer_limit(max_tokens):
                     self.usage.failed += 1
-                    raise self._oversized(response, max_tokens)
+                    error = self._oversized(response, max_tokens)
+                    del response  # the client keeps none of it (the traceback would hold this frame's locals)
+                    raise error
                 self.usage.succeeded += 1
                 return response
             assert error is not None
@@ -292,7 +294,6 @@ class LLMClient:
                   f"{answer_limit(max_tokens):,} accepted): not used, not cached")
         if first:
             notify(f"{self._who()}: {detail}; the call is unmeasured (later ones are counted, not shown)")
-        response.text = ""  # the client keeps none of it
         return LLMCallError(f"{self.provider.name}: {detail}", retryable=False, kind="oversized")
 
     async def attempt(

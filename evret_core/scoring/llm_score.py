@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -180,9 +181,7 @@ class LLMScoreEvaluator(OutputEvaluator):
                 **({"cache_read_only": True} if cache is not None and cache.read_only else {})}
 
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> OutputResults:
-        results = super().evaluate(records)
-        results.stats = {"llm": self.usage()}
-        return results
+        return replace(super().evaluate(records), stats={"llm": self.usage()})
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "template": self.template_name or self.template, **self.provider.config()}

@@ -9,6 +9,7 @@ harness can run the generator end to end.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -51,7 +52,7 @@ class GeneratorConformance:
 
     @staticmethod
     def dumped(answers: list[Any]) -> list[Any]:
-        return [None if a is None else a.model_dump() for a in answers]
+        return [None if a is None else asdict(a) for a in answers]
 
     def test_has_a_name_and_a_json_config(self, generator: Any) -> None:
         assert isinstance(generator.name, str) and generator.name

@@ -3,6 +3,7 @@ run through one test of its kind's suite, which must raise."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,8 +84,7 @@ class MeanOfBatch:
 
     def evaluate(self, records: list[dict[str, Any]]) -> Any:
         results = create_evaluator("exact").evaluate(records)
-        results.scores = [results.mean for _ in records]
-        return results
+        return dataclasses.replace(results, scores=[results.mean for _ in records])
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name}
@@ -102,7 +102,8 @@ class DriftsInBatches:
     def evaluate(self, records: list[dict[str, Any]]) -> Any:
         results = create_evaluator("exact").evaluate(records)
         if len(records) > 1:
-            results.scores = [None if s is None else s * (1.0 - self.drift) for s in results.scores]
+            results = dataclasses.replace(
+                results, scores=[None if s is None else s * (1.0 - self.drift) for s in results.scores])
         return results
 
     def config(self) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """evret_core.contracts is the floor: its modules import nothing of evret_core outside contracts, at module level,
 inside functions or under ``if TYPE_CHECKING:`` alike (read with ``ast``, without importing anything); at module
-level they import only the standard library, pluggy and pydantic where a value type is still a pydantic model (listed
-below, each with the step that removes it), never numpy (imported inside the functions that compute); importing them
-loads no numpy, and importing ``run_sync`` loads no asyncio until a coroutine is run."""
+level they import only the standard library and pluggy, never numpy (imported inside the functions that compute) nor
+pydantic (the value types are dataclasses); importing them loads neither, and importing ``run_sync`` loads no asyncio
+until a coroutine is run."""
 
 from __future__ import annotations
 
@@ -93,14 +93,6 @@ def test_run_sync_imports_asyncio_only_when_it_runs_a_coroutine() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
-# Contracts modules that still import pydantic at module level, each with the step of issue 34 that removes it; the
-# set only shrinks (a module that no longer imports pydantic fails until its line is deleted here).
-PYDANTIC_AT_MODULE_LEVEL = {
-    "evret_core.contracts.generation": "step 6: Answer and Claim become frozen dataclasses",
-    "evret_core.contracts.judge": "step 6: JudgmentContext becomes a frozen dataclass",
-    "evret_core.contracts.retrieve": "step 6: RetrievalResult becomes a frozen dataclass",
-    "evret_core.contracts.output": "step 6: OutputResults becomes a frozen dataclass",
-}
 ALLOWED_PACKAGES = {"pluggy"}  # the hooks' markers; everything else at module level is stdlib or contracts
 
 
@@ -160,48 +152,22 @@ def _contracts_modules() -> dict[str, list[tuple[int, str]]]:
 
 
 def test_contracts_import_only_the_standard_library_and_pluggy_at_module_level() -> None:
-    found = []
-    pydantic_users = set()
-    for name, imports in _contracts_modules().items():
-        for line, module in imports:
-            package = module.split(".")[0]
-            if package == "pydantic" and name in PYDANTIC_AT_MODULE_LEVEL:
-                pydantic_users.add(name)
-            elif package not in sys.stdlib_module_names and package not in ALLOWED_PACKAGES | {"evret_core"}:
-                found.append(f"{name}:{line}: {module}")
-    assert found == [], "contracts import at module level what they may not (numpy goes inside the functions):\n" \
-        + "\n".join(found)
-    assert pydantic_users == set(PYDANTIC_AT_MODULE_LEVEL), \
-        f"no longer import pydantic: delete their lines of PYDANTIC_AT_MODULE_LEVEL: " \
-        f"{sorted(set(PYDANTIC_AT_MODULE_LEVEL) - pydantic_users)}"
+    found = [f"{name}:{line}: {module}" for name, imports in _contracts_modules().items() for line, module in imports
+             if module.split(".")[0] not in sys.stdlib_module_names | ALLOWED_PACKAGES | {"evret_core"}]
+    assert found == [], "contracts import at module level what they may not (numpy goes inside the functions, " \
+        "pydantic stays where files are read):\n" + "\n".join(found)
 
 
-def _reaching_pydantic(modules: dict[str, list[tuple[int, str]]]) -> set[str]:
-    """The contracts modules that load pydantic when imported: those listed, and those that import one of them
-    (through any chain of contracts modules)."""
-    reach = set(PYDANTIC_AT_MODULE_LEVEL)
-    while True:
-        more = {name for name, imports in modules.items() if name not in reach
-                and any(m == r or m.startswith(r + ".") for _, m in imports for r in reach)}
-        if not more:
-            return reach
-        reach |= more
-
-
-def test_importing_every_contracts_module_loads_no_numpy() -> None:
-    modules = _contracts_modules()
-    names = list(modules)
-    plain = [n for n in names if n not in _reaching_pydantic(modules)]
-    assert "evret_core.contracts.metric" in plain
+def test_importing_every_contracts_module_loads_no_numpy_and_no_pydantic() -> None:
+    names = list(_contracts_modules())
+    assert {"evret_core.contracts.metric", "evret_core.contracts.retrieve", "evret_core.contracts.generation",
+            "evret_core.contracts.judge", "evret_core.contracts.output"} <= set(names)
     code = textwrap.dedent(f"""
         import importlib, sys
-        for name in {plain!r}:
-            importlib.import_module(name)
-        assert "pydantic" not in sys.modules, "a contracts module outside PYDANTIC_AT_MODULE_LEVEL loaded pydantic"
         for name in {names!r}:
             importlib.import_module(name)
-        loaded = sorted(m for m in sys.modules if m == "numpy" or m.startswith("numpy."))
-        assert not loaded, f"importing evret_core.contracts loaded numpy: {{loaded[:5]}}"
+        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pydantic", "pydantic_core"))
+        assert not loaded, f"importing evret_core.contracts loaded {{loaded[:5]}}"
         """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]

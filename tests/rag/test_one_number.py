@@ -8,6 +8,7 @@ for one quantity."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -216,7 +217,7 @@ def test_every_printed_quantity_is_the_json_value_with_an_adopting_answer(
         for condition, oc in q.conditions.items():
             if oc.answer is None:
                 continue
-            answer = oc.answer.model_dump(exclude={"metadata"})
+            answer = {k: v for k, v in dataclasses.asdict(oc.answer).items() if k != "metadata"}
             if (qid, condition) == ("r08", "counterfactual"):
                 answer = {"text": "It is 5 euros per item. 2 euros per item.", "claims": []}
             rows.append(json.dumps({"question_id": qid, "condition": condition, **answer}))

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
@@ -44,13 +43,22 @@ def coerce_answer(raw: Any, where: str) -> Answer | None:
         claims = data.get("claims")
         if isinstance(claims, list):
             data["claims"] = [{"text": c} if isinstance(c, str) else c for c in claims]
-        try:
-            answer = Answer.model_validate(data)
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in exc.errors())
-            raise EvretError(f"{where}: {problems}") from None
-        return check_answer(answer, where)
+        return check_answer(answer_from_mapping(data, where), where)
     raise EvretError(f"{where}: returned a {type(raw).__name__}; return a string, a dict or an Answer")
+
+
+_ANSWER_FIELDS = tuple(f.name for f in fields(Answer))
+
+
+def answer_from_mapping(data: Mapping[str, Any], where: str) -> Answer:
+    """``Answer(**data)``, or an error naming ``where`` and the field (``claims.0.text: expected a string ...``)."""
+    unknown = [k for k in data if k not in _ANSWER_FIELDS]
+    if unknown:
+        raise EvretError(f"{where}: {unknown[0]}: not a field of an answer (its fields: {', '.join(_ANSWER_FIELDS)})")
+    try:
+        return Answer(**data)
+    except (TypeError, ValueError) as exc:
+        raise EvretError(f"{where}: {exc}") from None
 
 
 def check_answer(answer: Answer, where: str) -> Answer:
@@ -79,7 +87,7 @@ def drop_unknown_citations(answer: Answer, contexts: Sequence[Context]) -> tuple
     if not dropped and claims == answer.claims:
         return answer, 0
     metadata = {**answer.metadata, "dropped_citations": dropped} if dropped else answer.metadata
-    return answer.model_copy(update={"claims": claims, "metadata": metadata}), dropped
+    return replace(answer, claims=claims, metadata=metadata), dropped
 
 
 class CallableGenerator(Generator):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -180,7 +181,7 @@ def _settle_family(condition: str, cases: dict[str, ConditionCase], lines: dict[
     needed = _FAMILY_INFO.get(family)
     for qid, case in cases.items():
         if "family" not in case.info:
-            case.info = {"family": family, **case.info}
+            case = cases[qid] = replace(case, info={"family": family, **case.info})
         value = case.info.get(needed) if needed else "-"
         if case.skip is None and not (isinstance(value, str) and value.strip()):
             raise EvretError(f"{lines[qid]}: a {family} case needs info.{needed} (a non-empty string): its rates "

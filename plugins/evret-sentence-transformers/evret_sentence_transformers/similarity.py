@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -111,9 +112,8 @@ class SemanticSimilarityEvaluator(OutputEvaluator):
         return scores, details
 
     def evaluate(self, records: Sequence[Mapping[str, Any]]) -> OutputResults:
-        results = super().evaluate(records)
-        results.stats = {**self.encoder.stats(), "distinct_texts": getattr(self, "_distinct", 0)}
-        return results
+        return replace(super().evaluate(records),
+                       stats={**self.encoder.stats(), "distinct_texts": getattr(self, "_distinct", 0)})
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "model": self.encoder.model_name, **self.encoder.settings()}

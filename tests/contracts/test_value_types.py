@@ -1,0 +1,281 @@
+"""The contracts' value types are frozen dataclasses that check what they are given as pydantic did when they were
+models: per type a table of inputs and what they become (or the exception they raise), equality and hashing, the
+repr, ``dataclasses.replace``, assignment refused, and a pickle round trip of every contracts dataclass (Ray sends
+them to its workers)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pickle
+import pkgutil
+from collections import OrderedDict, deque
+from decimal import Decimal
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import evret_core.contracts as contracts
+from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.executor import GenerateRun, JudgeRun
+from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
+from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.output import OutputResults
+from evret_core.contracts.perturb import ConditionCase
+from evret_core.contracts.provider import ChatMessage, LLMResponse
+from evret_core.contracts.rag_score import ScoreInput
+from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
+from evret_core.rag.questions.question_sets import RagQuestion
+
+
+def _outcome(build: Any) -> Any:
+    """What ``build()`` gives, or the type of the exception it raises."""
+    try:
+        return build()
+    except Exception as exc:  # noqa: BLE001 - the table names the exception type it expects
+        return type(exc)
+
+
+RR = [  # RetrievalResult(**kwargs) -> the (doc_id, score, metadata) it holds, or the exception type
+    ({"doc_id": "d1"}, ("d1", 0.0, {})),
+    ({"doc_id": 7}, ("7", 0.0, {})),
+    ({"doc_id": 1.5}, ("1.5", 0.0, {})),
+    ({"doc_id": Decimal("2")}, ("2", 0.0, {})),
+    ({"doc_id": b"d"}, ("d", 0.0, {})),
+    ({"doc_id": True}, TypeError),
+    ({"doc_id": None}, TypeError),
+    ({"doc_id": np.int64(7)}, TypeError),
+    ({"doc_id": "d", "score": 1}, ("d", 1.0, {})),
+    ({"doc_id": "d", "score": "0.5"}, ("d", 0.5, {})),
+    ({"doc_id": "d", "score": " 0.5 "}, ("d", 0.5, {})),
+    ({"doc_id": "d", "score": True}, ("d", 1.0, {})),
+    ({"doc_id": "d", "score": np.float32(0.25)}, ("d", 0.25, {})),
+    ({"doc_id": "d", "score": np.int64(3)}, ("d", 3.0, {})),
+    ({"doc_id": "d", "score": Decimal("0.5")}, ("d", 0.5, {})),
+    ({"doc_id": "d", "score": None}, TypeError),
+    ({"doc_id": "d", "score": "abc"}, ValueError),
+    ({"doc_id": "d", "score": 10**400}, ValueError),
+    ({"doc_id": "d", "metadata": {"text": "t"}}, ("d", 0.0, {"text": "t"})),
+    ({"doc_id": "d", "metadata": OrderedDict(a=1)}, ("d", 0.0, {"a": 1})),
+    ({"doc_id": "d", "metadata": MappingProxyType({"a": 1})}, ("d", 0.0, {"a": 1})),
+    ({"doc_id": "d", "metadata": None}, TypeError),
+    ({"doc_id": "d", "metadata": [("a", 1)]}, TypeError),
+    ({"doc_id": "d", "text": "t"}, TypeError),  # unknown keyword
+    ({}, TypeError),  # doc_id is required
+]
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), RR)
+def test_retrieval_result_checks_and_converts(kwargs: dict[str, Any], expected: Any) -> None:
+    got = _outcome(lambda: RetrievalResult(**kwargs))
+    if isinstance(expected, type):
+        assert got is expected
+    else:
+        assert (got.doc_id, got.score, got.metadata) == expected
+        assert type(got.doc_id) is str and type(got.score) is float and type(got.metadata) is dict
+
+
+def test_retrieval_result_takes_keywords_only_and_reads_its_text() -> None:
+    with pytest.raises(TypeError):
+        RetrievalResult("d1", 0.5)  # type: ignore[misc]
+    assert RetrievalResult(doc_id="d", metadata={"text": 3}).text == "3"
+    assert RetrievalResult(doc_id="d").text is None
+
+
+JC = [  # JudgmentContext(query=..., expected_text="e", retrieved_text="r", **kwargs) -> (query, aliases) or error
+    ({"aliases": ["a", "b"]}, ("q", ("a", "b"))),
+    ({"aliases": ("a",)}, ("q", ("a",))),
+    ({"aliases": {"a"}}, ("q", ("a",))),
+    ({"aliases": iter(["a"])}, ("q", ("a",))),
+    ({"aliases": (b"x",)}, ("q", ("x",))),
+    ({"aliases": "ab"}, TypeError),
+    ({"aliases": ("a", 1)}, TypeError),
+    ({"aliases": None}, TypeError),
+    ({"aliases": {"a": 1}}, TypeError),
+    ({"query": b"bytes"}, ("bytes", ())),
+    ({"query": 1}, TypeError),
+    ({"query": None}, TypeError),
+    ({"retrieved_text": 1}, TypeError),
+    ({"expected_text": None}, TypeError),
+    ({"other": "x"}, TypeError),  # pydantic ignored an unknown keyword; a dataclass refuses it
+]
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), JC)
+def test_judgment_context_checks_and_converts(kwargs: dict[str, Any], expected: Any) -> None:
+    got = _outcome(lambda: JudgmentContext(**{"query": "q", "expected_text": "e", "retrieved_text": "r", **kwargs}))
+    if isinstance(expected, type):
+        assert got is expected
+    else:
+        assert (got.query, got.aliases) == expected and type(got.aliases) is tuple
+
+
+def test_judgment_contexts_are_hashable_values_with_the_models_repr() -> None:
+    a = JudgmentContext(query="q", expected_text="e", retrieved_text="r", aliases=["x"])
+    b = JudgmentContext(query="q", expected_text="e", retrieved_text="r", aliases=("x",))
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+    assert a != dataclasses.replace(a, retrieved_text="other")
+    assert a.expected_variants == ("e", "x")
+    assert repr(a) == "JudgmentContext(query='q', expected_text='e', retrieved_text='r', aliases=('x',))"
+    with pytest.raises(TypeError):
+        JudgmentContext("q", "e", "r")  # type: ignore[misc]
+
+
+ANSWERS = [  # Answer(**kwargs) -> its repr, or the exception type
+    ({}, "Answer(text='', claims=[], refused=False, escalated=False, metadata={})"),
+    ({"text": "t", "claims": [{"text": "c"}]},
+     "Answer(text='t', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, metadata={})"),
+    ({"claims": ({"text": "c", "citations": ("d1",)},)},
+     "Answer(text='', claims=[Claim(text='c', citations=['d1'])], refused=False, escalated=False, metadata={})"),
+    ({"claims": [Claim(text="c")]},
+     "Answer(text='', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, metadata={})"),
+    ({"text": b"t", "refused": "yes", "escalated": 0, "metadata": OrderedDict(n=1)},
+     "Answer(text='t', claims=[], refused=True, escalated=False, metadata={'n': 1})"),
+    ({"refused": 1.0, "escalated": np.True_},
+     "Answer(text='', claims=[], refused=True, escalated=True, metadata={})"),
+    ({"text": None}, TypeError),
+    ({"text": 1}, TypeError),
+    ({"claims": None}, TypeError),
+    ({"claims": [1]}, TypeError),
+    ({"claims": [{"text": 1}]}, TypeError),
+    ({"claims": [{"text": "c", "extra": 1}]}, TypeError),
+    ({"claims": [{"citations": []}]}, TypeError),
+    ({"refused": None}, TypeError),
+    ({"refused": 2}, ValueError),
+    ({"refused": "maybe"}, ValueError),
+    ({"metadata": None}, TypeError),
+    ({"extra": 1}, TypeError),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), ANSWERS)
+def test_answer_checks_and_converts(kwargs: dict[str, Any], expected: Any) -> None:
+    got = _outcome(lambda: Answer(**kwargs))
+    assert (got if isinstance(expected, type) else repr(got)) == expected
+
+
+CLAIMS = [  # Claim(text="c", citations=...) -> its citations, or the exception type
+    (("d1",), ["d1"]),
+    (["d1", "d2"], ["d1", "d2"]),
+    ({"d1"}, ["d1"]),
+    (deque(["d1"]), ["d1"]),
+    (iter(["d1"]), ["d1"]),
+    ("d1", TypeError),
+    ([1], TypeError),
+    (None, TypeError),
+]
+
+
+@pytest.mark.parametrize(("citations", "expected"), CLAIMS)
+def test_claim_checks_and_converts(citations: Any, expected: Any) -> None:
+    got = _outcome(lambda: Claim(text="c", citations=citations))
+    assert got is expected if isinstance(expected, type) else got.citations == expected
+    if not isinstance(expected, type):
+        assert type(got.citations) is list
+
+
+def test_answer_claim_errors_name_the_field() -> None:
+    with pytest.raises(TypeError, match=r"^claims\.1\.text: expected a string, got int$"):
+        Answer(claims=[{"text": "ok"}, {"text": 1}])
+    with pytest.raises(TypeError, match=r"^claims\.0\.extra: not a field of a claim$"):
+        Answer(claims=[{"text": "c", "extra": 1}])
+    with pytest.raises(ValueError, match=r"^refused: 2 is not a boolean$"):
+        Answer(refused=2)
+
+
+OUTPUTS = [  # OutputResults(evaluator="e", **kwargs) -> (mean, scores, unmeasured), or the exception type
+    ({"mean": None, "scores": []}, (None, [], [])),
+    ({"mean": "0.5", "scores": (1, None, "0.5", True)}, (0.5, [1.0, None, 0.5, 1.0], [])),
+    ({"mean": np.float64(0.5), "scores": [np.float32(0.5)]}, (0.5, [0.5], [])),
+    ({"mean": None, "scores": [], "unmeasured": [1.0, "2", True]}, (None, [], [1, 2, 1])),
+    ({"mean": None, "scores": [], "unmeasured": [1.5]}, ValueError),
+    ({"mean": None, "scores": None}, TypeError),
+    ({"scores": []}, TypeError),  # mean is required
+    ({"mean": None, "scores": [], "details": None}, TypeError),
+    ({"mean": None, "scores": [], "details": [1]}, TypeError),
+    ({"mean": None, "scores": [], "stats": None}, TypeError),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "expected"), OUTPUTS)
+def test_output_results_check_and_convert(kwargs: dict[str, Any], expected: Any) -> None:
+    got = _outcome(lambda: OutputResults(evaluator="e", **kwargs))
+    assert got is expected if isinstance(expected, type) else (got.mean, got.scores, got.unmeasured) == expected
+
+
+def test_list_bearing_values_compare_by_value_and_are_unhashable_as_before() -> None:
+    answer = Answer(text="t", claims=[Claim(text="c", citations=["d1"])])
+    assert answer == Answer(text="t", claims=[{"text": "c", "citations": ("d1",)}])
+    for value in (answer, RetrievalResult(doc_id="d"), OutputResults(evaluator="e", mean=None, scores=[])):
+        with pytest.raises(TypeError):
+            hash(value)
+    assert repr(RetrievalResult(doc_id="d", score=0.5)) == "RetrievalResult(doc_id='d', score=0.5, metadata={})"
+    assert repr(OutputResults(evaluator="e", mean=None, scores=[None], unmeasured=[0])) == (
+        "OutputResults(evaluator='e', mean=None, scores=[None], details=[], unmeasured=[0], stats={})")
+
+
+def _samples() -> dict[type, Any]:
+    """One instance of every dataclass the contracts define."""
+    context = Context(doc_id="d1", text="Bees dance.")
+    answer = Answer(text="Bees dance.", claims=[Claim(text="Bees dance.", citations=["d1"])], metadata={"n": 1})
+    verdict = ClaimVerdict(claim="Bees dance.", citations=["d1"], verdict="supported", supporting=["d1"])
+    question = RagQuestion(question_id="q1", question="Do bees dance?", answers=["yes"])
+    return {
+        RetrievalResult: RetrievalResult(doc_id="d1", score=0.5, metadata={"text": "Bees dance."}),
+        RankedColumns: RankedColumns(["d1", "d2"], [0.5, 0.25], ["a", None]),
+        JudgmentContext: JudgmentContext(query="q", expected_text="e", retrieved_text="r", aliases=("x",)),
+        Context: context,
+        Claim: answer.claims[0],
+        Answer: answer,
+        GenerationRequest: GenerationRequest(question_id="q1", question="Do bees dance?", contexts=(context,),
+                                             condition="gold"),
+        OutputResults: OutputResults(evaluator="exact", mean=0.5, scores=[1.0, 0.0, None], details=[{}, {}, {}],
+                                     unmeasured=[2], stats={"n": 3}),
+        ConditionCase: ConditionCase([context], "answer", {"family": "noise"}, None),
+        ClaimTask: ClaimTask(question="Do bees dance?", claims=(answer.claims[0],), contexts=(context,)),
+        ClaimVerdict: verdict,
+        ChatMessage: ChatMessage(role="user", content="Hello"),
+        LLMResponse: LLMResponse(text="Hi", input_tokens=3, output_tokens=1, model="m", raw={"id": "x"}),
+        JudgeRun: JudgeRun([True, None, False], {"calls": 3}),
+        GenerateRun: GenerateRun({("q1", "gold"): answer}, {"generator": {"calls": 1}}),
+        ScoreInput: ScoreInput(question=question, condition="gold", contexts=(context,), answer=answer,
+                               verdicts=(verdict,), expected_behaviour="answer"),
+    }
+
+
+def _contracts_dataclasses() -> set[type]:
+    found = set()
+    for info in pkgutil.iter_modules(contracts.__path__):
+        module = importlib.import_module(f"{contracts.__name__}.{info.name}")
+        found |= {obj for obj in vars(module).values()
+                  if isinstance(obj, type) and dataclasses.is_dataclass(obj) and obj.__module__ == module.__name__}
+    return found
+
+
+def test_every_contracts_dataclass_is_frozen_and_has_a_sample() -> None:
+    classes = _contracts_dataclasses()
+    assert classes == set(_samples()), "add a sample of each new contracts dataclass to _samples"
+    assert [c.__name__ for c in classes if not c.__dataclass_params__.frozen] == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", list(_samples()), ids=lambda c: c.__name__)
+def test_contracts_dataclasses_pickle_replace_and_refuse_assignment(cls: type) -> None:
+    value = _samples()[cls]
+    again = pickle.loads(pickle.dumps(value))
+    assert type(again) is cls and again == value and vars(again) == vars(value)
+    field = dataclasses.fields(value)[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(value, field.name, getattr(value, field.name))
+    assert dataclasses.replace(value) == value
+
+
+def test_replace_runs_the_checks_again() -> None:
+    result = RetrievalResult(doc_id="d", score=0.5)
+    assert dataclasses.replace(result, score="0.25").score == 0.25
+    with pytest.raises(TypeError):
+        dataclasses.replace(result, doc_id=None)
+    answer = dataclasses.replace(Answer(text="t"), claims=[{"text": "c"}])
+    assert answer.claims == [Claim(text="c")]
+
