@@ -27,7 +27,7 @@ _EXPORTS: dict[str, str] = {
     "UnknownNameError": "evret_core.contracts.errors",
     "Evaluator": "evret_core.evaluation.evaluator",
     "Executor": "evret_core.contracts.executor",
-    "hookimpl": "evret_core.plugins.hookspecs",
+    "hookimpl": "evret_core.contracts.hooks",
     "ContainsJudge": "evret_core.judge",
     "ExactJudge": "evret_core.judge",
     "Judge": "evret_core.contracts.judge",
@@ -142,6 +142,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from evret_core.contracts.errors import EvretError, PluginError, UnknownNameError
     from evret_core.contracts.executor import Executor
+    from evret_core.contracts.hooks import hookimpl
     from evret_core.contracts.judge import Judge, JudgmentContext
     from evret_core.contracts.metric import Metric, RankedBatch
     from evret_core.contracts.retrieve import RetrievalResult, Retriever
@@ -162,7 +163,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     from evret_core.judge.llm import LLMJudge
     from evret_core.metrics import MRR, NDCG, AveragePrecision, HitRate, Precision, Recall
     from evret_core.metrics.engine import evaluate_rankings, evaluate_run
-    from evret_core.plugins.hookspecs import hookimpl
     from evret_core.plugins.loading import list_plugins
     from evret_core.plugins.registry import (
         create_evaluator,

@@ -8,7 +8,8 @@ kit. Plugins import nothing else from ``evret_core`` (``tests/test_plugin_sdk.py
 the public API of ``evret_core`` as any user would.
 
 Importing this module is as light as loading a plugin must be (pluggy, no numpy, no pydantic): only the hook
-marker, ``Register`` and :func:`lazy` load with it; every other name is imported on first use (PEP 562), so
+marker, ``Register`` and :func:`lazy` load with it (with the contracts their hooks are typed by); every other name is
+imported on first use (PEP 562), so
 ``from evret_core.sdk import RetrievalResult`` costs pydantic in the module that needs it, not at plugin load.
 The conformance suites import pytest, so they load only when a test asks for them.
 """
@@ -17,31 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evret_core.contracts.hooks import Register, hookimpl, lazy
 from evret_core.lazy import lazy_export
-from evret_core.plugins.builtins import LazyFactory
-from evret_core.plugins.hookspecs import Register, hookimpl
-
-
-def lazy(target: str, **attributes: Any) -> LazyFactory:
-    """A factory for ``register(name, factory)`` named ``"package.module:Name"``, imported when the name is first
-    used, so that loading the plugin imports neither the class nor its libraries. ``attributes`` are set on the
-    factory for Evret to read without building anything (``default_model`` of an LLM provider)::
-
-        @hookimpl
-        def register_retrievers(register: Register) -> None:
-            register("chroma", lazy("evret_chroma.retriever:ChromaRetriever"))
-    """
-    factory = LazyFactory(target)
-    for key, value in attributes.items():
-        setattr(factory, key, value)
-    return factory
-
 
 # public name -> the module that defines it (imported on first use)
 _EXPORTS: dict[str, str] = {
     # the table of kinds and building by name
-    "KINDS": "evret_core.plugins.kinds",
-    "Kind": "evret_core.plugins.kinds",
+    "KINDS": "evret_core.contracts.kinds",
+    "Kind": "evret_core.contracts.kinds",
     "RecordsEvaluator": "evret_core.contracts.output",
     "create": "evret_core.plugins.registry",
     "create_judge": "evret_core.plugins.registry",
@@ -267,6 +251,7 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     )
     from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
     from evret_core.contracts.judge import ContextColumns, Judge, JudgmentContext, report_progress
+    from evret_core.contracts.kinds import KINDS, Kind
     from evret_core.contracts.metric import Metric, RankedBatch
     from evret_core.contracts.output import OutputEvaluator, OutputResults, RecordsEvaluator
     from evret_core.contracts.perturb import ConditionCase, Perturbation
@@ -283,7 +268,6 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm.cache import JudgmentCache
     from evret_core.llm.providers import SDKProvider
-    from evret_core.plugins.kinds import KINDS, Kind
     from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.progress import quiet_model_loading

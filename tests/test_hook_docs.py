@@ -12,7 +12,7 @@ import pytest
 
 from evret_core import hookimpl
 from evret_core.cli import main
-from evret_core.plugins import hookspecs
+from evret_core.contracts import hooks
 from evret_core.plugins.loading import register_plugin
 
 from .conftest import REPO
@@ -21,9 +21,9 @@ HOOKS_DOC = REPO / "docs" / "hooks.md"
 
 
 def spec_names() -> list[str]:
-    """The hooks pluggy knows about: functions of hookspecs.py marked with @hookspec."""
-    return sorted(name for name, obj in vars(hookspecs).items()
-                  if callable(obj) and hasattr(obj, f"{hookspecs.PROJECT_NAME}_spec"))
+    """The hooks pluggy knows about: functions of contracts/hooks.py marked with @hookspec."""
+    return sorted(name for name, obj in vars(hooks).items()
+                  if callable(obj) and hasattr(obj, f"{hooks.PROJECT_NAME}_spec"))
 
 
 def sections() -> dict[str, str]:
@@ -33,7 +33,7 @@ def sections() -> dict[str, str]:
 
 
 def test_hook_names_constant_lists_every_spec() -> None:
-    assert sorted(hookspecs.HOOK_NAMES) == spec_names()
+    assert sorted(hooks.HOOK_NAMES) == spec_names()
 
 
 @pytest.mark.parametrize("hook", spec_names())

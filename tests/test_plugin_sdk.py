@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evret_core import PluginError, create_judge, sdk
-from evret_core.plugins.builtins import LazyFactory
+from evret_core.contracts.hooks import LazyFactory
 
 from .conftest import REPO, FakePlugin
 

@@ -14,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.plugins.kinds import BY_NAME
+    from evret_core.contracts.kinds import BY_NAME
     from evret_core.plugins.loading import list_plugins
 
     plugins = [p for p in list_plugins() if args.all or not p.builtin]

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -146,6 +145,8 @@ class Retriever:
         """Async :meth:`batch_retrieve`; the default runs :meth:`aretrieve` for every query concurrently."""
         if not _overrides(self, "aretrieve"):
             return self.batch_retrieve(queries, k)
+        import asyncio  # not at the top: listing plugins imports this module and must not load asyncio
+
         return list(await asyncio.gather(*(self.aretrieve(query, k) for query in queries)))
 
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:

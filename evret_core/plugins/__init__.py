@@ -1,1 +1,1 @@
-"""The plugin host: the kinds table, hookspecs, loading, the registry and the built-ins."""
+"""The plugin host: loading, the registry, recipes and the built-ins."""

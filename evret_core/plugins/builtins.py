@@ -7,36 +7,9 @@ nor asyncio: the class behind a name is imported when that name is first used.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any
 
-from evret_core.plugins.hookspecs import Register, hookimpl
-
-
-class LazyFactory:
-    """A factory named ``"package.module:Name"``, imported on first use; calls, ``inspect.signature`` (option
-    checks) and ``load()`` see the real class."""
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-        self._loaded: Any = None
-
-    def load(self) -> Any:
-        if self._loaded is None:
-            module, _, name = self.target.partition(":")
-            self._loaded = getattr(importlib.import_module(module), name)
-        return self._loaded
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.load()(*args, **kwargs)
-
-    @property
-    def __signature__(self) -> inspect.Signature:
-        return inspect.signature(self.load())
-
-    def __repr__(self) -> str:
-        return f"LazyFactory({self.target!r})"
+from evret_core.contracts.hooks import LazyFactory, Register, hookimpl
 
 
 class BuiltinPlugin:
@@ -47,7 +20,7 @@ class BuiltinPlugin:
         self.name = name
         self.factories = factories
 
-        def register_all(register: Register) -> None:
+        def register_all(register: Register[Any]) -> None:
             for entry, target in factories.items():
                 register(entry, LazyFactory(target))
 
@@ -114,6 +87,6 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "run": "evret_core.retrieve.run_retriever:precomputed_run"}),
 )
 
-__all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin", "LazyFactory"]
+__all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin"]
 
 

@@ -30,12 +30,14 @@ from typing import Any
 
 import pluggy
 
+from evret_core.contracts import hooks as _hooks
+from evret_core.contracts import kinds as _kinds
 from evret_core.contracts.errors import PluginError
-from evret_core.plugins import hookspecs
-from evret_core.plugins import kinds as _kinds
+from evret_core.contracts.hooks import Registrar
+from evret_core.contracts.kinds import Kind
 
 ENTRY_POINT_GROUP = "evret"
-# The registry keys, from the one table of kinds (evret_core.plugins.kinds); the registry reads that table itself.
+# The registry keys, from the one table of kinds (evret_core.contracts.kinds); the registry reads that table itself.
 KINDS = tuple(kind.name for kind in _kinds.KINDS)
 BUILTIN = "evret-core"
 
@@ -109,23 +111,6 @@ class _Entry:
     plugin: str
 
 
-class _Collector:
-    """The ``register(name, factory)`` handed to one plugin's hook of one kind: checks and collects."""
-
-    def __init__(self, kind: str, plugin: str, items: list[tuple[str, Callable[..., Any]]]) -> None:
-        self.kind, self.plugin, self.items = kind, plugin, items
-
-    def __call__(self, name: str, factory: Callable[..., Any]) -> None:
-        label = self.kind.replace("_", " ")
-        if not isinstance(name, str) or not name:
-            raise PluginError(f"{label} name must be a non-empty string, got {name!r}")
-        if not callable(factory):
-            raise PluginError(f"{label} {name!r}: factory is not callable")
-        if any(seen == name for seen, _ in self.items):
-            raise PluginError(f"plugin {self.plugin!r} registers {label} {name!r} twice")
-        self.items.append((name, factory))
-
-
 def _env_list(name: str) -> set[str] | None:
     value = os.environ.get(name)
     if value is None:
@@ -141,16 +126,16 @@ class PluginRegistry:
     """Owns the pluggy manager and the name -> factory tables of every kind."""
 
     def __init__(self) -> None:
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
-        self.pm.add_hookspecs(hookspecs)
+        self.pm = pluggy.PluginManager(_hooks.PROJECT_NAME)
+        self.pm.add_hookspecs(_hooks)
         self._lock = threading.RLock()
         self._loaded = False
         self._loading = False
         self.plugins: dict[str, PluginInfo] = {}
         # one table per kind of the table of kinds, read now (not at import) so that a kind added there is known
-        self._hook_for_kind = {kind.name: kind.hook for kind in _kinds.KINDS}
-        self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in self._hook_for_kind}
-        self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in self._hook_for_kind}
+        self._kinds: dict[str, Kind[Any]] = {kind.name: kind for kind in _kinds.KINDS}
+        self._tables: dict[str, dict[str, _Entry]] = {kind: {} for kind in self._kinds}
+        self._conflicts: dict[str, dict[str, list[str]]] = {kind: {} for kind in self._kinds}
 
     # -- loading -----------------------------------------------------------------------------------------------
     def ensure_loaded(self) -> None:
@@ -222,15 +207,15 @@ class PluginRegistry:
             info.hooks = sorted(hooks)
             others = [p for p in self.pm.get_plugins() if p is not obj]
             collected: dict[str, list[tuple[str, Callable[..., Any]]]] = {}
-            for kind, hook_name in self._hook_for_kind.items():
-                if hook_name not in hooks:
+            for kind, row in self._kinds.items():
+                if row.hook not in hooks:
                     continue
                 items: list[tuple[str, Callable[..., Any]]] = []
                 collected[kind] = items
                 # this plugin's implementations only (specname, tryfirst/trylast and wrappers apply), so that
                 # one plugin's failure is its own
-                caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
-                caller(register=_Collector(kind, name, items))
+                caller = self.pm.subset_hook_caller(row.hook, remove_plugins=others)
+                caller(register=Registrar(row, name, items))
         except BaseException as exc:  # SystemExit included: a plugin must not end evret
             if isinstance(exc, KeyboardInterrupt):
                 raise

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError, did_you_mean
-from evret_core.plugins.builtins import LazyFactory
+from evret_core.contracts.hooks import LazyFactory
 from evret_core.plugins.loading import get_registry, plugin_exits_as_errors
 
 __all__ = ["Recipe", "build", "rebuild", "recipe", "recipe_of"]
@@ -38,7 +38,7 @@ _RESOLVERS: dict[str, LazyFactory] = {
 
 @dataclass(frozen=True, repr=False)
 class Recipe:
-    """How to build a part of ``kind`` (a kind of :data:`evret_core.plugins.kinds.KINDS`, or the RAG harness's
+    """How to build a part of ``kind`` (a kind of :data:`evret_core.contracts.kinds.KINDS`, or the RAG harness's
     ``relevance``): from the registered ``name`` and ``options``, or, when ``name`` is None, the object ``part``
     itself (:meth:`of_object`; None for a part that is off, such as relevance ``none``)."""
 

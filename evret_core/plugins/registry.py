@@ -1,5 +1,5 @@
 """Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
-claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.plugins.kinds.KINDS`, typed by
+claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
 Every object built here remembers how it was built (:func:`~evret_core.plugins.recipes.recipe`, a
@@ -9,29 +9,27 @@ a judge from its name and options instead of receiving a pickled model)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
+from evret_core.contracts import kinds
+from evret_core.contracts.claims import ClaimJudge
+from evret_core.contracts.data import RetrievalEvaluator
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import Executor
+from evret_core.contracts.generation import Generator
+from evret_core.contracts.judge import Judge
+from evret_core.contracts.kinds import Kind
+from evret_core.contracts.metric import Metric
+from evret_core.contracts.output import RecordsEvaluator
+from evret_core.contracts.perturb import Perturbation
 from evret_core.contracts.provider import LLMProvider
+from evret_core.contracts.rag_score import RagScore
+from evret_core.contracts.retrieve import Retriever
 from evret_core.limits import MAX_DEPTH
-from evret_core.plugins import kinds
-from evret_core.plugins.kinds import Kind
 from evret_core.plugins.loading import get_registry
 from evret_core.plugins.recipes import Recipe as Recipe
 from evret_core.plugins.recipes import build
 from evret_core.plugins.recipes import recipe as recipe
-
-if TYPE_CHECKING:
-    from evret_core.contracts.claims import ClaimJudge
-    from evret_core.contracts.executor import Executor
-    from evret_core.contracts.generation import Generator
-    from evret_core.contracts.judge import Judge
-    from evret_core.contracts.metric import Metric
-    from evret_core.contracts.output import RecordsEvaluator
-    from evret_core.contracts.perturb import Perturbation
-    from evret_core.contracts.rag_score import RagScore
-    from evret_core.contracts.retrieve import Retriever
-    from evret_core.evaluation.evaluator import Evaluator
 
 T = TypeVar("T")
 
@@ -39,7 +37,7 @@ _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?
 
 
 def create(kind: Kind[T], name: str, **options: Any) -> T:
-    """The object of kind ``kind`` (a row of :data:`evret_core.plugins.kinds.KINDS`) registered as ``name``, built with
+    """The object of kind ``kind`` (a row of :data:`evret_core.contracts.kinds.KINDS`) registered as ``name``, built with
     ``options``; typed as the kind's base (``create(JUDGE, "exact")`` is a ``Judge``). Not checked at run time."""
     built: T = build(kind.name, name, options)
     return built
@@ -66,7 +64,7 @@ def create_evaluator(name: str, **options: Any) -> RecordsEvaluator:
     return create(kinds.EVALUATOR, name, **options)
 
 
-def create_retrieval_evaluator(name: str, **options: Any) -> Evaluator:
+def create_retrieval_evaluator(name: str, **options: Any) -> RetrievalEvaluator:
     """A retrieval evaluator registered as ``name`` (the built-in ``retrieval``): it scores a retriever on a
     dataset with ``evaluate(dataset)``."""
     return create(kinds.RETRIEVAL_EVALUATOR, name, **options)

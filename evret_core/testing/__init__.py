@@ -8,7 +8,8 @@ kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, 
 process), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
-``RagScoreConformance`` and ``ExecutorConformance``.
+``RagScoreConformance`` and ``ExecutorConformance``; ``SUITES`` maps each kind of
+:data:`evret_core.contracts.kinds.KINDS` to its suite.
 
 The conformance suites need pytest (``pip install pytest``, the extra ``testing``); they are loaded on first use, so
 the stub servers and the vector-store kit import without it. A judge plugin's test module::
@@ -46,12 +47,13 @@ if TYPE_CHECKING:
     from evret_core.testing.rag_score_suite import RagScoreConformance
     from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
     from evret_core.testing.retriever_suite import RetrieverConformance
+    from evret_core.testing.suites import SUITES
 
 __all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "InProcessProviderConformance",
            "JudgeConformance", "MetricConformance",
            "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
            "RetrievalEvaluatorConformance",
-           "RetrieverConformance"]
+           "RetrieverConformance", "SUITES"]
 
 _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judge_suite",
            "ExecutorConformance": "evret_core.testing.executor_suite",
@@ -64,11 +66,12 @@ _SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judge_suite",
            "ProviderConformance": "evret_core.testing.provider_suite",
            "RagScoreConformance": "evret_core.testing.rag_score_suite",
            "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluator_suite",
-           "RetrieverConformance": "evret_core.testing.retriever_suite"}
+           "RetrieverConformance": "evret_core.testing.retriever_suite",
+           "SUITES": "evret_core.testing.suites"}
 
 
 def __getattr__(name: str) -> Any:
-    """The conformance suites, imported when first asked for (they import pytest)."""
+    """The conformance suites and ``SUITES``, imported when first asked for (they import pytest)."""
     if name not in _SUITES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:

@@ -115,7 +115,7 @@ _factory.default_model = WireProvider.default_model  # type: ignore[attr-defined
 
 
 class _Plugin:
-    from evret_core.plugins.hookspecs import hookimpl as _hookimpl
+    from evret_core.contracts.hooks import hookimpl as _hookimpl
 
     @_hookimpl
     def register_llm_providers(self, register: Any) -> None:

@@ -22,6 +22,7 @@ from evret_core.contracts.claims import ClaimTask, ClaimVerdict
 from evret_core.contracts.executor import GenerateRun, JudgeRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.kinds import JUDGE, Kind
 from evret_core.contracts.output import OutputResults
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.provider import ChatMessage, LLMResponse
@@ -223,6 +224,7 @@ def _samples() -> dict[type, Any]:
     verdict = ClaimVerdict(claim="Bees dance.", citations=["d1"], verdict="supported", supporting=["d1"])
     question = RagQuestion(question_id="q1", question="Do bees dance?", answers=["yes"])
     return {
+        Kind: JUDGE,  # a row of the kinds table: its base class pickles by reference
         RetrievalResult: RetrievalResult(doc_id="d1", score=0.5, metadata={"text": "Bees dance."}),
         RankedColumns: RankedColumns(["d1", "d2"], [0.5, 0.25], ["a", None]),
         JudgmentContext: JudgmentContext(query="q", expected_text="e", retrieved_text="r", aliases=("x",)),

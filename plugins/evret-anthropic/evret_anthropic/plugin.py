@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from evret_anthropic import DEFAULT_MODEL
-from evret_core.sdk import Register, hookimpl, lazy
+from evret_core.sdk import LLMProvider, Register, hookimpl, lazy
 
 
 @hookimpl
-def register_llm_providers(register: Register) -> None:
+def register_llm_providers(register: Register[LLMProvider]) -> None:
     register("anthropic", lazy("evret_anthropic.provider:AnthropicProvider", default_model=DEFAULT_MODEL))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core.sdk import Register, hookimpl
+from evret_core.sdk import Register, Retriever, hookimpl
 
 __all__ = ["bm25", "register_retrievers"]
 
@@ -27,5 +27,5 @@ def bm25(
 
 
 @hookimpl
-def register_retrievers(register: Register) -> None:
+def register_retrievers(register: Register[Retriever]) -> None:
     register("bm25", bm25)

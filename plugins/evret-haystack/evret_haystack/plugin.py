@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core.sdk import Register, hookimpl, lazy
+from evret_core.sdk import Register, Retriever, hookimpl, lazy
 
 
 @hookimpl
-def register_retrievers(register: Register) -> None:
+def register_retrievers(register: Register[Retriever]) -> None:
     register("haystack", lazy("evret_haystack.retriever:create_haystack_retriever"))
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from evret_core.sdk import Register, hookimpl, lazy
+from evret_core.sdk import Register, Retriever, hookimpl, lazy
 
 
 @hookimpl
-def register_retrievers(register: Register) -> None:
+def register_retrievers(register: Register[Retriever]) -> None:
     register("pgvector", lazy("evret_pgvector.retriever:PgVectorRetriever"))

@@ -5,11 +5,11 @@ Ray is imported only when a ``ray`` executor is built, so listing plugins stays 
 
 from __future__ import annotations
 
-from evret_core.sdk import Register, hookimpl, lazy
+from evret_core.sdk import Executor, Register, hookimpl, lazy
 
 __all__ = ["register_executors"]
 
 
 @hookimpl
-def register_executors(register: Register) -> None:
+def register_executors(register: Register[Executor]) -> None:
     register("ray", lazy("evret_ray.executor:RayExecutor"))

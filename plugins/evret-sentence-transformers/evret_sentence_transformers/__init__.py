@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evret_core.sdk import Register, hookimpl, lazy
+from evret_core.sdk import Judge, RecordsEvaluator, Register, Retriever, hookimpl, lazy
 
 if TYPE_CHECKING:
     from evret_sentence_transformers.judge import SemanticJudge
@@ -54,15 +54,15 @@ def __dir__() -> list[str]:
 
 
 @hookimpl
-def register_judges(register: Register) -> None:
+def register_judges(register: Register[Judge]) -> None:
     register("semantic", lazy("evret_sentence_transformers.judge:SemanticJudge"))
 
 
 @hookimpl
-def register_retrievers(register: Register) -> None:
+def register_retrievers(register: Register[Retriever]) -> None:
     register("dense", lazy("evret_sentence_transformers.retriever:DenseRetriever"))
 
 
 @hookimpl
-def register_evaluators(register: Register) -> None:
+def register_evaluators(register: Register[RecordsEvaluator]) -> None:
     register("semantic-similarity", lazy("evret_sentence_transformers.similarity:SemanticSimilarityEvaluator"))

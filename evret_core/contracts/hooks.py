@@ -1,34 +1,110 @@
 """The hook contract between Evret and its plugins.
 
 A plugin is a module (or object) with functions decorated by :data:`evret_core.hookimpl` whose names are
-the hooks below. Each ``register_*`` hook receives a ``register(name, factory)`` callable; ``factory(**options)``
-builds the object when a user asks for ``name``. Keep heavy imports (SDKs, torch) inside the factory so that
-loading and listing plugins stays fast.
+the hooks below. Each ``register_*`` hook receives a ``register(name, factory)`` callable (a :class:`Register` of the
+kind's base); ``factory(**options)`` builds the object when a user asks for ``name``. Keep heavy imports (SDKs, torch)
+inside the factory, or register ``lazy("package.module:Name")``, so that loading and listing plugins stays fast.
 
 Never give a hookimpl argument a default value: pluggy ignores it.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import pluggy
+
+from evret_core.contracts.claims import ClaimJudge
+from evret_core.contracts.data import RetrievalEvaluator
+from evret_core.contracts.errors import PluginError
+from evret_core.contracts.executor import Executor
+from evret_core.contracts.generation import Generator
+from evret_core.contracts.judge import Judge
+from evret_core.contracts.kinds import KINDS, OTHER_HOOKS, Kind
+from evret_core.contracts.metric import Metric
+from evret_core.contracts.output import RecordsEvaluator
+from evret_core.contracts.perturb import Perturbation
+from evret_core.contracts.provider import LLMProvider
+from evret_core.contracts.rag_score import RagScore
+from evret_core.contracts.retrieve import Retriever
 
 PROJECT_NAME = "evret"
 
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
-class Register(Protocol):
-    """The ``register`` callable handed to every ``register_*`` hook."""
 
-    def __call__(self, name: str, factory: Callable[..., Any]) -> None: ...
+class Register(Protocol[T_contra]):
+    """The ``register`` callable handed to every ``register_*`` hook: ``Register[Judge]`` takes factories of
+    judges, so registering anything else is a type error."""
+
+    def __call__(self, name: str, factory: Callable[..., T_contra]) -> None: ...
+
+
+class Registrar(Generic[T]):
+    """The :class:`Register` the loader hands to one plugin's hook of one kind: checks and collects."""
+
+    def __init__(self, kind: Kind[T], plugin: str, items: list[tuple[str, Callable[..., Any]]]) -> None:
+        self.kind, self.plugin, self.items = kind, plugin, items
+
+    def __call__(self, name: str, factory: Callable[..., T]) -> None:
+        label = self.kind.singular
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"{label} name must be a non-empty string, got {name!r}")
+        if not callable(factory):
+            raise PluginError(f"{label} {name!r}: factory is not callable")
+        if any(seen == name for seen, _ in self.items):
+            raise PluginError(f"plugin {self.plugin!r} registers {label} {name!r} twice")
+        self.items.append((name, factory))
+
+
+class LazyFactory:
+    """A factory named ``"package.module:Name"``, imported on first use; calls, ``inspect.signature`` (option
+    checks) and ``load()`` see the real class."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._loaded: Any = None
+
+    def load(self) -> Any:
+        if self._loaded is None:
+            module, _, name = self.target.partition(":")
+            self._loaded = getattr(importlib.import_module(module), name)
+        return self._loaded
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.load()(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.load())
+
+    def __repr__(self) -> str:
+        return f"LazyFactory({self.target!r})"
+
+
+def lazy(target: str, **attributes: Any) -> LazyFactory:
+    """A factory for ``register(name, factory)`` named ``"package.module:Name"``, imported when the name is first
+    used, so that loading the plugin imports neither the class nor its libraries. ``attributes`` are set on the
+    factory for Evret to read without building anything (``default_model`` of an LLM provider)::
+
+        @hookimpl
+XX, lazy("evret_chroma.retriever:ChromaRetriever"))
+    """
+    factory = LazyFactory(target)
+    for key, value in attributes.items():
+        setattr(factory, key, value)
+    return factory
 
 
 @hookspec
-def register_judges(register: Register) -> None:
+def register_judges(register: Register[Judge]) -> None:
     """Register judges: objects that decide whether a retrieved text matches an expected answer text.
 
     :param register: call ``register(name, factory)`` once per judge; ``factory(**options)`` returns an
@@ -37,7 +113,7 @@ def register_judges(register: Register) -> None:
 
 
 @hookspec
-def register_metrics(register: Register) -> None:
+def register_metrics(register: Register[Metric]) -> None:
     """Register metric families, such as ``ndcg`` for ``ndcg@10``.
 
     :param register: call ``register(name, factory)`` once per family; ``factory(k=None, **options)`` returns an
@@ -46,7 +122,7 @@ def register_metrics(register: Register) -> None:
 
 
 @hookspec
-def register_retrievers(register: Register) -> None:
+def register_retrievers(register: Register[Retriever]) -> None:
     """Register retrievers by name, such as ``bm25`` or ``qdrant``.
 
     :param register: call ``register(name, factory)`` once per retriever; ``factory(**options)`` returns an object
@@ -57,7 +133,7 @@ def register_retrievers(register: Register) -> None:
 
 
 @hookspec
-def register_evaluators(register: Register) -> None:
+def register_evaluators(register: Register[RecordsEvaluator]) -> None:
     """Register output evaluator types: they score records (pipeline outputs), such as ``exact``, ``regex``,
     ``llm-score`` or the criteria judges ``direct`` and ``pairwise``.
 
@@ -69,7 +145,7 @@ def register_evaluators(register: Register) -> None:
 
 
 @hookspec
-def register_retrieval_evaluators(register: Register) -> None:
+def register_retrieval_evaluators(register: Register[RetrievalEvaluator]) -> None:
     """Register retrieval evaluator types: they score a retriever on a dataset, such as the built-in ``retrieval``.
 
     :param register: call ``register(name, factory)`` once per type; ``factory(retriever, metrics, **options)``
@@ -79,7 +155,7 @@ def register_retrieval_evaluators(register: Register) -> None:
 
 
 @hookspec
-def register_llm_providers(register: Register) -> None:
+def register_llm_providers(register: Register[LLMProvider]) -> None:
     """Register LLM providers, such as ``openai``, ``anthropic`` or ``google``.
 
     :param register: call ``register(name, factory)`` once per provider; ``factory(model=None, api_key=None,
@@ -89,7 +165,7 @@ def register_llm_providers(register: Register) -> None:
 
 
 @hookspec
-def register_generators(register: Register) -> None:
+def register_generators(register: Register[Generator]) -> None:
     """Register RAG generators, such as ``extractive``.
 
     :param register: call ``register(name, factory)`` once per generator; ``factory(**options)`` returns an object
@@ -101,7 +177,7 @@ def register_generators(register: Register) -> None:
 
 
 @hookspec
-def register_perturbations(register: Register) -> None:
+def register_perturbations(register: Register[Perturbation]) -> None:
     """Register adversarial perturbation families for ``evret rag --adversarial``.
 
     :param register: call ``register(name, factory)`` once per family; ``factory(**options)`` returns a
@@ -114,7 +190,7 @@ def register_perturbations(register: Register) -> None:
 
 
 @hookspec
-def register_claim_judges(register: Register) -> None:
+def register_claim_judges(register: Register[ClaimJudge]) -> None:
     """Register RAG claim judges: they decide whether each claim of an answer is supported by the contexts the
     generator saw, such as the built-in ``lexical`` (any Evret judge per claim and context) and ``llm``.
 
@@ -127,7 +203,7 @@ def register_claim_judges(register: Register) -> None:
 
 
 @hookspec
-def register_rag_scores(register: Register) -> None:
+def register_rag_scores(register: Register[RagScore]) -> None:
     """Register RAG scores: what ``evret rag`` computes per question and condition from the answer, the contexts,
     the claim verdicts and the question's labels, such as the built-in ``claims``, ``answer-match`` and
     ``behaviour``.
@@ -140,7 +216,7 @@ def register_rag_scores(register: Register) -> None:
 
 
 @hookspec
-def register_executors(register: Register) -> None:
+def register_executors(register: Register[Executor]) -> None:
     """Register executors: engines that run the expensive stages of an evaluation (retrieval batches, judging,
     metric chunks), such as ``ray``. ``local`` (this process) is built in.
 
@@ -161,11 +237,5 @@ def adapt_retriever(obj: Any) -> Any:
     """
 
 
-def _hook_names() -> tuple[str, ...]:
-    from evret_core.plugins.kinds import KINDS, OTHER_HOOKS
-
-    return (*(kind.hook for kind in KINDS), *OTHER_HOOKS)
-
-
-HOOK_NAMES = _hook_names()
-"""Every hook: one ``register_*`` per kind of :data:`evret_core.plugins.kinds.KINDS`, then the other hooks."""
+HOOK_NAMES = (*(kind.hook for kind in KINDS), *OTHER_HOOKS)
+"""Every hook: one ``register_*`` per kind of :data:`evret_core.contracts.kinds.KINDS`, then the other hooks."""
