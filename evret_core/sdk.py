@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "create_retriever": "evret_core.plugins.registry",
     # recipes: how a part was built, so that an executor rebuilds it on a worker
     "Recipe": "evret_core.plugins.recipes",
-    "rebuild": "evret_core.plugins.recipes",
+    "rebuild": "evret_core.plugins.builder",
     "recipe": "evret_core.plugins.recipes",
     "recipe_of": "evret_core.plugins.recipes",
     # errors
@@ -268,7 +268,8 @@ if TYPE_CHECKING:  # what type checkers see: the same names, imported eagerly
     from evret_core.limits import FALSE_WORDS, TRUE_WORDS, check_bool
     from evret_core.llm.cache import JudgmentCache
     from evret_core.llm.providers import SDKProvider
-    from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
+    from evret_core.plugins.builder import rebuild
+    from evret_core.plugins.recipes import Recipe, recipe, recipe_of
     from evret_core.plugins.registry import create, create_judge, create_retriever
     from evret_core.progress import quiet_model_loading
     from evret_core.rag.pipeline import Runner, build_parts

@@ -1,8 +1,8 @@
 """One recipe format for rebuilding parts on workers (issue 25 part 4): :class:`evret_core.plugins.recipes.Recipe`.
 
 Every part an executor rebuilds (the retrieval evaluator's judge and retriever; the RAG harness's generator, claim
-judge and relevance) round-trips through the same ``recipe_of`` / ``rebuild`` pair, pickled as it travels to a
-worker; the RAG pipeline's ``build_parts`` is that same function; secrets in a recipe's options never show."""
+judge and relevance, whose recipes carry the resolver that made them) round-trips through the same ``recipe_of`` /
+``rebuild`` pair, pickled as it travels to a worker; the RAG pipeline's ``build_parts`` is that same function; secrets in a recipe's options never show."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 
 from evret_core import sdk
-from evret_core.plugins.recipes import Recipe, rebuild, recipe, recipe_of
+from evret_core.plugins.builder import rebuild
+from evret_core.plugins.recipes import Recipe, recipe, recipe_of
 from evret_core.plugins.registry import create_claim_judge, create_generator, create_judge, create_retriever
 from evret_core.rag import RagEvaluator
 from evret_core.rag.claims.claim_judges import LexicalClaimJudge
-from evret_core.rag.claims.llm_judge import LLMClaimJudge
-from evret_core.rag.generate.generators import PrecomputedGenerator
+from evret_core.rag.claims.llm_judge import LLMClaimJudge, resolve_claim_judge
+from evret_core.rag.generate.generators import PrecomputedGenerator, resolve_generator
 from evret_core.rag.pipeline import Runner, build_parts
-from evret_core.rag.scores.relevance import LexicalRelevance, LLMRelevance
+from evret_core.rag.scores.relevance import LexicalRelevance, LLMRelevance, resolve_relevance
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import isolate_llm_env
 
@@ -97,7 +98,8 @@ def test_generator_round_trips(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(tmp_path)
     evaluator = RagEvaluator(generator="answers.jsonl", conditions=["gold"], relevance="none")
     made = evaluator.recipes["generator"]
-    assert made == Recipe("generator", str(answers.resolve()), {})  # the file, not its answers, travels
+    # the file, not its answers, travels, with the resolver that read it
+    assert made == Recipe("generator", str(answers.resolve()), {}, build=resolve_generator)
     again = rebuild(travelled(made))
     assert isinstance(again, PrecomputedGenerator) and again.answers == evaluator.generator.answers
 
@@ -114,7 +116,8 @@ def test_llm_generator_round_trip_keeps_options_and_hides_the_key() -> None:
 def test_claim_judge_round_trips() -> None:
     lexical = RagEvaluator(generator="extractive", conditions=["gold"], claim_judge="token-overlap",
                            claim_judge_options={"min_tokens": 3}).recipes["claim_judge"]
-    assert lexical == Recipe("claim_judge", "token-overlap", {"min_tokens": 3})  # a judge's name: lexical over it
+    # a judge's name: the harness's resolver makes the lexical claim judge over it
+    assert lexical == Recipe("claim_judge", "token-overlap", {"min_tokens": 3}, build=resolve_claim_judge)
     again = rebuild(travelled(lexical))
     assert isinstance(again, LexicalClaimJudge) and again.config() == LexicalClaimJudge(
         "token-overlap", min_tokens=3).config()
@@ -131,7 +134,8 @@ def test_relevance_round_trips() -> None:
     again = rebuild(travelled(made))
     assert isinstance(again, LLMRelevance) and again.config() == evaluator.relevance.config()
     lexical = RagEvaluator(generator="extractive", conditions=["gold"]).recipes["relevance"]
-    assert lexical == Recipe("relevance", "lexical", {}) and isinstance(rebuild(lexical), LexicalRelevance)
+    assert lexical == Recipe("relevance", "lexical", {}, build=resolve_relevance)
+    assert isinstance(rebuild(lexical), LexicalRelevance)
     off = RagEvaluator(generator="extractive", conditions=["gold"], relevance="none").recipes["relevance"]
     assert rebuild(off) is None
 

@@ -47,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def _judges(args: argparse.Namespace) -> list[Any]:
-    from evret_core.cli.options import parse_options
+    from evret_core.io.options import parse_options
     from evret_core.plugins.registry import create_judge
 
     names = args.judge or ["token-overlap"]

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments, check_unmeasured_flags
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
-from evret_core.cli.options import load_config, parse_options
-from evret_core.contracts.errors import EvretError, visible
+from evret_core.contracts.errors import visible
 
-if TYPE_CHECKING:  # evret_core.evaluation.config needs pydantic: imported when the command runs, so `evret --help` stays light
-    from evret_core.evaluation.config import EvaluateConfig
-
-__all__ = ["add_parser", "build_retriever", "run"]
-
-
-def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
-    """A registered retriever, given the dataset when its factory takes one (see :mod:`evret_core.evaluation.config`)."""
-    from evret_core.evaluation.config import build_retriever as build
-
-    return build(name, options, dataset)
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -65,51 +54,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=run)
 
 
-def _settings(args: argparse.Namespace) -> EvaluateConfig:
-    """The config file's settings, then the command line's on top; errors name the file or the flag.
-
-    ``--judge NAME`` naming another judge than the file's drops the file's judge options (they were written for
-    that judge); ``--judge-option`` adds to the options of whichever judge is used. The same for retrievers.
-    """
-    from evret_core.evaluation.config import FLAGS, EvaluateConfig
-
-    data: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    option_sources: dict[str, dict[str, str]] = {}
-    if args.config:
-        data, option_sources = EvaluateConfig.file_settings(load_config(args.config), args.config)
-        sources = {key: str(args.config) for key in data}
-    for key, flag in FLAGS.items():
-        value = getattr(args, "metric" if key == "metrics" else key, None)
-        if value is None or key in ("retriever", "judge"):
-            continue
-        data[key], sources[key] = value, flag
-    if args.corpus and not args.run:
-        raise EvretError("--corpus goes with --run (the texts of a run file's documents)")
-    if args.run:
-        if args.retriever or args.retriever_option:
-            raise EvretError("give --run (retrieved results from a file) or --retriever, not both")
-        data["retriever"] = {"name": "run", "options": {"path": args.run,
-                                                        **({"corpus": args.corpus} if args.corpus else {})}}
-        sources["retriever"] = "--run"
-        option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
-    from evret_core.io.run_config import layer_component
-    from evret_core.judge.resolve import DEFAULT_JUDGE
-
-    for kind, default in (("retriever", None), ("judge", DEFAULT_JUDGE), ("executor", "local")):
-        layer_component(data, sources, option_sources, kind, getattr(args, kind),
-                        parse_options(getattr(args, f"{kind}_option"), f"--{kind}-option"), default)
-    for required, flag in (("dataset", "--dataset"), ("retriever", "--retriever"), ("metrics", "--metric")):
-        if not data.get(required):
-            raise EvretError(f"missing {flag} (or '{required}' in the --config file)")
-    return EvaluateConfig.validated(data, sources, option_sources)
-
-
 def run(args: argparse.Namespace) -> int:
+    from evret_core.evaluation.config import EvaluateConfig
     from evret_core.progress import after_a_while, progress_scope, terminal_progress
     from evret_core.report.terminal import print_scores
 
-    config = _settings(args)
+    config = EvaluateConfig.from_args(args)  # the --config file, then the flags; errors name the file or flag
     check_unmeasured_flags(args.allow_unmeasured, config.fail_on_unmeasured)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
     config.check_output(inputs=inputs)  # before any work, not after the spend

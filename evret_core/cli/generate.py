@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from evret_core.cli.options import parse_options
+from evret_core.io.options import parse_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
-from evret_core.cli.options import load_config, parse_options
 from evret_core.contracts.errors import EvretError, visible
 
 if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the command runs
@@ -18,7 +17,6 @@ if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the
 
 DATASET_FORMATS = ("rgb",)
 BUILTIN_CONDITIONS = ("gold", "retrieved")
-PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "retrieval_judge", "executor")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -82,42 +80,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def settings_from(args: argparse.Namespace) -> RagConfig:
-    """The config file's settings, then the command line's on top (paths in the file are relative to it), as a
-    :class:`~evret_core.rag.rag_config.RagConfig`; errors name the file and option, or the flag.
-
-    ``--generator NAME`` naming another generator than the file's drops the file's generator options (they were
-    written for that generator); ``--generator-option`` adds to the options of whichever generator is used. The
-    same for every part."""
-    from evret_core.io.run_config import layer_component
+    """The config file's settings, then the command line's on top, as a
+    :class:`~evret_core.rag.rag_config.RagConfig` (:meth:`~evret_core.io.run_config.Config.from_args`); errors name
+    the file and option, or the flag. The retrieved condition needs a retriever."""
     from evret_core.rag.rag_config import RagConfig
 
-    data: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    option_sources: dict[str, dict[str, str]] = {}
-    if args.config:
-        data, option_sources = RagConfig.file_settings(load_config(args.config), args.config)
-        sources = {key: str(args.config) for key in data}
-    for key, flag in RagConfig.FLAGS.items():
-        value = getattr(args, key, None)
-        if key in ("conditions", "adversarial") and value is not None:
-            value = [c.strip() for c in value.split(",") if c.strip()]
-            if key == "adversarial" and not value:
-                raise EvretError("--adversarial: name at least one family, e.g. counterfactual,injection")
-        if key == "pipelined":
-            value = False if args.staged else None
-        if value is not None:
-            data[key], sources[key] = value, flag
-    from evret_core.rag.harness import DEFAULT_RETRIEVAL_JUDGE
-
-    for part in PARTS:
-        default = RagConfig.model_fields[part].default  # options alone go to the default part (claim judge...)
-        name = DEFAULT_RETRIEVAL_JUDGE if part == "retrieval_judge" else getattr(default, "name", None)
-        layer_component(data, sources, option_sources, part, getattr(args, part, None),
-                        parse_options(getattr(args, f"{part}_option", None), f"--{part.replace('_', '-')}-option"),
-                        name)
-    # a wrong value in the file is reported before a missing setting
-    config = RagConfig.validated(data, sources, option_sources,
-                                 required_flags={"dataset": "--dataset", "generator": "--generator"})
+    config = RagConfig.from_args(args)
     if "retrieved" in config.conditions and config.retriever is None:
         raise EvretError("the retrieved condition needs --retriever (or pass --conditions gold)")
     return config

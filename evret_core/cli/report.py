@@ -6,9 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from evret_core.cli.options import check_float, check_int
 from evret_core.contracts.errors import visible
-from evret_core.limits import MAX_DEPTH
+from evret_core.limits import MAX_DEPTH, check_float, check_int
 
 if TYPE_CHECKING:
     from evret_core.results.rag_results import RagResults

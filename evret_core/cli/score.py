@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evret_core.cli.options import parse_options
 from evret_core.contracts.errors import EvretError
+from evret_core.io.options import parse_options
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -55,9 +55,9 @@ def _format(family: str, value: float) -> str:
 def _scores(args: argparse.Namespace, metrics: list[Any]) -> tuple[str, dict[str, dict[str, float]]]:
     """The run tag and every scored query's values (``{qid: {metric: value}}``)."""
     if args.shards is not None or args.executor is not None or args.executor_option:
-        from evret_core.cli.options import parse_options
         from evret_core.contracts.errors import EvretError
         from evret_core.evaluation.executors import resolve_executor
+        from evret_core.io.options import parse_options
         from evret_core.metrics.shards import MAX_SHARDS, evaluate_run_file
 
         if args.shards is not None and not 1 <= args.shards <= MAX_SHARDS:

@@ -25,7 +25,6 @@ where it came from (the file's ``[judge]`` table or ``--judge-option``). Every n
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -33,7 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import field_validator
 
-from evret_core.contracts.errors import EvretError, did_you_mean
+from evret_core.contracts import kinds
+from evret_core.contracts.errors import EvretError
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.run_config import (
     PATH_OPTION_SUFFIXES,
@@ -44,13 +44,14 @@ from evret_core.io.run_config import (
     load_toml,
 )
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, MAX_SLICE_SIZE
+from evret_core.plugins import builder
 from evret_core.results.evaluation import EvaluationResults
 
 if TYPE_CHECKING:
     from evret_core.evaluation.evaluator import Evaluator
 
-__all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "build_retriever", "component_layer",
-           "file_settings", "load_toml"]
+__all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "component_layer", "file_settings",
+           "load_toml"]
 
 FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge", "metrics": "--metric",
          "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
@@ -67,6 +68,7 @@ class EvaluateConfig(Config):
     PATHS: ClassVar[tuple[str, ...]] = ("dataset", "output")
     COMPONENTS: ClassVar[tuple[str, ...]] = ("retriever", "judge", "executor")
     FLAGS: ClassVar[dict[str, str]] = FLAGS
+    REQUIRED: ClassVar[tuple[str, ...]] = ("dataset", "retriever", "metrics")
 
     dataset: str
     retriever: ComponentSpec
@@ -128,6 +130,33 @@ class EvaluateConfig(Config):
             raise ValueError(f"must be a number between 0 and 1 (exclusive), e.g. 0.95, got {value!r}")
         return value
 
+    # -- the command line --------------------------------------------------------------------------------------
+    @classmethod
+    def flag_value(cls, args: Any, key: str) -> Any:
+        """As :meth:`Config.flag_value`; ``--metric`` is repeated, one metric each."""
+        return getattr(args, "metric" if key == "metrics" else key, None)
+
+    @classmethod
+    def layer_args(cls, args: Any, data: dict[str, Any], sources: dict[str, str],
+                   option_sources: dict[str, dict[str, str]]) -> None:
+        """``--run FILE [--corpus CORPUS]``: the built-in retriever ``run`` instead of ``--retriever``."""
+        if args.corpus and not args.run:
+            raise EvretError("--corpus goes with --run (the texts of a run file's documents)")
+        if args.run:
+            if args.retriever or args.retriever_option:
+                raise EvretError("give --run (retrieved results from a file) or --retriever, not both")
+            data["retriever"] = {"name": "run", "options": {"path": args.run,
+                                                            **({"corpus": args.corpus} if args.corpus else {})}}
+            sources["retriever"] = "--run"
+            option_sources["retriever"] = {"path": "--run", "corpus": "--corpus"}
+
+    @classmethod
+    def default_component(cls, kind: str) -> str | None:
+        """``--judge-option`` alone goes to the default judge, ``--executor-option`` to the local executor."""
+        from evret_core.judge.resolve import DEFAULT_JUDGE
+
+        return {"judge": DEFAULT_JUDGE, "executor": "local"}.get(kind)
+
     # -- building --------------------------------------------------------------------------------------------
     def input_files(self) -> list[str]:
         """The files this run reads (dataset, and component options naming existing files): never an output."""
@@ -151,14 +180,15 @@ class EvaluateConfig(Config):
         """The judge object, or None for the evaluator's default."""
         if self.judge is None:
             return None
-        return _create("judge", self.judge, None)
+        return builder.build(kinds.JUDGE, self.judge.name, self.judge.options, sources=self.judge.sources())
 
     def build_evaluator(self, dataset: EvaluationDataset,
                         progress: Callable[[str, int, int], None] | None = None) -> Evaluator:
         """The retriever (handed ``dataset`` when its factory takes one), the judge and the evaluator."""
         from evret_core.evaluation.evaluator import Evaluator
 
-        retriever = _create("retriever", self.retriever, dataset)
+        spec = self.retriever
+        retriever = builder.build(kinds.RETRIEVER, spec.name, spec.options, sources=spec.sources(), dataset=dataset)
         return Evaluator(
             retriever=retriever, metrics=self.metrics, judge=self.build_judge(), matching=self.matching, k=self.k,
             fail_on_unmeasured=self.fail_on_unmeasured, missing_queries=self.missing_queries, progress=progress,
@@ -182,38 +212,3 @@ def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, A
     """An ``evret evaluate`` config file's settings with paths made relative to the file, and per component the
     source of each option (``"eval.toml [judge]"``): :meth:`~evret_core.io.run_config.Config.file_settings`."""
     return EvaluateConfig.file_settings(raw, path)
-
-
-def _create(kind: str, spec: ComponentSpec, dataset: Any) -> Any:
-    """Create a registered component, naming where an option that does not fit was written."""
-    from evret_core.plugins.loading import get_registry
-    from evret_core.plugins.registry import create_judge, create_retriever
-
-    factory = get_registry().get(kind, spec.name)
-    options = dict(spec.options)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = None
-    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        accepted = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        for option in options:
-            if option not in accepted:
-                raise EvretError(
-                    f"{kind} {spec.name!r}: option {option!r} (from {spec.source_of(option)}) is not an option "
-                    f"of this {kind}{did_you_mean(option, accepted)}; accepted options: {', '.join(accepted) or 'none'}")
-    if kind == "retriever" and params is not None and "dataset" in params and "dataset" not in options:
-        options["dataset"] = dataset
-    create = create_judge if kind == "judge" else create_retriever
-    try:
-        return create(spec.name, **options)
-    except EvretError as exc:
-        given = sorted({spec.source_of(o) for o in spec.options})
-        if not given:
-            raise
-        raise EvretError(f"{exc} (options from {' and '.join(given)})") from None
-
-
-def build_retriever(name: str, options: dict[str, Any], dataset: Any) -> Any:
-    """Create a registered retriever, handing it the dataset when its factory accepts ``dataset``."""
-    return _create("retriever", ComponentSpec(name=name, options=options), dataset)

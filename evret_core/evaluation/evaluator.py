@@ -34,6 +34,7 @@ from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matc
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import Executor, JudgeRun
 from evret_core.contracts.judge import AnswerKey, JudgmentContext
+from evret_core.contracts.kinds import JUDGE
 from evret_core.contracts.metric import Metric
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
 from evret_core.evaluation.executors import resolve_executor
@@ -41,7 +42,9 @@ from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_ro
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
+from evret_core.judge.resolve import DEFAULT_JUDGE
 from evret_core.metrics.engine import resolve_judged_defaults
+from evret_core.plugins import builder
 from evret_core.plugins.loading import plugin_exits_as_errors
 from evret_core.progress import after_a_while
 from evret_core.results.evaluation import SCHEMA_VERSION, EvaluationResults, add_statistics
@@ -114,6 +117,9 @@ class Evaluator:
     :param metrics: metric names (``"ndcg@10"``) or :class:`~evret_core.contracts.metric.Metric` objects.
     :param judge: a judge object or a registered judge name; needed when the dataset has text labels
         (default: :data:`~evret_core.judge.DEFAULT_JUDGE`, ``contains``).
+    :param judge_options: options of the judge given by name (of the default judge when ``judge`` is None), such
+        as ``{"min_tokens": 2}`` for ``token-overlap``; an option the judge does not take is an error naming it and
+        the options it accepts.
     :param matching: ``first_match`` or ``any_match`` (see :mod:`evret_core.assign`).
     :param k: how many documents to retrieve; default the largest metric cutoff (100 when no metric has one).
         A metric cutoff deeper than ``k`` is an error.
@@ -152,8 +158,8 @@ class Evaluator:
         missing_queries: str = "error",
         executor: str | Executor | None = None,
         executor_options: dict[str, Any] | None = None,
+        judge_options: dict[str, Any] | None = None,
     ) -> None:
-        from evret_core.judge.resolve import resolve_judge
         from evret_core.plugins.registry import create_metric
         from evret_core.statistics.inference import check_confidence_level, check_resamples
 
@@ -169,7 +175,13 @@ class Evaluator:
             raise EvretError(f"missing_queries must be one of {', '.join(MISSING_QUERIES)}, got {missing_queries!r}")
         self.missing_queries = missing_queries
         self.retriever = resolve_retriever(retriever)
-        self.judge = resolve_judge(judge) if isinstance(judge, str) else judge
+        if isinstance(judge, str) or (judge is None and judge_options):
+            options = dict(judge_options or {})
+            self.judge = builder.build(JUDGE, judge or DEFAULT_JUDGE, options, sources=dict.fromkeys(options, "Python"))
+        elif judge_options:
+            raise EvretError("judge_options apply to a judge given by name, not to a judge object")
+        else:
+            self.judge = judge
         depths = [m.depth for m in self.metrics if m.depth is not None]
         if k is not None and int(k) <= 0:
             raise EvretError(f"k must be a positive integer, got {k}")

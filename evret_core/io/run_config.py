@@ -13,9 +13,13 @@ name and the options its factory is called with. Layers, lowest first:
    over the file; naming another component than the file's drops the file's options for it (they were written
    for that component).
 
-:meth:`Config.validated` validates the layered settings and turns the first problem into one
-:class:`~evret_core.contracts.errors.EvretError` naming where the value was written: ``eval.toml: option 'k': ...``, the
-flag, or, from Python, ``EvaluateConfig: option 'k': ...``.
+:meth:`Config.from_args` layers a command line (``--config``, the flags, each component's ``--KIND`` and
+``--KIND-option``) for ``evret evaluate`` and ``evret rag`` alike. :meth:`Config.validated` validates the layered
+settings and turns the first problem into one :class:`~evret_core.contracts.errors.EvretError` naming where the
+value was written: ``eval.toml: option 'k': ...``, the flag, or, from Python, ``EvaluateConfig: option 'k': ...``.
+Bounded integers are checked by :func:`evret_core.limits.check_int`, the check the constructors make. Each
+component's options keep where they were written (:meth:`ComponentSpec.sources`), for the component builder's
+errors (:mod:`evret_core.plugins.builder`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from pydantic import (
 )
 
 from evret_core.contracts.errors import EvretError, did_you_mean
+from evret_core.io.options import parse_options
+from evret_core.limits import check_int
 
 __all__ = ["ComponentSpec", "Config", "PATH_OPTION_SUFFIXES", "component_layer", "int_in", "layer_component",
            "load_toml", "relative"]
@@ -93,15 +99,21 @@ class ComponentSpec(BaseModel):
         """Where ``option`` was written: ``eval.toml [judge]``, ``--judge-option``, or ``Python``."""
         return self._sources.get(option, "Python")
 
+    def sources(self) -> dict[str, str]:
+        """Where each option was written (:meth:`source_of`), as the component builder reports it."""
+        return {option: self.source_of(option) for option in self.options}
+
 
 def int_in(low: int, high: int) -> Callable[[Any], Any]:
-    """A field check: None, or an integer (not a bool) from ``low`` to ``high``."""
+    """A field check: None, or an integer (not a bool) from ``low`` to ``high``, checked by
+    :func:`evret_core.limits.check_int` (the check the constructors make)."""
     def check(value: Any) -> Any:
         if value is None:
             return value
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ValueError(f"must be an integer from {low} to {high}, got {value!r}")
-        return value
+        try:
+            return check_int(value, "", low, high)
+        except EvretError as exc:  # the model's error names the file, flag or model and the option
+            raise ValueError(str(exc).lstrip()) from None
     return check
 
 
@@ -119,6 +131,50 @@ class Config(BaseModel):
     """Each setting's command-line flag."""
     FLAG_SEPARATOR: ClassVar[str] = ": "
     """Between a flag and a problem that reads ``must be ...`` in an error (``--seed: must be ...``)."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    """Settings without a default: missing, the error names their flag (:meth:`from_args`)."""
+
+    @classmethod
+    def from_args(cls: type[C], args: Any) -> C:
+        """The settings of a command line (an ``argparse.Namespace``): the ``--config`` file's, then each flag of
+        :attr:`FLAGS` on top (:meth:`flag_value`), then each component's ``--KIND NAME`` and
+        ``--KIND-option KEY=VALUE`` (:func:`layer_component`; options alone go to :meth:`default_component`).
+        Errors name the file and option, or the flag."""
+        data: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        option_sources: dict[str, dict[str, str]] = {}
+        config = getattr(args, "config", None)
+        if config:
+            data, option_sources = cls.file_settings(load_toml(config), config)
+            sources = {key: str(config) for key in data}
+        for key, flag in cls.FLAGS.items():
+            value = None if key in cls.COMPONENTS else cls.flag_value(args, key)
+            if value is not None:
+                data[key], sources[key] = value, flag
+        cls.layer_args(args, data, sources, option_sources)
+        for kind in cls.COMPONENTS:
+            flag = f"--{kind.replace('_', '-')}"
+            layer_component(data, sources, option_sources, kind, getattr(args, kind, None),
+                            parse_options(getattr(args, f"{kind}_option", None), f"{flag}-option"),
+                            cls.default_component(kind))
+        required = {key: cls.FLAGS.get(key, f"--{key.replace('_', '-')}") for key in cls.REQUIRED}
+        return cls.validated(data, sources, option_sources, required_flags=required)
+
+    @classmethod
+    def flag_value(cls, args: Any, key: str) -> Any:
+        """The command line's value of setting ``key``, None when its flag was not given."""
+        return getattr(args, key, None)
+
+    @classmethod
+    def layer_args(cls, args: Any, data: dict[str, Any], sources: dict[str, str],
+                   option_sources: dict[str, dict[str, str]]) -> None:
+        """Put what a command line says besides :attr:`FLAGS` and the components into ``data`` (nothing here)."""
+
+    @classmethod
+    def default_component(cls, kind: str) -> str | None:
+        """The component ``--KIND-option`` alone applies to: the setting's default (None: the flag is needed)."""
+        return getattr(cls.model_fields[kind].default, "name", None)
 
     @classmethod
     def from_toml(cls: type[C], path: str | Path) -> C:

@@ -2,7 +2,8 @@
 claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
-Every object built here remembers how it was built (:func:`~evret_core.plugins.recipes.recipe`, a
+Every object built here is made by the one component builder (:func:`evret_core.plugins.builder.build`) and
+remembers how it was built (:func:`~evret_core.plugins.recipes.recipe`, a
 :class:`~evret_core.plugins.recipes.Recipe`), so an executor can rebuild it in another process (a Ray worker builds
 a judge from its name and options instead of receiving a pickled model)."""
 
@@ -26,9 +27,9 @@ from evret_core.contracts.provider import LLMProvider
 from evret_core.contracts.rag_score import RagScore
 from evret_core.contracts.retrieve import Retriever
 from evret_core.limits import MAX_DEPTH
+from evret_core.plugins import builder
 from evret_core.plugins.loading import get_registry
 from evret_core.plugins.recipes import Recipe as Recipe
-from evret_core.plugins.recipes import build
 from evret_core.plugins.recipes import recipe as recipe
 
 T = TypeVar("T")
@@ -38,9 +39,9 @@ _METRIC_NAME = re.compile(r"^(?P<family>[A-Za-z_][\w\-]*?)(?:@(?P<k>[^@()]+))?(?
 
 def create(kind: Kind[T], name: str, **options: Any) -> T:
     """The object of kind ``kind`` (a row of :data:`evret_core.contracts.kinds.KINDS`) registered as ``name``, built with
-    ``options``; typed as the kind's base (``create(JUDGE, "exact")`` is a ``Judge``). Not checked at run time."""
-    built: T = build(kind.name, name, options)
-    return built
+    ``options`` by the component builder (:func:`~evret_core.plugins.builder.build`); typed as the kind's base
+    (``create(JUDGE, "exact")`` is a ``Judge``). Not checked at run time."""
+    return builder.build(kind, name, options)
 
 
 def names(kind: Kind[Any]) -> list[str]:

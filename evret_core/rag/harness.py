@@ -111,12 +111,15 @@ class RagEvaluator:
         from evret_core.evaluation.executors import resolve_executor
 
         self.executor = resolve_executor(executor, executor_options)
-        self.generator = resolve_generator(generator, **(generator_options or {}))
+        self.generator = resolve_generator(generator, generator_options)
         self.claim_judge = resolve_claim_judge(claim_judge, claim_judge_options)
         self.relevance = resolve_relevance(relevance, relevance_options)
-        self.recipes = {"generator": part_recipe("generator", generator, generator_options, self.generator),
-                        "claim_judge": part_recipe("claim_judge", claim_judge, claim_judge_options, self.claim_judge),
-                        "relevance": part_recipe("relevance", relevance, relevance_options, self.relevance)}
+        # each part's recipe carries the resolver that made it: a worker makes it the same way
+        self.recipes = {
+            "generator": part_recipe("generator", generator, generator_options, self.generator, resolve_generator),
+            "claim_judge": part_recipe("claim_judge", claim_judge, claim_judge_options, self.claim_judge,
+                                       resolve_claim_judge),
+            "relevance": part_recipe("relevance", relevance, relevance_options, self.relevance, resolve_relevance)}
         self.pipelined = bool(pipelined)
         self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from evret_core.contracts.claims import ClaimTask, ClaimVerdict
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer, GenerationRequest
 from evret_core.llm.client import LLMClient, gather_all
-from evret_core.plugins.recipes import Recipe, rebuild, recipe_of
+from evret_core.plugins.builder import rebuild
+from evret_core.plugins.recipes import Recipe, recipe_of
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.claim_judges import claim_task
 from evret_core.rag.generate.generators import is_answers_file
@@ -305,17 +306,19 @@ async def _close(parts: Sequence[Any]) -> None:
 
 def build_parts(recipes: dict[str, Recipe]) -> dict[str, Any]:
     """The parts ``recipes`` describe (role -> part), made as :class:`~evret_core.rag.RagEvaluator` makes them
-    (:func:`~evret_core.plugins.recipes.rebuild`)."""
+    (:func:`~evret_core.plugins.builder.rebuild`)."""
     return {role: rebuild(made) for role, made in recipes.items()}
 
 
-def part_recipe(role: str, given: Any, options: dict[str, Any] | None, built: Any) -> Recipe:
+def part_recipe(role: str, given: Any, options: dict[str, Any] | None, built: Any,
+                build: Callable[[Any, dict[str, Any]], Any]) -> Recipe:
     """The recipe of the part ``built`` for ``role`` from ``given`` (a name, an answers file, or an object used as
-    is) and its ``options`` (:func:`~evret_core.plugins.recipes.recipe_of`: an LLM part's answer cache pinned to
-    the file the part here uses, so that every worker shares it)."""
+    is) and its ``options``, rebuilt by ``build(name, options)`` (the resolver that made it here;
+    :func:`~evret_core.plugins.recipes.recipe_of`: an LLM part's answer cache pinned to the file the part here
+    uses, so that every worker shares it)."""
     if not isinstance(given, (str, Path)):
         return recipe_of(role, built)
     name = str(given)
     if role == "generator" and is_answers_file(name):
         name = str(Path(name).resolve())
-    return recipe_of(role, built, name, options)
+    return recipe_of(role, built, name, options, build)

@@ -31,9 +31,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationInfo, field_validator
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.io.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
+from evret_core.plugins import builder
 from evret_core.progress import ProgressCallback
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from evret_core.rag.questions.question_sets import QuestionSet
     from evret_core.results.rag_results import RagResults
 
-__all__ = ["DATASET_FORMATS", "RagConfig", "build_retriever", "load_questions"]
+__all__ = ["DATASET_FORMATS", "RagConfig", "load_questions"]
 
 DATASET_FORMATS = ("rgb",)
 BUILTIN_CONDITIONS = ("gold", "retrieved")
@@ -71,6 +73,7 @@ class RagConfig(Config):
         "adversarial_base": "--adversarial-base", "cases": "--cases", "write_cases": "--write-cases",
         "conditions": "--conditions", "adversarial": "--adversarial", "pipelined": "--staged"}
     FLAG_SEPARATOR: ClassVar[str] = " "
+    REQUIRED: ClassVar[tuple[str, ...]] = ("dataset", "generator")
 
     dataset: str
     generator: ComponentSpec
@@ -154,6 +157,30 @@ class RagConfig(Config):
             data["generator"] = {**generator, "name": named} if isinstance(generator, dict) else named
         return data, option_sources
 
+    # -- the command line ----------------------------------------------------------------------------------------
+    @classmethod
+    def flag_value(cls, args: Any, key: str) -> Any:
+        """As :meth:`Config.flag_value`; ``--conditions`` and ``--adversarial`` are comma-separated names,
+        ``--staged`` turns the pipelined run off."""
+        value = getattr(args, key, None)
+        if key in ("conditions", "adversarial") and value is not None:
+            value = [c.strip() for c in value.split(",") if c.strip()]
+            if key == "adversarial" and not value:
+                raise EvretError("--adversarial: name at least one family, e.g. counterfactual,injection")
+        if key == "pipelined":
+            value = False if args.staged else None
+        return value
+
+    @classmethod
+    def default_component(cls, kind: str) -> str | None:
+        """As :meth:`Config.default_component`; ``--retrieval-judge-option`` alone goes to the default retrieval
+        judge."""
+        if kind == "retrieval_judge":
+            from evret_core.rag.harness import DEFAULT_RETRIEVAL_JUDGE
+
+            return DEFAULT_RETRIEVAL_JUDGE
+        return super().default_component(kind)
+
     # -- building ----------------------------------------------------------------------------------------------
     def input_files(self) -> list[str]:
         """The files this run reads (question set, corpus, cases, a precomputed answers file, files named by the
@@ -205,23 +232,34 @@ class RagConfig(Config):
 
     def build_retriever(self, questions: QuestionSet) -> Any:
         """The retriever (None without one), over the question set's corpus unless its options name another."""
-        if self.retriever is None:
+        spec = self.retriever
+        if spec is None:
             return None
-        return build_retriever(self.retriever.name, dict(self.retriever.options), questions)
+        try:
+            return builder.build(kinds.RETRIEVER, spec.name, spec.options, sources=spec.sources(),
+                                 corpus=questions.corpus or None)
+        except EvretError as exc:
+            # a .jsonl question set without --corpus: the retriever's own message names its option, not --corpus
+            if "corpus" in spec.options or questions.corpus or "corpus" not in str(exc):
+                raise
+            raise EvretError(f"--retriever {spec.name} has no corpus to index: give --corpus CORPUS.jsonl, the "
+                             f"corpus the question set's gold ids point into ({exc})") from None
 
     def build_evaluator(self, questions: QuestionSet, conditions: list[Any] | None = None,
                         progress: ProgressCallback | None = None) -> RagEvaluator:
         """The retriever, the answer judge and the :class:`~evret_core.rag.RagEvaluator` of this run."""
-        from evret_core.evaluation.config import _create
-        from evret_core.plugins.registry import create_judge
         from evret_core.rag.harness import RagEvaluator
 
         retriever = self.build_retriever(questions)
         answer_judge = None
         if self.answer_judge is not None:
-            answer_judge = create_judge(self.answer_judge.name, **self.answer_judge.options)
-        # built here as evret evaluate builds its judge: an option that does not fit names where it was written
-        retrieval_judge = _create("judge", self.retrieval_judge, None) if self.retrieval_judge else None
+            spec = self.answer_judge
+            answer_judge = builder.build(kinds.JUDGE, spec.name, spec.options, sources=spec.sources())
+        # an option that does not fit names where it was written
+        retrieval_judge = None
+        if self.retrieval_judge is not None:
+            spec = self.retrieval_judge
+            retrieval_judge = builder.build(kinds.JUDGE, spec.name, spec.options, sources=spec.sources())
         return RagEvaluator(
             retriever=retriever, generator=self.generator.name,
             generator_options=dict(self.generator.options) or None,
@@ -271,31 +309,3 @@ def load_questions(dataset: str, corpus: str | None = None, dataset_format: str 
     from evret_core.rag.questions.rgb import read_rgb
 
     return read_rgb(dataset)
-
-
-def build_retriever(name: str, options: dict[str, Any], questions: Any) -> Any:
-    """A registered retriever over the question set's corpus unless the options name another corpus."""
-    import inspect
-
-    from evret_core.io.datasets import EvaluationDataset
-    from evret_core.plugins.loading import get_registry
-    from evret_core.plugins.registry import create_retriever
-
-    factory = get_registry().get("retriever", name)
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        params = {}  # type: ignore[assignment]
-    if "corpus" not in options and questions.corpus:
-        if "corpus" in params:
-            options = {**options, "corpus": questions.corpus}
-        elif "dataset" in params:
-            options = {**options, "dataset": EvaluationDataset(queries=[], corpus=questions.corpus)}
-    try:
-        return create_retriever(name, **options)
-    except EvretError as exc:
-        # a .jsonl question set without --corpus: the retriever's own message names its option, not --corpus
-        if "corpus" in options or questions.corpus or "corpus" not in str(exc):
-            raise
-        raise EvretError(f"--retriever {name} has no corpus to index: give --corpus CORPUS.jsonl, the corpus the "
-                         f"question set's gold ids point into ({exc})") from None

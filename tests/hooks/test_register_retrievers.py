@@ -1,11 +1,11 @@
-"""Hook register_retrievers: created by name; the CLI hands `dataset` to factories that accept it."""
+"""Hook register_retrievers: created by name; the component builder hands `dataset` to factories that accept it."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from evret_core import EvaluationDataset, QueryExample, RetrievalResult, Retriever, create_retriever, hookimpl
-from evret_core.cli.evaluate import build_retriever
+from evret_core.plugins.builder import build
 from evret_core.plugins.loading import register_plugin
 
 
@@ -29,5 +29,5 @@ def test_register_retrievers() -> None:
     assert create_retriever("from-corpus", boost=2.0).boost == 2.0
     dataset = EvaluationDataset(queries=[QueryExample(query_id="q", query_text="t", relevant_doc_ids=["a"])],
                                 corpus={"a": {"text": "alpha"}})
-    retriever = build_retriever("from-corpus", {}, dataset)
+    retriever = build("retriever", "from-corpus", {}, dataset=dataset)
     assert [r.text for r in retriever.retrieve("t", 5)] == ["alpha"]

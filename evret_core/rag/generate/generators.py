@@ -221,9 +221,10 @@ def is_answers_file(name: str | Path) -> bool:
     return str(name).lower().endswith(".jsonl")
 
 
-def resolve_generator(obj: Any, **options: Any) -> Any:
-    """Something with ``batch_generate`` from a registered name, a path to a ``.jsonl`` answers file, a
-    :class:`Generator`, an object with ``generate``, or a function."""
+def resolve_generator(obj: Any, options: Mapping[str, Any] | None = None) -> Any:
+    """Something with ``batch_generate`` from a registered name (built with ``options``), a path to a ``.jsonl``
+    answers file, a :class:`Generator`, an object with ``generate``, or a function."""
+    options = dict(options or {})
     if obj is None:
         raise EvretError("no generator given")
     if isinstance(obj, (str, Path)):

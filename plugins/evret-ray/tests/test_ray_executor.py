@@ -290,15 +290,15 @@ def rag_questions(tmp_path: Path, n: int) -> Any:
 
 
 def test_rag_generation_and_its_llm_judges_on_ray_equal_local_under_one_cluster_wide_limit(tmp_path: Path) -> None:
+    from evret_core.plugins.builder import build
     from evret_core.rag import RagEvaluator
-    from evret_core.rag.rag_config import build_retriever
     from evret_core.testing.rag_stub import kind_of, rag_responder
 
     questions = rag_questions(tmp_path, 24)
 
     def evaluate(stub: StubLLMServer, executor: Any, cache: str, pipelined: bool = True) -> Any:
         llm = {**stub_options(stub), "max_concurrency": 8, "cache": str(tmp_path / cache)}
-        return RagEvaluator(build_retriever("bm25", {}, questions), "llm", generator_options=llm, conditions=["gold", "retrieved"], k=2,
+        return RagEvaluator(build("retriever", "bm25", {}, corpus=questions.corpus), "llm", generator_options=llm, conditions=["gold", "retrieved"], k=2,
                             claim_judge="llm", claim_judge_options=llm, relevance="llm", relevance_options=llm,
                             pipelined=pipelined, executor=executor, n_resamples=20).evaluate(questions)
 

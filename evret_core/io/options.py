@@ -1,16 +1,14 @@
-"""Helpers shared by subcommands: KEY=VALUE options and TOML config files."""
+"""The command line's ``KEY=VALUE`` options (``--judge-option min_tokens=2``): each value read as JSON when it parses."""
 
 from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.limits import check_float, check_int
 
-__all__ = ["check_float", "check_int", "load_config", "parse_options", "parse_value"]
+__all__ = ["parse_options", "parse_value"]
 
 
 def parse_value(text: str) -> Any:
@@ -37,10 +35,3 @@ def parse_options(pairs: list[str] | None, option: str) -> dict[str, Any]:
             raise EvretError(f"{option} {pair!r}: {parsed} is not a finite number")
         options[key.replace("-", "_")] = parsed
     return options
-
-
-def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a TOML config file; errors name the file and line."""
-    from evret_core.evaluation.config import load_toml
-
-    return load_toml(path)
