@@ -9,7 +9,6 @@ from evret_core.testing import ExecutorConformance
 
 
 class TestLocalExecutorConformance(ExecutorConformance):
-    registered_name = "local"
 
     @pytest.fixture
     def executor(self) -> LocalExecutor:

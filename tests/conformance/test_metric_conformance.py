@@ -8,6 +8,7 @@ from math import log2
 from typing import Any, ClassVar
 
 import numpy as np
+import pytest
 
 from evret_core.metrics.engine import judged_max_grade
 from evret_core.testing import MetricConformance
@@ -77,7 +78,11 @@ class TestERR(MetricConformance):
 class TestERRDefaultMaxGrade(TestERR):
     options = ""
 
+    @pytest.mark.xfail(reason="err's default max_grade is the highest grade of the batch it computes", strict=True)
     def test_vectorised_agrees_with_each_query_alone(self, batch: Any) -> None:
+        super().test_vectorised_agrees_with_each_query_alone(batch)
+
+    def test_vectorised_agrees_once_the_max_grade_is_resolved(self, batch: Any) -> None:
         # err's default max_grade is the highest grade judged over the whole evaluation: resolved once, as every
         # entry point does before chunking, a query's value no longer depends on the queries that share its chunk
         rankings, qrels, ranked = batch
