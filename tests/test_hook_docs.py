@@ -1,10 +1,13 @@
-"""Every hook is documented in docs/hooks.md, its example runs, and it has its own test module in tests/hooks/; the
-register_evaluators example also runs under ``evret score``."""
+"""Every hook is documented in docs/hooks.md with its hookspec's signature, its example runs and passes its kind's
+conformance suite, and it has its own test module in tests/hooks/; the register_evaluators example also runs under
+``evret score``."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +15,13 @@ import pytest
 
 from evret_core import hookimpl
 from evret_core.cli import main
-from evret_core.contracts import hooks
+from evret_core.contracts import hooks, kinds
 from evret_core.plugins.loading import register_plugin
 
 from .conftest import REPO
 
 HOOKS_DOC = REPO / "docs" / "hooks.md"
+pytest_plugins = ["pytester"]
 
 
 def spec_names() -> list[str]:
@@ -42,6 +46,123 @@ def test_hook_is_documented_with_signature_and_example(hook: str) -> None:
     assert section is not None, f"docs/hooks.md has no '## {hook}' section"
     assert re.search(rf"^{hook}\(", section, flags=re.MULTILINE), f"{hook}: no signature line"
     assert "```python" in section, f"{hook}: no example"
+
+
+def rendered_signature(hook: str) -> str:
+    """The hookspec's signature as docs/hooks.md writes it: annotations as written, ``# firstresult`` when set."""
+    spec = getattr(hooks, hook)
+    signature = inspect.signature(spec)
+    params = ", ".join(f"{p.name}: {p.annotation}" for p in signature.parameters.values())
+    line = f"{hook}({params}) -> {signature.return_annotation}"
+    options = getattr(spec, f"{hooks.PROJECT_NAME}_spec", {})
+    return f"{line}   # firstresult" if options.get("firstresult") else line
+
+
+@pytest.mark.parametrize("hook", spec_names())
+def test_documented_signature_is_the_hookspec(hook: str) -> None:
+    blocks = re.findall(r"```text\n(.*?)\n```", sections()[hook], flags=re.DOTALL)
+    assert blocks and blocks[0] == rendered_signature(hook), f"{hook}: docs/hooks.md says {blocks[:1]}"
+
+
+# What each hook's example needs to run through its suite beyond the object it registers (``FACTORY``, ``NAME``):
+# the suite's settings and fixtures, as a class body. An LLM provider that runs in process (the example's constant
+# provider) has InProcessProviderConformance as its suite.
+SUITE_SETTINGS = {
+    "register_judges": """
+        @pytest.fixture
+        def judge(self):
+            return FACTORY()
+    """,
+    "register_metrics": """
+        family = NAME
+        known = {NAME: 0.0}  # the known ranking starts with a non-relevant document
+    """,
+    "register_retrievers": """
+        @pytest.fixture
+        def retriever(self):
+            return FACTORY(documents={"d1": "retrieval augmented generation grounds answers",
+                                      "d2": "vector databases work on embeddings",
+                                      "d3": "what bees make"})
+    """,
+    "register_evaluators": """
+        @pytest.fixture
+        def evaluator(self):
+            return FACTORY(max_words=3)
+
+        @pytest.fixture
+        def records(self):
+            return [{"output": "Paris"}, {"output": "it is the city of Rome"}, {"output": "Rome"}]
+    """,
+    "register_retrieval_evaluators": """
+        name = NAME
+    """,
+    "register_llm_providers": """
+        def options(self):
+            return {"provider": NAME}
+
+        @pytest.mark.xfail(reason="the example provider answers at once: no call outlasts a timeout", strict=True)
+        def test_a_call_past_its_timeout_is_unmeasured_and_frees_the_model(self):
+            super().test_a_call_past_its_timeout_is_unmeasured_and_frees_the_model()
+    """,
+    "register_generators": """
+        refuses = False  # it refuses only when it has no context
+
+        @pytest.fixture
+        def generator(self):
+            return FACTORY()
+    """,
+    "register_perturbations": """
+        family = NAME
+    """,
+    "register_claim_judges": """
+        @pytest.fixture
+        def claim_judge(self):
+            return FACTORY()
+    """,
+    "register_rag_scores": """
+        name = NAME
+    """,
+    "register_executors": """
+        @pytest.fixture
+        def executor(self):
+            return FACTORY()
+    """,
+}
+
+
+def test_every_kind_has_its_example_settings() -> None:
+    assert sorted(SUITE_SETTINGS) == sorted(kind.hook for kind in kinds.KINDS)
+
+
+@pytest.mark.parametrize("hook", sorted(SUITE_SETTINGS))
+def test_hook_example_passes_its_kinds_suite(hook: str, pytester: pytest.Pytester) -> None:
+    """A test module that runs the example, then subclasses the kind's suite with the object the example
+    registered (looked up in the registry by the name it registers)."""
+    example = "\n".join(re.findall(r"```python\n(.*?)```", sections()[hook], flags=re.DOTALL))
+    names = re.findall(r"register\(\"([^\"]+)\"", example)
+    assert len(names) == 1, names
+    kind = next(k for k in kinds.KINDS if k.hook == hook)
+    suite = "InProcessProviderConformance" if hook == "register_llm_providers" else f"SUITES[kinds.{kind.name.upper()}]"
+    pytester.makepyfile(test_example=f"""
+import pytest
+
+from evret_core.contracts import kinds
+from evret_core.plugins.loading import get_registry
+from evret_core.testing import SUITES, InProcessProviderConformance
+
+exec(compile({example!r}, "docs/hooks.md#{hook}", "exec"), {{"__name__": "hooks_doc_{hook}"}})
+NAME = {names[0]!r}
+FACTORY = get_registry().get({kind.name!r}, NAME)
+
+
+class TestExample({suite}):
+{textwrap.indent(textwrap.dedent(SUITE_SETTINGS[hook]).strip(), "    ")}
+""")
+    # in a process of its own: numpy's extension modules load once per process, and the example registers globally
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "-rfEsx")
+    outcomes = result.parseoutcomes()
+    summary = "\n".join(result.outlines[-40:])
+    assert outcomes.get("passed", 0) > 0 and not outcomes.get("failed") and not outcomes.get("errors"), summary
 
 
 @pytest.mark.parametrize("hook", spec_names())

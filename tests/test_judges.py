@@ -1,4 +1,5 @@
-"""Built-in judges: the conformance suite, and the token-overlap algorithm step by step."""
+"""Built-in judges: the token-overlap algorithm step by step (their conformance runs in
+tests/conformance/test_builtins.py)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,6 @@ import pytest
 
 from evret_core import EvretError, ExactJudge, JudgmentContext, RegexJudge, TokenOverlapJudge, create_judge
 from evret_core.judge import lexical
-from evret_core.testing import JudgeConformance
-
-
-class TestExactJudge(JudgeConformance):
-    @pytest.fixture
-    def judge(self) -> ExactJudge:
-        return create_judge("exact")
-
-
-class TestRegexJudge(JudgeConformance):
-    @pytest.fixture
-    def judge(self) -> RegexJudge:
-        return create_judge("regex")
-
-
-class TestTokenOverlapJudge(JudgeConformance):
-    @pytest.fixture
-    def judge(self) -> TokenOverlapJudge:
-        return create_judge("token-overlap")
 
 
 def ctx(expected: str, retrieved: str, query: str = "unrelated question") -> JudgmentContext:

@@ -10,14 +10,7 @@ from evret_core.contracts.judge import Judge
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.judge import DEFAULT_JUDGE, resolve_judge
-from evret_core.testing import JudgeConformance
 from evret_core.text import normalize, normalize_tokens
-
-
-class TestContainsJudge(JudgeConformance):
-    @pytest.fixture
-    def judge(self) -> ContainsJudge:
-        return create_judge("contains")
 
 
 def ctx(expected: str, retrieved: str, aliases: tuple[str, ...] = ()) -> JudgmentContext:

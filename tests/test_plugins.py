@@ -280,18 +280,6 @@ def test_builtin_metric_table_matches_the_metrics_module() -> None:
                [("exact", "ExactJudge"), ("token-overlap", "TokenOverlapJudge")])
 
 
-# Built-ins whose registered name is not their object's ``name`` (metrics: ``family``), each with why. The test below
-# fails when one of them gains the name, so that its line is deleted here.
-NAMED_OTHERWISE = {
-    # a factory function, not a class: it builds a PrecomputedRetriever, whose name says what it is
-    ("retriever", "run"): "precomputed",
-    # the records evaluators' and retrieval evaluators' contracts (protocols) ask for no name: these have none
-    ("evaluator", "direct"): None,
-    ("evaluator", "pairwise"): None,
-    ("retrieval_evaluator", "retrieval"): None,
-}
-
-
 def _builtin_targets() -> list[tuple[str, str, str]]:
     from evret_core.contracts.kinds import KINDS
     from evret_core.plugins.builtins import BUILTIN_PLUGINS
@@ -306,6 +294,7 @@ def test_every_builtin_target_resolves_and_is_named(kind_name: str, name: str, t
     protocol a class with every member the protocol declares), and is named as it is registered."""
     from evret_core.contracts.hooks import LazyFactory
     from evret_core.contracts.kinds import kind_named
+    from evret_core.testing.suite import NAMED_OTHERWISE
 
     kind = kind_named(kind_name)
     obj = LazyFactory(target).load()
@@ -324,4 +313,6 @@ def test_every_builtin_target_resolves_and_is_named(kind_name: str, name: str, t
 
 
 def test_the_exceptions_to_the_naming_rule_are_builtins() -> None:
+    from evret_core.testing.suite import NAMED_OTHERWISE
+
     assert set(NAMED_OTHERWISE) <= {(kind, name) for kind, name, _ in _builtin_targets()}

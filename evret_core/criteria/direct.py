@@ -138,6 +138,7 @@ class DirectJudge(CriteriaJudge):
     :class:`MultiCriteria`.
     """
 
+    name = "direct"
     kind = "direct"
 
     def __init__(

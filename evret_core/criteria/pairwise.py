@@ -131,6 +131,7 @@ class PairwiseJudge(CriteriaJudge):
     """Compares the responses of each instance (a list, or an object of named responses, in the criterion's
     ``to_evaluate_field``) against a criterion, all pairs in one call; reports win rates and a ranking."""
 
+    name = "pairwise"
     kind = "pairwise"
 
     def __init__(

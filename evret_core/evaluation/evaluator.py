@@ -140,6 +140,8 @@ class Evaluator:
     :param executor_options: options of an executor given by name (``{"address": "auto"}`` for ``ray``).
     """
 
+    name = "retrieval"
+
     def __init__(
         self,
         retriever: Any,

@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.claims import VERDICTS, ClaimTask, ClaimVerdict
 from evret_core.contracts.generation import Claim, Context
+from evret_core.testing.suite import Conformance
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")
@@ -29,9 +31,15 @@ def task(question: str, claims: list[tuple[str, list[str]]], *contexts: Context)
                      answer_text=" ".join(t for t, _ in claims))
 
 
-class ClaimJudgeConformance:
+class ClaimJudgeConformance(Conformance):
     """Tests every claim judge must pass. Override the ``claim_judge`` fixture; override ``tasks`` when your judge
     needs other examples (keep the first claim of the first task stated word for word by its first context)."""
+
+    kind = kinds.CLAIM_JUDGE
+
+    @pytest.fixture
+    def subject(self, claim_judge: Any) -> Any:
+        return claim_judge
 
     @pytest.fixture
     def claim_judge(self) -> Any:

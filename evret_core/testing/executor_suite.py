@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import Executor, JudgeRun
 from evret_core.contracts.judge import JudgmentContext
@@ -23,6 +24,7 @@ from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.evaluation.executors import LocalExecutor
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
+from evret_core.testing.suite import Conformance
 
 DOCS = {f"d{i}": f"passage {i} is about {('bees', 'wax', 'honey', 'queens')[i % 4]} and number {i}"
         for i in range(24)}
@@ -75,12 +77,16 @@ class _Progress:
         self.seen.append(done)
 
 
-class ExecutorConformance:
+class ExecutorConformance(Conformance):
     """Tests every executor must pass. Override the ``executor`` fixture (class-scoped, as a classmethod, when
-    starting one is expensive: a cluster, worker processes); set ``registered_name`` to the name your plugin
-    registers it under."""
+    starting one is expensive: a cluster, worker processes). The name it is registered under is looked up by its
+    class; override the ``registered_name`` fixture when the lookup cannot find it."""
 
-    registered_name: str | None = None
+    kind = kinds.EXECUTOR
+
+    @pytest.fixture
+    def subject(self, executor: Any) -> Any:
+        return executor
 
     @pytest.fixture
     def executor(self) -> Any:
@@ -93,15 +99,15 @@ class ExecutorConformance:
         assert config["name"] == executor.name
         json.dumps(config)
 
-    def test_registered_by_name_and_unknown_options_named(self) -> None:
-        if self.registered_name is None:
-            pytest.skip("no registered_name: the executor is not registered")
+    def test_registered_by_name_and_unknown_options_named(self, registered_name: str | None) -> None:
+        if registered_name is None:
+            pytest.skip("not registered: the executor is not built by name")
         from evret_core.evaluation.executors import resolve_executor
 
-        built = resolve_executor(self.registered_name)
-        assert isinstance(built, Executor) and built.name == self.registered_name
+        built = resolve_executor(registered_name)
+        assert isinstance(built, Executor) and built.name == registered_name
         with pytest.raises(EvretError, match="no_such_option"):
-            resolve_executor(self.registered_name, {"no_such_option": 1})
+            resolve_executor(registered_name, {"no_such_option": 1})
 
     def test_retrieve_gives_the_local_results_in_order(self, executor: Any) -> None:
         batches = [QUERIES[:3], QUERIES[3:4], QUERIES[4:]]

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.generation import Answer, Context, GenerationRequest
 from evret_core.rag.generate.generators import check_answer
+from evret_core.testing.suite import Conformance
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")
@@ -27,10 +29,16 @@ def request(question_id: str, question: str, *contexts: Context, condition: str 
     return GenerationRequest(question_id, question, tuple(contexts), condition)
 
 
-class GeneratorConformance:
+class GeneratorConformance(Conformance):
     """Tests every generator must pass. Override the ``generator`` fixture; override ``answerable`` (requests
     whose contexts hold the answer) and ``unanswerable`` (requests whose contexts do not) when your generator needs
     other examples. Set ``refuses = False`` for a generator that never refuses."""
+
+    kind = kinds.GENERATOR
+
+    @pytest.fixture
+    def subject(self, generator: Any) -> Any:
+        return generator
 
     refuses: bool = True
 

@@ -7,13 +7,21 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.judge import JudgmentContext
+from evret_core.testing.suite import Conformance
 
 
-class JudgeConformance:
+class JudgeConformance(Conformance):
     """Tests every judge must pass. Override the ``judge`` fixture; override ``matching_contexts`` and
     ``non_matching_contexts`` when your judge needs other examples (the defaults: identical texts match,
     texts on unrelated topics do not)."""
+
+    kind = kinds.JUDGE
+
+    @pytest.fixture
+    def subject(self, judge: Any) -> Any:
+        return judge
 
     @pytest.fixture
     def judge(self) -> Any:

@@ -17,14 +17,26 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.testing.llm_stubs import isolate_llm_env
 from evret_core.testing.llm_stubs import judgment_context as ctx
+from evret_core.testing.suite import Conformance
 
 
-class InProcessProviderConformance:
+class InProcessProviderConformance(Conformance):
     """Override :meth:`options` (``provider``, ``model``, ``provider_options``... of a small model) and
     :meth:`bad_options` (``(options, the option the error must name)`` pairs)."""
+
+    kind = kinds.LLM_PROVIDER
+
+    @pytest.fixture
+    def subject(self) -> Any:
+        return self.provider()
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return str(self.options()["provider"])
 
     def options(self) -> dict[str, Any]:
         raise NotImplementedError("return the LLM options that build the provider on a small model")

@@ -15,8 +15,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.metric import Metric, RankedBatch
+from evret_core.testing.suite import Conformance
 
 KNOWN_RANKING = ["n1", "r1", "n2", "r2", "n3"]
 """The known case's ranking: judged non-relevant ``n1``, ``n2``, relevant ``r1``, ``r2``, unjudged ``n3``."""
@@ -37,10 +39,20 @@ def random_case(seed: int, n: int = 40) -> tuple[list[list[str]], list[dict[str,
     return rankings, qrels
 
 
-class MetricConformance:
+class MetricConformance(Conformance):
     """Set ``family`` (the registered family name) and ``known`` (metric name -> its value on
     :data:`KNOWN_RANKING` against :data:`KNOWN_QRELS`, trec_eval's where trec_eval has the measure); ``cutoffs``
     are the ``k`` tried for families that take one."""
+
+    kind = kinds.METRIC
+
+    @pytest.fixture
+    def subject(self) -> Any:
+        return self.make(self.names()[0])
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return self.family
 
     family: ClassVar[str] = ""
     known: ClassVar[dict[str, float]] = {}

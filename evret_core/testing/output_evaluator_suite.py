@@ -21,7 +21,9 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
+from evret_core.testing.suite import Conformance
 
 
 def record_scores(evaluator_name: str, results: Any, records: Sequence[Mapping[str, Any]]) -> list[Any]:
@@ -40,11 +42,17 @@ def assert_scores_agree(got: Sequence[Any], want: Sequence[Any], tolerance: floa
     assert [s for s in got if s is not None] == pytest.approx([s for s in want if s is not None], abs=tolerance, rel=0)
 
 
-class OutputEvaluatorConformance:
+class OutputEvaluatorConformance(Conformance):
     """Tests every output evaluator must pass. Override the ``evaluator`` fixture, and ``records`` (at least two,
     which your evaluator scores differently) and ``incomplete_record`` (one lacking a field it needs) when the
     defaults (``output`` and ``target`` strings) do not suit it. ``tolerance`` bounds how far one record's score
     may move with the batch it is scored in (float rounding of a model; 0 for exact arithmetic)."""
+
+    kind = kinds.EVALUATOR
+
+    @pytest.fixture
+    def subject(self, evaluator: Any) -> Any:
+        return evaluator
 
     tolerance: float = 1e-6
 

@@ -16,10 +16,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.generation import Context
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.rag.questions.conditions import Condition, gold_contexts
 from evret_core.rag.questions.question_sets import BEHAVIOURS, QuestionSet, RagQuestion
+from evret_core.testing.suite import Conformance
 
 CORPUS = {
     "museum": {"text": "The city museum opens at 9 am. Entry to the museum is free on Sundays."},
@@ -43,9 +45,19 @@ QUESTIONS = [
 ]
 
 
-class PerturbationConformance:
+class PerturbationConformance(Conformance):
     """Set ``family`` (the registered name); override ``questions`` when your family needs another question set,
     and ``options`` for the factory's options."""
+
+    kind = kinds.PERTURBATION
+
+    @pytest.fixture
+    def subject(self) -> Any:
+        return self.make()
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return self.family
 
     family: ClassVar[str] = ""
     options: ClassVar[dict[str, Any]] = {}

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.testing.llm_stubs import (
     FailFirst,
@@ -27,12 +29,24 @@ from evret_core.testing.llm_stubs import (
     stub_judge,
 )
 from evret_core.testing.llm_stubs import judgment_context as ctx
+from evret_core.testing.suite import Conformance
 
 
-class ProviderConformance:
+class ProviderConformance(Conformance):
     """Set ``provider`` (the registered name), ``key_env`` (the variables its key may come from, first
     preferred) and ``other_env`` (other variables to clear: base URL...); override :meth:`base_url` when the
     SDK wants more than the stub's root URL (OpenAI: ``server.openai_base_url``)."""
+
+    kind = kinds.LLM_PROVIDER
+
+    @pytest.fixture
+    def subject(self) -> Iterator[Any]:
+        with StubLLMServer(always("YES")) as server:
+            yield self.judge_for(server).provider
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return self.provider
 
     provider: ClassVar[str] = ""
     key: ClassVar[str] = "sk-conformance-SECRET-0123456789"

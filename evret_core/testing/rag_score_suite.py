@@ -15,10 +15,12 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.claims import ClaimVerdict
 from evret_core.contracts.generation import Answer, Claim, Context
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
+from evret_core.testing.suite import Conformance
 
 MUSEUM = Context("museum", "The museum opens at 9 am. Entry is free on Sundays.")
 CAFE = Context("cafe", "The cafe is closed on Mondays.")
@@ -28,8 +30,18 @@ FRESCO = RagQuestion(question_id="q2", question="Who painted the fresco?", answe
                      expected_behaviour="refuse")
 
 
-class RagScoreConformance:
+class RagScoreConformance(Conformance):
     """Set ``name`` (the registered name); override the ``items`` fixture when your score needs other examples."""
+
+    kind = kinds.RAG_SCORE
+
+    @pytest.fixture
+    def subject(self) -> Any:
+        return self.make()
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return self.name
 
     name: ClassVar[str] = ""
 

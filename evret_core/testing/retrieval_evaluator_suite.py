@@ -15,9 +15,11 @@ from typing import Any, ClassVar
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
+from evret_core.testing.suite import Conformance
 
 DOCS = {"d1": "Honey bees communicate with a waggle dance.", "d2": "A queen bee lays up to two thousand eggs a day.",
         "d3": "Beeswax is made by glands of worker bees.", "d4": "Propolis seals gaps in the hive."}
@@ -38,8 +40,18 @@ DATASET = EvaluationDataset(queries=[
 ])
 
 
-class RetrievalEvaluatorConformance:
+class RetrievalEvaluatorConformance(Conformance):
     """Set ``name`` (the registered name) and ``options`` (more factory options); ``metrics`` are asked for."""
+
+    kind = kinds.RETRIEVAL_EVALUATOR
+
+    @pytest.fixture
+    def subject(self) -> Any:
+        return self.make()
+
+    @pytest.fixture
+    def registered_name(self) -> str | None:
+        return self.name
 
     name: ClassVar[str] = ""
     options: ClassVar[dict[str, Any]] = {}

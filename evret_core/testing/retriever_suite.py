@@ -6,14 +6,22 @@ from typing import Any
 
 import pytest
 
+from evret_core.contracts import kinds
 from evret_core.contracts.retrieve import RetrievalResult
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
+from evret_core.testing.suite import Conformance
 
 
-class RetrieverConformance:
+class RetrieverConformance(Conformance):
     """Tests every retriever must pass. Override the ``retriever`` fixture and ``queries`` (queries that find
     documents in your retriever's corpus); set ``requires_text = False`` for a retriever that returns ids only."""
+
+    kind = kinds.RETRIEVER
+
+    @pytest.fixture
+    def subject(self, retriever: Any) -> Any:
+        return retriever
 
     requires_text: bool = True
     k: int = 3

@@ -22,8 +22,6 @@ def ray_plugin() -> None:
 
 
 class TestRayExecutorConformance(ExecutorConformance):
-    registered_name = "ray"
-
     @pytest.fixture(scope="class")
     @classmethod
     def executor(cls) -> Iterator[RayExecutor]:
