@@ -48,7 +48,9 @@ COMMANDS: dict[str, list[str]] = {
 def environment(code: Path) -> dict[str, str]:
     """The environment that runs ``code``'s evret_core and plugins (checked: an installed copy must not win)."""
     plugins = [str(p) for p in sorted((code / "plugins").glob("*")) if p.is_dir()]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_")}
+    # PYTHONDONTWRITEBYTECODE off: the warm-up writes bytecode, as an installed package has it; without it every
+    # run would compile each module from source and time the compiler
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVRET_") and k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(code), *plugins])
     where = subprocess.run([sys.executable, "-c", "import evret_core; print(evret_core.__file__)"], env=env,
                            cwd=code, capture_output=True, text=True, check=True).stdout.strip()

@@ -1,6 +1,7 @@
-"""`import evret_core`, `evret --help` and `evret plugins` load neither numpy, pydantic nor asyncio; the public
-names still resolve (lazily, through the package's module __getattr__). Each installed plugin, and the example plugin
-of docs/writing-a-plugin.md, is loaded (imported, its hooks called) without numpy or pydantic, as that page asks."""
+"""`import evret_core`, `evret --help` and `evret plugins` load none of numpy, pydantic, asyncio, sqlite3 and pytest;
+the public names still resolve (lazily, through the root's module __getattr__). Each installed plugin, and the
+example plugin of docs/writing-a-plugin.md (one module: its judge and its hook), is loaded (imported, its hooks
+called) without numpy or pydantic, as that page asks, nor asyncio, sqlite3 or pytest."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import evret_core
 
 from .conftest import REPO
 
-HEAVY = ("numpy", "pydantic", "asyncio")
+HEAVY = ("numpy", "pydantic", "asyncio", "sqlite3", "pytest")
 
 PROBE = """
 import json, sys
@@ -78,8 +79,9 @@ def test_public_names_resolve_lazily() -> None:
         evret_core.nope  # noqa: B018
 
 
-PLUGIN_HEAVY = ("numpy", "pydantic")
-"""What a plugin's module and hooks must not import (docs/writing-a-plugin.md): asyncio is the core's own rule."""
+PLUGIN_HEAVY = HEAVY
+"""What a plugin's module and hooks must not import: numpy and pydantic (docs/writing-a-plugin.md), nor what the
+core's light commands never load."""
 
 LIST_ONE = """
 from evret_core.plugins.loading import get_registry, list_plugins
@@ -115,3 +117,10 @@ def test_loading_the_example_plugin_imports_neither_numpy_nor_pydantic(tmp_path:
     body = LIST_ONE.format(name="evret-judge-keywords") + "assert 'keywords' in get_registry().names('judge')\n"
     in_modules, _ = _imported(body, plugins="evret-judge-keywords", path=(tmp_path, example))
     assert not {m.partition(".")[0] for m in in_modules} & set(PLUGIN_HEAVY), in_modules[:5]
+
+
+def test_the_example_plugin_is_one_module() -> None:
+    package = REPO / "docs" / "examples" / "evret-judge-keywords" / "evret_judge_keywords"
+    assert [p.name for p in package.glob("*.py")] == ["__init__.py"]
+    source = (package / "__init__.py").read_text(encoding="utf-8")
+    assert "class KeywordJudge(Judge):" in source and 'register("keywords", KeywordJudge)' in source

@@ -94,7 +94,7 @@ print(json.dumps([type(judge).__module__, verdict, info.version, info.registers,
 """
     proc = _in_venv(keywords_python, "-c", script)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == ["evret_judge_keywords.judge", True, "0.1.0", {"judge": ["keywords"]}, None,
+    assert json.loads(proc.stdout) == ["evret_judge_keywords", True, "0.1.0", {"judge": ["keywords"]}, None,
                                        "evret-judge-keywords"]
 
 

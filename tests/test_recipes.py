@@ -46,8 +46,7 @@ def config_of(part: Any) -> Any:
 
 
 def test_the_sdk_exports_the_one_format() -> None:
-    assert sdk.Recipe is Recipe and sdk.rebuild is rebuild and sdk.recipe is recipe and sdk.recipe_of is recipe_of
-    assert sdk.build_parts is build_parts
+    assert sdk.Recipe is Recipe and sdk.rebuild is rebuild and sdk.recipe_of is recipe_of
 
 
 def test_judge_round_trip() -> None:
@@ -151,6 +150,28 @@ def test_rag_and_retrieval_rebuild_through_the_same_function() -> None:
     runner = Runner(evaluator.generator, evaluator.claim_judge, evaluator.relevance)
     assert runner.recipes["generator"] == Recipe.of_object("generator", evaluator.generator)
     assert build_parts(runner.recipes)["generator"] is evaluator.generator
+
+
+def test_a_runner_rebuilds_from_its_recipes_as_a_worker_does() -> None:
+    """An executor ships the runner's class and its recipes; the worker builds the parts with its own ``build``
+    (rebuild by default) into that class, pipelined as on the driver."""
+    evaluator = RagEvaluator(generator="extractive", conditions=["gold"], claim_judge="token-overlap")
+    recipes = {role: travelled(made) for role, made in evaluator.recipes.items() if role != "judge"}
+    runner = Runner.from_recipes(recipes, pipelined=False)
+    assert type(runner) is Runner and runner.pipelined is False and runner.recipes == recipes
+    assert {role: config_of(p) for role, p in runner.parts().items() if p is not None} == \
+        {role: config_of(p) for role, p in build_parts(recipes).items() if p is not None}
+    built: list[str] = []
+
+    def build(made: Recipe) -> Any:
+        built.append(made.kind)
+        return rebuild(made)
+
+    class MyRunner(Runner):
+        pass
+
+    assert type(MyRunner.from_recipes(recipes, build=build)) is MyRunner
+    assert sorted(built) == sorted(recipes)
 
 
 def test_a_registry_recipe_that_no_longer_fits_names_the_kind() -> None:

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from decimal import Decimal
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+
+
+def _decimal() -> type:
+    """``Decimal``, imported on the rare paths that need it (``decimal`` costs more to import than this module)."""
+    from decimal import Decimal
+
+    return Decimal
 
 
 def _what(value: Any) -> str:
@@ -35,7 +41,7 @@ def as_str(value: Any, field: str, numbers: bool = False) -> str:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
             raise ValueError(f"{field}: bytes that are not UTF-8") from None
-    if numbers and isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+    if numbers and isinstance(value, (int, float, _decimal())) and not isinstance(value, bool):
         return str(value)
     raise TypeError(f"{field}: expected a string, got {_what(value)}")
 
@@ -81,7 +87,7 @@ def as_bool(value: Any, field: str) -> bool:
         if text in _TRUE or text in _FALSE:
             return text in _TRUE
         raise ValueError(f"{field}: {value!r} is not a boolean")
-    if getattr(getattr(value, "dtype", None), "kind", None) == "b" or isinstance(value, (int, float, Decimal)):
+    if getattr(getattr(value, "dtype", None), "kind", None) == "b" or isinstance(value, (int, float, _decimal())):
         if value in (0, 1):
             return bool(value)
         raise ValueError(f"{field}: {value!r} is not a boolean")

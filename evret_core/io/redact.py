@@ -38,6 +38,22 @@ __all__ = ["MASK", "is_secret_name", "known_secrets", "redact", "redact_text", "
 
 MASK = "***"
 
+
+class _Lazy:
+    """A regular expression compiled on its first use: compiling this module's patterns costs more than the rest
+    of it, and every plugin load imports it (through the SDK), most never to redact anything. After the first use
+    the compiled pattern's methods are this object's own attributes."""
+
+    def __init__(self, pattern: str) -> None:
+        self.source = pattern
+
+    def __getattr__(self, name: str) -> Any:
+        compiled = re.compile(self.source)
+        for method in ("findall", "finditer", "fullmatch", "match", "search", "sub"):
+            setattr(self, method, getattr(compiled, method))
+        return getattr(compiled, name)
+
+
 SECRET_WORDS = frozenset({
     "key", "apikey", "token", "secret", "password", "passwd", "pwd", "credential", "credentials", "auth",
     "authorization", "signature", "sig", "cookie", "bearer", "passphrase",
@@ -50,9 +66,9 @@ MIN_KNOWN_SECRET = 4
 # environment variables whose names read as secrets but hold none: the shell's working folders ("pwd" is also the
 # abbreviation of password); masking their values masked every path under the current folder in messages
 NOT_SECRET_VARIABLES = frozenset({"PWD", "OLDPWD"})
-_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
-_USERINFO = re.compile(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
+_NAME_PARTS = _Lazy(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+_URL = _Lazy(r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s'\"<>`]+")
+_USERINFO = _Lazy(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
 # user:password@host[:port] without a scheme (opensearch-py takes "admin:pw@host:9200"), anywhere in a text: at
 # the start, or after a space, a quote, a bracket, "=", ",", ";", "/" or "|". The password runs to the last "@"
 # that a host follows (a password may hold "@" and ":"); it never holds a space, a quote or "/" (a URL's
@@ -60,21 +76,21 @@ _USERINFO = re.compile(r"(?<=/)([^\s/:@'\"]+):(?!\*\*\*@)[^\s/@'\"]+@")
 # text, a port or a character that cannot continue a host. The lengths are bounded so that no text makes the
 # search quadratic.
 _HOST = r"(?:\[[0-9A-Za-z:.%]+\]|[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*)"
-_BARE_USERINFO = re.compile(
+_BARE_USERINFO = _Lazy(
     r"(?<![^\s'\"(\[{,;=/|])(?P<user>[A-Za-z0-9._~%+-]{1,128}):(?P<password>[^\s'\"<>`/]{1,512})@"
     rf"(?P<host>{_HOST}(?::\d{{1,5}})?)(?=$|[\s/'\"?#,;)\]}}>\\]|\.(?![A-Za-z0-9])|:(?!\d))")
-_PARAM = re.compile(r"([?&])([^=&\s?#'\"]+)=(?!\*\*\*)([^&\s#'\"]+)")
+_PARAM = _Lazy(r"([?&])([^=&\s?#'\"]+)=(?!\*\*\*)([^&\s#'\"]+)")
 # NAME=VALUE in free text (a libpq DSN, a connection string, a command line): at the start, or after a space or
 # one of ? & ; , # ( [ {
-_PAIR = re.compile(r"(?<![^\s?&;,#(\[{])(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=(?!\*\*\*)"
+_PAIR = _Lazy(r"(?<![^\s?&;,#(\[{])(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]*)=(?!\*\*\*)"
                    r"(?P<value>'[^']*'|\"[^\"]*\"|[^\s&#;,'\"()\[\]{}<>]+)")
 # a quoted key of JSON or of a Python repr, and its value: a string, a tuple or list (one level of nesting), or a
 # number (a bare word after "'name': " is a message, as in "judge 'token-overlap': option 'x' ...")
-_QUOTED_KEY = re.compile(
+_QUOTED_KEY = _Lazy(
     r"(?P<q>[\"'])(?P<name>[^\"'\s]{1,80})(?P=q)(?P<sep>\s*:\s*)(?P<value>b?\"(?:[^\"\\]|\\.)*\"|b?'(?:[^'\\]|\\.)*'"
     r"|\((?:[^()]|\([^()]*\))*\)|\[(?:[^\[\]]|\[[^\[\]]*\])*\]|-?[0-9][0-9A-Za-z.+-]*)")
 # HTTP credentials as a header value (an echoed Authorization header): a scheme and a token
-_AUTH_VALUE = re.compile(r"(?<![A-Za-z0-9])(?P<scheme>(?i:basic|bearer|token|digest|negotiate|apikey))(?P<sp>\s+)"
+_AUTH_VALUE = _Lazy(r"(?<![A-Za-z0-9])(?P<scheme>(?i:basic|bearer|token|digest|negotiate|apikey))(?P<sp>\s+)"
                          r"(?P<token>[A-Za-z0-9._~+/=-]{8,})")
 _EMPTY_VALUES = frozenset({"None", "null", "true", "false", "True", "False", "''", '""', "()", "[]"})
 

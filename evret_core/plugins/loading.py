@@ -18,10 +18,8 @@ of the process.
 
 from __future__ import annotations
 
-import importlib.metadata as md
 import os
 import threading
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -163,6 +161,8 @@ class PluginRegistry:
             self._add(plugin, info, strict=True)
 
     def _load_entry_points(self) -> None:
+        import importlib.metadata as md  # here, not at the top: it costs more than the SDK that imports this module
+
         allow = _env_list("EVRET_LOAD_PLUGINS")
         block = _env_list("EVRET_DISABLE_PLUGINS") or set()
         strict = _truthy("EVRET_STRICT_PLUGINS")
@@ -226,6 +226,8 @@ class PluginRegistry:
             if strict:
                 if info.builtin:
                     raise
+                import traceback
+
                 raise PluginError(
                     f"plugin {name!r} failed to register: {describe_failure(exc)}\n{traceback.format_exc()}"
                 ) from exc
@@ -390,6 +392,8 @@ def install_hint(dist: str) -> str:
 
 
 def _dist_version(dist: str) -> str | None:
+    import importlib.metadata as md
+
     try:
         return md.version(dist)
     except md.PackageNotFoundError:

@@ -96,6 +96,15 @@ class Runner:
         self.progress = progress
         self.recipes = recipes or {role: Recipe.of_object(role, part) for role, part in self.parts().items()}
 
+    @classmethod
+    def from_recipes(cls, recipes: dict[str, Recipe], pipelined: bool = True,
+                     build: Callable[[Recipe], Any] = rebuild) -> Runner:
+        """A runner whose parts ``build`` makes from ``recipes`` (role -> recipe; by default
+        :func:`~evret_core.plugins.builder.rebuild`): how an executor's worker rebuilds the runner it was shipped
+        the class of."""
+        parts = {role: build(made) for role, made in recipes.items()}
+        return cls(parts["generator"], parts["claim_judge"], parts["relevance"], pipelined=pipelined, recipes=recipes)
+
     def parts(self) -> dict[str, Any]:
         return {"generator": self.generator, "claim_judge": self.claim_judge, "relevance": self.relevance}
 

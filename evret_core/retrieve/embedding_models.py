@@ -13,9 +13,7 @@ Nothing heavy is imported here: huggingface_hub only to look in its cache, sente
 
 from __future__ import annotations
 
-import hashlib
 import os
-import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +48,8 @@ class ResolvedModel:
 def _folder_fingerprint(folder: Path) -> str:
     # Config files decide the architecture, pooling and normalisation; weight sizes tell fine-tunes apart
     # without hashing hundreds of megabytes on every run.
+    import hashlib  # here: OpenSSL's start costs every plugin load more than the SDK's own modules
+
     digest = hashlib.sha256()
     for rel in ("modules.json", "config.json", "sentence_bert_config.json", "1_Pooling/config.json",
                 "tokenizer_config.json"):
@@ -157,6 +157,8 @@ def hub_reachable() -> bool:
         outcome: list[bool] = []
 
         def probe() -> None:
+            import socket  # here: only a probe needs it, and every plugin load imports this module
+
             try:
                 with socket.create_connection(address, timeout=_PROBE_TIMEOUT_S):
                     outcome.append(True)

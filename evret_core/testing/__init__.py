@@ -11,8 +11,8 @@ records, criteria judges included), ``RetrievalEvaluatorConformance``, ``Generat
 ``RagScoreConformance`` and ``ExecutorConformance``; ``SUITES`` maps each kind of
 :data:`evret_core.contracts.kinds.KINDS` to its suite.
 
-The conformance suites need pytest (``pip install pytest``, the extra ``testing``); they are loaded on first use, so
-the stub servers and the vector-store kit import without it. A judge plugin's test module::
+The kit needs pytest (``pip install pytest``, the extra ``testing``); importing any of it without pytest is an
+``ImportError`` that says so. A judge plugin's test module::
 
     from evret_core.testing import JudgeConformance
 
@@ -31,53 +31,39 @@ method of the base class then runs against your object.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+try:
+    import pytest  # noqa: F401  (the suites below are pytest classes)
+except ModuleNotFoundError as exc:
+    if exc.name != "pytest":
+        raise
+    raise ImportError('evret_core.testing needs pytest: pip install pytest (the extra "testing")') from None
 
-if TYPE_CHECKING:
-    from evret_core.testing.claim_judge_suite import ClaimJudgeConformance
-    from evret_core.testing.executor_suite import ExecutorConformance
-    from evret_core.testing.generator_suite import GeneratorConformance
-    from evret_core.testing.judge_suite import JudgeConformance
-    from evret_core.testing.local_providers import InProcessProviderConformance
-    from evret_core.testing.metric_suite import MetricConformance
-    from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
-    from evret_core.testing.perturbation_suite import PerturbationConformance
-    from evret_core.testing.provider_suite import ProviderConformance
-    from evret_core.testing.rag_score_suite import RagScoreConformance
-    from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
-    from evret_core.testing.retriever_suite import RetrieverConformance
-    from evret_core.testing.suites import SUITES
+from evret_core.testing.claim_judge_suite import ClaimJudgeConformance
+from evret_core.testing.executor_suite import ExecutorConformance
+from evret_core.testing.generator_suite import GeneratorConformance
+from evret_core.testing.judge_suite import JudgeConformance
+from evret_core.testing.local_providers import InProcessProviderConformance
+from evret_core.testing.metric_suite import MetricConformance
+from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
+from evret_core.testing.perturbation_suite import PerturbationConformance
+from evret_core.testing.provider_suite import ProviderConformance
+from evret_core.testing.rag_score_suite import RagScoreConformance
+from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
+from evret_core.testing.retriever_suite import RetrieverConformance
+from evret_core.testing.suites import SUITES
 
-__all__ = ["ClaimJudgeConformance", "ExecutorConformance", "GeneratorConformance", "InProcessProviderConformance",
-           "JudgeConformance", "MetricConformance",
-           "OutputEvaluatorConformance", "PerturbationConformance", "ProviderConformance", "RagScoreConformance",
-           "RetrievalEvaluatorConformance",
-           "RetrieverConformance", "SUITES"]
-
-_SUITES = {"ClaimJudgeConformance": "evret_core.testing.claim_judge_suite",
-           "ExecutorConformance": "evret_core.testing.executor_suite",
-           "GeneratorConformance": "evret_core.testing.generator_suite",
-           "InProcessProviderConformance": "evret_core.testing.local_providers",
-           "JudgeConformance": "evret_core.testing.judge_suite",
-           "MetricConformance": "evret_core.testing.metric_suite",
-           "OutputEvaluatorConformance": "evret_core.testing.output_evaluator_suite",
-           "PerturbationConformance": "evret_core.testing.perturbation_suite",
-           "ProviderConformance": "evret_core.testing.provider_suite",
-           "RagScoreConformance": "evret_core.testing.rag_score_suite",
-           "RetrievalEvaluatorConformance": "evret_core.testing.retrieval_evaluator_suite",
-           "RetrieverConformance": "evret_core.testing.retriever_suite",
-           "SUITES": "evret_core.testing.suites"}
-
-
-def __getattr__(name: str) -> Any:
-    """The conformance suites and ``SUITES``, imported when first asked for (they import pytest)."""
-    if name not in _SUITES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    try:
-        module = importlib.import_module(_SUITES[name])
-    except ModuleNotFoundError as exc:
-        if exc.name != "pytest":
-            raise
-        raise ImportError(f"evret_core.testing.{name} needs pytest: pip install pytest") from None
-    return getattr(module, name)
+__all__ = [
+    "ClaimJudgeConformance",
+    "ExecutorConformance",
+    "GeneratorConformance",
+    "InProcessProviderConformance",
+    "JudgeConformance",
+    "MetricConformance",
+    "OutputEvaluatorConformance",
+    "PerturbationConformance",
+    "ProviderConformance",
+    "RagScoreConformance",
+    "RetrievalEvaluatorConformance",
+    "RetrieverConformance",
+    "SUITES",
+]

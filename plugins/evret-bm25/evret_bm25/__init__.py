@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from evret_core.sdk import Register, Retriever, hookimpl
+from evret_core.sdk import Dataset, Register, Retriever, hookimpl
 
 __all__ = ["bm25", "register_retrievers"]
 
 
 def bm25(
     corpus: Any = None,
-    dataset: Any = None,
+    dataset: Dataset | None = None,
     k1: float = 0.9,
     b: float = 0.4,
     method: str = "lucene",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, read_corpus
+from evret_core.sdk import Dataset, EvretError, RankedColumns, RetrievalResult, Retriever, read_corpus
 
 METHODS = ("robertson", "atire", "bm25l", "bm25+", "lucene")
 
@@ -82,7 +82,7 @@ class BM25Retriever(Retriever):
         self._model.index(tokens, show_progress=False)
 
     @classmethod
-    def build(cls, corpus: Any = None, dataset: Any = None, **options: Any) -> BM25Retriever:
+    def build(cls, corpus: Any = None, dataset: Dataset | None = None, **options: Any) -> BM25Retriever:
         """From a corpus file path, a mapping id -> record, or the ``corpus`` of an evaluation dataset."""
         if corpus is None:
             corpus = getattr(dataset, "corpus", None)

@@ -383,7 +383,7 @@ class RayExecutor(Executor):
             for role, made in runner.recipes.items():
                 recipes[role], digest = self._ship(made)
                 digests.append(digest)
-            key = hashlib.sha256(cloudpickle.dumps((digests, runner.pipelined, self.worker_setup,
+            key = hashlib.sha256(cloudpickle.dumps((type(runner), digests, runner.pipelined, self.worker_setup,
                                                     self.max_in_flight))).hexdigest()
             by_question: dict[Any, dict[Any, Any]] = {}
             for slot, request in requests.items():
@@ -398,7 +398,8 @@ class RayExecutor(Executor):
             actor = ray.remote(GenerateWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
                                                        max_concurrency=self.batches_per_worker + 2)
             actors = self._actors("generate", key,
-                                  lambda: actor.remote(recipes, runner.pipelined, limiter, self.worker_setup),
+                                  lambda: actor.remote(type(runner), recipes, runner.pipelined, limiter,
+                                                               self.worker_setup),
                                   min(workers, len(chunks)))
             ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
             out: dict[Any, Any] = {}

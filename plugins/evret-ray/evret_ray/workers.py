@@ -123,21 +123,19 @@ class RetrieveWorker:
 
 class GenerateWorker:
     """One generation worker, an async Ray actor: rebuilds the RAG harness's parts (generator, claim judge,
-    answer relevance) once from their recipes, then runs chunks of requests through a
-    :class:`~evret_core.rag.pipeline.Runner`, several at once on its one event loop (their LLM calls share the
-    worker's clients and, with a limiter, the cluster-wide bound)."""
+    answer relevance) once from their recipes, into the driver's runner class (``runner_cls``, pickled by
+    reference: :meth:`~evret_core.rag.pipeline.Runner.from_recipes`), then runs chunks of requests through it,
+    several at once on its one event loop (their LLM calls share the worker's clients and, with a limiter, the
+    cluster-wide bound)."""
 
-    def __init__(self, recipes: dict[str, Recipe], pipelined: bool, limiter: Any = None,
+    def __init__(self, runner_cls: Any, recipes: dict[str, Recipe], pipelined: bool, limiter: Any = None,
                  setup: Callable[[], None] | None = None) -> None:
-        from evret_core.sdk import Runner
-
         if setup is not None:
             setup()
-        parts = {role: build(made) for role, made in recipes.items()}
-        for part in parts.values():
+        self.runner = runner_cls.from_recipes(recipes, pipelined=pipelined, build=build)
+        for part in self.runner.parts().values():
             if hasattr(part, "scan_here"):  # the driver scans the run's contexts once (RayExecutor.generate)
                 part.scan_here = False
-        self.runner = Runner(parts["generator"], parts["claim_judge"], parts["relevance"], pipelined=pipelined)
         install_limiter(limiter)
 
     async def ready(self) -> bool:
@@ -155,7 +153,8 @@ class GenerateWorker:
                 if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
 
     async def generate(self, requests: dict[Any, Any]) -> dict[Any, Any]:
-        return await self.runner.arun(requests, close=False)
+        outcomes: dict[Any, Any] = await self.runner.arun(requests, close=False)
+        return outcomes
 
 
 @ray.remote

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.sdk import EvretError, RankedColumns, RetrievalResult, Retriever, check_bool
+from evret_core.sdk import Dataset, EvretError, RankedColumns, RetrievalResult, Retriever, check_bool
 from evret_core.sdk import read_corpus as read_core_corpus
 from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, Encoder, cache_dir
@@ -72,7 +72,7 @@ class DenseRetriever(Retriever):
     def __init__(
         self,
         corpus: str | os.PathLike[str] | None = None,
-        dataset: Any = None,
+        dataset: Dataset | None = None,
         model: str | os.PathLike[str] = DEFAULT_MODEL,
         device: str = AUTO,
         batch_size: int | None = None,
