@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -83,11 +83,18 @@ class RankedColumns:
             return self
         return RankedColumns(self.ids[:k], self.scores[:k], None if self.texts is None else self.texts[:k])
 
-    def to_results(self) -> list[RetrievalResult]:
-        """The rows as :class:`RetrievalResult` objects (for code that wants objects)."""
-        texts = self.texts if self.texts is not None else [None] * len(self.ids)
-        return [RetrievalResult(doc_id=str(d), score=float(s), metadata={} if t is None else {"text": t})
-                for d, s, t in zip(self.ids, _floats(self.scores), texts, strict=True)]
+    def to_results(self, metadata: Sequence[dict[str, Any]] | None = None) -> list[RetrievalResult]:
+        """The rows as :class:`RetrievalResult` objects (for code that wants objects): ids made ``str``, scores
+        ``float``. ``metadata`` (one dict per row, the text in it as ``"text"``) is each result's metadata as given,
+        not copied: what an adapter's object path passes, the dicts built from what its backend returned. Without
+        it a row's metadata is ``{"text": its text}``, or empty when it has none."""
+        if metadata is None:
+            texts = self.texts if self.texts is not None else [None] * len(self.ids)
+            metadata = [{} if t is None else {"text": t} for t in texts]
+        elif len(metadata) != len(self.ids):
+            raise EvretError(f"RankedColumns.to_results: {len(metadata)} metadata dicts for {len(self.ids)} rows")
+        ids = self.ids.tolist() if hasattr(self.ids, "tolist") else self.ids
+        return _typed_results(list(map(str, ids)), _floats(self.scores), metadata)
 
     @classmethod
     def from_results(cls, results: Sequence[RetrievalResult]) -> RankedColumns:
@@ -101,7 +108,31 @@ class RankedColumns:
 def _floats(values: Sequence[float] | np.ndarray) -> list[float]:
     import numpy as np
 
-    return values.tolist() if isinstance(values, np.ndarray) else [float(v) for v in values]
+    if isinstance(values, np.ndarray):  # tolist() gives Python floats of a float array, ints of an int one
+        return values.astype(np.float64, copy=False).tolist()  # type: ignore[no-any-return]
+    return [float(v) for v in values]
+
+
+def _typed_results(ids: list[str], scores: list[float], metadata: Iterable[Any]) -> list[RetrievalResult]:
+    """:class:`RetrievalResult` objects of ids already ``str`` and scores already ``float``: each is what
+    ``RetrievalResult(doc_id=..., score=..., metadata=...)`` stores, without the checks that would find nothing
+    to convert (a metadata that is not a ``dict`` still goes through them). The object path of the vector-store
+    adapters makes one per retrieved document, so this is their cost per result."""
+    new, assign = object.__new__, object.__setattr__
+    results: list[RetrievalResult] = []
+    append = results.append
+    for doc_id, score, meta in zip(ids, scores, metadata, strict=True):
+        if type(meta) is not dict:
+            append(RetrievalResult(doc_id=doc_id, score=score, metadata=meta))
+            continue
+        # object.__setattr__, as __init__'s checks would leave them: the frozen class refuses its own setattr,
+        # and the values stay in the instance (no __dict__ made for it)
+        result = new(RetrievalResult)
+        assign(result, "doc_id", doc_id)
+        assign(result, "score", score)
+        assign(result, "metadata", meta)
+        append(result)
+    return results
 
 
 class Retriever:

@@ -19,6 +19,7 @@ import pytest
 
 import evret_core.contracts as contracts
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import GenerateRun, JudgeRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.judge import JudgmentContext
@@ -83,6 +84,33 @@ def test_retrieval_result_takes_keywords_only_and_reads_its_text() -> None:
         RetrievalResult("d1", 0.5)  # type: ignore[misc]
     assert RetrievalResult(doc_id="d", metadata={"text": 3}).text == "3"
     assert RetrievalResult(doc_id="d").text is None
+
+
+def test_ranked_columns_become_the_results_the_checked_constructor_makes() -> None:
+    """``RankedColumns.to_results`` (the adapters' object path) builds without the checks what
+    ``RetrievalResult(...)`` would store: ids made str and scores float from any column, each row's metadata the
+    dict given (not a copy), a mapping that is not a dict converted and anything else refused as the constructor
+    does; the objects compare, repr, pickle and refuse assignment like any other."""
+    metadata = [{"text": "a", "distance": 0.5}, {"text": None}, MappingProxyType({"k": 1})]
+    columns = RankedColumns(np.array([7, 8, 9]), np.array([3, 2, 1]), ["a", None, "c"])
+    results = columns.to_results(metadata=metadata)
+    checked = [RetrievalResult(doc_id=d, score=s, metadata=m)
+               for d, s, m in zip(["7", "8", "9"], [3.0, 2.0, 1.0], metadata, strict=True)]
+    assert results == checked and [repr(r) for r in results] == [repr(r) for r in checked]
+    assert [vars(r) for r in results] == [vars(r) for r in checked]
+    assert all(type(r.doc_id) is str and type(r.score) is float and type(r.metadata) is dict for r in results)
+    assert results[0].metadata is metadata[0] and results[2].metadata == {"k": 1}
+    assert [r.text for r in results] == ["a", None, None]  # the text is the metadata's, the column is not read
+    assert pickle.loads(pickle.dumps(results)) == results
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        results[0].score = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RankedColumns(["d"], [1.0]).to_results(metadata=[["not", "a", "mapping"]])  # type: ignore[list-item]
+    with pytest.raises(EvretError, match="2 metadata dicts for 1 rows"):
+        RankedColumns(["d"], [1.0]).to_results(metadata=[{}, {}])
+    plain = RankedColumns(("d1", "d2"), [0.5, np.float32(0.25)], ["t", None]).to_results()
+    assert plain == [RetrievalResult(doc_id="d1", score=0.5, metadata={"text": "t"}),
+                     RetrievalResult(doc_id="d2", score=0.25)]
 
 
 JC = [  # JudgmentContext(query=..., expected_text="e", retrieved_text="r", **kwargs) -> (query, aliases) or error

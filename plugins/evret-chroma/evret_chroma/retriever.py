@@ -20,7 +20,6 @@ from evret_core.sdk import (
     Retriever,
     batched,
     corpus_batches,
-    distance_result,
     resolve_embedder,
 )
 
@@ -101,16 +100,26 @@ class ChromaRetriever(Retriever):
                 yield (answer["ids"][i], answer["documents"][i],
                        answer["metadatas"][i] if metadatas else None, answer["distances"][i])
 
+    def _ranked(self, queries: Sequence[str], k: int,
+                metadatas: bool) -> Iterator[tuple[RankedColumns, list[dict[str, Any]] | None]]:
+        """Per query its columns (score = -distance) and, when ``metadatas``, one metadata dict per row: Chroma's
+        metadata with the document as ``text`` and the distance."""
+        for ids, documents, metas, distances in self._answers(queries, k, metadatas):
+            dist = np.asarray(distances, dtype=np.float64)
+            metadata = None if metas is None else [
+                {**(meta or {}), "text": text, "distance": d}
+                for meta, text, d in zip(metas, documents, dist.tolist(), strict=True)]
+            yield RankedColumns([str(d) for d in ids], -dist, list(documents)), metadata
+
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result; the metadatas
         stay in Chroma."""
-        return [RankedColumns([str(d) for d in ids], -np.asarray(distances, dtype=np.float64), list(documents))
-                for ids, documents, _, distances in self._answers(queries, k, metadatas=False)]
+        return [columns for columns, _ in self._ranked(queries, k, metadatas=False)]
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        return [[distance_result(doc_id, text, distance, meta or {})
-                 for doc_id, text, meta, distance in zip(ids, documents, metadatas or [], distances, strict=True)]
-                for ids, documents, metadatas, distances in self._answers(queries, k, metadatas=True)]
+        """The columns of :meth:`batch_retrieve_columns` as results, with Chroma's metadata, the text and the
+        distance."""
+        return [columns.to_results(metadata=metadata) for columns, metadata in self._ranked(queries, k, metadatas=True)]
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "collection": self.collection.name, "embedding": str(self._vectors.label),

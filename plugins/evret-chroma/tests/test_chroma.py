@@ -73,6 +73,28 @@ def test_texts_ids_metadata_and_distances(collection: tuple[object, str]) -> Non
     assert top.score == pytest.approx(-top.metadata["distance"]) and 0 <= top.metadata["distance"] < 1
 
 
+def test_results_are_the_columns_with_chromas_metadata(collection: tuple[object, str]) -> None:
+    """The object path is the columns path plus metadata: the same ids, scores (exactly) and texts in the same
+    order, each result's metadata Chroma's own for the document, then ``text`` and ``distance``."""
+    client, name = collection
+    retriever = ChromaRetriever(name, embedding=embed, client=client, batch_size=3)
+    queries = list(BEE_QUERIES)
+    results = retriever.batch_retrieve(queries, 4)
+    columns = retriever.batch_retrieve_columns(queries, 4)
+    assert [[(r.doc_id, r.score, r.text) for r in rs] for rs in results] == [
+        [(r.doc_id, r.score, r.text) for r in c.to_results()] for c in columns]
+    direct = client.get_collection(name).query(query_embeddings=embed(queries), n_results=4,  # type: ignore[attr-defined]
+                                               include=["documents", "metadatas", "distances"])
+    for rs, metas, documents, distances in zip(results, direct["metadatas"], direct["documents"],
+                                               direct["distances"], strict=True):
+        # Chroma's own keys come in no fixed order (a hash map on its side); the text and the distance come last
+        assert [r.metadata for r in rs] == [{**meta, "text": document, "distance": float(distance)}
+                                            for meta, document, distance in zip(metas, documents, distances,
+                                                                                strict=True)]
+        assert all(list(r.metadata)[-2:] == ["text", "distance"] for r in rs)
+        assert all(type(r.doc_id) is str and type(r.score) is float and type(r.metadata) is dict for r in rs)
+
+
 class RecordingCollection:
     """A real Chroma collection that notes what each query asks Chroma to include."""
 

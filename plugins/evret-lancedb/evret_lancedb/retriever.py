@@ -21,7 +21,6 @@ from evret_core.sdk import (
     Retriever,
     batched,
     corpus_batches,
-    distance_result,
     resolve_embedder,
 )
 
@@ -161,29 +160,45 @@ class LanceDBRetriever(Retriever):
     def retrieve(self, query: str, k: int) -> list[RetrievalResult]:
         return self.batch_retrieve([query], k)[0]
 
+    def _ranked(self, distances: np.ndarray, rows: dict[str, Any]) -> RankedColumns:
+        """One query's columns (score = -distance) from :meth:`_answers`' distances and rows."""
+        ids = rows[self.id_field]
+        if not self.ids_are_strings:
+            ids = np.array([str(d) for d in ids], dtype=object)
+        return RankedColumns(ids, -distances, rows[self.text_field])
+
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """Columns per query (score = -distance, as :meth:`batch_retrieve`), no object per result."""
-        out = []
-        for distances, rows in self._answers(queries, k, [self.id_field, self.text_field], python=False):
-            ids = rows[self.id_field]
-            if not self.ids_are_strings:
-                ids = np.array([str(d) for d in ids], dtype=object)
-            out.append(RankedColumns(ids, -distances, rows[self.text_field]))
-        return out
+        return [self._ranked(distances, rows)
+                for distances, rows in self._answers(queries, k, [self.id_field, self.text_field], python=False)]
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        columns = [self.id_field, self.text_field, *self.metadata_columns]
+        """The columns of :meth:`batch_retrieve_columns` as results, each with the row's other columns as its
+        metadata, then ``text`` and ``distance``: one dict per row, built a column at a time."""
+        names = [c for c in self.metadata_columns if c not in _ANSWER_COLUMNS]
         out = []
-        for distances, rows in self._answers(queries, k, columns, python=True):
-            out.append([distance_result(doc_id, rows[self.text_field][i], float(distances[i]),
-                                        {c: rows[c][i] for c in self.metadata_columns if c not in _ANSWER_COLUMNS})
-                        for i, doc_id in enumerate(rows[self.id_field])])
+        for distances, rows in self._answers(queries, k, [self.id_field, self.text_field, *names], python=True):
+            columns = [*((name, rows[name]) for name in names), ("text", rows[self.text_field]),
+                       ("distance", distances.tolist())]
+            out.append(self._ranked(distances, rows).to_results(metadata=_row_dicts(columns)))
         return out
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table_name, "embedding": str(self._vectors.label),
                 "id_field": self.id_field, "text_field": self.text_field, "vector_column": self.vector_column,
                 "where": self.where, "prefilter": self.prefilter, "distance_type": self.distance_type}
+
+
+def _row_dicts(columns: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
+    """One dict per row of equal-length ``(name, values)`` columns, keys in the columns' order (a name given twice
+    keeps its first place and its last value, as ``{**row, "text": ...}`` would): built a column at a time, a
+    loop per column instead of a call per row."""
+    (first, values), *rest = columns
+    rows = [{first: value} for value in values]
+    for name, values in rest:
+        for row, value in zip(rows, values, strict=True):
+            row[name] = value
+    return rows
 
 
 def index_corpus(

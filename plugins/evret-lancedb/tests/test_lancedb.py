@@ -76,6 +76,52 @@ def test_texts_ids_metadata_and_distances(store: Path) -> None:
     assert top.score == pytest.approx(-top.metadata["distance"]) and top.metadata["distance"] >= 0
 
 
+def _as_results(columns: Any) -> list[tuple[str, float, str | None]]:
+    """A RankedColumns turned into results: (doc_id, score, text) per row, in rank order."""
+    return [(r.doc_id, r.score, r.text) for r in columns.to_results()]
+
+
+def test_results_are_the_columns_with_each_rows_other_columns(store: Path) -> None:
+    """The object path is the columns path plus metadata: the same ids, scores (exactly) and texts in the same
+    order, each result's metadata the row's other columns as LanceDB stores them, then ``text`` and ``distance``."""
+    import lancedb
+
+    retriever = LanceDBRetriever("bees", embedding=embed, uri=store, batch_size=3)
+    queries = list(BEE_QUERIES)
+    results = retriever.batch_retrieve(queries, 4)
+    columns = retriever.batch_retrieve_columns(queries, 4)
+    assert [[(r.doc_id, r.score, r.text) for r in rs] for rs in results] == [_as_results(c) for c in columns]
+    stored = {row["doc_id"]: row for row in lancedb.connect(str(store)).open_table("bees").to_arrow().to_pylist()}
+    for r in (r for rs in results for r in rs):
+        row = stored[r.doc_id]
+        expected = [*((c, row[c]) for c in row if c not in ("doc_id", "text", "vector")),
+                    ("text", row["text"]), ("distance", -r.score)]
+        assert list(r.metadata.items()) == expected  # keys in this order, as {**row, "text": ..., "distance": ...}
+        assert type(r.doc_id) is str and type(r.score) is float and type(r.metadata) is dict
+
+
+def test_results_of_a_table_whose_columns_are_named_text_and_distance(tmp_path: Path) -> None:
+    """Columns named ``text`` and ``distance`` beside the text column ``body``: each keeps its place in the
+    metadata and takes the body and the distance, as ``{**row, "text": body, "distance": d}`` does; numeric ids
+    become strings on both paths."""
+    import lancedb
+    import pyarrow as pa
+
+    db = lancedb.connect(str(tmp_path / "named"))
+    bodies = ["honey bees dance", "queens lay eggs"]
+    schema = pa.schema([("pk", pa.int64()), ("distance", pa.string()), ("body", pa.string()),
+                        ("text", pa.string()), ("emb", pa.list_(pa.float32(), 128))])
+    db.create_table("docs", [{"pk": 10 + i, "distance": "far", "body": b, "text": "not the text", "emb": v}
+                             for i, (b, v) in enumerate(zip(bodies, embed(bodies), strict=True))], schema=schema)
+    retriever = LanceDBRetriever("docs", embedding=embed, db=db, id_field="pk", text_field="body")
+    (results,), (columns,) = retriever.batch_retrieve(["queens eggs"], 2), retriever.batch_retrieve_columns(
+        ["queens eggs"], 2)
+    assert [(r.doc_id, r.score, r.text) for r in results] == _as_results(columns)
+    assert [r.doc_id for r in results] == ["11", "10"]
+    top = results[0]
+    assert list(top.metadata.items()) == [("distance", -top.score), ("text", "queens lay eggs")]
+
+
 def test_where_clause_passes_through(store: Path) -> None:
     retriever = LanceDBRetriever("bees", embedding=embed, uri=store, where="topic = 'hive'")
     assert {r.doc_id for r in retriever.retrieve("waggle dance direction", 5)} == {"d3", "d4"}

@@ -359,32 +359,34 @@ class OpenSearchRetriever(Retriever):
         pairs = [self._id_text(hit, query, rank) for rank, hit in enumerate(hits, 1)]
         return [doc_id for doc_id, _ in pairs], [text for _, text in pairs]
 
+    def _ranked(self, hits: list[dict[str, Any]], query: str) -> RankedColumns:
+        """One query's columns (ids, ``_score``, texts) from its hits."""
+        ids, texts = self._ids_texts(hits, query)
+        return RankedColumns(ids, np.asarray([hit["_score"] for hit in hits], dtype=np.float64), texts)
+
     def batch_retrieve_columns(self, queries: Sequence[str], k: int) -> list[RankedColumns]:
         """Columns per query (ids, ``_score``, texts): only the id and text fields are fetched."""
         source = [self.text_field, *([self.id_field] if self.id_field else [])]
-        out = []
-        for query, hits in self._hits(queries, k, source):
-            ids, texts = self._ids_texts(hits, query)
-            out.append(RankedColumns(ids, np.asarray([hit["_score"] for hit in hits], dtype=np.float64), texts))
-        return out
+        return [self._ranked(hits, query) for query, hits in self._hits(queries, k, source)]
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
-        """Results per query: every source field but vectors is metadata, the text last as ``metadata["text"]``."""
+        """The columns of :meth:`batch_retrieve_columns` as results: every source field but vectors is metadata,
+        the text last as ``metadata["text"]``."""
         source: Any = {"excludes": self.vector_fields} if self.vector_fields else True
         text_field, id_field = self.text_field, self.id_field
         out = []
         for query, hits in self._hits(queries, k, source):
-            results = []
-            for doc_id, text, hit in zip(*self._ids_texts(hits, query), hits, strict=True):
-                # the hit's _source, decoded for this call alone, becomes the metadata in place (no copy of ours:
-                # RetrievalResult's validation copies it once)
-                metadata = hit.get("_source") or {}
-                metadata.pop(text_field, None)
+            columns = self._ranked(hits, query)
+            metadata = []
+            for hit, text in zip(hits, columns.texts or (), strict=True):
+                # the hit's _source, decoded for this call alone, becomes the metadata in place (no copy)
+                meta = hit.get("_source") or {}
+                meta.pop(text_field, None)
                 if id_field:
-                    metadata.pop(id_field, None)
-                metadata["text"] = text
-                results.append(RetrievalResult(doc_id=doc_id, score=hit["_score"], metadata=metadata))
-            out.append(results)
+                    meta.pop(id_field, None)
+                meta["text"] = text
+                metadata.append(meta)
+            out.append(columns.to_results(metadata=metadata))
         return out
 
     def config(self) -> dict[str, Any]:

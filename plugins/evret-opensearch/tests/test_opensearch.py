@@ -92,6 +92,26 @@ def test_scores_ids_texts_and_metadata_are_the_servers(client: Any, stub: Any, b
     assert knn.doc_id == "d6" and "vector" not in knn.metadata and 0.5 < knn.score <= 1.0
 
 
+@pytest.mark.parametrize("mode", ["bm25", "knn"])
+def test_results_are_the_columns_with_the_source_fields(client: Any, bees: str, mode: str) -> None:
+    """The object path is the columns path plus metadata: the same ids, scores (exactly) and texts in the same
+    order, each result's metadata the hit's source fields but the text and the vector, then ``text``."""
+    options: dict[str, Any] = {"embedding": embed} if mode == "knn" else {}
+    retriever = OpenSearchRetriever(bees, client=client, batch_size=3, **options)
+    queries = list(BEE_QUERIES)
+    results = retriever.batch_retrieve(queries, 4)
+    columns = retriever.batch_retrieve_columns(queries, 4)
+    assert [[(r.doc_id, r.score, r.text) for r in rs] for rs in results] == [
+        [(r.doc_id, r.score, r.text) for r in c.to_results()] for c in columns]
+    for query, rs in zip(queries, results, strict=True):
+        body = (retriever._query(query, embed([query])[0] if mode == "knn" else None, 4))
+        hits = client.search(index=bees, body={"size": 4, "query": body, "_source": {"excludes": ["vector"]}})
+        assert [list(r.metadata.items()) for r in rs] == [
+            [*((f, v) for f, v in hit["_source"].items() if f != "text"), ("text", hit["_source"]["text"])]
+            for hit in hits["hits"]["hits"]]
+        assert all(type(r.doc_id) is str and type(r.score) is float and type(r.metadata) is dict for r in rs)
+
+
 def test_one_msearch_request_per_batch(stub: Any, bees: str) -> None:
     queries = [*BEE_QUERIES, "drones mate", "bumblebees shiver", "honey", "beeswax", "propolis", "eggs"]
     for retriever in (OpenSearchRetriever(bees, url=stub.url, batch_size=4),
