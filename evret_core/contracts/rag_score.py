@@ -5,7 +5,7 @@ answer (:class:`ScoreInput`) (the ``rag_score`` kind, hook ``register_rag_scores
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from evret_core.contracts.claims import ClaimVerdict
@@ -16,7 +16,9 @@ from evret_core.contracts.generation import Answer, Context
 @dataclass(frozen=True)
 class ScoreInput:
     """One answer to score: its question (with labels), the condition, the contexts the generator saw, the answer,
-    the claim verdicts and the behaviour expected under this condition (``answer``, ``refuse``...)."""
+    the claim verdicts, the behaviour expected under this condition (``answer``, ``refuse``...), the answer's
+    relevance to the question (None when not measured) and what the condition recorded about the case (an
+    adversarial family's ``family``, ``planted_answer``...)."""
 
     question: Question
     condition: str
@@ -24,6 +26,8 @@ class ScoreInput:
     answer: Answer
     verdicts: tuple[ClaimVerdict, ...]
     expected_behaviour: str
+    relevance: float | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def prediction(self) -> str:

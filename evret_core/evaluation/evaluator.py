@@ -38,7 +38,7 @@ from evret_core.contracts.kinds import JUDGE
 from evret_core.contracts.metric import Metric
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
 from evret_core.evaluation.executors import resolve_executor
-from evret_core.evaluation.retrieved import EMPTY, RetrievedRows, Row, coerce_row, extra_run_queries
+from evret_core.evaluation.retrieved import RetrievedRows, extra_run_queries, retrieve_run
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
@@ -218,51 +218,20 @@ class Evaluator:
         queries = dataset.queries
         if isinstance(self.retriever, PrecomputedRetriever):
             return self._precomputed_rows(queries)
-        where = f"retriever {type(self.retriever).__name__}"
-        batches = [[q.query_text for q in queries[start : start + self.batch_size]]
-                   for start in range(0, len(queries), self.batch_size)]
-        self._report("retrieve", 0, len(queries))  # starts the stage's clock and bar (evret_core.progress)
-        with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
-            got = self.executor.retrieve(self.retriever, batches, self.k,
-                                         lambda done: self._report("retrieve", done, len(queries)))
-        rows: list[Row] = []
-        for start, texts, batch in zip(range(0, len(queries), self.batch_size), batches, got, strict=True):
-            if len(batch) != len(texts):
-                raise EvretError(f"{where} returned {len(batch)} result lists for {len(texts)} queries")
-            chunk = queries[start : start + self.batch_size]
-            rows.extend(coerce_row(raw, f"{where}, query {q.query_id!r}", self.k)
-                        for q, raw in zip(chunk, batch, strict=True))
-        return RetrievedRows(rows, self.k)
+        return retrieve_run(self.retriever, [q.query_id for q in queries], [q.query_text for q in queries], self.k,
+                            self.executor, self.batch_size, self.progress)
 
     def _precomputed_rows(self, queries: Sequence[QueryExample]) -> RetrievedRows:
-        """A precomputed run's rows; a run read as columns (``read_run_columns``) stays columns (a chunk's dicts
-        are built when its metrics are computed)."""
-        from evret_core.io.runcolumns import ColumnarRun
+        """A precomputed run's rows (:func:`~evret_core.evaluation.run_rows.precomputed_rows`); the queries it
+        lacks and those it has beyond the dataset are kept for the stats."""
+        # run_rows reads runs as columns (the TREC scanner): imported only for a precomputed run
+        from evret_core.evaluation.run_rows import precomputed_rows
 
         assert isinstance(self.retriever, PrecomputedRetriever)
         run = self.retriever.run
-        positions = run.positions([q.query_id for q in queries]) if isinstance(run, ColumnarRun) else None
-        if positions is not None:
-            missing = [queries[i].query_id for i in np.flatnonzero(positions < 0).tolist()]
-        else:
-            missing = [q.query_id for q in queries if q.query_id not in run]
-        if missing and self.missing_queries == "error":
-            shown = ", ".join(repr(q) for q in missing[:5])
-            raise EvretError(
-                f"the precomputed run lacks {len(missing)} of the dataset's {len(queries)} queries ({shown}"
-                f"{', ...' if len(missing) > 5 else ''}); fix the run's query ids, or score them 0 with "
-                f"missing_queries='zero' (CLI: --missing-queries zero)"
-            )
-        self._missing = missing
+        rows, self._missing = precomputed_rows(run, [q.query_id for q in queries], self.k, self.missing_queries)
         self._extra = extra_run_queries(run, queries)
-        if isinstance(run, ColumnarRun) and positions is not None:
-            from evret_core.evaluation.run_rows import ColumnarRows
-
-            return ColumnarRows(run, positions, self.k)
-        absent = object()  # a dict row is kept as it is, before any per-query message is built
-        return RetrievedRows([EMPTY if (raw := run.get(q.query_id, absent)) is absent else raw if type(raw) is dict
-                              else coerce_row(raw, f"precomputed run, query {q.query_id!r}", self.k)
-                              for q in queries], self.k)
+        return rows
 
     def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
         """The distinct judgment contexts the text-labelled queries need, in first-seen order."""

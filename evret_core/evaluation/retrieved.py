@@ -3,6 +3,8 @@
 Each query's row is a :class:`~evret_core.contracts.retrieve.RankedColumns` (ids, scores, texts), or, for a precomputed
 run in the TREC dict form ``{docid: score}``, the dict itself: it is ranked only when that query's detail is
 asked for, and the metrics read the dicts directly (the compiled reader of :mod:`evret_core.metrics.engine`).
+:func:`retrieve_run` retrieves the rows from a retriever (the evaluator's retrieval, and the RAG harness's);
+:func:`~evret_core.evaluation.run_rows.precomputed_rows` looks them up in a precomputed run.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import numpy as np
 
 from evret_core.assign import coverage_matrix
 from evret_core.contracts.errors import EvretError
+from evret_core.contracts.executor import Executor
 from evret_core.contracts.metric import RankedBatch
 from evret_core.contracts.retrieve import RankedColumns, coerce_results
 from evret_core.io.queries import QueryExample
 from evret_core.metrics.engine import _batch_from_read, accelerator, batch_from_run
+from evret_core.plugins.loading import plugin_exits_as_errors
+from evret_core.progress import ProgressCallback, report_progress
 from evret_core.results.per_query import TextJudgments
 
 EMPTY = RankedColumns((), np.zeros(0), None)
@@ -66,6 +71,26 @@ def extra_run_queries(run: Mapping[str, Any], queries: Sequence[QueryExample]) -
     often covers more queries than the dataset scores, e.g. every split), and the evaluator reports them."""
     wanted = {q.query_id for q in queries}
     return [qid for qid in run if qid not in wanted]
+
+
+def retrieve_run(retriever: Any, ids: Sequence[str], texts: Sequence[str], k: int, executor: Executor,
+                 batch_size: int, progress: ProgressCallback | None) -> RetrievedRows:
+    """Every query's retrieved row, cut to ``k``, from a retriever with ``batch_retrieve``: query ``i`` (id
+    ``ids[i]``, text ``texts[i]``) in calls of ``batch_size`` queries run by ``executor``, reported as the
+    ``retrieve`` stage (the evaluator's retrieval, and the RAG harness's)."""
+    where = f"retriever {type(retriever).__name__}"
+    batches = [list(texts[start : start + batch_size]) for start in range(0, len(texts), batch_size)]
+    report_progress(progress, "retrieve", 0, len(texts))  # starts the stage's clock and bar (evret_core.progress)
+    with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
+        got = executor.retrieve(retriever, batches, k,
+                                lambda done: report_progress(progress, "retrieve", done, len(texts)))
+    rows: list[Row] = []
+    for start, chunk_texts, batch in zip(range(0, len(texts), batch_size), batches, got, strict=True):
+        if len(batch) != len(chunk_texts):
+            raise EvretError(f"{where} returned {len(batch)} result lists for {len(chunk_texts)} queries")
+        chunk = ids[start : start + batch_size]
+        rows.extend(coerce_row(raw, f"{where}, query {qid!r}", k) for qid, raw in zip(chunk, batch, strict=True))
+    return RetrievedRows(rows, k)
 
 
 _PLAIN_KEYS = ({"doc_id", "score", "text"}, {"doc_id", "score"}, {"doc_id", "text"}, {"doc_id"})

@@ -77,11 +77,14 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "injection": f"{_RAG}.perturb.perturbations:Injection",
         "missing-gold": f"{_RAG}.perturb.perturbations:MissingGold",
         "irrelevant-only": f"{_RAG}.perturb.perturbations:IrrelevantOnly"}),
-    # claims (groundedness, faithfulness, citations), answer-match (exact, F1), behaviour (refused, behaviour_ok)
+    # claims (groundedness, faithfulness, citations), answer-match (exact, F1), behaviour (refused, behaviour_ok),
+    # answer-relevance, correct (answer_judge, correct)
     BuiltinPlugin("rag_scores", "register_rag_scores", {
         "claims": f"{_RAG}.scores.kind:ClaimScores",
         "answer-match": f"{_RAG}.scores.kind:AnswerMatch",
-        "behaviour": f"{_RAG}.scores.kind:Behaviour"}),
+        "behaviour": f"{_RAG}.scores.kind:Behaviour",
+        "answer-relevance": f"{_RAG}.scores.kind:AnswerRelevance",
+        "correct": f"{_RAG}.scores.kind:Correct"}),
     # ``run``: a precomputed run read from a file
     BuiltinPlugin("retrievers", "register_retrievers", {
         "run": "evret_core.retrieve.run_retriever:precomputed_run"}),

@@ -1,12 +1,15 @@
 """The RAG harness: retrieve once, answer each question under each condition, judge, score, attribute.
 
-1. retrieval (only when a condition needs it): ``batch_retrieve`` once, scored by the retrieval
-   :class:`~evret_core.Evaluator` against the gold ids (or the answer texts, by the retrieval judge); the
-   generator never changes these scores;
+1. retrieval (only when a condition needs it): every question retrieved once
+   (:func:`~evret_core.evaluation.retrieved.retrieve_run`, or looked up in a precomputed run), and the labelled
+   questions' lists scored by one retrieval :class:`~evret_core.Evaluator` given them as a run, against the gold
+   ids (or the answer texts, by the retrieval judge); the generator never changes these scores;
 2. contexts per condition (:mod:`evret_core.rag.questions.conditions`);
 3. generation, claim judging and answer relevance (:mod:`evret_core.rag.pipeline`): pipelined when a part calls
    an LLM (each answer judged as soon as it arrives, all calls through one shared pool), else one batch each;
-4. scores, behaviour, attribution and intervals (:mod:`evret_core.rag.scores.summary`).
+4. every registered RAG score per answer, the built-ins first (:mod:`evret_core.rag.scores.kind`: ``correct`` and
+   ``answer-relevance`` built with this run's answer judge, ``correct_f1`` and relevance), then behaviour,
+   attribution and intervals (:mod:`evret_core.rag.scores.summary`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from evret_core.contracts.generation import GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.contracts.retrieve import RetrievalResult
+from evret_core.evaluation.retrieved import retrieve_run
+from evret_core.evaluation.run_rows import precomputed_rows
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
 from evret_core.plugins.loading import plugin_exits_as_errors
@@ -31,14 +36,17 @@ from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
-from evret_core.rag.scores.adversarial_scores import counterfactual_scores, summarise_adversarial
-from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS, answer_is_correct, behaviour_ok
-from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, registered_scores
+from evret_core.rag.scores.adversarial_scores import summarise_adversarial
+from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS
+from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, check_correct_f1, run_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
-from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults, clean
+from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults
+from evret_core.retrieve.retrievers import PrecomputedRetriever, resolve_retriever
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
+RETRIEVAL_BATCH_SIZE = 256
+"""Questions per ``batch_retrieve`` call (the :class:`~evret_core.Evaluator`'s default ``batch_size``)."""
 DEFAULT_RETRIEVAL_JUDGE = "token-overlap"
 """The judge of retrieval for questions labelled by answer texts only, when none is named (``evret evaluate``'s
 default is the stricter ``contains``)."""
@@ -122,12 +130,7 @@ class RagEvaluator:
             "relevance": part_recipe("relevance", relevance, relevance_options, self.relevance, resolve_relevance)}
         self.pipelined = bool(pipelined)
         self.answer_judge = create_judge(answer_judge) if isinstance(answer_judge, str) else answer_judge
-        try:
-            self.correct_f1 = float(correct_f1)
-        except (TypeError, ValueError):
-            raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}") from None
-        if not 0.0 <= self.correct_f1 <= 1.0:
-            raise EvretError(f"correct_f1 must be a number in [0, 1], got {correct_f1!r}")
+        self.correct_f1 = check_correct_f1(correct_f1)
         self.retrieval_judge = _retrieval_judge(retrieval_judge, retrieval_judge_options)
         self.confidence_level = check_confidence_level(confidence_level)
         self.n_resamples = check_resamples(n_resamples)
@@ -135,7 +138,8 @@ class RagEvaluator:
 
         self.seed = check_int(seed, "seed", 0, MAX_SEED)  # numpy refuses a negative seed only after the work
         self.progress = progress
-        self.scores = registered_scores()
+        self.scores = run_scores(relevance=self.relevance is not None, answer_judge=self.answer_judge,
+                                 correct_f1=self.correct_f1)
 
     # -- stages ------------------------------------------------------------------------------------------------
     def retrieval_metrics(self) -> list[str]:
@@ -150,12 +154,14 @@ class RagEvaluator:
         from evret_core.evaluation.evaluator import Evaluator
 
         depth = max(10, self.k)
-        evaluator = Evaluator(self.retriever, metrics=self.retrieval_metrics(), judge=self.retrieval_judge,
-                              k=depth, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
-                              seed=self.seed, min_slice_size=1, executor=self.executor, progress=self.progress)
-        everyone = EvaluationDataset(queries=[QueryExample(query_id=q.question_id, query_text=q.question,
-                                                           expected_answers=["-"]) for q in questions.questions])
-        retrieved = evaluator.retrieve(everyone)
+        retriever = resolve_retriever(self.retriever)
+        ids = [q.question_id for q in questions.questions]
+        if isinstance(retriever, PrecomputedRetriever):
+            rows, _ = precomputed_rows(retriever.run, ids, depth)
+        else:
+            rows = retrieve_run(retriever, ids, [q.question for q in questions.questions], depth, self.executor,
+                                RETRIEVAL_BATCH_SIZE, self.progress)
+        retrieved = rows.to_results()
         labelled = [(q, r) for q, r in zip(questions.questions, retrieved, strict=True) if q.gold_doc_ids or q.answers]
         section: dict[str, Any] = {"per_question": {}, "means": {}, "intervals": {},
                                    "unlabelled": [q.question_id for q in questions.questions
@@ -302,31 +308,12 @@ class RagEvaluator:
         if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
-        item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected)
+        item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected,
+                          got.relevance, case.info)
         scores: dict[str, float | None] = {}
-        builtin = [s for s in self.scores if s.name in BUILTIN_SCORES]
-        apply_scores(builtin, item, scores)  # claims, answer-match, behaviour: the scores below read them
-        refused = answer.refused or answer.escalated
-        prediction = item.prediction
-        golds = item.golds
-        has_label = bool(golds) or expected != "answer"
-        behaved = behaviour_ok(expected, answer.refused, answer.escalated)
-        if self.relevance is not None:
-            scores["answer_relevance"] = clean(got.relevance)
-        if self.answer_judge is not None and golds and not refused:
-            scores["answer_judge"] = float(_judge_answer(self.answer_judge, q, prediction))
-        if has_label:
-            right = behaved
-            if expected == "answer":
-                said_right = answer_is_correct(prediction, golds, self.correct_f1, q.question)
-                right = behaved and (said_right or bool(scores.get("answer_judge")))
-                if case.info.get("family") == "counterfactual":
-                    # an answer stating the planted value is never right, one correcting it is: decided here, once,
-                    # so that every table and the family's rates read the same verdict
-                    right = counterfactual_scores(outcome, bool(refused), float(right), golds)["correct"] == 1.0
-            outcome.correct = bool(right)
-            scores["correct"] = float(right)
-        apply_scores([s for s in self.scores if s.name not in BUILTIN_SCORES], item, scores)
+        apply_scores(self.scores, item, scores)  # the built-ins first, in order: the keys' order in the results
+        if "correct" in scores:
+            outcome.correct = scores["correct"] == 1.0
         outcome.scores = scores
         return outcome
 
@@ -356,17 +343,18 @@ def retrieval_metric_names(k: int) -> list[str]:
             *([f"recall@{k}"] if k not in RETRIEVAL_CUTOFFS else [])]
 
 
-def score_names(conditions: Sequence[Condition], k: int, answer_judge: bool = True,
-                relevance: bool = True) -> list[str]:
-    """Every score a run over ``conditions`` can have, by the names the gates use (:meth:`evret_core.results.model.Results.score_view`):
-    ``retrieval/<metric>`` when a condition retrieves, ``<condition>/<metric>`` for each generation metric
-    (``answer_judge`` and ``answer_relevance`` only when the run has those parts; then plugins' RAG scores). Known
-    from the settings alone, so a misspelt ``--fail-under`` fails before any work."""
+def score_names(conditions: Sequence[Condition], k: int, relevance: bool = True, answer_judge: Any = None,
+                correct_f1: float = 0.5) -> list[str]:
+    """Every score a run over ``conditions`` can have, by the names the gates use
+    (:meth:`evret_core.results.model.Results.score_view`): ``retrieval/<metric>`` when a condition retrieves,
+    ``<condition>/<metric>`` for each metric its scores give (:func:`~evret_core.rag.scores.kind.run_scores` with
+    the run's ``relevance``, ``answer_judge`` and ``correct_f1``; only the scores' metrics are read) and each
+    derived rate. Known from the settings alone, so a misspelt ``--fail-under`` fails before any work."""
     names = [f"retrieval/{m}" for m in retrieval_metric_names(k)] if any(c.needs_retrieval for c in conditions) else []
-    off = {"answer_judge"} if not answer_judge else set()
-    off |= {"answer_relevance"} if not relevance else set()
-    extra = [m for score in registered_scores() if score.name not in BUILTIN_SCORES for m in score.metrics]
-    metrics = [m for m in dict.fromkeys((*GENERATION_METRICS, *DERIVED_METRICS, *extra)) if m not in off]
+    scores = run_scores(relevance=relevance, answer_judge=answer_judge, correct_f1=correct_f1)
+    given = [m for score in scores for m in score.metrics]
+    metrics = [m for m in dict.fromkeys((*GENERATION_METRICS, *DERIVED_METRICS, *given))
+               if m in given or m in DERIVED_METRICS]
     return names + [f"{c.name}/{m}" for c in conditions for m in metrics]
 
 
@@ -396,9 +384,3 @@ def _retrieval_example(q: RagQuestion) -> QueryExample:
     return QueryExample(query_id=q.question_id, query_text=q.question, expected_answers=q.canonical_answers,
                         tags=q.tags)
 
-
-def _judge_answer(judge: Any, q: RagQuestion, prediction: str) -> bool:
-    from evret_core.contracts.judge import JudgmentContext
-
-    contexts = [JudgmentContext(query=q.question, expected_text=g, retrieved_text=prediction) for g in q.answer_strings]
-    return any(bool(v) for v in judge.batch_judge(contexts))

@@ -227,8 +227,10 @@ class RagConfig(Config):
         from evret_core.rag.harness import score_names
         from evret_core.rag.questions.conditions import resolve_conditions
 
-        return score_names(resolve_conditions(conditions), self.k, answer_judge=self.answer_judge is not None,
-                           relevance=self.relevance.name != "none")
+        # no part is built yet: the answer judge's spec stands for the judge (the scores' metrics read only whether
+        # there is one, and no score is run)
+        return score_names(resolve_conditions(conditions), self.k, relevance=self.relevance.name != "none",
+                           answer_judge=self.answer_judge, correct_f1=self.correct_f1)
 
     def build_retriever(self, questions: QuestionSet) -> Any:
         """The retriever (None without one), over the question set's corpus unless its options name another."""

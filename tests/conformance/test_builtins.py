@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from evret_core.contracts import kinds
+from evret_core.contracts.generation import Answer
+from evret_core.contracts.rag_score import ScoreInput
 from evret_core.evaluation.executors import LocalExecutor
 from evret_core.metrics.engine import judged_max_grade
 from evret_core.plugins.builtins import FAMILIES
@@ -49,6 +51,7 @@ from evret_core.testing.llm_stubs import (
     first_user_prompt,
     isolate_llm_env,
 )
+from evret_core.testing.rag_score_suite import CAFE, FRESCO, MUSEUM, OPENS
 from evret_core.testing.rag_stub import rag_responder
 
 COVERED: dict[str, set[str]] = {kind.name: set() for kind in kinds.KINDS}
@@ -460,6 +463,21 @@ class TestAnswerMatchConformance(RagScoreConformance):
 
 class TestBehaviourConformance(RagScoreConformance):
     name = covers(kinds.RAG_SCORE, "behaviour")[0]
+
+
+class TestAnswerRelevanceConformance(RagScoreConformance):
+    name = covers(kinds.RAG_SCORE, "answer-relevance")[0]
+
+    @pytest.fixture
+    def items(self) -> list[ScoreInput]:
+        """Answers with the relevance the run measured, and one it could not measure."""
+        return [ScoreInput(OPENS, "gold", (MUSEUM,), Answer(text="The museum opens at 9 am."), (), "answer", 0.8),
+                ScoreInput(OPENS, "retrieved", (CAFE,), Answer(text="The cafe is closed."), (), "answer", 0.1),
+                ScoreInput(FRESCO, "gold", (CAFE,), Answer(text="", refused=True), (), "refuse", None)]
+
+
+class TestCorrectConformance(RagScoreConformance):
+    name = covers(kinds.RAG_SCORE, "correct")[0]
 
 
 # -- executors -------------------------------------------------------------------------------------------------------

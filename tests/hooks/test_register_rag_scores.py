@@ -50,7 +50,7 @@ class Plugin:
 
 
 def test_register_rag_scores() -> None:
-    assert rag_score_names() == ["answer-match", "behaviour", "claims"]
+    assert rag_score_names() == ["answer-match", "answer-relevance", "behaviour", "claims", "correct"]
     before = RagEvaluator(conditions=["gold"], n_resamples=10).evaluate(QUESTIONS)
     register_plugin(Plugin(), name="p")
     assert "context-count" in rag_score_names() and isinstance(create_rag_score("context-count"), ContextCount)
