@@ -6,10 +6,11 @@ imports under ``if TYPE_CHECKING:`` are left out (they never run). ``from packag
 module or a compiled extension) is an edge to the submodule, not to the package's ``__init__``.
 
 The layers of docs/architecture.md (its ``## Layers`` block, the one place the order is written) hold every
-module-level import: a module imports modules of its own line or of lower lines only.
+import of the core, at module level, inside functions and under TYPE_CHECKING alike: a module imports modules of
+its own line or of lower lines only, and no imports form a circle of any kind.
 
-Issue 34's ratchet counts what still ties the core in a knot, TYPE_CHECKING imports included: the largest circle,
-imports inside functions, TYPE_CHECKING imports and module names written as strings. None may grow.
+A ratchet counts the indirections left (imports inside functions, TYPE_CHECKING imports, module names written as
+strings): none may grow.
 """
 
 from __future__ import annotations
@@ -268,11 +269,6 @@ def _documented_layers() -> list[list[str]]:
     return layers((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
 
 
-# Module-level imports that still run against the layers, each with the step of issue 34 that removes it. The
-# set only shrinks: a step that removes one deletes its line here.
-AGAINST_THE_LAYERS: dict[str, str] = {}
-
-
 def test_the_layers_checker_finds_an_import_against_them() -> None:
     text = ("# Doc\n\n## Layers\n\nSome prose.\n\n```\ncontracts            the floor\nversion text  light  "
             "ones\njudge\n__init__ cli\n```\n\n## Next\n\n```\nnot layers\n```\n")
@@ -295,15 +291,14 @@ def test_the_layers_name_every_package_and_top_level_module_once() -> None:
     assert sorted(named) == sorted(actual)
 
 
-def test_no_module_level_import_runs_against_the_layers() -> None:
-    """Every import that runs when a module is imported goes to its own line of the layers or a lower one
-    (imports inside functions and under TYPE_CHECKING are not held to it here)."""
-    found = against_the_layers(core_edges("module"), _documented_layers())
-    unexpected = [str(e) for e in found if f"{e.source} -> {e.target}" not in AGAINST_THE_LAYERS]
-    assert unexpected == [], "module-level imports against the layers of docs/architecture.md:\n  " + \
-        "\n  ".join(unexpected)
-    gone = sorted(set(AGAINST_THE_LAYERS) - {f"{e.source} -> {e.target}" for e in found})
-    assert gone == [], f"no longer against the layers: delete these lines of AGAINST_THE_LAYERS: {gone}"
+def test_no_import_runs_against_the_layers() -> None:
+    """Every import of the core, at module level, inside a function or under TYPE_CHECKING, goes to its own line
+    of the layers or a lower one; ``contracts`` imports nothing of evret_core outside ``contracts``."""
+    edges = [e for kind in IMPORT_KINDS for e in core_edges(kind)]
+    found = against_the_layers(edges, _documented_layers())
+    assert found == [], "imports against the layers of docs/architecture.md:\n  " + "\n  ".join(map(str, found))
+    from_contracts = [e for e in edges if layer_name(e.source) == "contracts" and layer_name(e.target) != "contracts"]
+    assert from_contracts == [], "\n".join(map(str, from_contracts))
 
 
 # -- issue 34's ratchet -----------------------------------------------------------------------------------------
