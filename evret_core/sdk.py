@@ -3,12 +3,12 @@
 Everything a plugin builds on is re-exported here: the hook marker, ``Register`` and ``lazy``, the base class of
 every kind and the value types they take and return (plain frozen dataclasses), the errors, the LLM provider base,
 the helpers of retriever and vector-store plugins, recipes and the stage functions an executor runs on its
-workers. Plugins import nothing else from ``evret_core`` (``tests/test_plugin_sdk.py`` checks every plugin in
+workers. Plugins import nothing else from ``evret_core`` (``tests/plugins/test_plugin_sdk.py`` checks every plugin in
 ``plugins/``); a plugin's own tests also use :mod:`evret_core.testing` (the conformance suites, the stub servers,
 the vector-store kit) and the public API of ``evret_core`` as any user would.
 
 Every name is imported here, eagerly: none of them loads numpy, pydantic, asyncio, sqlite3 or pytest, so importing
-this module costs no more than loading a plugin may (``tests/test_plugin_sdk.py`` runs ``python -X importtime``).
+this module costs no more than loading a plugin may (``tests/plugins/test_plugin_sdk.py`` runs ``python -X importtime``).
 """
 
 from evret_core.contracts.aio import run_sync

@@ -37,7 +37,7 @@ ARTICLES = frozenset({"a", "an", "the"})
 # whitespace, the dashes that join two words (figure, en and em dash, horizontal bar, minus) and the slash
 _SPLIT = re.compile(r"[\s\u2012\u2013\u2014\u2015\u2212/]+")
 # the same split, faster: the joiners become spaces, then str.split() (its whitespace is the pattern's \s;
-# checked on every code point in tests/test_context_columns.py)
+# checked on every code point in tests/contracts/test_context_columns.py)
 _JOINERS = {ord(c): " " for c in "\u2012\u2013\u2014\u2015\u2212/"}
 
 

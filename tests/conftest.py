@@ -1,18 +1,24 @@
-"""Shared fixtures: a clean plugin registry per test and fake installed plugins (dist-info on sys.path)."""
+"""Shared fixtures: a clean plugin registry per test, fake installed plugins (dist-info on sys.path), the engine's
+reader paths, and real evaluations of the bundled honeybee example."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from evret_core.plugins.loading import reset_registry
 
-REPO = Path(__file__).resolve().parents[1]
+from ._helpers import FakePlugin, evaluate
+
+if TYPE_CHECKING:
+    from evret_core.results.evaluation import EvaluationResults
+
 PLUGIN_ENV = ("EVRET_LOAD_PLUGINS", "EVRET_DISABLE_PLUGINS", "EVRET_STRICT_PLUGINS")
 
 
@@ -23,9 +29,6 @@ def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reset_registry()
     yield
     reset_registry()
-
-
-FakePlugin = Callable[[str, str], Path]
 
 
 @pytest.fixture
@@ -114,10 +117,13 @@ def rankings_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     return spy
 
 
-def one_error(capsys: pytest.CaptureFixture[str]) -> str:
-    """The one line a CLI user error prints (``evret: error: ...``), with no traceback; fails the test otherwise."""
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("evret: error: "), captured.err
-    assert "Traceback" not in captured.err + captured.out
-    return lines[0]
+@pytest.fixture(scope="session")
+def good_results() -> EvaluationResults:
+    """The honeybee example evaluated with a retriever ranking by shared words."""
+    return evaluate(0)
+
+
+@pytest.fixture(scope="session")
+def bad_results() -> EvaluationResults:
+    """The same with the top results swapped away: a significantly worse run."""
+    return evaluate(3)

@@ -3,7 +3,7 @@
 
 They are ``Protocol`` s, typing only: the records themselves (``QueryExample``, ``EvaluationDataset``, ``RagQuestion``,
 ``QuestionSet``) live where their files are read, and satisfy these structurally (read-only members, so a record's
-``list`` field matches a ``Sequence`` here; ``tests/house/test_data_protocols.py`` checks it with mypy).
+``list`` field matches a ``Sequence`` here; ``tests/contracts/test_data_protocols.py`` checks it with mypy).
 """
 
 from __future__ import annotations

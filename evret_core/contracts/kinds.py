@@ -5,7 +5,7 @@ factories return and its label in ``evret plugins``. The registry (:mod:`evret_c
 ``create_*`` functions (:mod:`evret_core.plugins.registry`), the hook names
 (:data:`evret_core.contracts.hooks.HOOK_NAMES`), ``evret plugins``, the conformance suites
 (:data:`evret_core.testing.SUITES`) and the list in docs/hooks.md all derive from :data:`KINDS`;
-``tests/test_kinds.py`` checks it. Adding a kind is adding a row here, a hookspec of the same name, its docs/hooks.md
+``tests/contracts/test_kinds.py`` checks it. Adding a kind is adding a row here, a hookspec of the same name, its docs/hooks.md
 section and its ``create_*`` alias.
 
 ``Kind`` is generic in the type its factories build: ``create(JUDGE, "exact")`` is a

@@ -10,7 +10,7 @@ Where the optional compiled tokenizer ``evret_core.io._trecscan`` was built it d
 ends, a byte table for whitespace, UTF-8 checked as it goes, plain decimals read without float()); else, or with
 ``EVRET_PURE_PYTHON=1``, a numpy path does: a block of plain ASCII lines with exactly the right number of fields is
 split in one call, any other block is read line by line. Both give the same columns, bit for bit, and stop at the
-same line (tests/test_trec_scan.py).
+same line (tests/io/test_trec_scan.py).
 """
 
 from __future__ import annotations

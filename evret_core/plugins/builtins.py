@@ -30,7 +30,7 @@ class BuiltinPlugin:
         return f"BuiltinPlugin({self.name!r})"
 
 
-#: Metric family -> class in :mod:`evret_core.metrics.ir`, written out (tests/test_plugins.py checks it against
+#: Metric family -> class in :mod:`evret_core.metrics.ir`, written out (tests/plugins/test_plugins.py checks it against
 #: ``ALL_METRICS``) so that registering them imports no numpy.
 FAMILIES = {
     "precision": "Precision", "recall": "Recall", "f1": "F1", "hit_rate": "HitRate", "mrr": "MRR", "ndcg": "NDCG",

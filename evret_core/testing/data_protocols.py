@@ -1,6 +1,6 @@
 """The data records satisfy the data protocols of :mod:`evret_core.contracts.data`, checked by mypy: each function
 hands its record back typed as the protocol, so ``mypy evret_core`` fails when a record stops satisfying the
-protocol plugins are typed against (tests/house/test_data_protocols.py calls them on real records)."""
+protocol plugins are typed against (tests/contracts/test_data_protocols.py calls them on real records)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """evret_core.contracts is the floor: its modules import nothing of evret_core outside contracts, at module level,
 inside functions or under ``if TYPE_CHECKING:`` alike (read with ``ast``, without importing anything); at module
 level they import only the standard library and pluggy, never numpy (imported inside the functions that compute) nor
-pydantic (the value types are dataclasses); importing them loads neither, and importing ``run_sync`` loads no asyncio
-until a coroutine is run."""
+pydantic (the value types are dataclasses); importing any of them loads neither, nor asyncio (``run_sync`` imports it
+when it runs a coroutine) nor sqlite3."""
 
 from __future__ import annotations
 
@@ -158,16 +158,22 @@ def test_contracts_import_only_the_standard_library_and_pluggy_at_module_level()
         "pydantic stays where files are read):\n" + "\n".join(found)
 
 
-def test_importing_every_contracts_module_loads_no_numpy_and_no_pydantic() -> None:
+HEAVY = ("numpy", "pydantic", "pydantic_core", "asyncio", "sqlite3", "_sqlite3")
+
+
+def test_importing_each_contracts_module_loads_nothing_heavy() -> None:
+    """``python -X importtime -c "import evret_core.contracts.<each>"``, one process per module: no numpy, pydantic,
+    asyncio or sqlite3 among the modules it imports."""
     names = list(_contracts_modules())
     assert {"evret_core.contracts.metric", "evret_core.contracts.retrieve", "evret_core.contracts.generation",
-            "evret_core.contracts.judge", "evret_core.contracts.output"} <= set(names)
-    code = textwrap.dedent(f"""
-        import importlib, sys
-        for name in {names!r}:
-            importlib.import_module(name)
-        loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "pydantic", "pydantic_core"))
-        assert not loaded, f"importing evret_core.contracts loaded {{loaded[:5]}}"
-        """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
+            "evret_core.contracts.judge", "evret_core.contracts.output", "evret_core.contracts.aio"} <= set(names)
+    found = []
+    for name in names:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {name}"], capture_output=True,
+                              text=True, cwd=ROOT, timeout=60)
+        assert done.returncode == 0, done.stderr[-2000:]
+        imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                    if line.startswith("import time:") and "|" in line]
+        assert name in imported, f"{name} not in its own import times"
+        found += [f"{name}: {m}" for m in imported if m.split(".")[0] in HEAVY]
+    assert found == [], "importing a contracts module loaded:\n" + "\n".join(found)

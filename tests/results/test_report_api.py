@@ -1,5 +1,5 @@
 """The Python API of comparisons and reports (evret_core.compare / report_data / make_report / write_report);
-the example of docs/results.md runs in tests/test_docs_examples.py."""
+the example of docs/results.md runs in tests/docs/test_docs_examples.py."""
 
 from __future__ import annotations
 
