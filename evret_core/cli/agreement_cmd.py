@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     result = qrels_agreement_of_files(args.reference, args.judged, paths, args.metric,
                                       args.relevance_level, args.n_resamples, args.confidence_level, args.seed)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2, allow_nan=False))  # every undefined figure is null with its reason
     else:
         print("\n".join(tables(result)))
     return 0

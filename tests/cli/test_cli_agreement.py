@@ -126,3 +126,17 @@ def test_the_docs_example_prints_what_the_page_shows(tmp_path: Path, capsys: pyt
     page = (REPO / "docs" / "agreement.md").read_text(encoding="utf-8")
     shown = page.split("$ evret agreement --reference qrels-pass.txt --judged collapsed.qrels\n")[1].split("```")[0]
     assert capsys.readouterr().out == shown
+
+
+def test_an_undefined_figure_is_null_with_its_reason_in_both_outputs(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    same = tmp_path / "same.qrels"
+    same.write_text("1 0 a 2\n1 0 b 2\n2 0 c 2\n")
+    args = ["agreement", "--reference", str(same), "--judged", str(same), "--n-resamples", "50"]
+    assert main([*args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["krippendorff_alpha"] == {"value": None, "interval": None, "reason": doc["krippendorff_alpha"]["reason"]}
+    assert doc["cohen_kappa"]["value"] == 0.0 and doc["binary"] == {} and doc["labels"] == [2]
+    assert main(args) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("krippendorff_alpha"))
+    assert row.split()[1:3] == ["-", "-"] and doc["krippendorff_alpha"]["reason"] in row
