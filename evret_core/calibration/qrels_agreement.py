@@ -25,6 +25,7 @@ from evret_core.statistics.inference import check_confidence_level, check_resamp
 Qrels = Mapping[str, Mapping[str, float]]
 
 DEFAULT_METRICS = ("ndcg@10", "precision@10", "ap@100")
+_CELLS = 4_000_000
 
 
 @dataclass
@@ -133,8 +134,13 @@ def leaderboard_agreement(reference: np.ndarray, judged: np.ndarray, names: Sequ
     ref_b, jud_b = weights @ reference / q, weights @ judged / q
     tied = "every system has the same score under one of the qrels"
 
+    # the statistics build S x S sign tables per resample: chunks of resamples keep that under ~32 MB a table
+    rows = max(1, _CELLS // max(len(names) ** 2, 1))
+
     def fig(fn: Any) -> dict[str, Any]:
-        return _figure(float(fn(ref_point, jud_point)), np.asarray(fn(ref_b, jud_b)), level, tied)
+        resampled = np.concatenate([np.asarray(fn(ref_b[i:i + rows], jud_b[i:i + rows]), dtype=np.float64)
+                                    for i in range(0, len(ref_b), rows)])
+        return _figure(float(fn(ref_point, jud_point)), resampled, level, tied)
 
     return {
         "systems": [{"run": n, "reference": float(r), "judged": float(j)}

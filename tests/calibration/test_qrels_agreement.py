@@ -124,3 +124,13 @@ def test_constant_raters_alpha_is_null_with_a_reason() -> None:
     assert out["cohen_kappa"]["value"] == 0.0
     assert out["krippendorff_alpha"]["value"] is None and "same grade" in out["krippendorff_alpha"]["reason"]
     assert out["binary"] == {}
+
+
+def test_leaderboard_statistics_in_chunks_of_resamples_equal_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    import evret_core.calibration.qrels_agreement as qa
+
+    ref, jud = _qrels(7)
+    runs = _runs(ref, 5)
+    whole = qa.qrels_agreement(ref, jud, runs, ["ndcg@10"], n_resamples=101)
+    monkeypatch.setattr(qa, "_CELLS", 25 * 7)  # 7 resamples a chunk, the last one shorter
+    assert qa.qrels_agreement(ref, jud, runs, ["ndcg@10"], n_resamples=101) == whole
