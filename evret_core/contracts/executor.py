@@ -11,6 +11,8 @@ The three stages an executor runs:
 - :meth:`Executor.retrieve`: ``batch_retrieve`` (or ``batch_retrieve_columns``) over batches of query texts;
 - :meth:`Executor.judge`: the judge over chunks of distinct judgment contexts, returning the verdicts and the
   judge's own ``stats()`` for the run (cost, cache hits, parse fallbacks) when it keeps any;
+  :meth:`Executor.grade` does the same for a graded judge (:attr:`~evret_core.contracts.judge.Judge.grades`),
+  returning its grades beside the verdicts they give;
 - :meth:`Executor.metrics`: each metric over :class:`~evret_core.contracts.metric.RankedBatch` chunks of queries.
   Per-query values are independent, so concatenating the chunks' values is exact.
 
@@ -45,8 +47,8 @@ from evret_core.contracts.metric import Metric, RankedBatch
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Executor", "GenerateRun", "InFlightLimiter", "JudgeRun", "Progress", "batch_retrieve", "judge_chunk",
-           "metric_values", "shared_limiter", "use_shared_limiter"]
+__all__ = ["Executor", "GenerateRun", "InFlightLimiter", "JudgeRun", "Progress", "batch_retrieve", "grade_chunk",
+           "judge_chunk", "metric_values", "shared_limiter", "use_shared_limiter", "verdict_of"]
 
 Progress = Callable[[int], None]
 """Called with how many items (queries, contexts) are done so far."""
@@ -55,10 +57,12 @@ Progress = Callable[[int], None]
 @dataclass(frozen=True)
 class JudgeRun:
     """What :meth:`Executor.judge` returns: one verdict per context (None: unmeasured) and the judge's
-    ``stats()`` for this run, or None when the judge keeps none."""
+    ``stats()`` for this run, or None when the judge keeps none. :meth:`Executor.grade` also fills ``grades``
+    (one per context, None: unmeasured); the verdicts are then the grades at the judge's cut."""
 
     verdicts: list[bool | None]
     stats: dict[str, Any] | None = None
+    grades: list[float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,18 +93,22 @@ class Executor:
 
     def judge(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int, progress: Progress) -> JudgeRun:
         """The judge's verdict on every context, in order, judged ``batch_size`` contexts at a time."""
-        reset_stats = getattr(judge, "reset_stats", None)
-        if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
-            reset_stats()
-        prepare = getattr(judge, "prepare", None)
-        if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
-            prepare(contexts)
+        _start_run(judge, contexts)
         verdicts: list[bool | None] = []
         for start in range(0, len(contexts), batch_size):
             verdicts.extend(judge_chunk(judge, contexts[start : start + batch_size]))
             progress(len(verdicts))
-        stats = getattr(judge, "stats", None)
-        return JudgeRun(verdicts, stats() if callable(stats) else None)
+        return JudgeRun(verdicts, _run_stats(judge))
+
+    def grade(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int, progress: Progress) -> JudgeRun:
+        """The judge's grade on every context, in order, graded ``batch_size`` contexts at a time, with the
+        verdicts they give (:func:`verdict_of`). An engine that only overrides :meth:`judge` grades here."""
+        _start_run(judge, contexts)
+        grades: list[float | None] = []
+        for start in range(0, len(contexts), batch_size):
+            grades.extend(grade_chunk(judge, contexts[start : start + batch_size]))
+            progress(len(grades))
+        return JudgeRun([verdict_of(judge, g) for g in grades], _run_stats(judge), grades)
 
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
         """Each metric's per-query values over all ``batches``, concatenated in order."""
@@ -146,6 +154,46 @@ def judge_chunk(judge: Any, chunk: Sequence[JudgmentContext]) -> list[bool | Non
     if len(got) != len(chunk):
         raise EvretError(f"judge {judge!r} returned {len(got)} answers for {len(chunk)} contexts")
     return [None if a is None else bool(a) for a in got]
+
+
+def grade_chunk(judge: Any, chunk: Sequence[JudgmentContext]) -> list[float | None]:
+    """``judge.batch_grade(chunk)`` checked: one answer per context, each None or a finite number in
+    [0, ``judge.grades``] (a judge without ``grades``: [0, 1])."""
+    got = list(judge.batch_grade(chunk))
+    if len(got) != len(chunk):
+        raise EvretError(f"judge {judge!r} returned {len(got)} grades for {len(chunk)} contexts")
+    top = getattr(judge, "grades", None) or 1
+    out: list[float | None] = []
+    for grade in got:
+        if grade is None:
+            out.append(None)
+            continue
+        if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not 0 <= float(grade) <= top:
+            raise EvretError(f"judge {judge!r} returned the grade {grade!r}, outside its scale 0..{top}")
+        out.append(float(grade))
+    return out
+
+
+def verdict_of(judge: Any, grade: float | None) -> bool | None:
+    """The verdict a grade gives: grade >= ``judge.cut``, or grade > 0 for a judge without a cut."""
+    if grade is None:
+        return None
+    cut = getattr(judge, "cut", None)
+    return grade >= cut if cut is not None else grade > 0
+
+
+def _start_run(judge: Any, contexts: Sequence[JudgmentContext]) -> None:
+    reset_stats = getattr(judge, "reset_stats", None)
+    if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
+        reset_stats()
+    prepare = getattr(judge, "prepare", None)
+    if callable(prepare):  # e.g. encode every distinct text in one pass before chunked judging
+        prepare(contexts)
+
+
+def _run_stats(judge: Any) -> dict[str, Any] | None:
+    stats = getattr(judge, "stats", None)
+    return stats() if callable(stats) else None
 
 
 def metric_values(metrics: Sequence[Metric], batch: RankedBatch) -> list[np.ndarray]:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns", "Judge", "JudgeProgress", "JudgmentContext", "judge_progress",
-           "report_progress"]
+           "reference_free_context", "report_progress"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +55,12 @@ class JudgmentContext:
     def expected_variants(self) -> tuple[str, ...]:
         """Every acceptable string of the expected answer: ``(expected_text, *aliases)``."""
         return (self.expected_text, *self.aliases)
+
+
+def reference_free_context(query: str, retrieved_text: str) -> JudgmentContext:
+    """The context a :attr:`Judge.reference_free` judge is given: the query and one retrieved text, no expected
+    answer (``expected_text=""``)."""
+    return JudgmentContext(query=query, expected_text="", retrieved_text=retrieved_text)
 
 
 #: ``(stage, done, total)``: the evaluator's progress callback, as judges see it through :func:`report_progress`
@@ -107,6 +113,13 @@ class Judge(ABC):
     name: str = "judge"
     #: the score a context needs to match, for judges that score on a scale; None for yes/no judges
     threshold: float | None = None
+    #: True for a judge that needs no expected answer: it grades ``(query, retrieved_text)``, and the contexts it
+    #: is given carry ``expected_text=""`` (:func:`reference_free_context`)
+    reference_free: bool = False
+    #: the top grade of a 0..``grades`` integer scale (a 0-3 relevance judge: 3); None for a yes/no judge
+    grades: int | None = None
+    #: a graded judge's verdict is "match" from this grade on (a 0-3 relevance judge: 2); None for a yes/no judge
+    cut: float | None = None
 
     @abstractmethod
     def judge(self, context: JudgmentContext) -> bool:
@@ -120,6 +133,11 @@ class Judge(ABC):
     def batch_score(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
         """A score in [0, 1] per context, in order (``None`` = unmeasured). The default maps the verdicts of
         :meth:`batch_judge` to 1.0 / 0.0."""
+        return [None if verdict is None else float(bool(verdict)) for verdict in self.batch_judge(contexts)]
+
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        """A grade per context, in order, on the judge's 0..:attr:`grades` scale (``None`` = unmeasured). The
+        default maps the verdicts of :meth:`batch_judge` to 1.0 / 0.0, so a yes/no judge grades on a 0-1 scale."""
         return [None if verdict is None else float(bool(verdict)) for verdict in self.batch_judge(contexts)]
 
     def prepare(self, contexts: Sequence[JudgmentContext]) -> None:

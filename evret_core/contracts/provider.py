@@ -84,6 +84,11 @@ class LLMProvider(ABC):
     ) -> LLMResponse:
         """One attempt at a chat completion; raise :class:`LLMCallError` on failure (never retry here)."""
 
+    async def warmup(self) -> None:
+        """Called once by :class:`~evret_core.llm.client.LLMClient` before its first call, outside every call's
+        timeout: load or convert a model here. Default: nothing to do."""
+        return None
+
     async def aclose(self) -> None:
         """Release connections; called once when a judge or evaluator is done with the provider."""
         return None

@@ -153,6 +153,8 @@ class LLMClient:
         self._announced_until = 0.0
         self.gave_up = {"retry_after": 0, "oversized": 0}
         self._lock = threading.Lock()
+        self._warmup: asyncio.Future[None] | None = None
+        self._warm = False
 
     #: an obeyed Retry-After wait of this many seconds or more is announced on stderr
     long_wait_s = 10.0
@@ -182,6 +184,8 @@ class LLMClient:
         if json_schema is not None and self.provider.constrains_json:
             extra["json_schema"] = json_schema
         estimate = estimate_tokens(messages) + (max_tokens or 0)
+        if not self._warm:
+            await self._warm_up()
         attempt = 0
         while True:
             wait = self._resume_at - time.monotonic()
@@ -295,6 +299,17 @@ class LLMClient:
         if first:
             notify(f"{self._who()}: {detail}; the call is unmeasured (later ones are counted, not shown)")
         return LLMCallError(f"{self.provider.name}: {detail}", retryable=False, kind="oversized")
+
+    async def _warm_up(self) -> None:
+        """Await the provider's :meth:`~evret_core.contracts.provider.LLMProvider.warmup` once (concurrent first
+        calls share it), before any call's timeout starts; a failed warm-up is raised to every caller."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._warmup is None or self._warmup.get_loop() is not loop:
+                self._warmup = asyncio.ensure_future(self.provider.warmup())
+            warming = self._warmup
+        await asyncio.shield(warming)
+        self._warm = True
 
     async def attempt(
         self,

@@ -7,8 +7,10 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
+from evret_core.contracts.errors import EvretError
 from evret_core.contracts.provider import ChatMessage, LLMProvider, LLMResponse
 from evret_core.llm.client import LLMClient
 from evret_core.llm.settings import LLMSettings
@@ -120,3 +122,43 @@ def test_the_claim_judge_and_direct_judge_schemas_name_the_allowed_values() -> N
     assert sent["enum"] == ["Yes", "No"] and results.scores[0] is not None
     assert with_choices(DirectAnswer, selected_option=["A"]).model_validate(
         {"explanation": "e", "selected_option": "B"}).selected_option == "B"
+
+
+class SlowToLoad(Recording):
+    """Takes ``load`` seconds to warm up (a model loaded or converted on first use), then answers at once."""
+
+    def __init__(self, load: float) -> None:
+        super().__init__()
+        self.load = load
+        self.warmups = 0
+
+    async def warmup(self) -> None:
+        self.warmups += 1
+        await asyncio.sleep(self.load)
+
+
+def test_warmup_runs_once_before_the_first_call_and_outside_its_timeout() -> None:
+    provider = SlowToLoad(load=0.3)
+    client = LLMClient(provider, LLMSettings(provider=provider, timeout=0.1, retries=0))
+
+    async def three_calls() -> list[Any]:
+        return await asyncio.gather(*(structured_call(client, system="s", prompt=f"p{i}", schema=Verdict)
+                                      for i in range(3)))
+
+    answers = asyncio.run(three_calls())
+    assert [a.value for a in answers] == [Verdict(label="ok", score=3)] * 3  # the 0.3 s load timed out nothing
+    assert provider.warmups == 1
+    asyncio.run(structured_call(client, system="s", prompt="again", schema=Verdict))
+    assert provider.warmups == 1
+
+
+def test_a_warmup_that_fails_stops_the_call_with_its_error() -> None:
+    class CannotLoad(Recording):
+        async def warmup(self) -> None:
+            raise EvretError("model 'x.gguf' cannot load: not a GGUF file")
+
+    provider = CannotLoad()
+    client = LLMClient(provider, LLMSettings(provider=provider, retries=0))
+    with pytest.raises(EvretError, match="cannot load"):
+        asyncio.run(structured_call(client, system="s", prompt="p", schema=Verdict))
+    assert provider.keywords == []  # no call was attempted
