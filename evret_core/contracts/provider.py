@@ -63,9 +63,11 @@ class LLMProvider(ABC):
 
     name: str = "provider"
     default_model: str = ""
-    #: True when :meth:`acomplete` takes ``json_schema=`` (a JSON Schema dict) and then answers with JSON that
-    #: always parses and matches it (constrained decoding); :func:`~evret_core.llm.structured.structured_call`
-    #: passes its schema to such providers only, so other providers keep the two-keyword signature.
+    #: True when :meth:`acomplete` takes ``json_schema=`` (a JSON Schema dict) and hands it to the model's own
+    #: structured-output mechanism: the API constrains the answer (a response format, a forced tool, a response
+    #: schema) or the model is decoded under it in process. :func:`~evret_core.llm.structured.structured_call`
+    #: passes its schema to such providers only (other providers keep the two-keyword signature) and still
+    #: validates every answer and sends an invalid one back for repair, since not every API guarantees a match.
     constrains_json: bool = False
     #: the most calls the provider can serve at once (an in-process model: 1), or None for no bound of its own;
     #: :class:`~evret_core.llm.client.LLMClient` queues calls beyond it before their timeout starts.

@@ -4,9 +4,10 @@ The answer is parsed (the whole text, a fenced block, or the outermost ``{...}``
 schema and an optional ``check``. When it does not validate, the answer goes back to the model with the error,
 up to ``repairs`` times; after that the item is *unmeasured*: :attr:`Structured.unmeasured` says why, and no
 guess replaces it. A call that fails after the client's retries is unmeasured too; a fatal one (bad key, unknown
-model) stops the run. Usable answers are committed to the client's cache as they arrive. A provider that
-constrains its output (:attr:`~evret_core.contracts.provider.LLMProvider.constrains_json`, such as ``transformers``) is also
-given the schema itself, and answers only JSON that parses and matches it.
+model) stops the run. Usable answers are committed to the client's cache as they arrive. A provider that takes
+the schema (:attr:`~evret_core.contracts.provider.LLMProvider.constrains_json`: ``openai``, ``anthropic``,
+``google``, ``transformers``) is also given the schema itself, for its API's structured output or its constrained
+decoding; its answers are validated and repaired all the same.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def _with_schema(system: str, schema: type[BaseModel]) -> str:
 
 @lru_cache(maxsize=128)
 def _schema_dict(schema: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema that providers which constrain their output get (a shared object: never changed)."""
+    """The JSON Schema that providers which take one get (a shared object: never changed)."""
     return schema.model_json_schema()
 
 

@@ -6,6 +6,10 @@ One :class:`StubLLMServer` on 127.0.0.1 answers, by path:
 - ``POST .../messages``: Anthropic messages (``base_url`` = :attr:`StubLLMServer.url`);
 - ``POST .../models/{model}:generateContent``: Gemini generateContent (``base_url`` = :attr:`StubLLMServer.url`).
 
+A request that asks for structured output in its API's own way is answered in that API's shape:
+:attr:`StubRequest.json_schema` is the schema it carried, and an Anthropic request that forces a tool gets the
+answer text (when it is a JSON object) as that tool's ``tool_use`` input; OpenAI and Gemini answer JSON as text.
+
 A *responder* decides each answer from the parsed request: it returns the answer text, or a :class:`StubReply`
 with a status, headers (``Retry-After``) and a delay before answering (a large delay is a hanging server). The
 server records every request and the most requests it ever had in flight at once; ``GET /_stub/stats`` returns
@@ -56,6 +60,13 @@ class StubRequest:
     def text(self) -> str:
         """System and user text together: what a test searches for injected or fenced content."""
         return f"{self.system}\n{self.prompt}"
+
+    @property
+    def json_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema the request asked the answer to match through its API's own mechanism, or None:
+        OpenAI ``response_format`` ``json_schema``, the Anthropic tool that ``tool_choice`` forces (its
+        ``input_schema``), Gemini ``generationConfig.responseJsonSchema``."""
+        return _structured_schema(self.api, self.body)
 
     @property
     def fingerprint(self) -> str:
@@ -174,6 +185,39 @@ def _parse(api: str, path: str, body: dict[str, Any]) -> tuple[str, str, str]:
     return model, _content_text(system_instruction), "\n".join(user)
 
 
+def _forced_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The tool an Anthropic request's ``tool_choice`` forces (``{"type": "tool", "name": ...}``), or None."""
+    choice = body.get("tool_choice")
+    if not isinstance(choice, dict) or choice.get("type") != "tool":
+        return None
+    return next((t for t in body.get("tools") or [] if isinstance(t, dict) and t.get("name") == choice.get("name")),
+                None)
+
+
+def _structured_schema(api: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    if api == "openai":
+        format_ = body.get("response_format")
+        if isinstance(format_, dict) and format_.get("type") == "json_schema":
+            schema = (format_.get("json_schema") or {}).get("schema")
+            return schema if isinstance(schema, dict) else None
+        return None
+    if api == "anthropic":
+        tool = _forced_tool(body)
+        schema = None if tool is None else tool.get("input_schema")
+        return schema if isinstance(schema, dict) else None
+    config = body.get("generationConfig") or body.get("generation_config") or {}
+    schema = config.get("responseJsonSchema") or config.get("response_json_schema")
+    return schema if isinstance(schema, dict) else None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
@@ -191,13 +235,20 @@ def _success_body(api: str, request: StubRequest, text: str) -> dict[str, Any]:
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out},
         }
     if api == "anthropic":
+        # a forced tool gets its input as a tool_use block, as the Messages API answers; text that is no JSON
+        # object stays a text block (what a proxy that ignores tools would send)
+        tool = _forced_tool(request.body)
+        tool_input = None if tool is None else _json_object(text)
+        content: list[dict[str, Any]] = (
+            [{"type": "text", "text": text}] if tool is None or tool_input is None else
+            [{"type": "tool_use", "id": f"toolu_stub_{request.index}", "name": tool["name"], "input": tool_input}])
         return {
             "id": f"msg_stub_{request.index}",
             "type": "message",
             "role": "assistant",
             "model": request.model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "end_turn",
+            "content": content,
+            "stop_reason": "end_turn" if tool_input is None else "tool_use",
             "stop_sequence": None,
             "usage": {"input_tokens": n_in, "output_tokens": n_out},
         }

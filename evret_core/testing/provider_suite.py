@@ -133,6 +133,11 @@ class ProviderConformance(Conformance):
             results = evaluator.evaluate([{"input": "q", "output": "a"}])
         assert results.scores == [1.0] and results.details[0]["reasoning"] == "grounded"
         assert '"score"' in server.requests[0].system
+        # a provider that takes the schema (constrains_json) sends it in its API's own way; the others do not
+        from evret_core.scoring.llm_score import ScoreAnswer
+
+        expected = ScoreAnswer.model_json_schema() if evaluator.provider.constrains_json else None
+        assert server.requests[0].json_schema == expected
 
     @pytest.mark.parametrize("headers", [{"Retry-After": "99999999"},
                                          {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"},

@@ -281,6 +281,16 @@ class RetriesItself(WireProvider):
             return await super().acomplete(messages, **options)
 
 
+class DropsTheSchema(WireProvider):
+    """The test kit's provider, saying it takes ``json_schema=`` (``constrains_json``) but never sending it."""
+
+    name = "drops-the-schema"
+    constrains_json = True
+
+    async def acomplete(self, messages: Any, *, json_schema: Any = None, **options: Any) -> Any:
+        return await super().acomplete(messages, **options)
+
+
 class RandomAtZero(LLMProvider):
     """A model in process that answers at random, even at temperature 0."""
 
@@ -297,6 +307,7 @@ class ProviderPlugin:
     def register_llm_providers(self, register: Any) -> None:
         register("retries-itself", RetriesItself)
         register("random-at-zero", RandomAtZero)
+        register("drops-the-schema", DropsTheSchema)
 
 
 class RetryingSuite(ProviderConformance):
@@ -305,6 +316,10 @@ class RetryingSuite(ProviderConformance):
 
     def base_url(self, server: StubLLMServer) -> str:
         return server.openai_base_url
+
+
+class SchemaDroppingSuite(RetryingSuite):
+    provider = "drops-the-schema"
 
 
 class RandomSuite(InProcessProviderConformance):
@@ -316,6 +331,8 @@ def test_provider_suites_catch_retries_inside_acomplete_and_randomness_at_temper
     register_plugin(ProviderPlugin(), name="broken-providers")
     with pytest.raises(AssertionError):
         RetryingSuite().test_one_attempt_per_call_and_retry_after_honoured()
+    with pytest.raises(AssertionError, match="json_schema"):  # constrains_json, yet no schema on the wire
+        SchemaDroppingSuite().test_structured_answers_through_llm_score()
     with pytest.raises(AssertionError):
         RandomSuite().test_temperature_zero_is_deterministic()
 

@@ -2,12 +2,14 @@
 
 The SDK's own retries are off (``max_retries=0``): Evret's :class:`~evret_core.llm.client.LLMClient` is the only retry
 policy. The key comes from ``api_key`` or ``ANTHROPIC_API_KEY``; the endpoint from ``base_url``, else
-``ANTHROPIC_BASE_URL`` (read by the SDK), else Anthropic's.
+``ANTHROPIC_BASE_URL`` (read by the SDK), else Anthropic's. A structured call's schema becomes the input schema of
+one tool the model must call (:func:`answer_tool`); the call's input, re-serialised as JSON, is the answer text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evret_anthropic import DEFAULT_MODEL
@@ -15,6 +17,27 @@ from evret_core.sdk import ChatMessage, LLMResponse, SDKProvider
 
 # The Messages API requires max_tokens; a judge's answer is one word, but leave room for a short sentence.
 DEFAULT_MAX_TOKENS = 64
+
+
+# the tool a structured call's answer goes through
+TOOL_NAME = "answer"
+
+
+def answer_tool(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``tools`` and ``tool_choice`` options that make the model answer with a JSON object matching
+    ``schema``: one tool ``answer`` whose ``input_schema`` is the schema, and a ``tool_choice`` forcing it."""
+    tool = {"name": TOOL_NAME, "description": "Give your answer as this tool's input.", "input_schema": schema}
+    return {"tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
+
+
+def _answer_text(content: Sequence[Any], structured: bool) -> str:
+    """A structured call's answer is the ``answer`` tool's input as JSON text (what the validator reads); else,
+    and when no such block came (a proxy that ignores tools), the text blocks."""
+    if structured:
+        for block in content:
+            if block.type == "tool_use" and block.name == TOOL_NAME:
+                return json.dumps(block.input, ensure_ascii=False)
+    return "".join(getattr(block, "text", "") for block in content if block.type == "text")
 
 
 def _accepts_temperature(client: Any) -> bool:
@@ -34,6 +57,7 @@ class AnthropicProvider(SDKProvider):
     name = "anthropic"
     default_model = DEFAULT_MODEL
     api_key_env = ("ANTHROPIC_API_KEY",)
+    constrains_json = True
 
     def _make_client(self, api_key: str) -> Any:
         from anthropic import AsyncAnthropic
@@ -46,6 +70,7 @@ class AnthropicProvider(SDKProvider):
         *,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
         import anthropic
 
@@ -55,6 +80,8 @@ class AnthropicProvider(SDKProvider):
         options: dict[str, Any] = {"system": system} if system else {}
         if _accepts_temperature(client):
             options["temperature"] = temperature
+        if json_schema is not None:
+            options.update(answer_tool(json_schema))
         try:
             response = await client.messages.create(
                 model=self.model,
@@ -68,7 +95,7 @@ class AnthropicProvider(SDKProvider):
             raise self.timeout_error() from None
         except anthropic.APIConnectionError as exc:
             raise self.connection_error(exc) from None
-        text = "".join(getattr(block, "text", "") for block in response.content if block.type == "text")
+        text = _answer_text(response.content, json_schema is not None)
         usage = response.usage
         return LLMResponse(
             text=text,

@@ -4,14 +4,15 @@ google-genai retries through tenacity when ``HttpOptions.retry_options`` asks fo
 connection errors unless ``retry_options`` is set; this provider sets ``retry_options`` to a single attempt, so
 Evret's :class:`~evret_core.llm.client.LLMClient` is the only retry policy. The key comes from ``api_key``, else
 ``GEMINI_API_KEY``, else ``GOOGLE_API_KEY``; the endpoint from ``base_url``, else ``GOOGLE_GEMINI_BASE_URL``,
-else Google's.
+else Google's. A structured call's schema goes as ``response_json_schema``, with ``response_mime_type``
+``application/json``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evret_core.sdk import ChatMessage, LLMResponse, SDKProvider
@@ -26,6 +27,7 @@ class GoogleProvider(SDKProvider):
     name = "google"
     default_model = DEFAULT_MODEL
     api_key_env = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+    constrains_json = True
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class GoogleProvider(SDKProvider):
         *,
         temperature: float = 0.0,
         max_tokens: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> LLMResponse:
         from google.genai import errors, types
 
@@ -72,6 +75,9 @@ class GoogleProvider(SDKProvider):
             system_instruction=system or None,
             temperature=temperature,
             max_output_tokens=max_tokens,
+            # JSON Schema as it is (response_schema would take Google's own Schema subset instead)
+            response_mime_type=None if json_schema is None else "application/json",
+            response_json_schema=None if json_schema is None else json_schema,
         )
         try:
             response = await client.aio.models.generate_content(model=self.model, contents=contents, config=config)
