@@ -78,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
     runs = [_rankings(path, trec) for path in args.run]
     judged = trec.read_qrels(args.skip_judged) if args.skip_judged else None
     pool = pool_runs(list(topics), runs, depth, judged)
+    spaced = next(((q, d) for q, d in pool.pairs if any(c.isspace() for c in q + d)), None)
+    if spaced is not None:  # found now, not when the qrels are written after the judging was paid for
+        raise EvretError(f"query {visible(spaced[0])!r}, document {visible(spaced[1])!r}: a TREC qrels id cannot "
+                         f"hold whitespace; give the queries and documents ids without it")
     texts = _texts(args.corpus, {doc for _, doc in pool.pairs})  # every text found before any judging
     contexts = [reference_free_context(topics[qid], texts[doc]) for qid, doc in pool.pairs]
     distinct = list(dict.fromkeys(contexts))  # a (query, text) pair is judged once
@@ -110,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         "queries": len(topics), "pools": pool.per_query, "pairs": len(pool.pairs), "distinct": len(distinct),
         "skipped": pool.skipped, "judged": len(pool.pairs) - unmeasured, "unmeasured": unmeasured,
         "histogram": {_key(g): histogram[g] for g in sorted(histogram)}, "extra_run_queries": len(pool.extra_queries),
-        "cost": (judge_stats or {}).get("cost") or {}, "output": args.output,
+        "cost": _cost(judge_stats), "output": args.output,
     }
     out = sys.stderr if args.output == "-" else sys.stdout
     if args.json:
@@ -118,6 +122,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_summary(summary, out)
     return 0
+
+
+def _cost(stats: Any) -> dict[str, dict[str, Any]]:
+    """An LLM judge's cost per provider from its ``stats()`` (``{}`` for a judge that keeps none)."""
+    cost = stats.get("cost") if isinstance(stats, dict) else None
+    return {str(k): v for k, v in cost.items() if isinstance(v, dict)} if isinstance(cost, dict) else {}
 
 
 def _key(grade: float) -> str:

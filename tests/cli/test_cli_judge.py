@@ -187,3 +187,20 @@ def test_a_bad_topics_line_is_named(files: Path, capsys: pytest.CaptureFixture[s
     (files / "topics.tsv").write_text("q2\tbees\nq10 varroa\n", encoding="utf-8")
     assert main([*BASE, "-o", "x.qrels"]) == 2
     assert "topics.tsv:2: expected query_id<TAB>text" in one_error(capsys)
+
+
+def test_an_id_qrels_cannot_hold_is_refused_before_judging(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (files / "ds.jsonl").write_text(json.dumps({"query_id": "q 2", "query": "bees in winter"}) + "\n",
+                                    encoding="utf-8")
+    write_run(files / "c.run", {"q2": {"d1": 1.0}})
+    results = {"q 2": [{"doc_id": "d1", "text": TEXTS["d1"]}]}
+    (files / "retrieved.jsonl").write_text(json.dumps({"query_id": "q 2", "results": results["q 2"]}) + "\n",
+                                           encoding="utf-8")
+    assert main(["evaluate", "--dataset", "ds.jsonl", "--run", "retrieved.jsonl", "--judge", "length-grade",
+                 "--metric", "ndcg@1", "--output", "res.json", "--no-progress"]) == 0
+    LengthGrade.asked = []
+    capsys.readouterr()
+    assert main(["judge", "--queries", "ds.jsonl", "--corpus", "corpus.jsonl", "--run", "res.json", "--judge",
+                 "length-grade", "-o", "x.qrels", "--no-progress"]) == 2
+    assert "query 'q 2', document 'd1': a TREC qrels id cannot hold whitespace" in one_error(capsys)
+    assert LengthGrade.asked == [] and not (files / "x.qrels").exists()
