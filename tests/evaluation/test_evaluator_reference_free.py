@@ -268,6 +268,8 @@ def test_config_and_cli_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     from evret_core.cli import main
 
     base = ["evaluate", "--dataset", "qs.jsonl", "--retriever", "given", "--metric", "precision@5", "-k", "10"]
+    assert main([*base, "--judge", "length-grade", "--relevance-level", "nan"]) == 2
+    assert "--relevance-level: must be a number" in capsys.readouterr().err
     assert main([*base, "--no-progress"]) == 2
     assert capsys.readouterr().err.strip().endswith(
         "qs.jsonl: 3 queries have neither expected answers nor relevant ids; judge 'contains' needs expected "
