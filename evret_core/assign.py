@@ -1,4 +1,5 @@
-"""Stage 4, assign: judgments -> id sets: how a text-labelled query's judgments become a ranking of ids and its relevant ids.
+"""Stage 4, assign: judgments -> id sets: how a text-labelled query's judgments become a ranking of ids and its relevant ids
+(and, for a judge that needs no expected answer, how its grades become the query's graded ids: :func:`assign_graded`).
 
 Matching modes:
 
@@ -27,7 +28,8 @@ from evret_core.contracts.errors import EvretError
 
 MATCHING_MODES = ("first_match", "any_match")
 
-__all__ = ["MATCHING_MODES", "Assignment", "answer_coverage", "answer_id", "assign_text", "rank_priority_matching"]
+__all__ = ["MATCHING_MODES", "Assignment", "answer_coverage", "answer_id", "assign_graded", "assign_text",
+           "rank_priority_matching"]
 
 
 def answer_id(index: int) -> str:
@@ -149,6 +151,20 @@ def assign_text(
         seen.update(matched[r])
         coverage[r] = len(seen) - before
     return Assignment(list(doc_ids), relevance, coverage)
+
+
+def assign_graded(doc_ids: Sequence[str], grades: Sequence[float | None]) -> dict[str, float]:
+    """A graded judge's grades of one query's retrieved documents (``grades[r]`` for rank ``r``; None: unmeasured)
+    as its relevant ids, id -> grade, zeros included (judged non-relevant, as in TREC qrels). A document retrieved
+    twice counts once, with its first measured grade; a document whose every grade is unmeasured is left out
+    (unjudged), so ``len(set(doc_ids)) - len(result)`` is the query's unmeasured count."""
+    if len(doc_ids) != len(grades):
+        raise EvretError(f"{len(grades)} grades for {len(doc_ids)} retrieved documents")
+    out: dict[str, float] = {}
+    for doc_id, grade in zip(doc_ids, grades, strict=True):
+        if grade is not None and doc_id not in out:
+            out[doc_id] = float(grade)
+    return out
 
 
 def coverage_matrix(coverage: Sequence[Sequence[int] | None], width: int) -> np.ndarray:

@@ -33,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--matching", choices=["first_match", "any_match"], help="how judgments become ids")
     p.add_argument("-k", "--k", type=int, help="documents to retrieve (default: the largest metric cutoff, 100 when no metric has "
                                              "one); a metric without a cutoff reads this many")
+    p.add_argument("-l", "--relevance-level", type=float, metavar="N",
+                   help="binary measures count a grade >= N as relevant (as evret trec -l; default: grade > 0, or the "
+                        "judge's cut when a graded judge such as relevance grades queries without labels)")
     p.add_argument("--missing-queries", choices=["error", "zero"],
                    help="a precomputed run lacking some queries: fail (default) or score them 0 and report them")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
@@ -76,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     for note in dataset.notes:  # what the reader left out of the file (a SQuAD file's unanswerable questions)
         print(f"note: {note}", file=sys.stderr)
     evaluator = config.build_evaluator(dataset, progress)
+    evaluator.check_labels(dataset, source=config.dataset)  # queries without labels: refused before retrieving
     if getattr(args, "dry_run", False):
         plan = evaluator.dry_run(dataset)
         if progress is not None:
@@ -99,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     table = sys.stderr if config.output == "-" else sys.stdout
     print_scores(results, title=f"{dataset.name or 'dataset'}: {len(dataset)} queries", file=table)
     _print_llm_stats(results.stats)
+    _print_judged(results.stats.get("judged"))
     missing = results.stats.get("missing_queries")
     if missing:
         shown = visible(", ".join(missing["queries"][:5])) + (" ..." if missing["count"] > 5 else "")
@@ -146,6 +151,21 @@ def _print_plan(plan: dict[str, Any]) -> None:
               f"{plan['estimated_output_tokens_max']} output")
     if plan.get("note"):
         print(plan["note"])
+
+
+def _print_judged(judged: dict[str, Any] | None) -> None:
+    """What a judge that needs no expected answer graded, and the level the binary measures used."""
+    if not judged:
+        return
+    histogram = ", ".join(f"{grade}: {count}" for grade, count in judged["histogram"].items())
+    scale = f"0-{judged['grades']}" if judged.get("grades") else "0-1"
+    level = judged.get("relevance_level")
+    rule = "grade > 0" if level is None else f"grade >= {level:g}"
+    unused = judged.get("expected_answers_unused") or 0
+    print(f"judged by {visible(str(judged['judge']))!r} without expected answers: {judged['pairs']} (query, passage) "
+          f"grades {scale} ({histogram}{'; ' if histogram else ''}{judged['unmeasured']} unmeasured); binary metrics "
+          f"count {rule} as relevant"
+          + (f"; the expected answers of {unused} queries were not used" if unused else ""))
 
 
 def _print_llm_stats(stats: dict[str, Any]) -> None:

@@ -57,7 +57,7 @@ FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge",
          "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
          "missing_queries": "--missing-queries",
          "confidence_level": "--confidence-level", "n_resamples": "--resamples", "seed": "--seed",
-         "min_slice_size": "--min-slice-size"}
+         "min_slice_size": "--min-slice-size", "relevance_level": "--relevance-level"}
 """Each setting's command-line flag."""
 
 
@@ -84,6 +84,9 @@ class EvaluateConfig(Config):
     n_resamples: int = 1000
     seed: int = 0
     min_slice_size: int = 10
+    #: binary measures count a grade >= this as relevant (``evret trec -l``); None: grade > 0, or the cut of a
+    #: graded judge that needs no expected answer when it grades the queries without labels
+    relevance_level: float | None = None
 
     _check_k = field_validator("k", mode="before")(int_in(1, MAX_DEPTH))
     _check_resamples = field_validator("n_resamples", mode="before")(int_in(1, MAX_RESAMPLES))
@@ -120,6 +123,14 @@ class EvaluateConfig(Config):
     def _strict_bool(cls, value: Any) -> Any:
         if not isinstance(value, bool):
             raise ValueError(f"must be true or false, got {value!r}")
+        return value
+
+    @field_validator("relevance_level", mode="before")
+    @classmethod
+    def _relevance_level(cls, value: Any) -> Any:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value)):
+            raise ValueError(f"must be a number (a grade, e.g. 2), got {value!r}")
         return value
 
     @field_validator("confidence_level", mode="before")
@@ -196,13 +207,16 @@ class EvaluateConfig(Config):
             executor_options=dict(self.executor.options) if self.executor else None,
             confidence_level=self.confidence_level,
             n_resamples=self.n_resamples, seed=self.seed, min_slice_size=self.min_slice_size,
+            relevance_level=self.relevance_level,
         )
 
     def evaluate(self, progress: Callable[[str, int, int], None] | None = None) -> EvaluationResults:
         """Check the output path, load the dataset, evaluate, and write ``output`` when it is set."""
         self.check_output()
         dataset = self.load_dataset()
-        results = self.build_evaluator(dataset, progress).evaluate(dataset)
+        evaluator = self.build_evaluator(dataset, progress)
+        evaluator.check_labels(dataset, source=self.dataset)  # queries without labels: refused here, naming the file
+        results = evaluator.evaluate(dataset)
         if self.output:
             results.to_json(self.output)
         return results

@@ -8,6 +8,14 @@ judge's verdicts as one array over the distinct judgment contexts, and one score
 How judgments become id sets (``first_match`` rank-priority matching, ``any_match``) is :mod:`evret_core.assign`.
 A query with ``relevant_doc_ids`` is scored on ids (graded when grades are given), without judging.
 
+A query with neither expected answers nor ids needs a judge that needs no expected answer
+(:attr:`~evret_core.contracts.judge.Judge.reference_free`, e.g. ``relevance``); any other judge is refused before
+retrieval (:meth:`Evaluator.check_labels`). With such a judge every query without ids is graded on ``(query,
+retrieved text)`` (:func:`~evret_core.judge.judgment_plan.plan_pairs`, ``Executor.grade``), its grades become its
+relevant ids (:func:`~evret_core.assign.assign_graded`, zeros included), and it is scored exactly as an id-labelled
+query with those grades; ``stats["judged"]`` counts the pairs, the grades and the unmeasured ones (left unjudged).
+The binary measures count a grade >= ``relevance_level`` as relevant (default: the judge's ``cut``).
+
 Judgments that could not be made (``None`` from a judge, e.g. an LLM call that failed after every retry) are
 reported per query and in ``stats["unmeasured"]``; in the metrics they count as not matching. Pass
 ``fail_on_unmeasured=True`` to fail the run instead.
@@ -22,6 +30,7 @@ filter that matches nothing, an empty index), the scores are zeros that say noth
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -30,10 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from evret_core.assign import MATCHING_MODES, answer_id, assign_text, check_matching
+from evret_core.assign import (
+    MATCHING_MODES,
+    Assignment,
+    answer_id,
+    assign_graded,
+    assign_text,
+    check_matching,
+)
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import Executor, JudgeRun
-from evret_core.contracts.judge import AnswerKey, JudgmentContext
+from evret_core.contracts.judge import AnswerKey, JudgmentContext, judge_progress
 from evret_core.contracts.kinds import JUDGE
 from evret_core.contracts.metric import Metric
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
@@ -41,8 +57,8 @@ from evret_core.evaluation.executors import resolve_executor
 from evret_core.evaluation.retrieved import RetrievedRows, extra_run_queries, retrieve_run
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.io.queries import QueryExample
-from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_text
-from evret_core.judge.resolve import DEFAULT_JUDGE
+from evret_core.judge.judgment_plan import TextPlan, answer_keys, plan_pairs, plan_text
+from evret_core.judge.resolve import DEFAULT_JUDGE, resolve_judge
 from evret_core.metrics.engine import resolve_judged_defaults
 from evret_core.plugins import builder
 from evret_core.plugins.loading import plugin_exits_as_errors
@@ -83,6 +99,11 @@ def _str_ids(ids: Sequence[Any]) -> list[str]:
         except TypeError:
             pass
     return list(map(str, ids))
+
+
+def _grade_key(grade: float) -> str:
+    """A grade as a histogram key: ``"2"`` for an integral grade, else its decimal form."""
+    return str(int(grade)) if grade == int(grade) else repr(grade)
 
 
 class UnmeasuredJudgmentsError(EvretError):
@@ -138,6 +159,9 @@ class Evaluator:
         installed plugin registers (``"ray"`` with evret-ray), or an :class:`~evret_core.contracts.executor.Executor`.
         Every executor gives the same scores; the results' ``config["executor"]`` says which one ran.
     :param executor_options: options of an executor given by name (``{"address": "auto"}`` for ``ray``).
+    :param relevance_level: the binary measures (precision, recall, mrr, ap...) count a grade >= this as relevant
+        (``evret trec -l``); default: grade > 0, or the judge's ``cut`` when a graded judge that needs no expected
+        answer grades the queries without labels.
     """
 
     name = "retrieval"
@@ -161,6 +185,7 @@ class Evaluator:
         executor: str | Executor | None = None,
         executor_options: dict[str, Any] | None = None,
         judge_options: dict[str, Any] | None = None,
+        relevance_level: float | None = None,
     ) -> None:
         from evret_core.plugins.registry import create_metric
         from evret_core.statistics.inference import check_confidence_level, check_resamples
@@ -206,6 +231,11 @@ class Evaluator:
         self._missing: list[str] = []  # the queries a precomputed run lacked, in the last retrieval
         self._extra: list[str] = []  # the precomputed run's queries that the dataset lacks (ignored)
         self._unmeasured: dict[int, int] = {}  # query index -> its unmeasured judgments, in the last evaluation
+        if relevance_level is not None and (isinstance(relevance_level, bool) or not isinstance(
+                relevance_level, (int, float)) or not math.isfinite(relevance_level)):
+            raise EvretError(f"relevance_level must be a finite number, got {relevance_level!r}")
+        self.relevance_level = None if relevance_level is None else float(relevance_level)
+        self._level: float | None = self.relevance_level  # the level of the last evaluation (the judge's cut)
 
     # -- pipeline ----------------------------------------------------------------------------------------------
     def retrieve(self, dataset: EvaluationDataset) -> list[list[RetrievalResult]]:
@@ -234,10 +264,38 @@ class Evaluator:
         return rows
 
     def plan_judgments(self, dataset: EvaluationDataset, retrieved: Any) -> list[JudgmentContext]:
-        """The distinct judgment contexts the text-labelled queries need, in first-seen order."""
+        """The distinct judgment contexts the text-labelled queries need (with a judge that needs no expected
+        answer: every query without ids, ``(query, text)``), in first-seen order."""
         rows = retrieved if isinstance(retrieved, RetrievedRows) else RetrievedRows(
             [RankedColumns.from_results(r) for r in retrieved], self.k)
-        return list(plan_text(dataset.queries, rows.row).contexts)
+        graded = self.check_labels(dataset)
+        return list((plan_pairs if graded else plan_text)(dataset.queries, rows.row).contexts)
+
+    def check_labels(self, dataset: EvaluationDataset, source: str | None = None) -> bool:
+        """Whether the queries without relevant ids are graded by a judge that needs no expected answer; an
+        EvretError, before any retrieval, when some query has neither expected answers nor ids and the judge
+        needs them (``source``: the dataset file the message names)."""
+        queries = dataset.queries
+        bare = sum(q.is_unlabelled for q in queries)
+        if self.judge is None:
+            if not bare:
+                return False  # the default judge needs expected answers, and every query has them or ids
+            self.judge = resolve_judge()
+        name = getattr(self.judge, "name", type(self.judge).__name__)
+        if not getattr(self.judge, "reference_free", False):
+            if bare:
+                where = source or f"dataset {dataset.name or '(unnamed)'}"
+                raise EvretError(
+                    f"{where}: {bare} {'query has' if bare == 1 else 'queries have'} neither expected answers nor "
+                    f"relevant ids; judge {name!r} needs expected answers: give --judge relevance (grades each "
+                    f"passage against the query alone, 0-3), or label them")
+            return False
+        if all(q.is_id_labelled for q in queries):
+            return False  # every query is scored on ids: nothing to grade
+        if self.matching == "any_match":
+            raise EvretError(f"matching 'any_match' counts the expected answers found, and judge {name!r} grades "
+                             f"passages against the query alone: use first_match (the default)")
+        return True
 
     def run_judge(self, contexts: Sequence[JudgmentContext]) -> dict[JudgmentContext, bool | None]:
         """The judge's verdict on each context (None: could not be judged)."""
@@ -262,20 +320,43 @@ class Evaluator:
                              f"{len(contexts)} contexts")
         return run
 
+    def _grade(self, contexts: Sequence[JudgmentContext]) -> JudgeRun:
+        """The judge's grades of ``contexts`` through ``executor.grade``, reported as the judge stage."""
+        if not contexts:
+            return JudgeRun([], grades=[])
+        self._report("judge", 0, len(contexts))
+        with judge_progress(self._report if self.progress is not None else None), plugin_exits_as_errors():
+            run = self.executor.grade(self.judge, contexts, self.judge_batch_size,
+                                      lambda done: self._report("judge", done, len(contexts)))
+        if run.grades is None or len(run.grades) != len(contexts):
+            got = "no" if run.grades is None else len(run.grades)
+            raise EvretError(f"executor {self.executor.name!r} returned {got} grades for {len(contexts)} contexts")
+        return run
+
     def evaluate(self, dataset: EvaluationDataset) -> EvaluationResults:
         """Retrieve, judge and score every query of ``dataset``."""
         if not isinstance(dataset, EvaluationDataset):
             raise EvretError(f"evaluate() needs an EvaluationDataset, got {type(dataset).__name__}")
+        graded = self.check_labels(dataset)  # before any retrieval
         started = time.time()
         self._missing, self._extra = [], []
         queries = dataset.queries
         rows = self.retrieve_rows(dataset)
-        plan = plan_text(queries, rows.row)
+        plan = (plan_pairs if graded else plan_text)(queries, rows.row)
         contexts = plan.contexts
-        judged = self._judge(contexts)
-        verdicts = judged.verdicts
-        codes = _verdict_codes(verdicts)
-        text = self._assign(queries, rows, plan, codes)
+        judged_stats: dict[str, Any] | None = None
+        if graded:
+            judged = self._grade(contexts)
+            codes = _verdict_codes(judged.verdicts)
+            text, judged_stats = self._assign_grades(queries, rows, plan, judged.grades or [])
+        else:
+            judged = self._judge(contexts)
+            codes = _verdict_codes(judged.verdicts)
+            text = self._assign(queries, rows, plan, codes)
+        self._level = self.relevance_level
+        if graded and self._level is None and getattr(self.judge, "grades", None) is not None:
+            cut = getattr(self.judge, "cut", None)
+            self._level = None if cut is None else float(cut)
         scores = self._scores(queries, rows, text)
         missing = set(self._missing)
         empty = [queries[i].query_id for i in rows.empty_indexes() if queries[i].query_id not in missing]
@@ -296,8 +377,10 @@ class Evaluator:
                 "unmeasured": int((codes < 0).sum()),
             },
             "unmeasured": {"judgments": unmeasured, "queries": unmeasured_queries,
-                           "counted_as": "not matching"},
+                           "counted_as": "unjudged" if graded else "not matching"},
         }
+        if judged_stats is not None:
+            stats["judged"] = {**judged_stats, "relevance_level": self._level}
         if self._missing:
             stats["missing_queries"] = {"count": len(self._missing), "queries": self._missing, "counted_as": 0.0}
         if empty:  # a filter that matches nothing must not read as a retriever that scores zero
@@ -331,7 +414,8 @@ class Evaluator:
             from evret_core.judge.resolve import resolve_judge
 
             self.judge = resolve_judge()
-        contexts = plan_text(dataset.queries, self.retrieve_rows(dataset).row).contexts
+        graded = self.check_labels(dataset)
+        contexts = (plan_pairs if graded else plan_text)(dataset.queries, self.retrieve_rows(dataset).row).contexts
         plan = getattr(self.judge, "plan", None)
         if callable(plan):
             return dict(plan(contexts))
@@ -341,6 +425,7 @@ class Evaluator:
     def config(self) -> dict[str, Any]:
         retriever_config = getattr(self.retriever, "config", None)
         judge_config = getattr(self.judge, "config", None)
+        level = {} if self._level is None else {"relevance_level": self._level}  # only when set: files stay as they were
         return {
             "retriever": retriever_config() if callable(retriever_config) else {"name": type(self.retriever).__name__},
             "judge": judge_config() if callable(judge_config) else (None if self.judge is None else repr(self.judge)),
@@ -348,6 +433,7 @@ class Evaluator:
             "matching": self.matching,
             "k": self.k,
             "executor": self.executor.config(),
+            **level,
         }
 
     # -- assignment and metrics ----------------------------------------------------------------------------------
@@ -367,6 +453,46 @@ class Evaluator:
                 self._unmeasured[i] = verdicts.unmeasured
         return text
 
+    def _assign_grades(
+        self, queries: Sequence[QueryExample], rows: RetrievedRows, plan: TextPlan, grades: Sequence[float | None]
+    ) -> tuple[dict[int, TextJudgments], dict[str, Any]]:
+        """Each graded query's grades (one per context of :func:`plan_pairs`) as its relevant ids
+        (:func:`evret_core.assign.assign_graded`), its ranking left as retrieved; and the counts of
+        ``stats["judged"]``. A document whose grade could not be made is unjudged and shows ``unmeasured: [0]``
+        (0: the query, its one "answer")."""
+        by_context = np.asarray([np.nan if g is None else g for g in grades], dtype=np.float64)
+        text: dict[int, TextJudgments] = {}
+        self._unmeasured = {}
+        histogram: dict[float, int] = {}
+        pairs = unmeasured_pairs = with_answers = 0
+        for j, i in enumerate(plan.queries):
+            ids = _str_ids(rows.row(i).ids)
+            ranked = by_context[plan.context_of[plan.start[j] : plan.start[j + 1]]].tolist()
+            per_rank: list[float | None] = [None if g != g else g for g in ranked]  # NaN: unmeasured
+            relevance = assign_graded(ids, per_rank)
+            none: list[int] = []  # shared by the ranks without a mark (never mutated)
+            missing: list[list[int]] = [none] * len(ids)
+            seen: set[str] = set()
+            for r, doc in enumerate(ids):
+                if doc not in seen and doc not in relevance:
+                    missing[r] = [0]
+                seen.add(doc)
+            lost = len(seen) - len(relevance)
+            if lost:
+                self._unmeasured[i] = lost
+            pairs += len(seen)
+            unmeasured_pairs += lost
+            with_answers += bool(queries[i].expected_answers)
+            for grade in relevance.values():
+                histogram[grade] = histogram.get(grade, 0) + 1
+            text[i] = TextJudgments([none] * len(ids), missing, Assignment(ids, relevance))
+        name = getattr(self.judge, "name", type(self.judge).__name__)
+        stats = {"judge": name, "grades": getattr(self.judge, "grades", None), "queries": len(plan.queries),
+                 "pairs": pairs, "unmeasured": unmeasured_pairs,
+                 "histogram": {_grade_key(g): histogram[g] for g in sorted(histogram)},
+                 "expected_answers_unused": with_answers}
+        return text, stats
+
     def _scores(
         self, queries: Sequence[QueryExample], rows: RetrievedRows, text: dict[int, TextJudgments]
     ) -> dict[str, np.ndarray]:
@@ -378,7 +504,10 @@ class Evaluator:
         def batches() -> Iterator[Any]:  # each chunk counted as done when the executor asks for the next
             for start in range(0, total, _CHUNK):
                 progress("metrics", start, total)
-                yield rows.batch(queries, start, min(start + _CHUNK, total), text, any_match)
+                batch = rows.batch(queries, start, min(start + _CHUNK, total), text, any_match)
+                if self._level is not None:  # set before any derived array is computed (they are lazy)
+                    batch.relevance_level = self._level
+                yield batch
             progress("metrics", total, total)
 
         # err's default max_grade: the highest grade judged over every query, resolved before the chunks

@@ -54,9 +54,11 @@ def tags_as_strings(value: Any) -> Any:
 class QueryExample(BaseModel):
     """One evaluation query with what counts as a correct retrieval for it.
 
-    Either ``expected_answers`` (texts a judge compares with the retrieved texts) or ``relevant_doc_ids``
-    (a list of ids, or a mapping id -> grade for graded relevance) must be given; with ids the query is
-    scored without judging. ``tags`` label slices such as question type or domain.
+    ``expected_answers`` (texts a judge compares with the retrieved texts) or ``relevant_doc_ids`` (a list of
+    ids, or a mapping id -> grade for graded relevance) say what counts as relevant; with ids the query is scored
+    without judging. A query with neither (:attr:`is_unlabelled`) is read as it is: only a judge that needs no
+    expected answer (:attr:`~evret_core.contracts.judge.Judge.reference_free`) can score it, and the evaluator
+    refuses it otherwise, before retrieving. ``tags`` label slices such as question type or domain.
 
     An expected answer may have several acceptable strings (aliases): give it as a list of strings, the first
     being its canonical form, e.g. ``expected_answers=[["10th and 11th centuries", "in the 10th and 11th
@@ -143,12 +145,6 @@ class QueryExample(BaseModel):
     def _tags_as_strings(cls, value: Any) -> Any:
         return tags_as_strings(value)
 
-    @model_validator(mode="after")
-    def _has_labels(self) -> QueryExample:
-        if not self.expected_answers and not self.relevant_doc_ids:
-            raise ValueError("needs expected_answers or relevant_doc_ids")
-        return self
-
     def aliases_of(self, answer: int) -> tuple[str, ...]:
         """The acceptable strings of expected answer ``answer`` other than its canonical text."""
         if answer < len(self.answer_aliases):
@@ -178,6 +174,11 @@ class QueryExample(BaseModel):
     @property
     def is_id_labelled(self) -> bool:
         return bool(self.relevant_doc_ids)
+
+    @property
+    def is_unlabelled(self) -> bool:
+        """Neither expected answers nor relevant ids: only a reference-free judge can score this query."""
+        return not self.expected_answers and not self.relevant_doc_ids
 
 
 def _answer_variants(answer: Any, index: int) -> list[str]:

@@ -1,4 +1,5 @@
-"""TREC qrels and run files: read them into the dict formats of pytrec_eval and ranx, write runs back.
+"""TREC qrels and run files: read them into the dict formats of pytrec_eval and ranx, write runs and qrels back;
+TREC topics as a TSV file (``query_id<TAB>text`` per line, :func:`read_topics`).
 
 qrels: ``query_id iteration doc_id grade`` per line. run: ``query_id Q0 doc_id rank score run_tag`` per line
 (fields 7 to 11 are ignored, as trec_eval does; a line of 12 fields or more is an error: two lines joined by a
@@ -10,16 +11,19 @@ then into dicts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container, Mapping
 from pathlib import Path
 
 import numpy as np
 
 from evret_core.contracts.errors import EvretError
+from evret_core.io.jsonio import read_text
 from evret_core.io.outputs import write_output
 from evret_core.io.trecscan import TrecRun
 
-__all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "write_run", "ranked_docs"]
+__all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "read_topics", "ranked_docs", "write_qrels",
+           "write_run"]
 
 Qrels = dict[str, dict[str, float]]
 Run = dict[str, dict[str, float]]
@@ -94,3 +98,50 @@ def write_run(path: str | Path, run: Mapping[str, Mapping[str, float]], tag: str
                 raise EvretError(f"write_run: query {qid}: document id {doc!r} is empty or contains whitespace")
             lines.append(f"{qid} Q0 {doc} {rank} {float(scores[doc])!r} {tag}\n")
     write_output(path, "".join(lines))
+
+
+def write_qrels(path: str | Path, qrels: Mapping[str, Mapping[str, float]], option: str = "") -> None:
+    """Write ``{query_id: {doc_id: grade}}`` as TREC qrels (``query_id 0 doc_id grade``), in the order given; a
+    grade is written as an integer when it is one (``2``, not ``2.0``). Ids holding whitespace and grades that
+    are not finite numbers are refused before anything is written (``option`` names the output in errors)."""
+    lines: list[str] = []
+    for qid, judged in qrels.items():
+        qid = str(qid)
+        if not qid or any(c.isspace() for c in qid):
+            raise EvretError(f"write_qrels: query id {qid!r} is empty or contains whitespace")
+        for doc, grade in judged.items():
+            doc = str(doc)
+            if not doc or any(c.isspace() for c in doc):
+                raise EvretError(f"write_qrels: query {qid}: document id {doc!r} is empty or contains whitespace")
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not math.isfinite(grade):
+                raise EvretError(f"write_qrels: query {qid}, document {doc}: grade {grade!r} is not a finite number")
+            value = float(grade)
+            lines.append(f"{qid} 0 {doc} {int(value) if value.is_integer() else repr(value)}\n")
+    write_output(path, "".join(lines), option)
+
+
+def read_topics(path: str | Path) -> dict[str, str]:
+    """A TREC topics TSV file as ``{query_id: text}``, in file order: one ``query_id<TAB>text`` per line (blank
+    lines skipped). A line without a tab, an empty id or text, or a repeated id is an error naming the file and
+    line."""
+    topics: dict[str, str] = {}
+    first: dict[str, int] = {}
+    for lineno, line in enumerate(read_text(path, "topics file").split("\n"), start=1):
+        if not line.strip():
+            continue
+        qid, tab, text = line.partition("\t")
+        qid, text = qid.strip(), text.strip()
+        where = f"{path}:{lineno}"
+        if not tab:
+            raise EvretError(f"{where}: expected query_id<TAB>text, found no tab")
+        if not qid or any(c.isspace() for c in qid):
+            raise EvretError(f"{where}: the query id {qid!r} is empty or contains whitespace")
+        if not text:
+            raise EvretError(f"{where}: query {qid} has no text")
+        if qid in topics:
+            raise EvretError(f"{where}: duplicate query id {qid!r} (first on line {first[qid]})")
+        topics[qid] = text
+        first[qid] = lineno
+    if not topics:
+        raise EvretError(f"{path}: the topics file has no queries")
+    return topics

@@ -1,4 +1,5 @@
-"""The judgment plan of the text-labelled queries, as columns, and the verdicts back per query.
+"""The judgment plan of the text-labelled queries, as columns, and the verdicts back per query (:func:`plan_text`);
+:func:`plan_pairs` plans a judge that needs no expected answer the same way, one (query, text) context per rank.
 
 Every (retrieved document, expected answer) pair of a text-labelled query is one *element*; elements that show
 a judge the same (query, expected answer, aliases, retrieved text) share one *context*, judged once. The plan
@@ -21,7 +22,7 @@ from evret_core.contracts.judge import AnswerKey, ContextColumns
 from evret_core.contracts.retrieve import RankedColumns
 from evret_core.io.queries import QueryExample
 
-__all__ = ["RankVerdicts", "TextPlan", "answer_keys", "plan_text"]
+__all__ = ["RankVerdicts", "TextPlan", "answer_keys", "plan_pairs", "plan_text"]
 
 _NO_ANSWERS: tuple[int, ...] = ()
 
@@ -97,6 +98,20 @@ class TextPlan:
 
 def plan_text(queries: Sequence[QueryExample], row: Callable[[int], RankedColumns]) -> TextPlan:
     """The plan of every text-labelled query of ``queries`` (``row(i)``: query ``i``'s retrieved columns)."""
+    return _plan(queries, row, answer_keys)
+
+
+def plan_pairs(queries: Sequence[QueryExample], row: Callable[[int], RankedColumns]) -> TextPlan:
+    """The plan of a judge that needs no expected answer (:attr:`~evret_core.contracts.judge.Judge.reference_free`):
+    every query without relevant ids is judged on ``(query, retrieved text)``, one context per distinct pair, in
+    first-seen order. Each planned query has one answer key, ``(query, "", ())`` (expected answers, when a query
+    has some, are not used), so the plan's elements are its ranks."""
+    return _plan(queries, row, lambda example: [(example.query_text, "", ())])
+
+
+def _plan(queries: Sequence[QueryExample], row: Callable[[int], RankedColumns],
+          keys_of: Callable[[QueryExample], list[AnswerKey]]) -> TextPlan:
+    """The plan of every query without relevant ids, each judged against the answer keys ``keys_of`` gives it."""
     planned: list[int] = []
     rows: list[Sequence[Any]] = []
     answer_ids: dict[AnswerKey, int] = {}
@@ -112,7 +127,7 @@ def plan_text(queries: Sequence[QueryExample], row: Callable[[int], RankedColumn
         # nothing retrieved (a query missing from a run, scored 0 with missing_queries="zero"): no texts to judge
         texts = [] if ranked.texts is None else ranked.texts
         rows.append(texts.tolist() if isinstance(texts, np.ndarray) else texts)
-        keys = answer_keys(example)
+        keys = keys_of(example)
         n_answers.append(len(keys))
         query_answers.extend(answer_ids.setdefault(key, len(answer_ids)) for key in keys)
     answers = list(answer_ids)
@@ -270,7 +285,7 @@ def _number(
 def _no_text(example: QueryExample, ranked: RankedColumns, rank: int) -> None:
     raise EvretError(
         f"query {example.query_id!r}: retrieved document {ranked.ids[rank - 1]!r} (rank {rank}) has no text "
-        f"(metadata['text']); text-labelled queries need the retrieved texts to judge: for a run file (evret "
+        f"(metadata['text']); a query judged on text (text-labelled, or graded by a judge that needs no expected answer) needs the retrieved texts: for a run file (evret "
         f"evaluate --run) give --corpus CORPUS.jsonl, the texts of its documents; a retriever returns each "
         f"document's text"
     )

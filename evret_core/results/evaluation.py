@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import math
 import platform
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
@@ -259,6 +260,9 @@ class EvaluationResults(Results):
         if ranked is None:
             return {}
         batch, depth = ranked
+        level = self.config.get("relevance_level")  # the level the run's binary measures used (evret evaluate -l)
+        if isinstance(level, (int, float)) and not isinstance(level, bool) and math.isfinite(level):
+            batch.relevance_level = float(level)
         options: dict[str, dict[str, Any]] = {}
         for entry in self.config.get("metrics", []):
             if isinstance(entry, dict) and isinstance(entry.get("name"), str):

@@ -156,6 +156,8 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
         (["calibrate", "--labels", "{labels}", "--save-threshold", "{labels}"], "labels"),
     ],
     ("generate", "output"): [(["generate", "--corpus", "{corpus}", "-n", "2", "--output", "{corpus}"], "corpus")],
+    ("judge", "output"): [(["judge", "--queries", "{dataset}", "--corpus", "{corpus}", "--run", "{results}",
+                            "--judge", "relevance", "-o", "{corpus}"], "corpus")],
     ("report", "output"): [(["report", "{results}", "--output", "{results}"], "results")],
     ("score", "output"): [(["score", "{records}", "--evaluator", "exact", "--output", "{records}"],
                            "records")],
