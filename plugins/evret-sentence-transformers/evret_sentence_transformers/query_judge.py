@@ -22,8 +22,9 @@ from evret_sentence_transformers.devices import AUTO
 from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingTable, Encoder, paired_cosines
 
 OWNER = "query-similarity judge"
-FIT_HINT = ("fit them on human-graded (query, passage) pairs: the cosine from which each grade starts, for example "
-            "the threshold of best agreement for each cut (docs/relevance.md, 'The embedding baseline')")
+FIT_HINT = ("fit them on human-graded (query, passage) pairs with `evret calibrate --queries TOPICS.tsv --qrels QRELS "
+            "--corpus CORPUS.jsonl --judge query-similarity --judge-option thresholds=[0,0,0] --save-threshold "
+            "CONFIG.toml` (docs/relevance.md, 'The embedding baseline')")
 
 
 def check_thresholds(value: Any) -> tuple[float, ...]:

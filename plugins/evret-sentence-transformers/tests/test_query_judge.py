@@ -101,3 +101,38 @@ class TestQuerySimilarityJudgeConformance(JudgeConformance):
     @pytest.fixture
     def judge(self, loaded_judge: SemanticJudge) -> QuerySimilarityJudge:
         return QuerySimilarityJudge(thresholds=[0.3, 0.5, 0.7])
+
+
+def test_evret_calibrate_fits_the_thresholds_on_graded_pairs_and_saves_the_list(
+        tmp_path: Path, loaded_judge: SemanticJudge) -> None:
+    import json
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    from evret_core.calibration.grade_thresholds import fit_cuts
+    from evret_core.cli import main
+
+    (tmp_path / "queries.tsv").write_text("q1\thow tall is the eiffel tower\n", encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "text": p}) + "\n"
+                                                   for i, (_, p) in enumerate(PAIRS)), encoding="utf-8")
+    (tmp_path / "qrels.txt").write_text("".join(f"q1 0 d{i} {3 - i}\n" for i in range(len(PAIRS))), encoding="utf-8")
+    config = tmp_path / "eval.toml"
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", "--queries", str(tmp_path / "queries.tsv"), "--qrels", str(tmp_path / "qrels.txt"),
+                 "--corpus", str(tmp_path / "corpus.jsonl"), "--judge", "query-similarity",
+                 "--judge-option", "thresholds=[0,0,0]", "--save-threshold", str(config), "-o", str(out),
+                 "--n-resamples", "20"]) == 0
+    [entry] = json.loads(out.read_text(encoding="utf-8"))["graded"]
+    cosines = QuerySimilarityJudge(thresholds=[0, 0, 0]).batch_score(contexts())
+    expected = fit_cuts(cosines, [3, 2, 1, 0], 3)  # each grade starts at its own pair's cosine
+    np.testing.assert_allclose(entry["fitted_thresholds"], expected, rtol=0, atol=TOLERANCE)
+    saved = tomllib.loads(config.read_text(encoding="utf-8"))["judge"]
+    assert saved["name"] == "query-similarity" and saved["thresholds"] == entry["fitted_thresholds"]
+    # each fitted threshold is a pair's own cosine: lowered by a margin (far below the gaps between these cosines)
+    # so that a re-encode differing in the last float32 bit cannot move a grade
+    fitted = QuerySimilarityJudge(thresholds=[max(0.0, t - 100 * TOLERANCE) for t in saved["thresholds"]])
+    assert fitted.batch_grade(contexts()) == [3.0, 2.0, 1.0, 0.0]  # the fitted judge agrees with the labels
