@@ -34,6 +34,8 @@ class LabelledJudgment:
     doc_id: str | None = None
     where: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: a graded label (a qrels grade, 0-3 on TREC DL); None for a yes/no label
+    grade: float | None = None
 
     def contexts(self) -> list[JudgmentContext]:
         """One judgment context per expected string."""
@@ -172,6 +174,43 @@ def derive_labels(
     if not out:
         raise EvretError("no judgments to label: no text-labelled query of the dataset has qrels and retrieved "
                          "documents")
+    return out
+
+
+def derive_graded_labels(
+    queries: Mapping[str, str],
+    qrels: Mapping[str, Mapping[str, float]],
+    corpus: Mapping[str, Any],
+    sample: int | None = None,
+    seed: int = 0,
+) -> list[LabelledJudgment]:
+    """Graded labels from qrels alone: every judged (query, document) pair with the query's text, the document's
+    text and its grade (no results file, no expected answers), in qrels order; ``sample`` keeps that many pairs
+    drawn at random with ``seed`` (still in qrels order). A qrels query without a text, or a judged document the
+    corpus lacks, is an error naming it."""
+    import random
+
+    out: list[LabelledJudgment] = []
+    for qid, docs in qrels.items():
+        if qid not in queries:
+            raise EvretError(f"qrels query {qid!r} has no text in the queries file")
+        for doc_id, grade in docs.items():
+            doc = corpus.get(doc_id)
+            if doc is None:
+                raise EvretError(f"qrels query {qid!r}: judged document {doc_id!r} is not in the corpus")
+            text = doc.get("text") if isinstance(doc, Mapping) else doc
+            value = float(grade)
+            if not math.isfinite(value):
+                raise EvretError(f"qrels query {qid!r}, document {doc_id!r}: the grade must be a number, got {grade!r}")
+            out.append(LabelledJudgment(query_id=str(qid), query=queries[qid], expected=(),
+                                        retrieved_text=_text(text, f"corpus document {doc_id!r}", "text"),
+                                        label=value > 0, doc_id=str(doc_id), where=f"query {qid!r} doc {doc_id!r}",
+                                        grade=value))
+    if not out:
+        raise EvretError("the qrels judge no (query, document) pair")
+    if sample is not None and sample < len(out):
+        keep = set(random.Random(seed).sample(range(len(out)), sample))
+        out = [item for i, item in enumerate(out) if i in keep]
     return out
 
 

@@ -28,11 +28,14 @@ def _key_line(key: str) -> re.Pattern[str]:
     return re.compile(rf"^\s*(\"{re.escape(key)}\"|{re.escape(key)})\s*=")
 
 
-def save_threshold(path: str | Path, judge: str, option: str, value: float) -> str:
+def save_threshold(path: str | Path, judge: str, option: str, value: float | list[float]) -> str:
     """Set ``[judge] option = value`` in the TOML file at ``path`` (created when missing) for judge ``judge``;
-    returns the new text. A ``[judge]`` table naming another judge is an error, not overwritten."""
-    if not math.isfinite(value):
-        raise EvretError(f"--save-threshold: the threshold must be a finite number, got {value}")
+    returns the new text. ``value`` is one threshold, or a list of them (a graded judge's ``thresholds``). A
+    ``[judge]`` table naming another judge is an error, not overwritten."""
+    values = value if isinstance(value, list) else [value]
+    if not values or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                             for v in values):
+        raise EvretError(f"--save-threshold: the threshold must be a finite number or a list of them, got {value}")
     path = Path(path)
     if path.is_symlink() or (path.exists() and not path.is_file()):
         raise EvretError(f"{path}: --save-threshold writes a regular file; this is a link or not a file")
@@ -97,6 +100,7 @@ def current_threshold(path: str | Path, judge: str, option: str) -> float | None
     return float(value)
 
 
-def describe(path: str | Path, judge: str, option: str, value: float, kept: bool = False) -> dict[str, Any]:
+def describe(path: str | Path, judge: str, option: str, value: float | list[float],
+             kept: bool = False) -> dict[str, Any]:
     """What --save-threshold wrote (``kept``: the file's threshold scored as well as the best, so it stayed)."""
     return {"path": str(path), "judge": judge, "option": option, "value": value, "kept": kept}

@@ -28,10 +28,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--judge", action="append", metavar="NAME", help="judge to measure (repeatable)")
     p.add_argument("--judge-option", action="append", metavar="[NAME:]KEY=VALUE",
                    help="judge option, for every judge or for NAME only (repeatable)")
-    p.add_argument("--by", choices=["f1", "kappa"], default="f1",
-                   help="what the best threshold maximises (default f1)")
+    p.add_argument("--queries", metavar="QUERIES.tsv",
+                   help="with --qrels and --corpus: graded calibration of a reference-free graded judge (relevance, "
+                        "query-similarity) on every judged pair of the qrels; the query texts as TREC topics "
+                        "(query-id TAB text)")
+    p.add_argument("--sample", type=int, metavar="N", help="with --queries: grade N qrels pairs drawn with --seed")
+    p.add_argument("--by", choices=["f1", "kappa"], default=None,
+                   help="what the best threshold maximises (default f1; kappa with --queries)")
     p.add_argument("--save-threshold", metavar="CONFIG.toml",
-                   help="write the best threshold of the (one) thresholded judge into this config's [judge] table")
+                   help="write the best threshold of the (one) thresholded judge into this config's [judge] table "
+                        "(with --queries: the fitted list of thresholds)")
     p.add_argument("--ppi-truth", metavar="TRUTH.json",
                    help="with --results: the same run scored with true labels (ids or people) on a random subset "
                         "of its queries; adds prediction-powered estimates and intervals (written with -o)")
@@ -102,7 +108,9 @@ def check_before_work(args: argparse.Namespace) -> None:
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
     check_float(args.confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
-    inputs = [args.labels, args.corpus, args.results, args.qrels, args.ppi_truth]
+    if args.sample is not None:
+        check_int(args.sample, "--sample", 1, 10**9)
+    inputs = [args.labels, args.corpus, args.results, args.qrels, args.ppi_truth, args.queries]
     named = [pair.partition("=")[2] for pair in args.judge_option or []]  # a judge's cache=, a model's folder
     check_outputs({"--output": args.output}, inputs=[*inputs, args.save_threshold], options=named)
     if args.save_threshold:  # read and rewritten in place: only the other inputs may not be it
@@ -115,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
         return _plan(args)
     if args.ppi_truth:
         return _ppi(args)
+    if args.queries or args.sample is not None:
+        return _graded(args)
     from evret_core.calibration import calibrate, calibration_json, read_labels
     from evret_core.calibration.label_plan import labels_from_results
 
@@ -132,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.qrels:
             raise EvretError("--results without --plan needs --qrels: the ids that say which documents match")
         labels = labels_from_results(_load_results(args.results), _read_qrels(args.qrels))
-    results = calibrate(judges, labels, by=args.by, confidence_level=args.confidence_level,
+    results = calibrate(judges, labels, by=args.by or "f1", confidence_level=args.confidence_level,
                         n_resamples=args.n_resamples, seed=args.seed)
     document = calibration_json(results, labels)
     if args.save_threshold:
@@ -165,6 +175,92 @@ def _save(path: str, results: list[Any]) -> dict[str, Any]:
     if value != current:  # a threshold that scores as well as the best stays as the user wrote it
         save_threshold(path, chosen.judge, chosen.threshold_option, value)
     return describe(path, chosen.judge, chosen.threshold_option, value, kept=value == current)
+
+
+def _read_topics(path: str) -> dict[str, str]:
+    """TREC topics: ``query-id<TAB>text`` a line (an EvretError naming the file and line otherwise)."""
+    from evret_core.io.jsonio import read_text
+
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(read_text(path, "queries file").split("\n"), start=1):
+        if not line.strip():
+            continue
+        qid, sep, text = line.partition("\t")
+        if not sep or not qid.strip() or not text.strip():
+            raise EvretError(f"{path}:{lineno}: expected 'query-id<TAB>query text'")
+        out[qid.strip()] = text.strip()
+    if not out:
+        raise EvretError(f"{path}: the queries file has no queries")
+    return out
+
+
+def _graded(args: argparse.Namespace) -> int:
+    """Graded calibration: the judge's grades of the qrels pairs against the qrels' grades."""
+    from evret_core.calibration.grade_thresholds import calibrate_graded
+    from evret_core.calibration.labels import derive_graded_labels
+    from evret_core.io.corpus import read_corpus
+
+    if not (args.queries and args.qrels and args.corpus) or args.labels or args.results:
+        raise EvretError("graded calibration takes --queries QUERIES.tsv, --qrels QRELS and --corpus CORPUS.jsonl "
+                         "(and neither --labels nor --results)")
+    judges = _judges(args)  # bad judge names and options fail before any file is read
+    for judge in judges:
+        if getattr(judge, "grades", None) is None or not getattr(judge, "reference_free", False):
+            raise EvretError(f"--judge {judge.name}: graded calibration needs a reference-free graded judge "
+                             f"(relevance, query-similarity)")
+    if args.save_threshold and sum(getattr(j, "thresholds", None) is not None for j in judges) != 1:
+        raise EvretError("--save-threshold with --queries needs exactly one judge with thresholds (query-similarity)")
+    labels = derive_graded_labels(_read_topics(args.queries), _read_qrels(args.qrels), read_corpus(args.corpus),
+                                  sample=args.sample, seed=args.seed)
+    histogram: dict[str, int] = {}
+    for item in labels:
+        grade = float(item.grade or 0.0)
+        key = str(int(grade)) if grade.is_integer() else str(grade)
+        histogram[key] = histogram.get(key, 0) + 1
+    results = [calibrate_graded(j, labels, by=args.by or "kappa", n_resamples=args.n_resamples,
+                                confidence_level=args.confidence_level, seed=args.seed) for j in judges]
+    document: dict[str, Any] = {"labels": {"pairs": len(labels), "queries": len({i.query_id for i in labels}),
+                                           "sample": args.sample, "seed": args.seed,
+                                           "grades": dict(sorted(histogram.items()))},
+                                "graded": results}
+    if args.save_threshold:
+        from evret_core.calibration.save_threshold import describe, save_threshold
+
+        chosen = next(r for r in results if "fitted_thresholds" in r)
+        save_threshold(args.save_threshold, chosen["judge"], "thresholds", chosen["fitted_thresholds"])
+        document["saved"] = describe(args.save_threshold, chosen["judge"], "thresholds",
+                                     chosen["fitted_thresholds"])
+    if args.output:  # written first, printed after
+        from evret_core.io.outputs import write_output
+
+        write_output(args.output, json.dumps(document, indent=2) + "\n", option="--output")
+        if args.output == "-":
+            return 0
+    if args.json:
+        print(json.dumps(document, indent=2))
+        return 0
+    print(f"{document['labels']['pairs']} graded pairs over {document['labels']['queries']} queries "
+          f"(grades: {', '.join(f'{g}: {n}' for g, n in document['labels']['grades'].items())})")
+    for entry in results:
+        agreement = entry["agreement"]
+
+        def show(figure: dict[str, Any]) -> str:
+            if figure["value"] is None:
+                return "-"
+            interval = figure.get("interval")
+            return f"{figure['value']:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+        print(f"judge {visible(entry['judge'])} (0-{entry['grades']}, {entry['unmeasured']} unmeasured): "
+              f"exact {show(agreement['exact_agreement'])}, kappa {show(agreement['cohen_kappa'])}, "
+              f"quadratic kappa {show(agreement['weighted_kappa']['quadratic'])}, "
+              f"alpha {show(agreement['krippendorff_alpha'])}")
+        for cut, figures in agreement["binary"].items():
+            print(f"  relevant = grade >= {cut}: kappa {show(figures['kappa'])}")
+        if "fitted_thresholds" in entry:
+            print(f"  fitted thresholds: {entry['fitted_thresholds']} (given: {entry['thresholds']})")
+    if "saved" in document:
+        print(f"saved thresholds = {document['saved']['value']} to {document['saved']['path']}")
+    return 0
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -7,6 +7,12 @@ last stage settles everything it is given with its own verdict. A stage may have
 ``max_tokens`` (estimated with the stage's ``plan()``, as ``--dry-run`` does): judgments beyond it are never
 sent, and those the budget leaves unsettled are unmeasured (None), never guessed.
 
+**Graded cascades.** When the last stage is graded (:attr:`~evret_core.contracts.judge.Judge.grades`: the
+``relevance`` judge, ``query-similarity``), every stage must grade on the same scale, and the cascade is graded too:
+a judgment settled by a stage takes that stage's grade (a middle stage's band still reads its score; the stage is
+asked for the grades of the judgments it settles only, which an LLM stage answers from its cache), and the verdict
+is grade >= the last stage's ``cut``. The cascade is ``reference_free`` when every stage is.
+
 ``stats()`` reports, per stage, the judgments it scored and settled, the unmeasured ones, and the calls saved
 against running the last stage alone; :meth:`CascadeJudge.settled_by` says which stage settled a judgment.
 """
@@ -114,6 +120,20 @@ class CascadeJudge(Judge):
         if isinstance(stages, (str, bytes)) or not isinstance(stages, Sequence) or len(stages) < 2:
             raise EvretError("cascade judge: 'stages' must list at least two judges, cheapest first")
         self.stages = [_stage(s, i, i == len(stages) - 1) for i, s in enumerate(stages)]
+        last = self.stages[-1].judge
+        #: the last stage's scale: a graded cascade grades 0..grades, and every stage on that scale
+        self.grades: int | None = getattr(last, "grades", None)
+        self.cut: float | None = getattr(last, "cut", None) if self.grades is not None else None
+        #: true when no stage reads the expected answer
+        self.reference_free = all(bool(getattr(s.judge, "reference_free", False)) for s in self.stages)
+        if self.grades is not None:
+            for index, stage in enumerate(self.stages[:-1]):
+                grades = getattr(stage.judge, "grades", None)
+                if grades != self.grades:
+                    scale = "yes/no" if grades is None else f"0-{grades}"
+                    raise EvretError(
+                        f"cascade judge: stage {index + 1} ({stage.name!r}) judges {scale}, but the last stage "
+                        f"grades 0-{self.grades}: every stage of a graded cascade must grade on the same scale")
         self._settled: dict[JudgmentContext, str] = {}
         self.reset_stats()
 
@@ -131,7 +151,20 @@ class CascadeJudge(Judge):
             prepare(contexts)
 
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        """Each context's verdict: the first stage sure of it settles it (a graded cascade: grade >= cut)."""
+        return self._run(contexts)[0]
+
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        """A graded cascade's grade per context: the grade of the stage that settled it (None: unsettled). A
+        yes/no cascade's verdicts as 1.0 / 0.0."""
+        if self.grades is None:
+            return super().batch_grade(contexts)
+        return self._run(contexts)[1]
+
+    def _run(self, contexts: Sequence[JudgmentContext]) -> tuple[list[bool | None], list[float | None]]:
+        graded = self.grades is not None
         verdicts: list[bool | None] = [None] * len(contexts)
+        grades: list[float | None] = [None] * len(contexts)
         pending = list(range(len(contexts)))
         self._counts["judgments"] += len(contexts)
         for index, stage in enumerate(self.stages):
@@ -144,27 +177,65 @@ class CascadeJudge(Judge):
             batch = [contexts[i] for i in pending]
             counts["scored"] += len(batch)
             last = stage.band is None
-            if last and judge_threshold(stage.judge) is None:
-                answers: list[Any] = list(stage.judge.batch_judge(batch))
+            if graded and last:
+                answers: list[Any] = list(stage.judge.batch_grade(batch))
+            elif last and judge_threshold(stage.judge) is None:
+                answers = list(stage.judge.batch_judge(batch))
             else:
                 answers = judge_scores(stage.judge, batch)
             if len(answers) != len(batch):
                 raise EvretError(f"cascade judge: stage {stage.name!r} returned {len(answers)} answers for "
                                  f"{len(batch)} contexts")
-            carry: list[int] = []
-            for i, answer in zip(pending, answers, strict=True):
-                verdict = self._settle(stage, answer)
-                if verdict is None:
-                    carry.append(i)
-                    continue
-                verdicts[i] = verdict
+            if graded:
+                settled, carry = self._settle_grades(stage, pending, batch, answers)
+            else:
+                settled = []
+                carry = []
+                for i, answer in zip(pending, answers, strict=True):
+                    verdict = self._settle(stage, answer)
+                    if verdict is None:
+                        carry.append(i)
+                    else:
+                        settled.append((i, verdict, None))
+            for i, verdict, grade in settled:
+                verdicts[i], grades[i] = verdict, grade
                 self._settled[contexts[i]] = stage.name
                 counts["settled"] += 1
             # judgments skipped for budget at a middle stage go on: a later stage may still settle them
             pending = carry + skipped if not last else []
             if last:
                 counts["unmeasured"] += len(carry) + len(skipped)
-        return verdicts
+        return verdicts, grades
+
+    def _settle_grades(self, stage: Stage, pending: list[int], batch: list[JudgmentContext],
+                       answers: list[Any]) -> tuple[list[tuple[int, bool, float | None]], list[int]]:
+        """A graded stage's settled judgments ``(index, grade >= cut, grade)`` and those it sends on. The last
+        stage's answers are grades; a middle stage's are scores against its band, and the stage is asked for the
+        grades of only the judgments its band settles."""
+        cut = self.cut if self.cut is not None else 1
+        if stage.band is None:
+            sure = [(i, a) for i, a in zip(pending, answers, strict=True) if a is not None]
+            carry = [i for i, a in zip(pending, answers, strict=True) if a is None]
+            return [(i, float(g) >= cut, float(g)) for i, g in sure], carry
+        low, high = stage.band
+        outside = [(i, c) for i, c, a in zip(pending, batch, answers, strict=True)
+                   if a is not None and (a < low or a >= high)]
+        carry = [i for i, a in zip(pending, answers, strict=True) if a is None or low <= a < high]
+        got = list(stage.judge.batch_grade([c for _, c in outside])) if outside else []
+        if len(got) != len(outside):
+            raise EvretError(f"cascade judge: stage {stage.name!r} returned {len(got)} grades for "
+                             f"{len(outside)} contexts")
+        settled: list[tuple[int, bool, float | None]] = []
+        ungraded: set[int] = set()
+        for (i, _), grade in zip(outside, got, strict=True):
+            if grade is None:  # no grade after all: a later stage decides
+                ungraded.add(i)
+            else:
+                settled.append((i, float(grade) >= cut, float(grade)))
+        if ungraded:  # in the order they came, as the budgets of later stages take a prefix
+            sent_on = ungraded | set(carry)
+            carry = [i for i in pending if i in sent_on]
+        return settled, carry
 
     def _settle(self, stage: Stage, answer: Any) -> bool | None:
         if answer is None:

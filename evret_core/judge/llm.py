@@ -33,8 +33,8 @@ since every other call would fail the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
@@ -61,6 +61,8 @@ DEFAULT_PROMPT_TEMPLATE = (
     "Does the retrieved passage contain, state or clearly support the expected answer to the query? "
     "Answer YES or NO."
 )
+
+T = TypeVar("T")
 
 _FIELDS = ("query", "expected", "retrieved")
 ALIASES_NOTE = "Other acceptable forms of the expected answer (any one of them counts as the expected answer):"
@@ -99,6 +101,8 @@ class LLMJudge(Judge):
     """
 
     name = "llm"
+    #: who the error messages name (a subclass that is its own judge names itself)
+    owner = "llm judge"
 
     def __init__(
         self,
@@ -115,9 +119,9 @@ class LLMJudge(Judge):
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else str(system_prompt)
         self._check_template()
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 1_000_000:
-            raise EvretError(f"llm judge: option 'max_tokens' must be an integer from 1 to 1000000, got {max_tokens!r}")
+            raise EvretError(f"{self.owner}: option 'max_tokens' must be an integer from 1 to 1000000, got {max_tokens!r}")
         given = {k: v for k, v in (("provider", provider), ("model", model)) if v is not None}
-        self.settings = LLMSettings.build("llm judge", settings, **given, **options)
+        self.settings = LLMSettings.build(self.owner, settings, **given, **options)
         self.max_tokens = max_tokens
         self.provider_name = self.settings.provider_name
         self._provider: LLMProvider | None = None
@@ -176,7 +180,7 @@ class LLMJudge(Judge):
     def provider(self) -> LLMProvider:
         """The provider object, built on first use (so that --dry-run needs no key)."""
         if self._provider is None:
-            self._provider = self.settings.make_provider("llm judge")
+            self._provider = self.settings.make_provider(self.owner)
             self.model = self._provider.model
         return self._provider
 
@@ -288,7 +292,7 @@ class LLMJudge(Judge):
         """One judgment. Raises :class:`EvretError` when it could not be made (use batch_judge to get None)."""
         answer = self.batch_judge([context])[0]
         if answer is None:
-            raise EvretError("llm judge: the judgment could not be made (see stats()['errors'])")
+            raise EvretError(f"{self.owner}: the judgment could not be made (see stats()['errors'])")
         return answer
 
     async def ajudge(self, context: JudgmentContext) -> bool | None:
@@ -306,9 +310,14 @@ class LLMJudge(Judge):
 
         The provider's connections are closed when the last concurrent batch ends, so that no SDK client outlives
         the event loop it was made in (``asyncio.run`` per call, Jupyter cells, ``run_sync``)."""
+        return await self.closing(self._abatch_judge(contexts))
+
+    async def closing(self, work: Awaitable[T]) -> T:
+        """Await ``work`` (one batch of calls); the provider's connections close when the last concurrent batch
+        ends (shared by the judges built on this one)."""
         self._active += 1
         try:
-            return await self._abatch_judge(contexts)
+            return await work
         finally:
             self._active -= 1
             if self._active == 0:
@@ -356,16 +365,20 @@ class LLMJudge(Judge):
         cached = self.cache.get_many(keys) if self.cache is not None else {}
         to_send = [c for k, c in keys.items() if k not in cached]
         chars = sum(len(m.content) for c in to_send for m in self.messages(c, nonce="0" * 16))
+        return self.plan_summary(len(contexts), len(keys), len(cached), len(to_send), chars)
+
+    def plan_summary(self, contexts: int, unique: int, cached: int, to_send: int, chars: int) -> dict[str, Any]:
+        """:meth:`plan`'s answer from its counts and the characters of the messages to send."""
         return {
             "provider": self.provider_name,
             "model": self.model,
-            "contexts": len(contexts),
-            "unique": len(keys),
-            "cached": len(cached),
-            "to_send": len(to_send),
+            "contexts": contexts,
+            "unique": unique,
+            "cached": cached,
+            "to_send": to_send,
             # ~4 characters per token is the usual estimate for English text with these tokenizers.
-            "estimated_input_tokens": (chars + 3) // 4 + 4 * len(to_send),
-            "estimated_output_tokens_max": self.max_tokens * len(to_send),
+            "estimated_input_tokens": (chars + 3) // 4 + 4 * to_send,
+            "estimated_output_tokens_max": self.max_tokens * to_send,
         }
 
     async def aclose(self) -> None:

@@ -5,6 +5,11 @@ sample is its own judge, and a judge with a ``system_prompt`` (``llm``) gets a d
 so that every sample is its own call and its own cache entry (a rerun reads all N back from the cache). The verdict
 is the majority of the samples that answered; a tie, or no answer at all, is unmeasured (None), never guessed.
 
+Samples of a graded judge (``relevance``: :attr:`~evret_core.contracts.judge.Judge.grades`) give the median of the
+grades that came back (an even count: the lower of the two middle grades, so a split never rounds up), and the
+verdict is that grade at the judge's ``cut``; a judgment's agreement rate is the share of the answers equal to the
+median.
+
 ``stats()`` gives the overall agreement rate (mean over judgments of the share of answers that agree with the
 majority), how many judgments were unanimous and how many tied; :meth:`RepeatedJudge.agreement` gives one
 judgment's rate. Written against the current :class:`~evret_core.judge.llm.LLMJudge`.
@@ -42,6 +47,11 @@ class RepeatedJudge(Judge):
             if isinstance(prompt, str):  # an LLM judge (Judge has no prompt): each sample judges independently
                 sample.system_prompt = (  # type: ignore[attr-defined]
                     prompt + f"\n(Independent judgment, sample {i + 1} of {repeats}.)")
+        first = self.samples[0]
+        #: a graded sampled judge makes a graded repeats judge, on its scale and cut
+        self.grades: int | None = getattr(first, "grades", None)
+        self.cut: float | None = getattr(first, "cut", None) if self.grades is not None else None
+        self.reference_free: bool = bool(getattr(first, "reference_free", False))
         self._agreement: dict[JudgmentContext, float] = {}
         self.reset_stats()
 
@@ -57,7 +67,30 @@ class RepeatedJudge(Judge):
             if callable(prepare):
                 prepare(contexts)
 
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        """A graded judge's grade per context: the median of the samples' grades (an even count: the lower of the
+        two middle ones), None when no sample answered. A yes/no judge's verdicts as 1.0 / 0.0."""
+        if self.grades is None:
+            return super().batch_grade(contexts)
+        answers = [list(sample.batch_grade(contexts)) for sample in self.samples]
+        out: list[float | None] = []
+        for i, context in enumerate(contexts):
+            said = sorted(float(g) for a in answers if (g := a[i]) is not None)
+            if not said:
+                out.append(None)
+                self._counts["unanswered"] += 1
+                continue
+            median = said[(len(said) - 1) // 2]
+            out.append(median)
+            agree = sum(1 for g in said if g == median)
+            self._record(context, agree / len(said))
+            self._counts["unanimous"] += int(agree == len(said))
+        return out
+
     def batch_judge(self, contexts: Sequence[JudgmentContext]) -> list[bool | None]:
+        if self.grades is not None:  # the median grade at the cut
+            cut = self.cut if self.cut is not None else 1
+            return [None if g is None else g >= cut for g in self.batch_grade(contexts)]
         answers = [list(sample.batch_judge(contexts)) for sample in self.samples]
         out: list[bool | None] = []
         for i, context in enumerate(contexts):

@@ -65,7 +65,8 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "token-overlap": "evret_core.judge.lexical:TokenOverlapJudge",
         "cascade": "evret_core.judge.cascade:CascadeJudge",
         "repeats": "evret_core.judge.repeats:RepeatedJudge",
-        "llm": "evret_core.judge.llm:LLMJudge"}),
+        "llm": "evret_core.judge.llm:LLMJudge",
+        "relevance": "evret_core.judge.relevance_judge:RelevanceJudge"}),
     BuiltinPlugin("metrics", "register_metrics", {
         family: f"evret_core.metrics.ir:{cls}" for family, cls in FAMILIES.items()}),
     BuiltinPlugin("output_evaluators", "register_evaluators", {

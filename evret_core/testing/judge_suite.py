@@ -109,3 +109,31 @@ class JudgeConformance(Conformance):
         config = judge.config()
         assert config["name"] == judge.name
         json.dumps(config)
+
+    def test_grades_agree_with_the_verdicts(
+        self, judge: Any, matching_contexts: list[JudgmentContext], non_matching_contexts: list[JudgmentContext]
+    ) -> None:
+        contexts = [*matching_contexts, *non_matching_contexts]
+        verdicts = list(judge.batch_judge(contexts))
+        grades = list(judge.batch_grade(contexts))
+        top = judge.grades if judge.grades is not None else 1
+        assert len(grades) == len(contexts)
+        assert all(g is None or (type(g) is float and 0.0 <= g <= top) for g in grades), grades
+        if judge.grades is None:
+            assert grades == [None if v is None else float(v) for v in verdicts]
+        else:  # a graded judge's verdict is its grade at its cut
+            assert judge.cut is not None and 0 < judge.cut <= judge.grades
+            assert [None if g is None else g >= judge.cut for g in grades] == verdicts
+
+    def test_a_reference_free_judge_never_reads_the_expected_answer(
+        self, judge: Any, matching_contexts: list[JudgmentContext], non_matching_contexts: list[JudgmentContext]
+    ) -> None:
+        if not judge.reference_free:
+            pytest.skip("the judge compares with the expected answer")
+        contexts = [*matching_contexts, *non_matching_contexts]
+        blanked = [JudgmentContext(query=c.query, expected_text="", retrieved_text=c.retrieved_text)
+                   for c in contexts]
+        swapped = [JudgmentContext(query=c.query, expected_text="zq unrelated words", retrieved_text=c.retrieved_text)
+                   for c in contexts]
+        grades = list(judge.batch_grade(contexts))
+        assert list(judge.batch_grade(blanked)) == grades == list(judge.batch_grade(swapped))

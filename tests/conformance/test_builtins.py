@@ -1,5 +1,6 @@
 """Every name the built-in plugins register passes its kind's conformance suite, here and nowhere else:
-the judges (``cascade`` over exact -> contains, ``repeats`` of token-overlap, ``llm`` against a stub server),
+the judges (``cascade`` over exact -> contains, ``repeats`` of token-overlap, ``llm`` and ``relevance`` against a
+stub server),
 the metric families (known values worked by hand on the suite's case: ranking n1 r1 n2 r2 n3; r1, r2, r3 relevant,
 n1 and n2 judged non-relevant, n3 unjudged, with trec_eval's definitions), the ``run`` retriever (a JSONL run and a
 corpus), the output and retrieval evaluators, generators, perturbations, claim judges, RAG scores and the ``local``
@@ -83,11 +84,30 @@ def contains_any_expected(request: StubRequest) -> str:
     return "YES" if found else "NO"
 
 
+QUERY_FENCE = re.compile(r"<query-([0-9a-f]+)>\n(.*?)\n</query-\1>", re.S)
+PASSAGE_FENCE = re.compile(r"<passage-([0-9a-f]+)>\n(.*?)\n</passage-\1>", re.S)
+STOPWORDS = {"a", "an", "and", "does", "do", "how", "in", "is", "many", "of", "on", "the", "to", "what"}
+
+
+def words(text: str) -> set[str]:
+    return {w.rstrip("s") for w in re.findall(r"[a-z]+", text.lower())} - STOPWORDS
+
+
+def grade_by_shared_words(request: StubRequest) -> str:
+    """The relevance judge's answer: a grade from the content words the passage shares with the query (0 when
+    none, 3 from two on); the expected answer is not in the prompt."""
+    query, passage = QUERY_FENCE.search(request.prompt), PASSAGE_FENCE.search(request.prompt)
+    assert query and passage and not EXPECTED_FENCE.search(request.text), request.text
+    shared = len(words(query.group(2)) & words(passage.group(2)))
+    return json.dumps({"grade": min(3, shared + (shared > 0))})
+
+
 JUDGES: dict[str, dict[str, Any]] = {
     "exact": {}, "contains": {}, "regex": {}, "token-overlap": {},
     "cascade": {"stages": [{"name": "exact", "band": [0.0, 0.5]}, "contains"]},
     "repeats": {"judge": "token-overlap", "repeats": 3},
     "llm": {},
+    "relevance": {},
 }
 
 
@@ -98,6 +118,10 @@ class TestJudges(JudgeConformance):
             server = request.getfixturevalue("llm")
             server.responder = contains_any_expected
             return create_judge("llm", **stub_options(server), cache=False)
+        if request.param == "relevance":
+            server = request.getfixturevalue("llm")
+            server.responder = grade_by_shared_words
+            return create_judge("relevance", **stub_options(server), cache=False)
         return create_judge(request.param, **JUDGES[request.param])
 
 

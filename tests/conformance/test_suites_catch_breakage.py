@@ -207,6 +207,33 @@ def test_judge_suite_catches_a_judge_ignoring_aliases() -> None:
         suite.test_an_alias_matches_like_the_expected_text(ExpectedTextOnly(), contexts(True), contexts(False))
 
 
+class GradedOffCut(ExpectedTextOnly):
+    """Grades 0-3, but its grades at its cut (2) contradict its verdicts."""
+
+    name = "graded-off-cut"
+    grades = 3
+    cut = 2
+
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        return [1.0 if self.judge(c) else 2.0 for c in contexts]  # inverted: grades disagree with the verdicts
+
+
+class ReadsTheAnswer(ExpectedTextOnly):
+    """Says it is reference-free, yet compares with the expected answer."""
+
+    name = "reads-the-answer"
+    reference_free = True
+
+
+def test_judge_suite_catches_grades_that_disagree_with_the_verdicts_and_a_judge_reading_the_answer() -> None:
+    suite = JudgeConformance()
+    with pytest.raises(AssertionError):
+        suite.test_grades_agree_with_the_verdicts(GradedOffCut(), contexts(True), contexts(False))
+    with pytest.raises(AssertionError):
+        suite.test_a_reference_free_judge_never_reads_the_expected_answer(ReadsTheAnswer(), contexts(True),
+                                                                           contexts(False))
+
+
 class WordRetriever(Retriever):
     """Documents sharing words with the query, best first."""
 

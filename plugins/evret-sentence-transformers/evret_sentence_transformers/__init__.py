@@ -1,4 +1,4 @@
-"""Evret plugin on sentence-transformers: the ``semantic`` judge, the ``dense`` retriever and the
+"""Evret plugin on sentence-transformers: the ``semantic`` and ``query-similarity`` judges, the ``dense`` retriever and the
 ``semantic-similarity`` output evaluator, all working offline with the packaged all-MiniLM-L6-v2.
 
 Importing this package (which ``evret plugins`` does) imports neither torch, sentence-transformers, numpy nor
@@ -16,6 +16,7 @@ from evret_core.sdk import Judge, RecordsEvaluator, Register, Retriever, hookimp
 if TYPE_CHECKING:
     from evret_sentence_transformers.judge import SemanticJudge
     from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
+    from evret_sentence_transformers.query_judge import QuerySimilarityJudge
     from evret_sentence_transformers.retriever import DenseRetriever
     from evret_sentence_transformers.similarity import (
         SemanticSimilarityEvaluator,
@@ -30,6 +31,7 @@ __all__ = [
     "DenseRetriever",
     "EmbeddingCache",
     "Encoder",
+    "QuerySimilarityJudge",
     "SemanticJudge",
     "SemanticSimilarityEvaluator",
     "resolve_model",
@@ -37,7 +39,7 @@ __all__ = [
     "semantic_similarity",
 ]
 
-_HOME = {"SemanticJudge": "judge", "DEFAULT_MODEL": "models", "EmbeddingCache": "models", "Encoder": "models",
+_HOME = {"SemanticJudge": "judge", "QuerySimilarityJudge": "query_judge", "DEFAULT_MODEL": "models", "EmbeddingCache": "models", "Encoder": "models",
          "resolve_model": "models", "DenseRetriever": "retriever", "SemanticSimilarityEvaluator": "similarity",
          "semantic_similarities": "similarity", "semantic_similarity": "similarity"}
 
@@ -56,6 +58,7 @@ def __dir__() -> list[str]:
 @hookimpl
 def register_judges(register: Register[Judge]) -> None:
     register("semantic", lazy("evret_sentence_transformers.judge:SemanticJudge"))
+    register("query-similarity", lazy("evret_sentence_transformers.query_judge:QuerySimilarityJudge"))
 
 
 @hookimpl

@@ -27,7 +27,7 @@ def test_import_and_evret_plugins_do_not_import_torch() -> None:
     assert done.returncode == 0, done.stderr
     assert "HEAVY: []" in done.stdout, done.stdout
     # the listing shows what the plugin registers
-    assert "judges: semantic" in done.stdout
+    assert "judges: query-similarity, semantic" in done.stdout
     assert "retrievers: dense" in done.stdout
     assert "evaluators: semantic-similarity" in done.stdout
 
@@ -39,4 +39,4 @@ def test_evret_plugins_console_script_lists_the_plugin() -> None:
                           env={**os.environ, "EVRET_STRICT_PLUGINS": "1"})
     assert done.returncode == 0, done.stderr
     assert "evret-sentence-transformers" in done.stdout
-    assert "judges: semantic" in done.stdout
+    assert "judges: query-similarity, semantic" in done.stdout
