@@ -177,28 +177,12 @@ def _save(path: str, results: list[Any]) -> dict[str, Any]:
     return describe(path, chosen.judge, chosen.threshold_option, value, kept=value == current)
 
 
-def _read_topics(path: str) -> dict[str, str]:
-    """TREC topics: ``query-id<TAB>text`` a line (an EvretError naming the file and line otherwise)."""
-    from evret_core.io.jsonio import read_text
-
-    out: dict[str, str] = {}
-    for lineno, line in enumerate(read_text(path, "queries file").split("\n"), start=1):
-        if not line.strip():
-            continue
-        qid, sep, text = line.partition("\t")
-        if not sep or not qid.strip() or not text.strip():
-            raise EvretError(f"{path}:{lineno}: expected 'query-id<TAB>query text'")
-        out[qid.strip()] = text.strip()
-    if not out:
-        raise EvretError(f"{path}: the queries file has no queries")
-    return out
-
-
 def _graded(args: argparse.Namespace) -> int:
     """Graded calibration: the judge's grades of the qrels pairs against the qrels' grades."""
     from evret_core.calibration.grade_thresholds import calibrate_graded
     from evret_core.calibration.labels import derive_graded_labels
     from evret_core.io.corpus import read_corpus
+    from evret_core.io.trec import read_topics
 
     if not (args.queries and args.qrels and args.corpus) or args.labels or args.results:
         raise EvretError("graded calibration takes --queries QUERIES.tsv, --qrels QRELS and --corpus CORPUS.jsonl "
@@ -210,7 +194,7 @@ def _graded(args: argparse.Namespace) -> int:
                              f"(relevance, query-similarity)")
     if args.save_threshold and sum(getattr(j, "thresholds", None) is not None for j in judges) != 1:
         raise EvretError("--save-threshold with --queries needs exactly one judge with thresholds (query-similarity)")
-    labels = derive_graded_labels(_read_topics(args.queries), _read_qrels(args.qrels), read_corpus(args.corpus),
+    labels = derive_graded_labels(read_topics(args.queries), _read_qrels(args.qrels), read_corpus(args.corpus),
                                   sample=args.sample, seed=args.seed)
     histogram: dict[str, int] = {}
     for item in labels:

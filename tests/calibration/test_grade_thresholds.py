@@ -167,7 +167,7 @@ def test_evret_calibrate_graded_refusals_are_one_line_before_any_call(
     register_stub_provider()
     assert main(["calibrate", *bad, "--judge", "relevance", "--judge-option", "provider=stub",
                  "--judge-option", "api_key=sk"]) == 2
-    assert "bad.tsv:1: expected 'query-id<TAB>query text'" in capsys.readouterr().err
+    assert "bad.tsv:1: expected query_id<TAB>text, found no tab" in capsys.readouterr().err
 
 
 def test_an_output_onto_the_queries_file_is_refused_before_any_work(
