@@ -299,3 +299,45 @@ class Plugin:
     @hookimpl
     def register_retrievers(self, register: Any) -> None:
         register("given", lambda: Retriever(RANKINGS))
+
+
+def test_evret_evaluate_with_the_relevance_judge_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The `relevance` judge against a stub chat server grades every (query, passage) of a query-only dataset;
+    the scores are the trec path's on the qrels its grades make, and a rerun is graded from the cache."""
+    import re
+
+    from evret_core.cli import main
+    from evret_core.testing.llm_provider import stub_options
+    from evret_core.testing.llm_stubs import StubLLMServer, StubRequest, isolate_llm_env
+
+    def by_length(request: StubRequest) -> str:  # the same grades as LengthGrade (SKIP: grade 0 here)
+        passage = re.search(r"<passage-([0-9a-f]+)>\n(.*?)\n</passage-\1>", request.prompt, re.S)
+        assert passage and "expected" not in request.prompt.lower()
+        words = passage.group(2).split()
+        return json.dumps({"grade": 0 if "SKIP" in words else min(3, len(words) // 10)})
+
+    isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
+    register_plugin(Plugin(), name="graded-e2e")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "qs.jsonl").write_text("".join(json.dumps({"query_id": f"q-{q}", "query": q}) + "\n"
+                                               for q in RANKINGS), encoding="utf-8")
+    with StubLLMServer(by_length) as server:
+        options = [f"--judge-option={k}={v}" for k, v in stub_options(server).items()]
+        args = ["evaluate", "--dataset", "qs.jsonl", "--retriever", "given", "--judge", "relevance", *options,
+                "--metric", "ndcg@10", "--metric", "precision@5", "-k", "10", "--no-progress"]
+        assert main([*args, "--output", "first.json"]) == 0
+        sent = len(server.requests)
+        assert sent == sum(len(set(ids)) for ids in RANKINGS.values())  # one call per distinct (query, passage)
+        assert "judged by 'relevance' without expected answers" in capsys.readouterr().out
+        assert main([*args, "--output", "second.json"]) == 0
+        assert len(server.requests) == sent  # graded from the cache
+    first = json.loads((tmp_path / "first.json").read_text())
+    second = json.loads((tmp_path / "second.json").read_text())
+    assert first["scores"] == second["scores"]
+    qrels, run = grades_qrels(RANKINGS)
+    for qid, docs in qrels.items():  # the stub grades SKIP 0 where LengthGrade left it unmeasured
+        docs.update({d: 0.0 for d in run[qid] if "SKIP" in DOCS[d]})
+    expected = evaluate_run(qrels, run, ["ndcg@10", "precision@5"], relevance_level=2)
+    assert first["scores"]["ndcg@10"] == pytest.approx(expected["ndcg@10"], abs=1e-12)
+    assert first["scores"]["precision@5"] == pytest.approx(expected["precision@5"], abs=1e-12)
