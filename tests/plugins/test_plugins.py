@@ -142,7 +142,8 @@ def test_plugin_raising_on_import_is_reported_and_the_rest_works(fake_plugin: Fa
     listed = json.loads(run_cli("plugins", "--json", "--all", pythonpath=site).stdout)
     by_name = {p["name"]: p for p in listed}
     assert by_name["evret-broken"]["error"].startswith("import failed")
-    assert by_name["evret-core:judges"]["registers"]["judge"] == ["cascade", "contains", "exact", "llm", "regex", "repeats", "token-overlap"]
+    assert by_name["evret-core:judges"]["registers"]["judge"] == [
+        "cascade", "contains", "exact", "llm", "regex", "relevance", "repeats", "token-overlap"]
 
 
 def test_strict_plugins_raise(fake_plugin: FakePlugin, monkeypatch: pytest.MonkeyPatch) -> None:
