@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Reranker"]
 
@@ -36,14 +39,15 @@ class Reranker:
     requires_text: bool = True
     """Whether every candidate needs a text (a reranker that scores ids alone sets False)."""
 
-    def score(self, query: str, candidates: RankedColumns) -> Sequence[float]:
+    def score(self, query: str, candidates: RankedColumns) -> Sequence[float] | np.ndarray:
         """One score per candidate of ``query``, in the candidates' order (higher is better)."""
         if type(self).batch_score is Reranker.batch_score:
             raise NotImplementedError(f"{type(self).__name__} implements neither score nor batch_score")
         return self.batch_score([query], [candidates])[0]
 
-    def batch_score(self, queries: Sequence[str], candidates: Sequence[RankedColumns]) -> list[Sequence[float]]:
-        """One score list per query (``candidates[i]`` are query ``i``'s); the default calls :meth:`score` per
+    def batch_score(self, queries: Sequence[str],
+                    candidates: Sequence[RankedColumns]) -> Sequence[Sequence[float] | np.ndarray]:
+        """One score list (or array) per query (``candidates[i]`` are query ``i``'s); the default calls :meth:`score` per
         query."""
         return [self.score(query, columns) for query, columns in zip(queries, candidates, strict=True)]
 
@@ -109,7 +113,7 @@ class Reranker:
                 raise EvretError(f"reranker {self.name!r} reads the candidates' texts, and document {missing!r} "
                                  f"of query {query[:60]!r} has none: give the first stage a corpus")
 
-    def _checked_scores(self, query: str, columns: RankedColumns, scores: Sequence[float]) -> Any:
+    def _checked_scores(self, query: str, columns: RankedColumns, scores: Sequence[float] | np.ndarray) -> Any:
         import numpy as np
 
         try:

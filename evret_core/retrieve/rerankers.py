@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -28,6 +28,9 @@ from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import Structured, structured_call
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["DEFAULT_PROMPT", "GRADES", "UNGRADED", "LLMReranker"]
 
@@ -131,10 +134,11 @@ class LLMReranker(Reranker):
             self._client = LLMClient(self.provider, self.settings, cache=self.cache, label=f"reranker-{self.name}")
         return self._client
 
-    def batch_score(self, queries: Sequence[str], candidates: Sequence[RankedColumns]) -> list[Sequence[float]]:
+    def batch_score(self, queries: Sequence[str],
+                    candidates: Sequence[RankedColumns]) -> Sequence[Sequence[float] | np.ndarray]:
         pairs: dict[tuple[str, str], None] = {}
         for query, columns in zip(queries, candidates, strict=True):
-            texts = columns.texts or ()
+            texts = () if columns.texts is None else columns.texts
             pairs.update(dict.fromkeys((query, str(text)) for text in texts))
         distinct = list(pairs)
         nonce = new_nonce()  # one code per call: no candidate's text can know it
@@ -149,7 +153,7 @@ class LLMReranker(Reranker):
                 grades[pair] = UNGRADED
             else:
                 grades[pair] = float(outcome.value.grade)
-        return [[grades[(query, str(text))] for text in (columns.texts or ())]
+        return [[grades[(query, str(text))] for text in (() if columns.texts is None else columns.texts)]
                 for query, columns in zip(queries, candidates, strict=True)]
 
     async def _grade(self, client: LLMClient, query: str, text: str, nonce: str) -> Structured[GradeAnswer]:

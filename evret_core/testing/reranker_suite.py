@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from evret_core.contracts import kinds
@@ -139,11 +140,18 @@ class RerankerConformance(Conformance):
         assert [[r.doc_id for r in rs] for rs in backwards] == [[r.doc_id for r in rs] for rs in batch][::-1]
 
     def test_columns_agree_with_results(self, reranker: Any, candidates: dict[str, Candidates]) -> None:
+        """``batch_rerank_columns`` (what the ``rerank`` retriever calls) ranks as ``batch_rerank`` does, on
+        columns as the array retrievers give them (numpy object arrays of ids and texts, float32 scores)."""
         queries = list(candidates)
-        columns = reranker.batch_rerank_columns(queries, [RankedColumns.from_results(candidates[q]) for q in queries],
-                                                3)
+        def arrays(results: Candidates) -> RankedColumns:
+            ids: Any = np.array([r.doc_id for r in results], dtype=object)
+            texts: Any = np.array([r.text for r in results], dtype=object)
+            return RankedColumns(ids, np.array([r.score for r in results], dtype=np.float32), texts)
+
+        columns = [arrays(candidates[q]) for q in queries]
+        reranked = reranker.batch_rerank_columns(queries, columns, 3)
         objects = reranker.batch_rerank(queries, [candidates[q] for q in queries], 3)
-        for ranked, results in zip(columns, objects, strict=True):
+        for ranked, results in zip(reranked, objects, strict=True):
             assert isinstance(ranked, RankedColumns)
             assert [str(d) for d in ranked.ids] == [r.doc_id for r in results]
             assert [float(s) for s in ranked.scores] == self._approx([r.score for r in results])

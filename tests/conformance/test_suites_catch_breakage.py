@@ -408,7 +408,8 @@ class QueryWords(Reranker):
 
     def score(self, query: str, candidates: RankedColumns) -> list[float]:
         words = set(query.lower().split())
-        return [float(len(words & set(str(t).lower().split()))) for t in candidates.texts or ()]
+        texts = () if candidates.texts is None else candidates.texts
+        return [float(len(words & set(str(t).lower().split()))) for t in texts]
 
 
 class LosesTheLast(QueryWords):

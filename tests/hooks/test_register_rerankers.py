@@ -37,7 +37,7 @@ class LongestText(Reranker):
         self.weight = weight
 
     def score(self, query: str, candidates: RankedColumns) -> list[float]:
-        return [self.weight * len(str(t)) for t in candidates.texts or ()]
+        return [self.weight * len(str(t)) for t in (() if candidates.texts is None else candidates.texts)]
 
 
 class Plugin:
@@ -57,7 +57,7 @@ def plugin() -> None:
 
 def test_register_rerankers_by_name_with_options_checked(capsys: pytest.CaptureFixture[str]) -> None:
     assert "longest" in reranker_names()
-    assert create_reranker("longest", weight=2.0).weight == 2.0
+    assert create_reranker("longest", weight=2.0).weight == 2.0  # type: ignore[attr-defined]
     with pytest.raises(EvretError, match=r"did you mean weight\?"):
         create_reranker("longest", wieght=2.0)
     assert plugins_cmd.run(argparse.Namespace(all=False, json=False)) == 0

@@ -54,7 +54,8 @@ class SharedWords(Reranker):
 
     def score(self, query: str, candidates: RankedColumns) -> list[float]:
         words = set(query.split())
-        return [self.boost * len(words & set(str(t).split())) for t in candidates.texts or ()]
+        texts = () if candidates.texts is None else candidates.texts
+        return [self.boost * len(words & set(str(t).split())) for t in texts]
 
 
 class Plugin:
@@ -92,7 +93,9 @@ def test_tables_with_options_and_the_dataset_reach_the_parts() -> None:
                                               "reranker": {"name": "shared-words", "options": {"boost": 2.0}}},
                       dataset=dataset)
     assert [(r.doc_id, r.score) for r in retriever.retrieve("x", 5)] == [("p-z", 2.0), ("p-y", 0.0)]
-    again = rebuild(recipe(retriever))  # what an executor ships to a worker
+    made = recipe(retriever)
+    assert made is not None
+    again = rebuild(made)  # what an executor ships to a worker
     assert [r.doc_id for r in again.retrieve("x", 5)] == ["p-z", "p-y"]
 
 
