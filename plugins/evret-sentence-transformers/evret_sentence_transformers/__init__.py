@@ -1,5 +1,6 @@
-"""Evret plugin on sentence-transformers: the ``semantic`` judge, the ``dense`` retriever and the
-``semantic-similarity`` output evaluator, all working offline with the packaged all-MiniLM-L6-v2.
+"""Evret plugin on sentence-transformers: the ``semantic`` judge, the ``dense`` retriever, the
+``semantic-similarity`` output evaluator and the ``embedding`` reranker, all working offline with the packaged
+all-MiniLM-L6-v2, and the ``cross-encoder`` reranker over a cross-encoder model folder.
 
 Importing this package (which ``evret plugins`` does) imports neither torch, sentence-transformers, numpy nor
 pydantic: the hooks register lazy factories, the public names below are imported on first use, and the model
@@ -11,11 +12,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evret_core.sdk import Judge, RecordsEvaluator, Register, Retriever, hookimpl, lazy
+from evret_core.sdk import Judge, RecordsEvaluator, Register, Reranker, Retriever, hookimpl, lazy
 
 if TYPE_CHECKING:
     from evret_sentence_transformers.judge import SemanticJudge
     from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
+    from evret_sentence_transformers.rerankers import CrossEncoderReranker, EmbeddingReranker
     from evret_sentence_transformers.retriever import DenseRetriever
     from evret_sentence_transformers.similarity import (
         SemanticSimilarityEvaluator,
@@ -27,8 +29,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_MODEL",
+    "CrossEncoderReranker",
     "DenseRetriever",
     "EmbeddingCache",
+    "EmbeddingReranker",
     "Encoder",
     "SemanticJudge",
     "SemanticSimilarityEvaluator",
@@ -39,7 +43,8 @@ __all__ = [
 
 _HOME = {"SemanticJudge": "judge", "DEFAULT_MODEL": "models", "EmbeddingCache": "models", "Encoder": "models",
          "resolve_model": "models", "DenseRetriever": "retriever", "SemanticSimilarityEvaluator": "similarity",
-         "semantic_similarities": "similarity", "semantic_similarity": "similarity"}
+         "semantic_similarities": "similarity", "semantic_similarity": "similarity",
+         "CrossEncoderReranker": "rerankers", "EmbeddingReranker": "rerankers"}
 
 
 def __getattr__(name: str) -> Any:
@@ -66,3 +71,9 @@ def register_retrievers(register: Register[Retriever]) -> None:
 @hookimpl
 def register_evaluators(register: Register[RecordsEvaluator]) -> None:
     register("semantic-similarity", lazy("evret_sentence_transformers.similarity:SemanticSimilarityEvaluator"))
+
+
+@hookimpl
+def register_rerankers(register: Register[Reranker]) -> None:
+    register("embedding", lazy("evret_sentence_transformers.rerankers:EmbeddingReranker"))
+    register("cross-encoder", lazy("evret_sentence_transformers.rerankers:CrossEncoderReranker"))
