@@ -32,6 +32,7 @@ from evret_core.contracts.output import OutputEvaluator, OutputResults, RecordsE
 from evret_core.contracts.perturb import ConditionCase, Perturbation
 from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.contracts.rag_score import RagScore, ScoreInput
+from evret_core.contracts.rerank import Reranker
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult, Retriever
 from evret_core.io.corpus import read_corpus
 from evret_core.io.paths import default_cache_dir
@@ -96,6 +97,7 @@ __all__ = [
     "Recipe",
     "RecordsEvaluator",
     "Register",
+    "Reranker",
     "ResolvedModel",
     "RetrievalEvaluator",
     "RetrievalResult",

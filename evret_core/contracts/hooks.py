@@ -29,6 +29,7 @@ from evret_core.contracts.output import RecordsEvaluator
 from evret_core.contracts.perturb import Perturbation
 from evret_core.contracts.provider import LLMProvider
 from evret_core.contracts.rag_score import RagScore
+from evret_core.contracts.rerank import Reranker
 from evret_core.contracts.retrieve import Retriever
 
 PROJECT_NAME = "evret"
@@ -223,6 +224,18 @@ def register_executors(register: Register[Executor]) -> None:
     :param register: call ``register(name, factory)`` once per executor; ``factory(**options)`` returns an
         :class:`evret_core.contracts.executor.Executor`. ``name`` is what users pass as ``Evaluator(executor=...)``,
         ``--executor`` or the config key ``executor``. An executor must give the same scores as ``local``.
+    """
+
+
+@hookspec
+def register_rerankers(register: Register[Reranker]) -> None:
+    """Register rerankers: they re-score and re-order a query's candidates (from a first-stage retriever), such as
+    the built-in ``llm`` or ``cross-encoder`` and ``embedding`` of evret-sentence-transformers.
+
+    :param register: call ``register(name, factory)`` once per reranker; ``factory(**options)`` returns an
+        :class:`evret_core.contracts.rerank.Reranker` (implement ``score(query, candidates)`` or
+        ``batch_score(queries, candidates)``). ``name`` is what ``create_reranker`` and the ``rerank`` retriever's
+        ``reranker`` option take.
     """
 
 

@@ -29,6 +29,7 @@ from evret_core.contracts.output import RecordsEvaluator
 from evret_core.contracts.perturb import Perturbation
 from evret_core.contracts.provider import LLMProvider
 from evret_core.contracts.rag_score import RagScore
+from evret_core.contracts.rerank import Reranker
 from evret_core.contracts.retrieve import Retriever
 
 T = TypeVar("T")
@@ -67,9 +68,10 @@ PERTURBATION: Kind[Perturbation] = Kind("perturbation", "register_perturbations"
 CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", ClaimJudge, "claim judges")
 RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", RagScore, "rag scores")
 EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", Executor, "executors")
+RERANKER: Kind[Reranker] = Kind("reranker", "register_rerankers", Reranker, "rerankers")
 
 KINDS: tuple[Kind[Any], ...] = (JUDGE, METRIC, RETRIEVER, EVALUATOR, RETRIEVAL_EVALUATOR, LLM_PROVIDER, GENERATOR,
-                                PERTURBATION, CLAIM_JUDGE, RAG_SCORE, EXECUTOR)
+                                PERTURBATION, CLAIM_JUDGE, RAG_SCORE, EXECUTOR, RERANKER)
 """Every kind, in the order the docs list their hooks."""
 
 BY_NAME: dict[str, Kind[Any]] = {kind.name: kind for kind in KINDS}

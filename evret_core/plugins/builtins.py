@@ -86,9 +86,12 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "behaviour": f"{_RAG}.scores.kind:Behaviour",
         "answer-relevance": f"{_RAG}.scores.kind:AnswerRelevance",
         "correct": f"{_RAG}.scores.kind:Correct"}),
-    # ``run``: a precomputed run read from a file
+    # ``run``: a precomputed run read from a file; ``rerank``: any retriever's candidates reranked
     BuiltinPlugin("retrievers", "register_retrievers", {
-        "run": "evret_core.retrieve.run_retriever:precomputed_run"}),
+        "run": "evret_core.retrieve.run_retriever:precomputed_run",
+        "rerank": "evret_core.retrieve.rerank_retriever:RerankRetriever"}),
+    BuiltinPlugin("rerankers", "register_rerankers", {
+        "llm": "evret_core.retrieve.rerankers:LLMReranker"}),
 )
 
 __all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin"]

@@ -1,5 +1,5 @@
-"""Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations
-claim judges, RAG scores and executors by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
+"""Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations,
+claim judges, RAG scores, executors and rerankers by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
 Every object built here is made by the one component builder (:func:`evret_core.plugins.builder.build`) and
@@ -25,6 +25,7 @@ from evret_core.contracts.output import RecordsEvaluator
 from evret_core.contracts.perturb import Perturbation
 from evret_core.contracts.provider import LLMProvider
 from evret_core.contracts.rag_score import RagScore
+from evret_core.contracts.rerank import Reranker
 from evret_core.contracts.retrieve import Retriever
 from evret_core.limits import MAX_DEPTH
 from evret_core.plugins import builder
@@ -99,6 +100,11 @@ def create_rag_score(name: str, **options: Any) -> RagScore:
 def create_executor(name: str, **options: Any) -> Executor:
     """An executor registered as ``name`` (``local``, ``ray`` with evret-ray)."""
     return create(kinds.EXECUTOR, name, **options)
+
+
+def create_reranker(name: str, **options: Any) -> Reranker:
+    """A reranker registered as ``name`` (``llm``; ``cross-encoder``, ``embedding`` with evret-sentence-transformers)."""
+    return create(kinds.RERANKER, name, **options)
 
 
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
@@ -197,3 +203,7 @@ def rag_score_names() -> list[str]:
 
 def executor_names() -> list[str]:
     return names(kinds.EXECUTOR)
+
+
+def reranker_names() -> list[str]:
+    return names(kinds.RERANKER)

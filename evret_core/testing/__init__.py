@@ -8,7 +8,7 @@ kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, 
 process), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
-``RagScoreConformance`` and ``ExecutorConformance``; ``SUITES`` maps each kind of
+``RagScoreConformance``, ``ExecutorConformance`` and ``RerankerConformance``; ``SUITES`` maps each kind of
 :data:`evret_core.contracts.kinds.KINDS` to its suite.
 
 The kit needs pytest (``pip install pytest``, the extra ``testing``); importing any of it without pytest is an
@@ -48,6 +48,7 @@ from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
 from evret_core.testing.perturbation_suite import PerturbationConformance
 from evret_core.testing.provider_suite import ProviderConformance
 from evret_core.testing.rag_score_suite import RagScoreConformance
+from evret_core.testing.reranker_suite import RerankerConformance
 from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
 from evret_core.testing.retriever_suite import RetrieverConformance
 from evret_core.testing.suites import SUITES
@@ -63,6 +64,7 @@ __all__ = [
     "PerturbationConformance",
     "ProviderConformance",
     "RagScoreConformance",
+    "RerankerConformance",
     "RetrievalEvaluatorConformance",
     "RetrieverConformance",
     "SUITES",

@@ -16,6 +16,7 @@ from evret_core.testing.output_evaluator_suite import OutputEvaluatorConformance
 from evret_core.testing.perturbation_suite import PerturbationConformance
 from evret_core.testing.provider_suite import ProviderConformance
 from evret_core.testing.rag_score_suite import RagScoreConformance
+from evret_core.testing.reranker_suite import RerankerConformance
 from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
 from evret_core.testing.retriever_suite import RetrieverConformance
 
@@ -31,5 +32,6 @@ SUITES: dict[Kind[Any], type] = {
     kinds.CLAIM_JUDGE: ClaimJudgeConformance,
     kinds.RAG_SCORE: RagScoreConformance,
     kinds.EXECUTOR: ExecutorConformance,
+    kinds.RERANKER: RerankerConformance,
 }
 """Kind -> its conformance suite, in the order of the table of kinds."""

@@ -18,18 +18,19 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from evret_core.contracts import kinds
+from evret_core.contracts import hooks, kinds
 from evret_core.contracts.generation import Answer
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.evaluation.executors import LocalExecutor
 from evret_core.metrics.engine import judged_max_grade
 from evret_core.plugins.builtins import FAMILIES
-from evret_core.plugins.loading import get_registry
+from evret_core.plugins.loading import get_registry, register_plugin
 from evret_core.plugins.registry import (
     create_claim_judge,
     create_evaluator,
     create_generator,
     create_judge,
+    create_reranker,
     create_retriever,
 )
 from evret_core.testing import (
@@ -41,6 +42,7 @@ from evret_core.testing import (
     OutputEvaluatorConformance,
     PerturbationConformance,
     RagScoreConformance,
+    RerankerConformance,
     RetrievalEvaluatorConformance,
     RetrieverConformance,
 )
@@ -314,6 +316,69 @@ class TestRunRetriever(RetrieverConformance):
                                                           expected_answers=["nearest neighbour"])])
         results = Evaluator(retriever, metrics=["mrr@3"]).evaluate(dataset)
         assert {q: r.scores["mrr@3"] for q, r in results.per_query.items()} == {"q1": 0.5, "q2": 1.0}
+
+
+WORDS = re.compile(r"[a-z0-9]+")
+
+
+class WordOverlap:
+    """A first stage for the ``rerank`` retriever (registered by these tests as ``word-overlap``): the documents of
+    :data:`RUN_CORPUS` sharing a word with the query, ranked by shared words (ties by id)."""
+
+    name = "word-overlap"
+
+    def retrieve(self, query: str, k: int) -> list[Any]:
+        from evret_core.contracts.retrieve import RetrievalResult
+
+        words = set(WORDS.findall(query.lower()))
+        scored = sorted(((len(words & set(WORDS.findall(t.lower()))), d) for d, t in RUN_CORPUS.items()),
+                        key=lambda pair: (-pair[0], pair[1]))
+        return [RetrievalResult(doc_id=d, score=float(n), metadata={"text": RUN_CORPUS[d]})
+                for n, d in scored[:k] if n > 0]
+
+    def batch_retrieve(self, queries: list[str], k: int) -> list[list[Any]]:
+        return [self.retrieve(q, k) for q in queries]
+
+
+class FirstStagePlugin:
+    @hooks.hookimpl
+    def register_retrievers(self, register: Any) -> None:
+        register("word-overlap", WordOverlap)
+
+
+class TestRerankRetriever(RetrieverConformance):
+    """``rerank``: the registered first stage ``word-overlap``'s candidates graded by the ``llm`` reranker."""
+
+    covers(kinds.RETRIEVER, "rerank")
+
+    @pytest.fixture
+    def retriever(self, llm: StubLLMServer) -> Any:
+        register_plugin(FirstStagePlugin(), name="first-stage")
+        llm.responder = grade_by_shared_words
+        return create_retriever("rerank", retriever="word-overlap", depth=4,
+                                reranker={"name": "llm", "options": {**stub_options(llm), "cache": False}})
+
+
+# -- rerankers -------------------------------------------------------------------------------------------------------
+
+FENCED = re.compile(r"<(query|document)-([0-9a-f]+)>\n(.*?)\n</\1-\2>", re.S)
+
+
+def grade_by_shared_words(request: StubRequest) -> str:
+    """The llm reranker's answer: the number of the query's words (of 4 letters or more) in the document, at most 3."""
+    fields = {name: text for name, _, text in FENCED.findall(request.prompt)}
+    assert set(fields) == {"query", "document"}, request.prompt
+    words = {w for w in WORDS.findall(fields["query"].lower()) if len(w) >= 4}
+    return json.dumps({"grade": min(3, len(words & set(WORDS.findall(fields["document"].lower()))))})
+
+
+class TestLLMReranker(RerankerConformance):
+    covers(kinds.RERANKER, "llm")
+
+    @pytest.fixture
+    def reranker(self, llm: StubLLMServer) -> Any:
+        llm.responder = grade_by_shared_words
+        return create_reranker("llm", **stub_options(llm), cache=False)
 
 
 # -- output evaluators -----------------------------------------------------------------------------------------------

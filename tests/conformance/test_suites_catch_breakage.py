@@ -1,5 +1,5 @@
 """The conformance suites fail on implementations that break the contract they state: each broken object below is
-run through one test of its kind's suite, which must raise; every one of the twelve suites is shown to, and the name
+run through one test of its kind's suite, which must raise; every one of the thirteen suites is shown to, and the name
 check every suite inherits."""
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from evret_core.contracts.metric import Metric, RankedBatch
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.provider import LLMCallError, LLMProvider
 from evret_core.contracts.rag_score import RagScore, ScoreInput
-from evret_core.contracts.retrieve import RetrievalResult, Retriever
+from evret_core.contracts.rerank import Reranker
+from evret_core.contracts.retrieve import RankedColumns, RetrievalResult, Retriever
 from evret_core.evaluation.executors import LocalExecutor
 from evret_core.io.datasets import EvaluationDataset
 from evret_core.plugins.loading import register_plugin
@@ -45,6 +46,7 @@ from evret_core.testing import (
     PerturbationConformance,
     ProviderConformance,
     RagScoreConformance,
+    RerankerConformance,
     RetrievalEvaluatorConformance,
     RetrieverConformance,
 )
@@ -56,6 +58,7 @@ from evret_core.testing.metric_suite import random_case
 from evret_core.testing.perturbation_suite import CORPUS, QUESTIONS
 from evret_core.testing.rag_score_suite import MUSEUM as RAG_MUSEUM
 from evret_core.testing.rag_score_suite import OPENS
+from evret_core.testing.reranker_suite import CANDIDATES, first_stage
 from evret_core.testing.retrieval_evaluator_suite import DATASET
 from evret_core.testing.suite import registered_name_of
 
@@ -440,6 +443,55 @@ def test_rag_score_suite_catches_an_undeclared_name() -> None:
                         "answer")]
     with pytest.raises(AssertionError, match="undeclared scores {'words'}"):
         UndeclaredScoreSuite().test_returns_declared_numbers_or_none_the_same_again(items)
+
+
+class QueryWords(Reranker):
+    """Scores a candidate by the query's words in its text."""
+
+    name = "query-words"
+
+    def score(self, query: str, candidates: RankedColumns) -> list[float]:
+        words = set(query.lower().split())
+        texts = () if candidates.texts is None else candidates.texts
+        return [float(len(words & set(str(t).lower().split()))) for t in texts]
+
+
+class LosesTheLast(QueryWords):
+    """Drops each query's last candidate, even when k leaves room for it."""
+
+    def batch_rerank_columns(self, queries: Any, candidates: Any, k: int) -> list[RankedColumns]:
+        return [ranked.head(max(len(ranked) - 1, 0)) for ranked in super().batch_rerank_columns(queries, candidates, k)]
+
+
+class KeepsTheFirstStageOrder(QueryWords):
+    """Gives its own scores but leaves the candidates in the first stage's order."""
+
+    def batch_rerank_columns(self, queries: Any, candidates: Any, k: int) -> list[RankedColumns]:
+        scores = self.batch_score(queries, candidates)
+        return [RankedColumns(list(c.ids[:k]), list(s)[:k], None if c.texts is None else list(c.texts[:k]))
+                for c, s in zip(candidates, scores, strict=True)]
+
+
+class Jittery(QueryWords):
+    """Adds noise to each score: the same candidates, reranked twice, come back in different orders."""
+
+    def score(self, query: str, candidates: RankedColumns) -> list[float]:
+        return [s + random.random() * 5 for s in super().score(query, candidates)]
+
+
+def test_reranker_suite_catches_a_lost_candidate_the_first_stage_order_and_noise() -> None:
+    suite = RerankerConformance()
+    candidates = {query: first_stage(pairs) for query, pairs in CANDIDATES.items()}
+    suite.test_keeps_exactly_the_candidates(QueryWords(), candidates)
+    suite.test_ordered_by_its_own_score(QueryWords(), candidates)
+    suite.test_deterministic(QueryWords(), candidates)
+    with pytest.raises(AssertionError, match="every candidate once"):
+        suite.test_keeps_exactly_the_candidates(LosesTheLast(), candidates)
+    with pytest.raises(AssertionError, match="sorted by the reranker's score"):
+        suite.test_ordered_by_its_own_score(KeepsTheFirstStageOrder(), candidates)
+    random.seed(7)
+    with pytest.raises(AssertionError):
+        suite.test_deterministic(Jittery(), candidates)
 
 
 class NamedOtherwise(ExpectedTextOnly):

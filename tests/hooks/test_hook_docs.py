@@ -127,6 +127,11 @@ SUITE_SETTINGS = {
         def executor(self):
             return FACTORY()
     """,
+    "register_rerankers": """
+        @pytest.fixture
+        def reranker(self):
+            return FACTORY()
+    """,
 }
 
 

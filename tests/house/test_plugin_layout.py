@@ -40,6 +40,7 @@ SUITE_OF_KIND = {
     "generator": "GeneratorConformance",
     "perturbation": "PerturbationConformance",
     "executor": "ExecutorConformance",
+    "reranker": "RerankerConformance",
 }
 """The conformance suite a plugin subclasses for each kind it registers."""
 ALSO_ACCEPTED = {"InProcessProviderConformance": "ProviderConformance"}

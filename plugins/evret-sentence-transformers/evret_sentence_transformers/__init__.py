@@ -1,5 +1,6 @@
-"""Evret plugin on sentence-transformers: the ``semantic`` and ``query-similarity`` judges, the ``dense`` retriever and the
-``semantic-similarity`` output evaluator, all working offline with the packaged all-MiniLM-L6-v2.
+"""Evret plugin on sentence-transformers: the ``semantic`` and ``query-similarity`` judges, the ``dense`` retriever,
+the ``semantic-similarity`` output evaluator and the ``embedding`` reranker, all working offline with the packaged
+all-MiniLM-L6-v2, and the ``cross-encoder`` reranker over a cross-encoder model folder.
 
 Importing this package (which ``evret plugins`` does) imports neither torch, sentence-transformers, numpy nor
 pydantic: the hooks register lazy factories, the public names below are imported on first use, and the model
@@ -11,12 +12,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from evret_core.sdk import Judge, RecordsEvaluator, Register, Retriever, hookimpl, lazy
+from evret_core.sdk import Judge, RecordsEvaluator, Register, Reranker, Retriever, hookimpl, lazy
 
 if TYPE_CHECKING:
     from evret_sentence_transformers.judge import SemanticJudge
     from evret_sentence_transformers.models import DEFAULT_MODEL, EmbeddingCache, Encoder, resolve_model
     from evret_sentence_transformers.query_judge import QuerySimilarityJudge
+    from evret_sentence_transformers.rerankers import CrossEncoderReranker, EmbeddingReranker
     from evret_sentence_transformers.retriever import DenseRetriever
     from evret_sentence_transformers.similarity import (
         SemanticSimilarityEvaluator,
@@ -28,8 +30,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_MODEL",
+    "CrossEncoderReranker",
     "DenseRetriever",
     "EmbeddingCache",
+    "EmbeddingReranker",
     "Encoder",
     "QuerySimilarityJudge",
     "SemanticJudge",
@@ -39,9 +43,11 @@ __all__ = [
     "semantic_similarity",
 ]
 
-_HOME = {"SemanticJudge": "judge", "QuerySimilarityJudge": "query_judge", "DEFAULT_MODEL": "models", "EmbeddingCache": "models", "Encoder": "models",
+_HOME = {"SemanticJudge": "judge", "QuerySimilarityJudge": "query_judge", "DEFAULT_MODEL": "models",
+         "EmbeddingCache": "models", "Encoder": "models",
          "resolve_model": "models", "DenseRetriever": "retriever", "SemanticSimilarityEvaluator": "similarity",
-         "semantic_similarities": "similarity", "semantic_similarity": "similarity"}
+         "semantic_similarities": "similarity", "semantic_similarity": "similarity",
+         "CrossEncoderReranker": "rerankers", "EmbeddingReranker": "rerankers"}
 
 
 def __getattr__(name: str) -> Any:
@@ -69,3 +75,9 @@ def register_retrievers(register: Register[Retriever]) -> None:
 @hookimpl
 def register_evaluators(register: Register[RecordsEvaluator]) -> None:
     register("semantic-similarity", lazy("evret_sentence_transformers.similarity:SemanticSimilarityEvaluator"))
+
+
+@hookimpl
+def register_rerankers(register: Register[Reranker]) -> None:
+    register("embedding", lazy("evret_sentence_transformers.rerankers:EmbeddingReranker"))
+    register("cross-encoder", lazy("evret_sentence_transformers.rerankers:CrossEncoderReranker"))

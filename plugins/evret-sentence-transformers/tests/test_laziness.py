@@ -17,6 +17,8 @@ from evret_sentence_transformers import DenseRetriever, SemanticJudge, SemanticS
 main(["plugins"])
 SemanticJudge(threshold=0.8)          # constructing is not using: still no torch
 SemanticSimilarityEvaluator()
+from evret_sentence_transformers import CrossEncoderReranker, EmbeddingReranker
+EmbeddingReranker()
 heavy = [m for m in {HEAVY!r} if m in sys.modules]
 print("HEAVY:", heavy)
 """
@@ -30,6 +32,7 @@ def test_import_and_evret_plugins_do_not_import_torch() -> None:
     assert "judges: query-similarity, semantic" in done.stdout
     assert "retrievers: dense" in done.stdout
     assert "evaluators: semantic-similarity" in done.stdout
+    assert "rerankers: cross-encoder, embedding" in done.stdout
 
 
 def test_evret_plugins_console_script_lists_the_plugin() -> None:
