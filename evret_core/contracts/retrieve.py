@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.contracts.values import as_dict, as_float, as_str
+from evret_core.contracts.values import Value, as_dict, as_float, as_str, value_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,8 +22,8 @@ __all__ = ["RankedColumns", "RetrievalResult", "Retriever", "call_batch_retrieve
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, kw_only=True, init=False)
-class RetrievalResult:
+@value_type(kw_only=True, init=False)
+class RetrievalResult(Value):
     """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``.
 
     Given other types, ``doc_id`` takes a number written out (``7`` -> ``"7"``; not a bool), ``score`` any real
@@ -57,8 +57,8 @@ class RetrievalResult:
         return None if value is None else str(value)
 
 
-@dataclass(frozen=True)
-class RankedColumns:
+@value_type
+class RankedColumns(Value):
     """One query's ranked results as columns: ``ids`` best first, their ``scores`` and optionally their ``texts``
     (sequences or numpy arrays of equal length). What :meth:`Retriever.batch_retrieve_columns` returns: no object
     per retrieved document, so large runs stay cheap."""
