@@ -6,16 +6,17 @@ contexts) and returns one :class:`ClaimVerdict` per claim (the ``claim_judge`` k
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from evret_core.contracts.generation import Claim, Context
+from evret_core.contracts.values import Value, value_type
 
 VERDICTS = ("supported", "contradicted", "unsupported", "unmeasured")
 
 
-@dataclass(frozen=True)
-class ClaimTask:
+@value_type
+class ClaimTask(Value):
     """One answer to judge: its question, its claims (with citations) and the contexts it was given.
 
     ``extract`` says the answer listed no claims (``claims`` are then its sentences): a judge that can extract
@@ -28,8 +29,8 @@ class ClaimTask:
     extract: bool = False
 
 
-@dataclass(frozen=True)
-class ClaimVerdict:
+@value_type
+class ClaimVerdict(Value):
     """The verdict on one claim; ``supporting`` lists the ids of the contexts that support it."""
 
     claim: str

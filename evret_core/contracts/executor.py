@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.metric import Metric, RankedBatch
+from evret_core.contracts.values import Value, value_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,8 +66,8 @@ class JudgeRun:
     grades: list[float | None] | None = None
 
 
-@dataclass(frozen=True)
-class GenerateRun:
+@value_type
+class GenerateRun(Value):
     """What :meth:`Executor.generate` returns: the :class:`~evret_core.rag.pipeline.Outcome` of every request
     (keyed and ordered as the requests), and, when the parts ran elsewhere, each LLM part's ``stats()`` for this
     run by role (``generator``, ``claim_judge``, ``relevance``); None when the driver's own parts did the work."""

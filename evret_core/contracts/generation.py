@@ -6,22 +6,22 @@ kind (hook ``register_generators``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
-from evret_core.contracts.values import as_bool, as_dict, as_list, as_str, as_str_list
+from evret_core.contracts.values import Value, as_bool, as_dict, as_list, as_str, as_str_list, value_type
 
 
-@dataclass(frozen=True)
-class Context:
+@value_type
+class Context(Value):
     """One document handed to a generator: its id (what citations name) and its text."""
 
     doc_id: str
     text: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class Claim:
+@value_type(kw_only=True)
+class Claim(Value):
     """One statement of an answer and the context ids it cites (any list-like of strings, kept as a list)."""
 
     __pydantic_config__ = {"extra": "forbid"}  # inside a results file (``ConditionOutcome.answer``): no unknown key
@@ -34,8 +34,8 @@ class Claim:
         object.__setattr__(self, "citations", as_str_list(self.citations, "citations"))
 
 
-@dataclass(frozen=True, kw_only=True)
-class Answer:
+@value_type(kw_only=True)
+class Answer(Value):
     """A generator's answer. ``refused``: it declined to answer; ``escalated``: it handed the question to a person.
     ``claims`` empty means the judge splits ``text`` into sentence claims without citations; a claim may be given
     as a mapping of :class:`Claim`'s fields. The field order is the key order of the answer in a results file."""
@@ -76,8 +76,8 @@ def _claim(value: Any, where: str) -> Claim:
         raise type(exc)(f"{where}.{exc}") from None
 
 
-@dataclass(frozen=True)
-class GenerationRequest:
+@value_type
+class GenerationRequest(Value):
     """What a generator is asked: the question under one condition, with that condition's contexts."""
 
     question_id: str

@@ -19,10 +19,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
-from evret_core.contracts.values import as_list, as_str
+from evret_core.contracts.values import Value, as_list, as_str, value_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,8 +30,8 @@ __all__ = ["MEMO_LIMIT", "AnswerKey", "ContextColumns", "Judge", "JudgeProgress"
            "reference_free_context", "report_progress"]
 
 
-@dataclass(frozen=True, kw_only=True)
-class JudgmentContext:
+@value_type(kw_only=True)
+class JudgmentContext(Value):
     """What a judge sees: the query, one expected answer text (with its other acceptable strings, ``aliases``)
     and one retrieved text. A judge says "match" when the expected text or any alias matches.
 

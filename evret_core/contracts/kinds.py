@@ -16,7 +16,6 @@ nothing heavy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from evret_core.contracts.claims import ClaimJudge
@@ -31,12 +30,13 @@ from evret_core.contracts.provider import LLMProvider
 from evret_core.contracts.rag_score import RagScore
 from evret_core.contracts.rerank import Reranker
 from evret_core.contracts.retrieve import Retriever
+from evret_core.contracts.values import Value, value_type
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Kind(Generic[T]):
+@value_type
+class Kind(Value, Generic[T]):
     """One kind of plugin-registered thing; ``T`` is the type its factories build."""
 
     name: str

@@ -9,15 +9,15 @@ is :class:`RecordsEvaluator`: anything that scores records (the criteria judges 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
 from evret_core.contracts.errors import EvretError
-from evret_core.contracts.values import as_dict, as_int, as_list, as_optional_float, as_str
+from evret_core.contracts.values import Value, as_dict, as_int, as_list, as_optional_float, as_str, value_type
 
 
-@dataclass(frozen=True, kw_only=True)
-class OutputResults:
+@value_type(kw_only=True)
+class OutputResults(Value):
     """Mean over the measured records, per-record scores (None when unmeasured) and details."""
 
     evaluator: str

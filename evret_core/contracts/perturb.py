@@ -6,18 +6,19 @@ hook ``register_perturbations``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evret_core.contracts.data import Question, Questions
 from evret_core.contracts.generation import Context
+from evret_core.contracts.values import Value, value_type
 
 if TYPE_CHECKING:
     import numpy as np
 
 
-@dataclass(frozen=True)
-class ConditionCase:
+@value_type
+class ConditionCase(Value):
     """The contexts of one question under one condition.
 
     ``expected_behaviour`` overrides the question's own when the condition changes what is right (None: keep it).

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from evret_core.contracts.values import Value, value_type
 
-@dataclass(frozen=True)
-class ChatMessage:
+
+@value_type
+class ChatMessage(Value):
     """One chat message: ``role`` is ``system``, ``user`` or ``assistant``."""
 
     role: str
     content: str
 
 
-@dataclass(frozen=True)
-class LLMResponse:
+@value_type
+class LLMResponse(Value):
     """What one successful call returned."""
 
     text: str

@@ -5,16 +5,17 @@ answer (:class:`ScoreInput`) (the ``rag_score`` kind, hook ``register_rag_scores
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from evret_core.contracts.claims import ClaimVerdict
 from evret_core.contracts.data import Question
 from evret_core.contracts.generation import Answer, Context
+from evret_core.contracts.values import Value, value_type
 
 
-@dataclass(frozen=True)
-class ScoreInput:
+@value_type
+class ScoreInput(Value):
     """One answer to score: its question (with labels), the condition, the contexts the generator saw, the answer,
     the claim verdicts, the behaviour expected under this condition (``answer``, ``refuse``...), the answer's
     relevance to the question (None when not measured) and what the condition recorded about the case (an

@@ -4,14 +4,16 @@
 
 from __future__ import annotations
 
+import gc
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.contracts.values import as_dict, as_float, as_str
+from evret_core.contracts.values import Value, as_dict, as_float, as_str, value_type
 
 if TYPE_CHECKING:
     import numpy as np
@@ -22,8 +24,8 @@ __all__ = ["RankedColumns", "RetrievalResult", "Retriever", "call_batch_retrieve
 _NO_METADATA: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, kw_only=True, init=False)
-class RetrievalResult:
+@value_type(kw_only=True, init=False)
+class RetrievalResult(Value):
     """One retrieved document: its id, the retriever's score and metadata; the text is ``metadata["text"]``.
 
     Given other types, ``doc_id`` takes a number written out (``7`` -> ``"7"``; not a bool), ``score`` any real
@@ -57,8 +59,8 @@ class RetrievalResult:
         return None if value is None else str(value)
 
 
-@dataclass(frozen=True)
-class RankedColumns:
+@value_type
+class RankedColumns(Value):
     """One query's ranked results as columns: ``ids`` best first, their ``scores`` and optionally their ``texts``
     (sequences or numpy arrays of equal length). What :meth:`Retriever.batch_retrieve_columns` returns: no object
     per retrieved document, so large runs stay cheap."""
@@ -96,6 +98,21 @@ class RankedColumns:
         ids = self.ids.tolist() if hasattr(self.ids, "tolist") else self.ids
         return _typed_results(list(map(str, ids)), _floats(self.scores), metadata)
 
+    @staticmethod
+    def batch_to_results(
+        answers: Iterable[tuple[RankedColumns, Sequence[dict[str, Any]] | None]],
+    ) -> list[list[RetrievalResult]]:
+        """:meth:`to_results` of each query's ``(columns, metadata)``, for an adapter's whole ``batch_retrieve``:
+        ``answers`` is best a generator doing the backend's work and building the metadata dicts, so that all of
+        it runs here, where the garbage collector leaves aside the objects that existed before the call and those
+        of each query done (see :func:`_objects_set_aside`)."""
+        results: list[list[RetrievalResult]] = []
+        with _objects_set_aside() as set_aside:
+            for columns, metadata in answers:
+                results.append(columns.to_results(metadata=metadata))
+                set_aside()
+        return results
+
     @classmethod
     def from_results(cls, results: Sequence[RetrievalResult]) -> RankedColumns:
         """Columns of a list of :class:`RetrievalResult` objects."""
@@ -103,6 +120,30 @@ class RankedColumns:
 
         return cls([r.doc_id for r in results], np.fromiter((r.score for r in results), np.float64, len(results)),
                    [r.text for r in results])
+
+
+@contextmanager
+def _objects_set_aside() -> Iterator[Callable[[], None]]:
+    """Inside: the objects that existed before are set aside from the garbage collector (``gc.freeze``), and so
+    are those that exist whenever the function it gives is called; after: all are put back (``gc.unfreeze``, into
+    the oldest generation). Building a batch's results makes one tracked object per retrieved document (100,000
+    and more), whose allocations trigger collections, full ones among them that walk the whole process heap (the
+    caller's objects, every imported module, the results so far); with each query's results set aside once built,
+    a collection during the call sees one query's objects at most. Cycles among the objects set aside (the
+    caller's young ones too, put back as old ones) are collected by the next full collection instead. A process
+    that froze objects itself (``gc.get_freeze_count()``), or has the collector switched off, is left as it is."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield _nothing
+        return
+    gc.freeze()
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
+
+
+def _nothing() -> None:
+    return None
 
 
 def _floats(values: Sequence[float] | np.ndarray) -> list[float]:

@@ -5,10 +5,12 @@ them to its workers)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import pickle
 import pkgutil
+import re
 from collections import OrderedDict, deque
 from decimal import Decimal
 from types import MappingProxyType
@@ -29,6 +31,7 @@ from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.provider import ChatMessage, LLMResponse
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
+from evret_core.contracts.values import value_type
 from evret_core.rag.questions.question_sets import RagQuestion
 
 
@@ -309,3 +312,108 @@ def test_replace_runs_the_checks_again() -> None:
     answer = dataclasses.replace(Answer(text="t"), claims=[{"text": "c"}])
     assert answer.claims == [Claim(text="c")]
 
+
+
+def _twin(cls: type) -> type:
+    """A plain ``@dataclass(frozen=True)`` with ``cls``'s name and fields and nothing else: what the value types
+    behaved as when ``dataclass`` generated their methods."""
+    specs = [(f.name, f.type, dataclasses.field(default=f.default, default_factory=f.default_factory,
+                                                compare=f.compare, hash=f.hash, repr=f.repr, kw_only=f.kw_only))
+             for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass(cls.__name__, specs, frozen=True)
+
+
+def _as_twin(value: Any, twin: type) -> Any:
+    return twin(**{f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+
+
+@pytest.mark.parametrize("cls", list(_samples()), ids=lambda c: c.__name__)
+def test_value_types_behave_as_generated_frozen_dataclasses(cls: type) -> None:
+    """Equality, hash, repr, refused assignment and deletion, pickling, ``replace`` and ``asdict`` of every
+    contracts value type are those of a frozen dataclass with the same fields, whose methods ``dataclass``
+    generates (the value types share them from ``Value`` instead)."""
+    value, twin = _samples()[cls], _twin(cls)
+    same = _as_twin(value, twin)
+    assert repr(value) == repr(same)
+    assert str(value) == str(same)
+    try:
+        expected_hash: Any = hash(same)
+    except TypeError as exc:
+        expected_hash = str(exc)
+        with pytest.raises(TypeError, match=re.escape(str(exc))):
+            hash(value)
+    else:
+        assert hash(value) == expected_hash
+    again = pickle.loads(pickle.dumps(value))
+    assert again == value and not (again != value) and repr(again) == repr(value) and again is not value
+    assert (value == _as_twin(value, twin)) is False and value.__eq__(object()) is NotImplemented
+    for f in dataclasses.fields(value):
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot assign to field '{f.name}'"):
+            setattr(value, f.name, None)
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot delete field '{f.name}'"):
+            delattr(value, f.name)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'other'"):
+        value.other = 1  # type: ignore[attr-defined]
+    assert dataclasses.replace(value) == value and dataclasses.asdict(value) == dataclasses.asdict(same)
+    assert [f.name for f in dataclasses.fields(value)] == [f.name for f in dataclasses.fields(twin)]
+    assert cls.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
+    assert cls.__dataclass_params__.frozen and cls.__dataclass_params__.eq  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", list(_samples()), ids=lambda c: c.__name__)
+def test_value_types_compare_field_by_field_as_generated_equality_does(cls: type) -> None:
+    """Two values differing in one field are unequal, with the same order of comparison as the generated
+    ``__eq__`` (a tuple of the fields: an identical NaN compares equal)."""
+    value = _samples()[cls]
+    fields = dataclasses.fields(value)
+    twin = _twin(cls)
+    for f in fields:
+        other = object()
+        changed = copy.copy(value)
+        object.__setattr__(changed, f.name, other)
+        assert (changed == value) is (_as_twin(changed, twin) == _as_twin(value, twin)) is False
+    nan = float("nan")
+    a, b = copy.copy(value), copy.copy(value)
+    object.__setattr__(a, fields[0].name, nan)
+    object.__setattr__(b, fields[0].name, nan)
+    assert a == b and _as_twin(a, twin) == _as_twin(b, twin)
+
+
+def test_a_dataclass_may_derive_from_a_value_type_as_from_a_frozen_dataclass() -> None:
+    """A plugin's frozen dataclass deriving from a value type gets its own generated methods over all the fields;
+    a non-frozen one is refused as deriving from any frozen dataclass is; a plain subclass keeps the type's
+    fields frozen and may set other attributes."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Tagged(ChatMessage):
+        tag: str = "t"
+
+    tagged = Tagged("user", "hi")
+    assert repr(tagged).endswith("Tagged(role='user', content='hi', tag='t')")
+    assert tagged != ChatMessage("user", "hi") and hash(tagged) == hash(("user", "hi", "t"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tagged.tag = "u"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="non-frozen dataclass from a frozen one"):
+        dataclasses.dataclass(type("Loose", (ChatMessage,), {"__annotations__": {"x": "int"}, "x": 0}))
+
+    class Plain(ChatMessage):
+        pass
+
+    plain = Plain("user", "hi")
+    plain.note = "kept"  # type: ignore[attr-defined]
+    assert plain.note == "kept" and repr(plain).endswith(".Plain(role='user', content='hi')")  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plain.role = "assistant"  # type: ignore[misc]
+    assert plain != ChatMessage("user", "hi") and plain == Plain("user", "hi")
+
+
+def test_a_value_containing_itself_repr_as_dataclasses_do() -> None:
+    loop: list[Any] = []
+    response = LLMResponse(text="t", raw={"loop": loop})
+    loop.append(response)
+    assert repr(response) == "LLMResponse(text='t', input_tokens=0, output_tokens=0, model=None, raw={'loop': [...]})"
+
+
+def test_value_type_refuses_a_class_not_deriving_from_value() -> None:
+    with pytest.raises(TypeError, match="derives from Value"):
+        value_type(type("Loose", (), {}))

@@ -118,8 +118,8 @@ class ChromaRetriever(Retriever):
 
     def batch_retrieve(self, queries: Sequence[str], k: int) -> list[list[RetrievalResult]]:
         """The columns of :meth:`batch_retrieve_columns` as results, with Chroma's metadata, the text and the
-        distance."""
-        return [columns.to_results(metadata=metadata) for columns, metadata in self._ranked(queries, k, metadatas=True)]
+        distance (Chroma's search and the metadata dicts run inside ``batch_to_results``)."""
+        return RankedColumns.batch_to_results(self._ranked(queries, k, metadatas=True))
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "collection": self.collection.name, "embedding": str(self._vectors.label),

@@ -176,12 +176,14 @@ class LanceDBRetriever(Retriever):
         """The columns of :meth:`batch_retrieve_columns` as results, each with the row's other columns as its
         metadata, then ``text`` and ``distance``: one dict per row, built a column at a time."""
         names = [c for c in self.metadata_columns if c not in _ANSWER_COLUMNS]
-        out = []
-        for distances, rows in self._answers(queries, k, [self.id_field, self.text_field, *names], python=True):
-            columns = [*((name, rows[name]) for name in names), ("text", rows[self.text_field]),
-                       ("distance", distances.tolist())]
-            out.append(self._ranked(distances, rows).to_results(metadata=_row_dicts(columns)))
-        return out
+
+        def answers() -> Iterator[tuple[RankedColumns, list[dict[str, Any]]]]:  # run inside batch_to_results
+            for distances, rows in self._answers(queries, k, [self.id_field, self.text_field, *names], python=True):
+                columns = [*((name, rows[name]) for name in names), ("text", rows[self.text_field]),
+                           ("distance", distances.tolist())]
+                yield self._ranked(distances, rows), _row_dicts(columns)
+
+        return RankedColumns.batch_to_results(answers())
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "table": self.table_name, "embedding": str(self._vectors.label),

@@ -374,20 +374,22 @@ class OpenSearchRetriever(Retriever):
         the text last as ``metadata["text"]``."""
         source: Any = {"excludes": self.vector_fields} if self.vector_fields else True
         text_field, id_field = self.text_field, self.id_field
-        out = []
-        for query, hits in self._hits(queries, k, source):
-            columns = self._ranked(hits, query)
-            metadata = []
-            for hit, text in zip(hits, columns.texts or (), strict=True):
-                # the hit's _source, decoded for this call alone, becomes the metadata in place (no copy)
-                meta = hit.get("_source") or {}
-                meta.pop(text_field, None)
-                if id_field:
-                    meta.pop(id_field, None)
-                meta["text"] = text
-                metadata.append(meta)
-            out.append(columns.to_results(metadata=metadata))
-        return out
+
+        def answers() -> Iterator[tuple[RankedColumns, list[dict[str, Any]]]]:  # run inside batch_to_results
+            for query, hits in self._hits(queries, k, source):
+                columns = self._ranked(hits, query)
+                metadata = []
+                for hit, text in zip(hits, columns.texts or (), strict=True):
+                    # the hit's _source, decoded for this call alone, becomes the metadata in place (no copy)
+                    meta = hit.get("_source") or {}
+                    meta.pop(text_field, None)
+                    if id_field:
+                        meta.pop(id_field, None)
+                    meta["text"] = text
+                    metadata.append(meta)
+                yield columns, metadata
+
+        return RankedColumns.batch_to_results(answers())
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "index": self.index, "mode": self.mode, "url": self._where(),
