@@ -354,7 +354,7 @@ class TestRerankRetriever(RetrieverConformance):
     @pytest.fixture
     def retriever(self, llm: StubLLMServer) -> Any:
         register_plugin(FirstStagePlugin(), name="first-stage")
-        llm.responder = grade_by_shared_words
+        llm.responder = rerank_by_shared_words
         return create_retriever("rerank", retriever="word-overlap", depth=4,
                                 reranker={"name": "llm", "options": {**stub_options(llm), "cache": False}})
 
@@ -364,7 +364,7 @@ class TestRerankRetriever(RetrieverConformance):
 FENCED = re.compile(r"<(query|document)-([0-9a-f]+)>\n(.*?)\n</\1-\2>", re.S)
 
 
-def grade_by_shared_words(request: StubRequest) -> str:
+def rerank_by_shared_words(request: StubRequest) -> str:
     """The llm reranker's answer: the number of the query's words (of 4 letters or more) in the document, at most 3."""
     fields = {name: text for name, _, text in FENCED.findall(request.prompt)}
     assert set(fields) == {"query", "document"}, request.prompt
@@ -377,7 +377,7 @@ class TestLLMReranker(RerankerConformance):
 
     @pytest.fixture
     def reranker(self, llm: StubLLMServer) -> Any:
-        llm.responder = grade_by_shared_words
+        llm.responder = rerank_by_shared_words
         return create_reranker("llm", **stub_options(llm), cache=False)
 
 
