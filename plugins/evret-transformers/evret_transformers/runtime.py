@@ -34,6 +34,7 @@ class Call:
     seed: int
     json_schema: Mapping[str, Any] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    threads: int | None = None
 
 
 @dataclass
@@ -167,6 +168,8 @@ def complete(source: str, device: str, dtype: str, call: Call) -> tuple[str, int
     with loaded.lock:
         if call.cancel.is_set():
             raise _cancelled()
+        if call.threads is not None and torch.get_num_threads() != call.threads:
+            torch.set_num_threads(call.threads)  # a worker thread that ran torch before keeps its own count
         rules = constraint(loaded, call.json_schema) if call.json_schema is not None else None
         ids = prompt_ids(loaded.tokenizer, call.messages)
         limit = getattr(loaded.model.config, "max_position_embeddings", None)

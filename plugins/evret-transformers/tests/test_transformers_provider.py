@@ -56,7 +56,7 @@ def test_a_folder_without_a_model_and_a_file_are_refused(tmp_path: Path) -> None
     with pytest.raises(EvretError, match="option 'model': the folder .* holds no config.json"):
         TransformersProvider(str(tmp_path))
     (tmp_path / "weights.bin").write_bytes(b"")
-    with pytest.raises(EvretError, match="option 'model': .* is a file"):
+    with pytest.raises(EvretError, match="option 'model': the file .* is not a GGUF model"):
         TransformersProvider(str(tmp_path / "weights.bin"))
 
 
