@@ -241,12 +241,13 @@ def _convert(source: Path, dtype: Any, into: Path) -> None:
 def _quiet_gguf_bar() -> Iterator[None]:
     """transformers draws its GGUF "Converting and de-quantizing" bar with tqdm directly, past
     :func:`~evret_core.sdk.quiet_model_loading`: switched off for the conversion, then put back."""
-    try:
-        import transformers.modeling_gguf_pytorch_utils
+    import importlib
+
+    try:  # from sys.modules: transformers' lazy top module does not always hold it as an attribute
+        module: Any = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
     except ImportError:  # pragma: no cover - a transformers without GGUF support fails at from_pretrained
         yield
         return
-    module: Any = transformers.modeling_gguf_pytorch_utils
     bar = getattr(module, "tqdm", None)
     if bar is None:
         yield
