@@ -84,7 +84,16 @@ class TokenConstraint:
                     costs.append(rest + max(0, low - length) + 1)
             self._check(state, self.index.special_ids, ids, costs)
         else:
-            self._walk(state, 0, len(self.index.sorted_strings), 0, ids, costs)
+            strings = self.index.sorted_strings
+            firsts = self.grammar.next_chars(state)
+            if firsts is None:  # a string on one of the stacks: every first character is a branch to try
+                self._walk(state, 0, len(strings), 0, ids, costs)
+            else:  # only the branches of the characters the state can take: a few, whatever the vocabulary
+                for ch in sorted(firsts):
+                    low = bisect_left(strings, ch)
+                    high = bisect_left(strings, chr(ord(ch) + 1), low) if ord(ch) < 0x10FFFF else len(strings)
+                    if low < high:
+                        self._branch(state, ch, low, high, 0, ids, costs)
         if len(self._memo) >= self._memo_size:
             self._memo.clear()
         self._memo[state] = (ids, costs)
@@ -101,7 +110,7 @@ class TokenConstraint:
     def _walk(self, state: State, low: int, high: int, depth: int, ids: list[int], costs: list[int]) -> None:
         """Append the allowed tokens among ``sorted_strings[low:high]``, which share their first ``depth``
         characters, the grammar being in ``state`` after them; each next character is one branch of the trie."""
-        strings, grammar = self.index.sorted_strings, self.grammar
+        strings = self.index.sorted_strings
         while low < high and len(strings[low]) == depth:  # the tokens that end here were taken by the caller
             low += 1
         while low < high:
@@ -109,17 +118,24 @@ class TokenConstraint:
             ch = text[depth]
             # the branch: every string from `low` on that starts with text[:depth + 1] (sorted, so one slice)
             end = bisect_left(strings, text[:depth] + chr(ord(ch) + 1), low, high) if ord(ch) < 0x10FFFF else high
-            after = grammar.advance(state, ch)
-            if after:
-                start, cost = low, -1
-                while start < end and len(strings[start]) == depth + 1:
-                    cost = grammar.cost(after) if cost < 0 else cost
-                    ids.append(self.index.sorted_ids[start])
-                    costs.append(cost)
-                    start += 1
-                if start < end:
-                    self._walk(after, start, end, depth + 1, ids, costs)
+            self._branch(state, ch, low, end, depth, ids, costs)
             low = end
+
+    def _branch(self, state: State, ch: str, low: int, end: int, depth: int, ids: list[int],
+                costs: list[int]) -> None:
+        """The allowed tokens of one trie branch: ``sorted_strings[low:end]``, whose character ``depth`` is ``ch``."""
+        strings, grammar = self.index.sorted_strings, self.grammar
+        after = grammar.advance(state, ch)
+        if not after:
+            return
+        start, cost = low, -1
+        while start < end and len(strings[start]) == depth + 1:  # the tokens that end with this character
+            cost = grammar.cost(after) if cost < 0 else cost
+            ids.append(self.index.sorted_ids[start])
+            costs.append(cost)
+            start += 1
+        if start < end:
+            self._walk(after, start, end, depth + 1, ids, costs)
 
     def _check(self, state: State, candidates: list[int], ids: list[int], costs: list[int]) -> None:
         grammar, strings = self.grammar, self.index.strings

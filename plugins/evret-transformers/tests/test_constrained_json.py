@@ -268,11 +268,15 @@ SYNTHETIC = ['{"', '":', '","', '"}', '"]', '"],"', "true", "tr", "ue", "fal", "
              '"claims":[', "refused", "grade", '"grade":', "supported", "Yes", "No", "A", "B", "tie"]
 
 
+ALPHABET = [chr(i) for i in range(0x80)] + ["é", "日", "\u2028", "\U0001F600"]
+
+
 @pytest.mark.parametrize("schema", PROJECT_SCHEMAS, ids=lambda s: s.__name__)
 def test_the_trie_allows_what_the_first_character_scan_allowed_in_every_state(tiny_model: Path,
                                                                                schema: type[BaseModel]) -> None:
     """Every state reached from the start (breadth first, up to 300 per schema and vocabulary) with the tiny
-    model's vocabulary and a synthetic one of JSON fragments: the same tokens, with the same costs."""
+    model's vocabulary and a synthetic one of JSON fragments: the same tokens, with the same costs; and the first
+    characters the trie tries (``next_chars``) hold every character the grammar takes."""
     from evret_transformers import runtime
     from evret_transformers.tokens import TokenConstraint, TokenIndex
 
@@ -288,6 +292,8 @@ def test_the_trie_allows_what_the_first_character_scan_allowed_in_every_state(ti
             visited += 1
             ids, costs = constraint.allowed(state)
             assert set(zip(ids, costs, strict=True)) == old_allowed(constraint, state)
+            chars = grammar.next_chars(state)  # the trie's first branches: every character the state takes
+            assert chars is None or {ch for ch in ALPHABET if grammar.advance(state, ch)} <= chars
             for token_id in ids:
                 after = grammar.advance(state, index.strings[token_id] or "")
                 if after not in seen:
