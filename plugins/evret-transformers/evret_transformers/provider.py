@@ -1,11 +1,14 @@
 """The ``transformers`` provider: a Hugging Face causal LM run in this process, one call at a time.
 
 Options are checked when the provider is built (before any model is loaded): a ``model`` that is neither a local
-folder holding a saved model nor a hub id already in the Hugging Face cache fails with one line naming the option.
-The model is loaded on the first call, once per process (:mod:`evret_transformers.runtime`), and reused by every
-provider built with the same model, device and dtype. A call with ``json_schema`` (what
-:func:`~evret_core.llm.structured.structured_call` passes to providers that :attr:`constrains_json`) is decoded under that
-schema's grammar, so its answer always parses and validates; other calls generate freely.
+folder holding a saved model, a hub id already in the Hugging Face cache, a ``.gguf`` file nor a packaged GGUF
+model (:mod:`evret_transformers.gguf`) fails with one line naming the option. The model is loaded (a GGUF file
+converted, once, into a cached folder) by :meth:`TransformersProvider.warmup`, which
+:class:`~evret_core.llm.client.LLMClient` awaits before the first call's timeout starts, once per process
+(:mod:`evret_transformers.runtime`), and reused by every provider built with the same model, device and dtype. A
+call with ``json_schema`` (what :func:`~evret_core.llm.structured.structured_call` passes to providers that
+:attr:`constrains_json`) is decoded under that schema's grammar, so its answer always parses and validates; other
+calls generate freely.
 """
 
 from __future__ import annotations
@@ -21,25 +24,31 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.sdk import ChatMessage, EvretError, LLMCallError, LLMProvider, LLMResponse
-from evret_transformers import DEFAULT_MODEL
+from evret_transformers import DEFAULT_MODEL, gguf
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 MAX_NEW_TOKENS = 512
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+_THREADS_LOCK = threading.Lock()
+#: the torch thread count a provider of this process set (torch has one pool per process)
+_threads_set: int | None = None
 
 
 class TransformersProvider(LLMProvider):
     """A local causal LM (a folder or a cached hub id). Default model: ``Qwen/Qwen2.5-0.5B-Instruct``.
 
-    :param model: a folder with a saved model and tokenizer, or a hub id in the local Hugging Face cache
-        (nothing is downloaded).
+    :param model: a folder with a saved model and tokenizer, a hub id in the local Hugging Face cache (nothing is
+        downloaded), a ``.gguf`` file, or a packaged GGUF model: ``smollm2-135m`` or ``gemma3-270m``
+        (:mod:`evret_transformers.gguf`; converted once into the Evret cache folder).
     :param device: ``auto`` (cuda, then mps, then cpu), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
     :param dtype: ``auto`` (float32 on cpu, bfloat16 on cuda when supported else float16, float16 on mps),
         ``float32``, ``float16`` or ``bfloat16``.
     :param max_new_tokens: the most tokens one answer may have (a call's ``max_tokens`` may lower it).
     :param seed: seeds sampling at temperature above 0, per call (the same prompt gives the same answer);
         temperature 0 is greedy.
+    :param threads: the torch threads of this process (``torch.set_num_threads`` at load); None keeps torch's
+        default (every core). One count per process: another provider asking a different one is refused.
     :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.client.LLMClient` enforces it.
     """
 
@@ -55,6 +64,7 @@ class TransformersProvider(LLMProvider):
         dtype: str = "auto",
         max_new_tokens: int = MAX_NEW_TOKENS,
         seed: int = 0,
+        threads: int | None = None,
         timeout: float | None = None,
     ) -> None:
         super().__init__(model)
@@ -62,19 +72,30 @@ class TransformersProvider(LLMProvider):
         self.dtype = _choice("dtype", dtype, DTYPES)
         self.max_new_tokens = _integer("max_new_tokens", max_new_tokens, 1, 1_000_000)
         self.seed = _integer("seed", seed, 0, 2**63 - 1)
+        self.threads = None if threads is None else _integer("threads", threads, 1, 4096)
+        _check_threads(self.threads)
         self.timeout = timeout
-        self.source, self.fingerprint = resolve_model(self.model)
         # what would make every call fail is refused here, before any work: a broken folder, a budget beyond the
-        # model's context, a device this machine lacks
-        config = check_model_folder(model_folder(self.source, self.model))
+        # model's context, a device this machine lacks (a GGUF model's folder exists once converted: checked
+        # then, at warm-up)
+        self.gguf = gguf.resolve(self.model) if gguf.is_gguf(self.model) else None
+        if self.gguf is None:
+            self.source, self.fingerprint = resolve_model(self.model)
+            self._check_folder(model_folder(self.source, self.model))
+        else:
+            self.source, self.fingerprint = "", self.gguf.sha256
+        check_device(self.device)
+        self._kept_schemas: set[str] = set()
+        self._ready = False
+
+    def _check_folder(self, folder: Path) -> None:
+        config = check_model_folder(folder)
         context = context_length(config)
         if context is not None and self.max_new_tokens >= context:
             raise EvretError(f"transformers provider: option 'max_new_tokens' {self.max_new_tokens} leaves no room "
                              f"for a prompt in the model's context of {context} tokens ({_context_key(config)} in "
                              f"its config.json); give at most {context - 1}, and less than that by the longest "
                              f"prompt")
-        check_device(self.device)
-        self._kept_schemas: set[str] = set()
 
     def __repr__(self) -> str:
         return f"TransformersProvider(model={self.model!r}, device={self.device!r}, dtype={self.dtype!r})"
@@ -84,6 +105,35 @@ class TransformersProvider(LLMProvider):
         # under the same path are not reused.
         return {"provider": self.name, "model": self.model, "fingerprint": self.fingerprint, "dtype": self.dtype,
                 "device": self.device, "max_new_tokens": self.max_new_tokens, "seed": self.seed}
+
+    async def warmup(self) -> None:
+        """Convert a GGUF model (first use only) and load the model, in a worker thread: called once by
+        :class:`~evret_core.llm.client.LLMClient` before any call's timeout starts."""
+        if not self._ready:
+            await asyncio.to_thread(self._load)
+
+    def _load(self) -> None:
+        """Everything :meth:`warmup` does; a model that cannot load is one :class:`EvretError` naming it."""
+        from evret_transformers import runtime
+
+        _apply_threads(self.threads)
+        if self.gguf is not None and not self.source:
+            dtype = runtime.resolve_dtype(self.dtype, runtime.resolve_device(self.device))
+            try:
+                folder = gguf.converted(self.gguf, dtype)
+            except EvretError:
+                raise
+            except Exception as exc:  # a file with GGUF's magic that transformers cannot read
+                raise EvretError(f"transformers provider: option 'model': the GGUF model {self.model!r} cannot be "
+                                 f"converted: {_one_line(exc)}") from None
+            self._check_folder(folder)
+            self.source = str(folder)
+        try:
+            runtime.load(self.source, self.device, self.dtype)
+        except Exception as exc:  # out of memory, broken weights: one line, not a traceback per call
+            raise EvretError(f"transformers provider: option 'model': {self.model!r} cannot be loaded: "
+                             f"{_one_line(exc)}") from None
+        self._ready = True
 
     async def acomplete(
         self,
@@ -97,10 +147,11 @@ class TransformersProvider(LLMProvider):
             self._check_schema(json_schema)  # before the model is loaded or run
         from evret_transformers import runtime
 
+        await self.warmup()  # a no-op after the client's warm-up; loads the model for a direct caller
         budget = self.max_new_tokens if max_tokens is None else max(1, min(self.max_new_tokens, int(max_tokens)))
         cancel = threading.Event()
         call = runtime.Call(messages=list(messages), temperature=float(temperature), max_new_tokens=budget,
-                            seed=self.seed, json_schema=json_schema, cancel=cancel)
+                            seed=self.seed, json_schema=json_schema, cancel=cancel, threads=self.threads)
         try:
             text, used_in, used_out = await asyncio.to_thread(
                 runtime.complete, self.source, self.device, self.dtype, call)
@@ -141,6 +192,32 @@ def _choice(option: str, value: Any, allowed: Sequence[str], allow: str | None =
     return text
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+def _check_threads(threads: int | None) -> None:
+    if threads is not None and _threads_set is not None and threads != _threads_set:
+        raise EvretError(f"transformers provider: option 'threads' {threads}: another transformers provider of this "
+                         f"process set torch to {_threads_set} threads, and torch keeps one thread pool per "
+                         f"process; give the same count to every provider (or none)")
+
+
+def _apply_threads(threads: int | None) -> None:
+    """``torch.set_num_threads(threads)``, once per process; a different count later is refused."""
+    global _threads_set
+    if threads is None:
+        return
+    with _THREADS_LOCK:
+        _check_threads(threads)
+        if _threads_set is None:
+            import torch
+
+            torch.set_num_threads(threads)
+            _threads_set = threads
+
+
 def _integer(option: str, value: Any, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise EvretError(f"transformers provider: option {option!r} must be an integer from {low} to {high}, "
@@ -157,9 +234,6 @@ def resolve_model(model: str) -> tuple[str, str]:
             raise EvretError(f"transformers provider: option 'model': the folder {str(path)!r} holds no "
                              f"config.json; give a folder written by save_pretrained (model and tokenizer)")
         return str(path.resolve()), _fingerprint(path)
-    if path.exists():
-        raise EvretError(f"transformers provider: option 'model': {model!r} is a file; give the folder that "
-                         f"holds the model (config.json, weights, tokenizer)")
     looks_like_path = model.startswith((".", "/", "~")) or os.sep in model.strip("/").replace("/", "", 1)
     if not looks_like_path and _HUB_ID.match(model):
         cached = _cached_hub_model(model)

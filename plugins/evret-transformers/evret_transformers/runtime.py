@@ -1,7 +1,8 @@
 """Loading a model once per process, building prompts, and the generation loop (free or constrained).
 
-Imported by the provider on its first call, never at plugin load: this module imports torch and transformers.
-The generation loop is Evret's own (a KV-cached forward per token): under a JSON schema each step keeps only the
+Imported by the provider when it warms up, never at plugin load: this module imports torch and transformers.
+The generation loop is Evret's own (a KV-cached forward per token, the prompt's asking for the last position's
+scores only when the model's forward takes ``logits_to_keep``): under a JSON schema each step keeps only the
 tokens :class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON
 can still be closed within the tokens left, so the answer is complete JSON even when the budget runs out. The
 answer's text is the concatenation of the chosen tokens' strings, the very text the grammar accepted.
@@ -34,6 +35,7 @@ class Call:
     seed: int
     json_schema: Mapping[str, Any] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    threads: int | None = None
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Loaded:
     masks: dict[tuple[int, Any], tuple[Any, Any, int]] = field(default_factory=dict)
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
+    last_logits: bool = False  # the forward takes `logits_to_keep`: the lm_head runs on the last position only
 
 
 _LOADED: dict[tuple[str, str, str], Loaded] = {}
@@ -91,7 +94,8 @@ def load(source: str, device: str, dtype: str) -> Loaded:
 
             parameters = inspect.signature(model.forward).parameters
             loaded = _LOADED[key] = Loaded(model, tokenizer, where, eos=_eos_ids(model, tokenizer),
-                                           cache_argument="cache" if "cache" in parameters else "past_key_values")
+                                           cache_argument="cache" if "cache" in parameters else "past_key_values",
+                                           last_logits="logits_to_keep" in parameters)
         return loaded
 
 
@@ -167,6 +171,8 @@ def complete(source: str, device: str, dtype: str, call: Call) -> tuple[str, int
     with loaded.lock:
         if call.cancel.is_set():
             raise _cancelled()
+        if call.threads is not None and torch.get_num_threads() != call.threads:
+            torch.set_num_threads(call.threads)  # a worker thread that ran torch before keeps its own count
         rules = constraint(loaded, call.json_schema) if call.json_schema is not None else None
         ids = prompt_ids(loaded.tokenizer, call.messages)
         limit = getattr(loaded.model.config, "max_position_embeddings", None)
@@ -197,11 +203,13 @@ def generate(loaded: Loaded, ids: list[int], call: Call, rules: TokenConstraint 
     out: list[int] = []
     past = None
     step_input = torch.tensor([ids], device=loaded.device)
+    # only the last position's scores are used: the prefill's lm_head over every prompt position is skipped
+    keep = {"logits_to_keep": 1} if loaded.last_logits else {}
     with torch.inference_mode():
         for step in range(call.max_new_tokens):
             if call.cancel.is_set():
                 raise _cancelled()
-            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past})
+            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **keep)
             past = getattr(result, loaded.cache_argument)
             logits = result.logits[0, -1].float().cpu()
             if rules is not None:

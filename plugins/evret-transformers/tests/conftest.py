@@ -9,6 +9,10 @@ import pytest
 from evret_transformers.tiny import CHAT_TEMPLATE, build_tiny_model
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "real_model: runs a packaged real model (SmolLM2, Gemma 3): tens of seconds")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _one_thread() -> None:
     import torch

@@ -231,3 +231,73 @@ def test_schemas_it_keeps_give_answers_that_validate(tiny_model: Path, case: str
         for validator in (jsonschema.Draft202012Validator, jsonschema.Draft7Validator):
             errors = [e.message for e in validator(schema).iter_errors(value)]
             assert errors == [], (case, validator.__name__, answer, errors)
+
+
+def old_allowed(constraint: Any, state: Any) -> set[tuple[int, int]]:
+    """The oracle: the allowed tokens as the index grouped by first character found them before the trie, every
+    token of each first character the grammar accepts run through the grammar whole."""
+    from evret_transformers.tokens import TokenConstraint
+
+    grammar, index = constraint.grammar, constraint.index
+    ids: list[int] = []
+    costs: list[int] = []
+    if TokenConstraint._free_string(state):
+        stack = next(iter(state))
+        rest = grammar.cost(frozenset([stack[:-1]]))
+        _, low, high, _esc = stack[-1]
+        for token_id, length in zip(index.plain_ids, index.plain_lengths, strict=True):
+            if high is None or length <= high:
+                ids.append(token_id)
+                costs.append(rest + max(0, low - length) + 1)
+        constraint._check(state, index.special_ids, ids, costs)
+    else:
+        by_first: dict[str, list[int]] = {}
+        for token_id, text in enumerate(index.strings):
+            if text and "\ufffd" not in text:
+                by_first.setdefault(text[0], []).append(token_id)
+        for first, candidates in by_first.items():
+            if grammar.advance(state, first):
+                constraint._check(state, candidates, ids, costs)
+    assert len(ids) == len(set(ids))
+    return set(zip(ids, costs, strict=True))
+
+
+SYNTHETIC = ['{"', '":', '","', '"}', '"]', '"],"', "true", "tr", "ue", "fal", "se", "false", "null", "nul", "[", "]",
+             "[]", "{}", "}", "},{", ",", ":", '"', "\\", '\\"', "\\n", "\\u00", "e9", "0", "1", "12", "-", ".", "5",
+             "e", "E+", " ", "a", "ab", "abc", "the", " the", "é", "日本", "\ufffd", "", "answer", '{"answer":"',
+             '"claims":[', "refused", "grade", '"grade":', "supported", "Yes", "No", "A", "B", "tie"]
+
+
+ALPHABET = [chr(i) for i in range(0x80)] + ["é", "日", "\u2028", "\U0001F600"]
+
+
+@pytest.mark.parametrize("schema", PROJECT_SCHEMAS, ids=lambda s: s.__name__)
+def test_the_trie_allows_what_the_first_character_scan_allowed_in_every_state(tiny_model: Path,
+                                                                               schema: type[BaseModel]) -> None:
+    """Every state reached from the start (breadth first, up to 300 per schema and vocabulary) with the tiny
+    model's vocabulary and a synthetic one of JSON fragments: the same tokens, with the same costs; and the first
+    characters the trie tries (``next_chars``) hold every character the grammar takes."""
+    from evret_transformers import runtime
+    from evret_transformers.tokens import TokenConstraint, TokenIndex
+
+    tokenizer = runtime.load(str(tiny_model.resolve()), "auto", "auto").tokenizer
+    reached = []
+    for strings in (runtime.token_strings(tokenizer), SYNTHETIC + [None] * 3):
+        index = TokenIndex(strings)
+        grammar = JsonGrammar(schema.model_json_schema(), literal_cost=index.spell_cost)
+        constraint = TokenConstraint(grammar, index)
+        seen, queue, visited = {grammar.initial()}, [grammar.initial()], 0
+        while queue and visited < 300:
+            state = queue.pop(0)
+            visited += 1
+            ids, costs = constraint.allowed(state)
+            assert set(zip(ids, costs, strict=True)) == old_allowed(constraint, state)
+            chars = grammar.next_chars(state)  # the trie's first branches: every character the state takes
+            assert chars is None or {ch for ch in ALPHABET if grammar.advance(state, ch)} <= chars
+            for token_id in ids:
+                after = grammar.advance(state, index.strings[token_id] or "")
+                if after not in seen:
+                    seen.add(after)
+                    queue.append(after)
+        reached.append(visited)
+    assert reached[0] > 10 and reached[1] >= 2  # the synthetic vocabulary cannot spell every schema far

