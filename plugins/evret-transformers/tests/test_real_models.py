@@ -24,8 +24,9 @@ import pytest
 from evret_transformers import gguf
 from evret_transformers.provider import TransformersProvider
 
-from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.judge import JudgmentContext, reference_free_context
 from evret_core.judge.llm import LLMJudge
+from evret_core.judge.relevance_judge import RelevanceJudge
 from evret_core.testing.shared_data import shared_data, skip_or_fail
 
 REPO = Path(__file__).resolve().parents[3]
@@ -135,3 +136,43 @@ def test_the_rag_generator_claim_judge_and_relevance_then_all_from_the_cache(smo
         assert question["conditions"]["gold"]["answer"]["metadata"].pop("cached") is True
     for key in ("generation", "generation_intervals", "per_question", "unmeasured"):
         assert second[key] == first[key], key
+
+
+def dl19_pairs() -> list[JudgmentContext]:
+    """Three TREC DL 2019 (query, passage) pairs of one query, NIST grades 3, 1 and 0: no expected answer."""
+    folder = shared_data("datasets", "trec-dl-2019", what="TREC DL 2019")
+    queries = dict(line.split("\t", 1) for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines())
+    by_grade: dict[str, dict[int, str]] = {}
+    for line in (folder / "qrels-pass.txt").read_text(encoding="utf-8").splitlines():
+        qid, _, docid, grade = line.split()
+        by_grade.setdefault(qid, {}).setdefault(int(grade), docid)
+    qid = next(q for q in sorted(by_grade) if {0, 1, 3} <= set(by_grade[q]))
+    wanted = {by_grade[qid][g] for g in (3, 1, 0)}
+    texts: dict[str, str] = {}
+    with (folder / "passages.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            record = json.loads(line)
+            if record["docid"] in wanted:
+                texts[record["docid"]] = record["doc"]
+    return [reference_free_context(queries[qid].strip(), texts[by_grade[qid][g]]) for g in (3, 1, 0)]
+
+
+@pytest.mark.timeout(240)
+def test_the_relevance_judge_grades_dl19_pairs_under_constraint_then_all_from_the_cache(smollm2: Path,
+                                                                                       tmp_path: Path) -> None:
+    """The reference-free `relevance` judge: every answer is a valid grade at the first try (constrained to its
+    schema), none unmeasured, and a second judge replays the grades from the cache."""
+    pairs = dl19_pairs()
+    options = {**SMOLLM2, "cache": str(tmp_path / "judgments.sqlite3"),
+               "provider_options": {**OPTIONS, "max_new_tokens": 16}}
+    judge = RelevanceJudge(**options)
+    grades = judge.batch_grade(pairs)
+    stats = judge.stats()
+    cost = stats["cost"]["transformers"]
+    assert cost["calls"] == cost["succeeded"] == 3 and cost["failed"] == 0 and stats["repairs"] == 0
+    assert all(g in (0.0, 1.0, 2.0, 3.0) for g in grades) and stats["unmeasured"] == 0
+    assert sum(stats["grades"].values()) == 3
+    again = RelevanceJudge(**options)
+    assert again.batch_grade(pairs) == grades
+    replay = again.stats()["cost"]["transformers"]
+    assert replay["calls"] == 0 and replay["cache_hits"] == 3
