@@ -85,9 +85,10 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "behaviour": f"{_RAG}.scores.kind:Behaviour",
         "answer-relevance": f"{_RAG}.scores.kind:AnswerRelevance",
         "correct": f"{_RAG}.scores.kind:Correct"}),
-    # ``run``: a precomputed run read from a file
+    # ``run``: a precomputed run read from a file; ``hybrid``: registered retrievers fused into one ranking
     BuiltinPlugin("retrievers", "register_retrievers", {
-        "run": "evret_core.retrieve.run_retriever:precomputed_run"}),
+        "run": "evret_core.retrieve.run_retriever:precomputed_run",
+        "hybrid": "evret_core.retrieve.hybrid:hybrid"}),
 )
 
 __all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin"]

@@ -292,6 +292,20 @@ class TestRunRetriever(RetrieverConformance):
         assert {q: r.scores["mrr@3"] for q, r in results.per_query.items()} == {"q1": 0.5, "q2": 1.0}
 
 
+class TestHybridRetriever(RetrieverConformance):
+    """``hybrid``: two bm25 retrievers (different parameters) over the same corpus, fused by reciprocal rank."""
+
+    covers(kinds.RETRIEVER, "hybrid")
+
+    @pytest.fixture
+    def retriever(self) -> Any:
+        pytest.importorskip("bm25s")
+        corpus = {doc: {"text": text} for doc, text in RUN_CORPUS.items()}
+        return create_retriever("hybrid", depth=4, retrievers=[
+            {"name": "bm25", "options": {"corpus": corpus}},
+            {"name": "bm25", "options": {"corpus": corpus, "k1": 2.0, "b": 0.9, "stemmer": None}}])
+
+
 # -- output evaluators -----------------------------------------------------------------------------------------------
 
 RIGHT = ("Paris", "Rome")  # the default records' right answers
