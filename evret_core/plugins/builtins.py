@@ -36,6 +36,9 @@ FAMILIES = {
     "precision": "Precision", "recall": "Recall", "f1": "F1", "hit_rate": "HitRate", "mrr": "MRR", "ndcg": "NDCG",
     "ap": "AveragePrecision", "r_precision": "RPrecision", "bpref": "Bpref", "err": "ERR", "rbp": "RBP",
     "rbp_residual": "RBPResidual", "num_rel_ret": "NumRelRet", "num_rel": "NumRel", "num_ret": "NumRet",
+    "judged": "Judged", "unjudged": "Unjudged", "precision_condensed": "PrecisionCondensed",
+    "recall_condensed": "RecallCondensed", "mrr_condensed": "MRRCondensed", "ndcg_condensed": "NDCGCondensed",
+    "ap_condensed": "AveragePrecisionCondensed",
 }
 
 _RAG = "evret_core.rag"
@@ -88,7 +91,7 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
     # ``run``: a precomputed run read from a file; ``hybrid``: registered retrievers fused into one ranking
     BuiltinPlugin("retrievers", "register_retrievers", {
         "run": "evret_core.retrieve.run_retriever:precomputed_run",
-        "hybrid": "evret_core.retrieve.hybrid:hybrid"}),
+        "hybrid": "evret_core.retrieve.hybrid:HybridRetriever"}),
 )
 
 __all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin"]

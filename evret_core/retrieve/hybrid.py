@@ -13,27 +13,50 @@ from evret_core.contracts.retrieve import RankedColumns, RetrievalResult, Retrie
 from evret_core.limits import MAX_DEPTH, check_int
 from evret_core.retrieve.fusion import FusionSettings, fuse_columns
 
-__all__ = ["HybridRetriever", "hybrid"]
+__all__ = ["HybridRetriever"]
 
 _WHERE = "retriever 'hybrid'"
 
 
 class HybridRetriever(Retriever):
-    """Fuses the rankings of ``retrievers`` (built retrievers) for each query; each is asked for its top ``depth``
-    (at least the ``k`` asked of the hybrid), and the fused list is cut to ``k``. A document's text is the first
-    retriever's that gave one."""
+    """Fuses the rankings of several registered retrievers for each query: ``retrievers`` is a list of tables of a
+    registered ``name`` and its ``options``, each built by the component builder (handed ``dataset`` and
+    ``corpus``). Each is asked for its top ``depth`` (at least the ``k`` asked of the hybrid), the rankings are
+    fused (``method``, ``norm``, ``rrf_k``, ``weights``: :class:`~evret_core.retrieve.fusion.FusionSettings`) and
+    the fused list is cut to ``k``; a document's text is the first retriever's that gave one. Every option, each
+    retriever's name and options included, is checked before the first retriever is built (building one may index
+    or encode a corpus)."""
 
     name = "hybrid"
 
-    def __init__(self, retrievers: Sequence[Any], settings: FusionSettings, depth: int = 100,
-                 labels: Sequence[str] | None = None) -> None:
-        if len(retrievers) < 2:
-            raise EvretError(f"{_WHERE}: option retrievers needs at least two retrievers, got {len(retrievers)}")
-        self.retrievers = list(retrievers)
-        self.settings = settings
-        self.depth = depth
-        self.labels = list(labels) if labels is not None else [getattr(r, "name", type(r).__name__)
-                                                                 for r in self.retrievers]
+    def __init__(
+        self,
+        retrievers: Any,
+        method: str = "rrf",
+        norm: str | None = "min-max",
+        rrf_k: float = 60,
+        weights: Sequence[float] | None = None,
+        depth: int = 100,
+        dataset: Any = None,
+        corpus: Any = None,
+    ) -> None:
+        from evret_core.plugins.builder import build, check_options
+
+        specs = _specs(retrievers)
+        self.settings = FusionSettings.check(method, norm, weights, rrf_k, n_runs=len(specs), where=_WHERE)
+        self.depth = check_int(depth, f"{_WHERE}: option depth", 1, MAX_DEPTH)
+        for i, (name, options) in enumerate(specs):  # an unknown name or option fails here, before any is built
+            check_options(kinds.RETRIEVER, name, options, _sources(i, options))
+        if isinstance(corpus, str | PathLike):  # read once, shared by every retriever that takes a corpus
+            from evret_core.io.corpus import read_corpus
+
+            corpus = read_corpus(str(corpus))
+        elif corpus is not None and not isinstance(corpus, Mapping):
+            raise EvretError(f"{_WHERE}: option corpus must be a file path or a mapping, "
+                             f"got {type(corpus).__name__}")
+        self.labels = [name for name, _ in specs]
+        self.retrievers = [build(kinds.RETRIEVER, name, options, sources=_sources(i, options), dataset=dataset,
+                                 corpus=corpus) for i, (name, options) in enumerate(specs)]
 
     def config(self) -> dict[str, Any]:
         parts = []
@@ -126,36 +149,3 @@ def _specs(retrievers: Any) -> list[tuple[str, dict[str, Any]]]:
 
 def _sources(i: int, options: Mapping[str, Any]) -> dict[str, str]:
     return {option: f"hybrid retrievers[{i}] options" for option in options}
-
-
-def hybrid(
-    retrievers: Any,
-    method: str = "rrf",
-    norm: str | None = "min-max",
-    rrf_k: float = 60,
-    weights: Sequence[float] | None = None,
-    depth: int = 100,
-    dataset: Any = None,
-    corpus: Any = None,
-) -> HybridRetriever:
-    """Build a :class:`HybridRetriever`. Every option, each retriever's name and the fusion settings are checked
-    before any retriever is built (building one may index or encode a corpus); each is then built by the component
-    builder with its options and the dataset or corpus of the evaluation."""
-    from evret_core.plugins.builder import build, check_options
-
-    specs = _specs(retrievers)
-    settings = FusionSettings.check(method, norm, weights, rrf_k, n_runs=len(specs), where=_WHERE)
-    depth = check_int(depth, f"{_WHERE}: option depth", 1, MAX_DEPTH)
-    for i, (name, options) in enumerate(specs):  # an unknown name or option fails here, before any is built
-        check_options(kinds.RETRIEVER, name, options, _sources(i, options))
-    if isinstance(corpus, str | PathLike):  # read once, shared by every retriever that takes a corpus
-        from evret_core.io.corpus import read_corpus
-
-        corpus = read_corpus(str(corpus))
-    elif corpus is not None and not isinstance(corpus, Mapping):
-        raise EvretError(f"{_WHERE}: option corpus must be a file path or a mapping, got {type(corpus).__name__}")
-    built = []
-    for i, (name, options) in enumerate(specs):
-        built.append(build(kinds.RETRIEVER, name, options, sources=_sources(i, options), dataset=dataset,
-                           corpus=corpus))
-    return HybridRetriever(built, settings, depth, labels=[name for name, _ in specs])
