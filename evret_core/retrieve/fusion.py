@@ -354,12 +354,22 @@ def _trec_order(lengths: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.
     size = int(lengths.sum())
     if not size:
         return np.zeros(0, dtype=np.int64)
-    rows, _, starts = _row_index(lengths)
-    # one stable sort by (row, -score): rows stay in place, ties keep their given order for now
-    order = np.lexsort((-scores, rows))
+    rows, pos, starts = _row_index(lengths)
+    same_row = rows[1:] == rows[:-1]
+    # a stable sort by (row, -score): rows stay in place, ties keep their given order for now; none when each row
+    # is already by score (a run read in rank order, a retriever's list)
+    if bool(np.all((scores[1:] <= scores[:-1]) | ~same_row)):
+        order = np.arange(size)
+    elif n * int(lengths.max()) <= 4 * size + 1024:  # rows of similar lengths: sort each row of a padded matrix
+        matrix = np.full((n, int(lengths.max())), np.inf)
+        matrix[rows, pos] = -scores
+        perm = np.argsort(matrix, axis=1, kind="stable")
+        order = (perm + starts[:, None])[perm < lengths[:, None]]
+    else:
+        order = np.lexsort((-scores, rows))
     sorted_scores = scores[order]
     tie = np.zeros(size, dtype=bool)
-    tie[1:] = (sorted_scores[1:] == sorted_scores[:-1]) & (rows[order][1:] == rows[order][:-1])
+    tie[1:] = (sorted_scores[1:] == sorted_scores[:-1]) & same_row
     if not tie.any():
         return order
     # tie blocks: maximal runs of equal scores in one row; each is ordered by id, descending
@@ -388,7 +398,6 @@ def _trec_order(lengths: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.
             swap = ids[a] < ids[b]
             if swap.any():
                 order[left[swap]], order[left[swap] + 1] = b[swap], a[swap]
-    del n, starts
     return order
 
 

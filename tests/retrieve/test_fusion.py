@@ -168,3 +168,19 @@ def test_the_docs_list_every_method_and_norm() -> None:
     page = (REPO / "docs" / "retrievers.md").read_text(encoding="utf-8")
     for name in (*METHODS, *NORMS):
         assert f"| `{name}` |" in page, name
+
+
+def test_input_order_of_a_dict_does_not_matter() -> None:
+    """Each run's ranking is its scores' order whatever the dict's order: already sorted (no sort), shuffled rows of
+    similar lengths (a padded matrix sorted per row) and very uneven rows (one sort of the whole run)."""
+    rng = np.random.default_rng(5)
+    even = random_run(41, 30, 20, ties=True)
+    uneven = {**random_run(42, 300, 2, ties=True), "long": {f"d{i}": float(i % 7) for i in range(5000)}}
+    for run in (even, uneven):
+        other = random_run(43, 30, 20, ties=True)
+        shuffled = {q: dict(sorted(docs.items(), key=lambda _: rng.random())) for q, docs in run.items()}
+        assert any(list(shuffled[q]) != list(run[q]) for q in run)
+        for method in ("rrf", "sum"):
+            want = fuse_runs([run, other], method=method)
+            got = fuse_runs([shuffled, other], method=method)
+            assert [list(d.items()) for d in got.values()] == [list(d.items()) for d in want.values()]
