@@ -390,8 +390,12 @@ def _trec_order(lengths: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.
         same_block = np.zeros(size, dtype=bool)
         same_block[1:] = tie[1:] & in_block[1:]
         left_all = np.flatnonzero(same_block) - 1
+        block_of = np.searchsorted(block_start, left_all, side="right") - 1
+        parity = (left_all - block_start[block_of]) % 2
+        length_of = block_len[block_of]
+        # a block of L documents is sorted after L passes: the pairs of shorter blocks drop out early
         for p in range(int(block_len[small].max())):
-            left = left_all[(left_all - _parity_base(left_all, block_start)) % 2 == p % 2]
+            left = left_all[(parity == p % 2) & (length_of > p)]
             if not left.size:
                 continue
             a, b = order[left], order[left + 1]
@@ -399,8 +403,3 @@ def _trec_order(lengths: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.
             if swap.any():
                 order[left[swap]], order[left[swap] + 1] = b[swap], a[swap]
     return order
-
-
-def _parity_base(positions: np.ndarray, block_start: np.ndarray) -> np.ndarray:
-    """The start of the tie block holding each position (the parity of odd-even passes counts from it)."""
-    return block_start[np.searchsorted(block_start, positions, side="right") - 1]
