@@ -7,8 +7,9 @@ from pathlib import Path
 
 from evret_core.testing.shared_data import shared_data
 
-_CUT = re.compile(r"^(P|recall|success|ndcg_cut|map_cut)_(\d+)$")
-_CUT_FAMILY = {"P": "precision", "recall": "recall", "success": "hit_rate", "ndcg_cut": "ndcg", "map_cut": "ap"}
+_CUT = re.compile(r"^(P|recall|success|ndcg_cut|map_cut|unj)_(\d+)$")
+_CUT_FAMILY = {"P": "precision", "recall": "recall", "success": "hit_rate", "ndcg_cut": "ndcg", "map_cut": "ap",
+               "unj": "unjudged"}
 _PLAIN = {
     "map": "ap", "ndcg": "ndcg", "Rprec": "r_precision", "bpref": "bpref", "recip_rank": "mrr",
     "num_rel_ret": "num_rel_ret", "num_rel": "num_rel", "num_ret": "num_ret", "set_P": "precision",

@@ -112,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
     if extra:
         shown = visible(", ".join(extra["queries"][:5])) + (" ..." if extra["count"] > 5 else "")
         print(f"WARNING: {extra['count']} queries of the run are not in the dataset, ignored: {shown}", file=sys.stderr)
+    warning = _unjudged(dataset, results)
+    if warning:
+        print(warning, file=sys.stderr)
     if config.judge is None and any(q.expected_answers for q in dataset.queries):
         _note_default_judge()
     end = EndOfRun(allow_empty=args.allow_empty_retrieval, allow_unmeasured=args.allow_unmeasured)
@@ -128,6 +131,22 @@ def run(args: argparse.Namespace) -> int:
     log_run(args, tracking, results)  # after the results file: a tracking failure must not lose it
     gates = run_gates(args, floors, results, lambda _path: baseline)
     return end.report() or gates  # last: the line that says why the run failed is the last one
+
+
+def _unjudged(dataset: Any, results: Any) -> str | None:
+    """The warning when the id-labelled queries' top 10 is mostly unjudged (mean unjudged@10 > 0.5; see
+    :func:`~evret_core.metrics.ir.unjudged_warning`). Text-labelled queries have no holes: every retrieved text is
+    judged."""
+    from evret_core.metrics.engine import evaluate_rankings
+    from evret_core.metrics.ir import UNJUDGED_WARNING_K, unjudged_warning
+
+    qrels = {q.query_id: q.relevance for q in dataset.queries if q.relevant_doc_ids and not q.expected_answers}
+    ranked = {qid: list(results.per_query[qid].retrieved_ids) for qid in qrels if qid in results.per_query}
+    if not ranked:
+        return None
+    name = f"unjudged@{UNJUDGED_WARNING_K}"
+    mean = evaluate_rankings({q: qrels[q] for q in ranked}, ranked, [name])[name]
+    return unjudged_warning(mean, len(ranked), lambda: (g for judged in qrels.values() for g in judged.values()))
 
 
 def _note_default_judge() -> None:

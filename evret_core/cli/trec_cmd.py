@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 DEFAULT_METRICS = [
@@ -101,15 +102,26 @@ def run(args: argparse.Namespace) -> int:
     metrics = resolve_metrics(args.metric or DEFAULT_METRICS)
     tracking = check_tracking_arguments(args, [args.qrels, args.run])
     from evret_core.contracts.errors import EvretError
+    from evret_core.metrics.ir import UNJUDGED_WARNING_K, Unjudged, unjudged_warning
 
+    probe = Unjudged(UNJUDGED_WARNING_K)  # for the warning; printed only when asked for
+    asked = any(m.name == probe.name for m in metrics)
     try:
-        tag, per_query = _scores(args, metrics)
+        tag, per_query = _scores(args, metrics if asked else [*metrics, probe])
     except EvretError as exc:
         if _swapped(args.qrels, args.run):
             raise EvretError(f"{exc}; {args.qrels} looks like a run file and {args.run} like qrels: the files may "
                              f"be swapped (evret trec QRELS RUN)") from None
         raise
     qids = sorted(per_query)
+    if qids:
+        warning = unjudged_warning(sum(per_query[q][probe.name] for q in qids) / len(qids), len(qids),
+                                   lambda: _grades(args.qrels))
+        if warning:
+            print(warning, file=sys.stderr)
+    if not asked:
+        for row in per_query.values():
+            row.pop(probe.name, None)
     aggregate: dict[str, float] = {}
     for m in metrics:
         values = [per_query[q][m.name] for q in qids]
@@ -133,6 +145,13 @@ def run(args: argparse.Namespace) -> int:
     print("\n".join(lines))
     log_run(args, tracking, _tracked(args, metrics, tag, aggregate, per_query))
     return 0
+
+
+def _grades(path: str) -> list[float]:
+    """Every grade of the qrels file (read again only when the run looks mostly unjudged)."""
+    from evret_core.io.trec import read_qrels
+
+    return [g for judged in read_qrels(path).values() for g in judged.values()]
 
 
 def _swapped(qrels: str, run: str) -> bool:

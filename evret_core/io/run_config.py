@@ -250,13 +250,27 @@ def relative(base: Path, value: Any) -> Any:
     return value
 
 
+def _relative_options(base: Path, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A component's options with its file-naming ones relative to ``base``, and those of the components nested in
+    a list of ``{name, options}`` tables (the ``hybrid`` retriever's ``retrievers``) too."""
+    out: dict[str, Any] = {}
+    for key, value in options.items():
+        if key.endswith(PATH_OPTION_SUFFIXES):
+            value = relative(base, value)
+        elif isinstance(value, list):
+            value = [{**part, "options": _relative_options(base, part["options"])}
+                     if isinstance(part, Mapping) and "name" in part and isinstance(part.get("options"), Mapping)
+                     else part for part in value]
+        out[key] = value
+    return out
+
+
 def component_layer(value: Any, base: Path, source: str) -> tuple[Any, dict[str, str]]:
     """A config file's component value (a name or a table) with its file-naming options made relative to
     ``base``, and the source of each option (``source``)."""
     if isinstance(value, Mapping) and not (set(value) <= {"name", "options"} and "options" in value):
         options = {k: v for k, v in value.items() if k != "name"}
-        value = {"name": value.get("name"), "options": {
-            k: relative(base, v) if k.endswith(PATH_OPTION_SUFFIXES) else v for k, v in options.items()}}
+        value = {"name": value.get("name"), "options": _relative_options(base, options)}
         return value, {k: source for k in options}
     if isinstance(value, Mapping) and isinstance(value.get("options"), Mapping):
         return value, {k: source for k in value["options"]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -298,6 +299,127 @@ class RBPResidual(RBP):
         return np.where(unjudged.any(axis=1), value, 0.0)
 
 
+class Judged(Metric):
+    """judged@k (ir_measures Judged@k): the share of the top k documents that have a judgment in the qrels, any
+    grade (a negative one too), over min(k, documents retrieved); 0 when nothing was retrieved."""
+
+    family = "judged"
+    value_range = UNIT
+    requires_k = True
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        assert self.k is not None  # requires_k
+        judged = cut(~np.isnan(batch.grades), self.k).sum(axis=1)
+        return safe_divide(judged, np.minimum(batch.num_ret, self.k))
+
+
+class Unjudged(Metric):
+    """unjudged@k (trec_eval 10.0 unj_k): the top k documents that are not in the qrels or are judged with a
+    negative grade (trec_eval's "unjudged in the pool"), divided by k; ranks past the end of the ranking count as
+    judged, so a run of 15 documents with 4 unjudged has unjudged@20 = 4/20."""
+
+    family = "unjudged"
+    value_range = UNIT
+    requires_k = True
+    higher_is_better = False
+    trec_name_k = "unj_{k}"
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        assert self.k is not None  # requires_k
+        return np.asarray(cut(unjudged_ranks(batch), self.k).sum(axis=1) / float(self.k), dtype=np.float64)
+
+
+#: ``evret trec`` and ``evret evaluate`` (with qrels) warn when the mean unjudged@10 is above this share
+UNJUDGED_WARNING_K = 10
+UNJUDGED_WARNING_SHARE = 0.5
+
+
+def unjudged_warning(mean_unjudged: float, queries: int, grades: Callable[[], Iterable[float]]) -> str | None:
+    """The warning for a run whose top ``UNJUDGED_WARNING_K`` is mostly unjudged (mean unjudged@10 above
+    ``UNJUDGED_WARNING_SHARE``), or None. None too when the qrels judge no document non-relevant (every grade of
+    ``grades()`` > 0: qrels that list only relevant documents, as BEIR's, call everything else non-relevant)."""
+    if not mean_unjudged > UNJUDGED_WARNING_SHARE or all(g > 0 for g in grades()):
+        return None
+    k = UNJUDGED_WARNING_K
+    return (f"warning: {mean_unjudged:.0%} of the run's top {k} documents are unjudged (unjudged@{k}, trec_eval's "
+            f"unj_{k}, over {queries} queries): they count as non-relevant, so the scores may understate the run; "
+            f"judged@{k} and the condensed measures (ndcg_condensed@{k}...) show how much")
+
+
+def unjudged_ranks(batch: RankedBatch) -> np.ndarray:
+    """True at each retrieved rank whose document trec_eval counts as unjudged: not in the qrels, or a negative
+    grade."""
+    inside = np.arange(batch.depth) < batch.num_ret[:, None]
+    with np.errstate(invalid="ignore"):
+        return np.asarray((np.isnan(batch.grades) | (batch.grades < 0)) & inside)
+
+
+def condense(batch: RankedBatch) -> RankedBatch:
+    """The batch with every unjudged document (see :func:`unjudged_ranks`) removed from each ranking and the rest
+    moved up in order, ``num_ret`` the judged documents retrieved: trec_eval -J's "judged documents only"."""
+    if batch.depth == 0:
+        return batch
+    keep = ~unjudged_ranks(batch) & (np.arange(batch.depth) < batch.num_ret[:, None])
+    order = np.argsort(~keep, axis=1, kind="stable")
+    grades = np.take_along_axis(batch.grades, order, axis=1)
+    grades[~np.take_along_axis(keep, order, axis=1)] = np.nan
+    condensed = RankedBatch(grades, batch.qrel_grades, keep.sum(axis=1), batch.relevance_level)
+    if batch.answers_found is not None and batch.num_answers is not None:
+        found = np.take_along_axis(batch.answers_found, order, axis=1)
+        found[~np.take_along_axis(keep, order, axis=1)] = 0.0
+        condensed.set_answer_coverage(found, batch.num_answers)
+    return condensed
+
+
+class _Condensed(Metric):
+    """A measure on the condensed ranking (:func:`condense`): unjudged documents removed before scoring, as
+    trec_eval -J computes every measure. It reads the whole ranking (a judged document below rank k may move up)."""
+
+    @property
+    def trec_eval_name(self) -> str | None:
+        """None: trec_eval prints these under the plain measure's name, only with -J."""
+        return None
+
+    @property
+    def depth(self) -> int | None:
+        return None
+
+    def compute(self, batch: RankedBatch) -> np.ndarray:
+        return super().compute(condense(batch))
+
+
+class PrecisionCondensed(_Condensed, Precision):
+    """precision_condensed@k: precision@k on the condensed ranking (trec_eval -J P_k)."""
+
+    family = "precision_condensed"
+
+
+class RecallCondensed(_Condensed, Recall):
+    """recall_condensed@k: recall@k on the condensed ranking (trec_eval -J recall_k)."""
+
+    family = "recall_condensed"
+
+
+class MRRCondensed(_Condensed, MRR):
+    """mrr_condensed: mrr on the condensed ranking (trec_eval -J recip_rank)."""
+
+    family = "mrr_condensed"
+
+
+class NDCGCondensed(_Condensed, NDCG):
+    """ndcg_condensed@k: ndcg@k on the condensed ranking (trec_eval -J ndcg_cut_k; without k, -J ndcg), the
+    condensed-list nDCG' of Sakai (2007)."""
+
+    family = "ndcg_condensed"
+
+
+
+class AveragePrecisionCondensed(_Condensed, AveragePrecision):
+    """ap_condensed@k: ap@k on the condensed ranking (trec_eval -J map_cut_k; without k, -J map), Sakai's AP'."""
+
+    family = "ap_condensed"
+
+
 class _Count(Metric):
     allows_k = False
     value_range = COUNT_RANGE
@@ -331,6 +453,7 @@ ALL_METRICS: dict[str, type[Metric]] = {
     cls.family: cls
     for cls in (
         Precision, Recall, F1, HitRate, MRR, NDCG, AveragePrecision, RPrecision, Bpref, ERR, RBP, RBPResidual,
-        NumRelRet, NumRel, NumRet,
+        NumRelRet, NumRel, NumRet, Judged, Unjudged, PrecisionCondensed, RecallCondensed, MRRCondensed,
+        NDCGCondensed, AveragePrecisionCondensed,
     )
 }

@@ -19,7 +19,7 @@ from evret_core.contracts.kinds import Kind
 from evret_core.plugins.loading import get_registry, plugin_exits_as_errors
 from evret_core.plugins.recipes import Recipe
 
-__all__ = ["build", "rebuild"]
+__all__ = ["build", "check_options", "rebuild"]
 
 T = TypeVar("T")
 
@@ -63,6 +63,14 @@ def build(kind: Kind[Any] | str, name: str, options: Mapping[str, Any], *, sourc
     except (AttributeError, TypeError, ValueError):  # slots, frozen or builtin objects: not rebuildable by name
         pass
     return built
+
+
+def check_options(kind: Kind[Any] | str, name: str, options: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """What :func:`build` checks before it builds: ``name`` is registered for ``kind`` and its factory takes every
+    option (named with its source). A composite part (the ``hybrid`` retriever) checks all its parts this way
+    before building the first."""
+    kind_name = kind if isinstance(kind, str) else kind.name
+    _check_names(kind_name, name, options, sources, _parameters(get_registry().get(kind_name, name)))
 
 
 def rebuild(made: Recipe) -> Any:

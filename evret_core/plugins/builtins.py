@@ -36,6 +36,9 @@ FAMILIES = {
     "precision": "Precision", "recall": "Recall", "f1": "F1", "hit_rate": "HitRate", "mrr": "MRR", "ndcg": "NDCG",
     "ap": "AveragePrecision", "r_precision": "RPrecision", "bpref": "Bpref", "err": "ERR", "rbp": "RBP",
     "rbp_residual": "RBPResidual", "num_rel_ret": "NumRelRet", "num_rel": "NumRel", "num_ret": "NumRet",
+    "judged": "Judged", "unjudged": "Unjudged", "precision_condensed": "PrecisionCondensed",
+    "recall_condensed": "RecallCondensed", "mrr_condensed": "MRRCondensed", "ndcg_condensed": "NDCGCondensed",
+    "ap_condensed": "AveragePrecisionCondensed",
 }
 
 _RAG = "evret_core.rag"
@@ -86,10 +89,12 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "behaviour": f"{_RAG}.scores.kind:Behaviour",
         "answer-relevance": f"{_RAG}.scores.kind:AnswerRelevance",
         "correct": f"{_RAG}.scores.kind:Correct"}),
-    # ``run``: a precomputed run read from a file; ``rerank``: any retriever's candidates reranked
+    # ``run``: a precomputed run read from a file; ``rerank``: any retriever's candidates reranked; ``hybrid``:
+    # registered retrievers fused into one ranking
     BuiltinPlugin("retrievers", "register_retrievers", {
         "run": "evret_core.retrieve.run_retriever:precomputed_run",
-        "rerank": "evret_core.retrieve.rerank_retriever:RerankRetriever"}),
+        "rerank": "evret_core.retrieve.rerank_retriever:RerankRetriever",
+        "hybrid": "evret_core.retrieve.hybrid:HybridRetriever"}),
     BuiltinPlugin("rerankers", "register_rerankers", {
         "llm": "evret_core.retrieve.rerankers:LLMReranker"}),
 )

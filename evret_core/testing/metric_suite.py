@@ -117,12 +117,14 @@ class MetricConformance(Conformance):
             np.testing.assert_array_equal(chunked, values, err_msg=f"{name}: chunks differ from the whole")
 
     def test_cutoff_reads_only_the_top_k(self, batch: Any) -> None:
+        """A metric reads no rank below its ``depth`` (its cutoff, unless it declares that it reads the whole
+        ranking, as the condensed measures do: the engine then keeps every rank for it)."""
         rankings, qrels, _ = batch
         for name in self.names():
             metric = self.make(name)
-            if metric.k is None:
+            if metric.k is None or metric.depth is None:
                 continue
-            k = metric.k
+            k = metric.depth
             shuffled = [r[:k] + r[k:][::-1] for r in rankings]  # the same top k, the rest in another order
             for a, b, q in zip(rankings, shuffled, qrels, strict=True):
                 assert metric.score(a, q) == metric.score(b, q), f"{name} reads below rank {k}"

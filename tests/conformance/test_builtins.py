@@ -242,7 +242,66 @@ class TestNumRet(MetricConformance):
     known: ClassVar[dict[str, float]] = {"num_ret": 5.0}
 
 
-for _cls in [c for c in list(globals().values()) if isinstance(c, type) and issubclass(c, MetricConformance) and c is not MetricConformance]:
+class TestJudged(MetricConformance):
+    family = "judged"
+    # n3 is unjudged: 4 of the 5 documents retrieved (judged@k divides by min(k, retrieved), as ir_measures)
+    known: ClassVar[dict[str, float]] = {"judged@1": 1.0, "judged@3": 1.0, "judged@10": 4 / 5}
+
+
+class TestUnjudged(MetricConformance):
+    family = "unjudged"
+    # trec_eval's unj_10: 1 unjudged document (n3) over 10; the ranks past the ranking count as judged
+    known: ClassVar[dict[str, float]] = {"unjudged@1": 0.0, "unjudged@3": 0.0, "unjudged@10": 1 / 10}
+
+
+class CondensedConformance(MetricConformance):
+    """A condensed family reads below rank k by definition (a judged document below k moves up once the unjudged
+    ones above it are removed; its ``depth`` is None, so the suite's top-k check passes it by): its value is that of
+    the plain family on the ranking without its unjudged documents."""
+
+    plain = ""
+
+    def test_equals_the_plain_family_without_unjudged_documents(self, batch: Any) -> None:
+        rankings, qrels, _ = batch
+        for name in self.names():
+            plain = self.make(name.replace(self.family, self.plain, 1))
+            metric = self.make(name)
+            for ranking, judged in zip(rankings, qrels, strict=True):
+                kept = [d for d in ranking if d in judged and judged[d] >= 0]
+                assert metric.score(ranking, judged) == plain.score(kept, judged), name
+
+
+# n3 (unjudged) is last in the known ranking: condensing drops it, so only the set measures and cutoffs past
+# rank 4 change
+class TestPrecisionCondensed(CondensedConformance):
+    family, plain = "precision_condensed", "precision"
+    known: ClassVar[dict[str, float]] = {"precision_condensed": 2 / 4, "precision_condensed@1": 0.0,
+                                         "precision_condensed@3": 1 / 3, "precision_condensed@10": 2 / 10}
+
+
+class TestRecallCondensed(CondensedConformance):
+    family, plain = "recall_condensed", "recall"
+    known: ClassVar[dict[str, float]] = {"recall_condensed": 2 / 3, "recall_condensed@1": 0.0,
+                                         "recall_condensed@3": 1 / 3}
+
+
+class TestMRRCondensed(CondensedConformance):
+    family, plain = "mrr_condensed", "mrr"
+    known: ClassVar[dict[str, float]] = {"mrr_condensed": 1 / 2, "mrr_condensed@1": 0.0}
+
+
+class TestNDCGCondensed(CondensedConformance):
+    family, plain = "ndcg_condensed", "ndcg"
+    known: ClassVar[dict[str, float]] = {"ndcg_condensed": DCG_RETRIEVED / IDEAL,
+                                         "ndcg_condensed@3": (1 / log2(3)) / IDEAL, "ndcg_condensed@1": 0.0}
+
+
+class TestAveragePrecisionCondensed(CondensedConformance):
+    family, plain = "ap_condensed", "ap"
+    known: ClassVar[dict[str, float]] = {"ap_condensed": (1 / 2 + 2 / 4) / 3, "ap_condensed@3": (1 / 2) / 3}
+
+
+for _cls in [c for c in list(globals().values()) if isinstance(c, type) and issubclass(c, MetricConformance) and c not in (MetricConformance, CondensedConformance)]:
     covers(kinds.METRIC, _cls.family)
 
 
@@ -316,6 +375,20 @@ class TestRunRetriever(RetrieverConformance):
                                                           expected_answers=["nearest neighbour"])])
         results = Evaluator(retriever, metrics=["mrr@3"]).evaluate(dataset)
         assert {q: r.scores["mrr@3"] for q, r in results.per_query.items()} == {"q1": 0.5, "q2": 1.0}
+
+
+class TestHybridRetriever(RetrieverConformance):
+    """``hybrid``: two bm25 retrievers (different parameters) over the same corpus, fused by reciprocal rank."""
+
+    covers(kinds.RETRIEVER, "hybrid")
+
+    @pytest.fixture
+    def retriever(self) -> Any:
+        pytest.importorskip("bm25s")
+        corpus = {doc: {"text": text} for doc, text in RUN_CORPUS.items()}
+        return create_retriever("hybrid", depth=4, retrievers=[
+            {"name": "bm25", "options": {"corpus": corpus}},
+            {"name": "bm25", "options": {"corpus": corpus, "k1": 2.0, "b": 0.9, "stemmer": None}}])
 
 
 WORDS = re.compile(r"[a-z0-9]+")

@@ -21,6 +21,7 @@ EXAMPLES = [
      {"report.md": ["titles only", "titles and text", "| recall@5 |", "| mrr@10 |"],
       "report.html": ["titles", "full", "mrr@10"]}),
     ("docs/tracking.md", "Logging from Python", {}),
+    ("docs/retrievers.md", "Fusion: the `hybrid` retriever", {}),
 ]
 
 

@@ -23,6 +23,7 @@ DATA_FOLDERS = {
     "results/data": "results files written by earlier versions of Evret, read back by tests/results",
     "golden/inputs": "the inputs of the golden commands",
     "golden/expected": "the outputs the golden commands must reproduce",
+    "metrics/data": "trec_eval 10.0 -J outputs on trec_eval's test files (README.md there: the commands)",
 }
 """Folders below tests/<folder>/ (data only, no test file), each with why it is there."""
 

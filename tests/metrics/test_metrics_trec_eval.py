@@ -99,4 +99,4 @@ def test_claimed_measures_are_all_covered() -> None:
     printed = {m for case in CASES for row in parse_output(base / case[0]).values() for m in row}
     families = {evret_name(m).split("@")[0] for m in printed if evret_name(m)}  # type: ignore[union-attr]
     assert families == {"precision", "recall", "f1", "hit_rate", "mrr", "ndcg", "ap", "r_precision", "bpref",
-                        "rbp", "rbp_residual", "num_rel_ret", "num_rel", "num_ret"}
+                        "rbp", "rbp_residual", "num_rel_ret", "num_rel", "num_ret", "unjudged"}
