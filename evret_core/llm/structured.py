@@ -198,3 +198,14 @@ def parse_json_object(text: str) -> dict[str, Any]:
             return value
         first_error = first_error or f"expected a JSON object, got {type(value).__name__}"
     raise AnswerError(first_error or "the answer contains no JSON object")
+
+
+def answer_int(value: object, field: str, low: int, high: int) -> int:
+    """A model's integer answer field checked for a pydantic ``mode="before"`` validator: an int (or an integral
+    float, as JSON may write it) from ``low`` to ``high``; a bool, another type or a value out of range is a
+    ``ValueError`` naming the field, so :func:`structured_call` sends it back for repair."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValueError(f"'{field}' must be an integer from {low} to {high}, got {value!r}")
+    return value

@@ -27,7 +27,7 @@ from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, new_nonce
 from evret_core.llm.settings import LLMSettings
-from evret_core.llm.structured import Structured, structured_call
+from evret_core.llm.structured import Structured, answer_int, structured_call
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,11 +59,7 @@ class GradeAnswer(BaseModel):
     @field_validator("grade", mode="before")
     @classmethod
     def _grade(cls, value: object) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= GRADES:
-            raise ValueError(f"'grade' must be an integer from 0 to {GRADES}, got {value!r}")
-        return value
+        return answer_int(value, "grade", 0, GRADES)
 
 
 def _check_prompt(prompt: Any) -> str:

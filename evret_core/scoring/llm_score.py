@@ -16,7 +16,7 @@ from evret_core.llm.cache import resolve_cache
 from evret_core.llm.client import LLMClient, run_all
 from evret_core.llm.fencing import fence, fence_notice, format_field, new_nonce
 from evret_core.llm.settings import LLMSettings
-from evret_core.llm.structured import Structured, structured_call
+from evret_core.llm.structured import Structured, answer_int, structured_call
 
 DEFAULT_MAX_TRIES = 3
 
@@ -78,11 +78,7 @@ class ScoreAnswer(BaseModel):
     @field_validator("score", mode="before")
     @classmethod
     def _score(cls, value: object) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
-            raise ValueError(f"'score' must be an integer from 1 to 5, got {value!r}")
-        return value
+        return answer_int(value, "score", 1, 5)
 
     @field_validator("reasoning", mode="before")
     @classmethod

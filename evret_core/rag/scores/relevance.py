@@ -26,6 +26,7 @@ from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
+from evret_core.llm.structured import answer_int
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens
 from evret_core.text import NAME_CUES, NUMBER_CUES, NUMBER_WORDS, content_words
 
@@ -106,11 +107,7 @@ class RelevanceGrade(BaseModel):
     @field_validator("grade", mode="before")
     @classmethod
     def _grade(cls, value: Any) -> int:
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
-            raise ValueError(f"'grade' must be an integer from 1 to 5, got {value!r}")
-        return value
+        return answer_int(value, "grade", 1, 5)
 
 
 class LLMRelevance(LLMPart):
