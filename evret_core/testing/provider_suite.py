@@ -134,8 +134,9 @@ class ProviderConformance(Conformance):
         assert results.scores == [1.0] and results.details[0]["reasoning"] == "grounded"
         assert '"score"' in server.requests[0].system
         # a provider that takes the schema (constrains_json) sends it in its API's own way; the others do not
-        from evret_core.scoring.llm_score import ScoreAnswer
+        from evret_core.scoring.llm_score import LLMScoreEvaluator, ScoreAnswer
 
+        assert isinstance(evaluator, LLMScoreEvaluator)
         expected = ScoreAnswer.model_json_schema() if evaluator.provider.constrains_json else None
         assert server.requests[0].json_schema == expected
 
