@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError, visible
+from evret_core.contracts.values import grade_key
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -198,8 +199,7 @@ def _graded(args: argparse.Namespace) -> int:
                                   sample=args.sample, seed=args.seed)
     histogram: dict[str, int] = {}
     for item in labels:
-        grade = float(item.grade or 0.0)
-        key = str(int(grade)) if grade.is_integer() else str(grade)
+        key = grade_key(float(item.grade or 0.0))
         histogram[key] = histogram.get(key, 0) + 1
     results = [calibrate_graded(j, labels, by=args.by or "kappa", n_resamples=args.n_resamples,
                                 confidence_level=args.confidence_level, seed=args.seed) for j in judges]

@@ -20,6 +20,7 @@ from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError, visible
 from evret_core.contracts.executor import Executor
 from evret_core.contracts.judge import judge_progress, reference_free_context
+from evret_core.contracts.values import grade_key
 from evret_core.io.corpus import iter_corpus
 from evret_core.io.options import parse_options
 from evret_core.io.outputs import check_outputs
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         "judge": name, "grades": getattr(judge, "grades", None), "depth": depth, "runs": len(runs),
         "queries": len(topics), "pools": pool.per_query, "pairs": len(pool.pairs), "distinct": len(distinct),
         "skipped": pool.skipped, "judged": len(pool.pairs) - unmeasured, "unmeasured": unmeasured,
-        "histogram": {_key(g): histogram[g] for g in sorted(histogram)}, "extra_run_queries": len(pool.extra_queries),
+        "histogram": {grade_key(g): histogram[g] for g in sorted(histogram)}, "extra_run_queries": len(pool.extra_queries),
         "cost": _cost(judge_stats), "output": args.output,
     }
     out = sys.stderr if args.output == "-" else sys.stdout
@@ -128,10 +129,6 @@ def _cost(stats: Any) -> dict[str, dict[str, Any]]:
     """An LLM judge's cost per provider from its ``stats()`` (``{}`` for a judge that keeps none)."""
     cost = stats.get("cost") if isinstance(stats, dict) else None
     return {str(k): v for k, v in cost.items() if isinstance(v, dict)} if isinstance(cost, dict) else {}
-
-
-def _key(grade: float) -> str:
-    return str(int(grade)) if grade == int(grade) else repr(grade)
 
 
 def _queries(path: str, trec: Any) -> dict[str, str]:

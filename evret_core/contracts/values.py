@@ -70,6 +70,11 @@ def as_float(value: Any, field: str) -> float:
         raise ValueError(f"{field}: {value!r} is not a number") from None
 
 
+def grade_key(grade: float) -> str:
+    """A grade as a histogram key: ``"2"`` for an integral grade, else its decimal form."""
+    return str(int(grade)) if grade == int(grade) else repr(grade)
+
+
 def as_int(value: Any, field: str) -> int:
     """``value`` as an ``int``: an integer (``bool`` included), an integral float, or a string that parses as one."""
     if type(value) is int:

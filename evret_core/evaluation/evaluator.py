@@ -53,6 +53,7 @@ from evret_core.contracts.judge import AnswerKey, JudgmentContext, judge_progres
 from evret_core.contracts.kinds import JUDGE
 from evret_core.contracts.metric import Metric
 from evret_core.contracts.retrieve import RankedColumns, RetrievalResult
+from evret_core.contracts.values import grade_key
 from evret_core.evaluation.executors import resolve_executor
 from evret_core.evaluation.retrieved import RetrievedRows, extra_run_queries, retrieve_run
 from evret_core.io.datasets import EvaluationDataset
@@ -99,11 +100,6 @@ def _str_ids(ids: Sequence[Any]) -> list[str]:
         except TypeError:
             pass
     return list(map(str, ids))
-
-
-def _grade_key(grade: float) -> str:
-    """A grade as a histogram key: ``"2"`` for an integral grade, else its decimal form."""
-    return str(int(grade)) if grade == int(grade) else repr(grade)
 
 
 class UnmeasuredJudgmentsError(EvretError):
@@ -489,7 +485,7 @@ class Evaluator:
         name = getattr(self.judge, "name", type(self.judge).__name__)
         stats = {"judge": name, "grades": getattr(self.judge, "grades", None), "queries": len(plan.queries),
                  "pairs": pairs, "unmeasured": unmeasured_pairs,
-                 "histogram": {_grade_key(g): histogram[g] for g in sorted(histogram)},
+                 "histogram": {grade_key(g): histogram[g] for g in sorted(histogram)},
                  "expected_answers_unused": with_answers}
         return text, stats
 
