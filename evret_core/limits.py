@@ -47,6 +47,13 @@ TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
 
+def check_bootstrap(seed: Any, n_resamples: Any, confidence_level: Any) -> None:
+    """The bootstrap flags of a command (``--seed``, ``--n-resamples``, ``--confidence-level``) in their bounds."""
+    check_int(seed, "--seed", 0, MAX_SEED)
+    check_int(n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
+    check_float(confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
+
+
 def check_bool(value: Any, option: str) -> bool:
     """``value`` as a bool: a bool, the integer 0 or 1, or the text a command line or config gives (``true``/
     ``false``, ``yes``/``no``, ``on``/``off``, ``1``/``0``, any case); anything else is an :class:`EvretError`

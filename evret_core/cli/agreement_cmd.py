@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
+from evret_core.limits import check_bootstrap, check_float
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -60,9 +60,7 @@ def _runs(specs: list[str]) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from evret_core.calibration.qrels_agreement import qrels_agreement_of_files
 
-    check_int(args.seed, "--seed", 0, MAX_SEED)
-    check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
-    check_float(args.confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
+    check_bootstrap(args.seed, args.n_resamples, args.confidence_level)
     if args.relevance_level is not None:
         check_float(args.relevance_level, "--relevance-level", -1e9, 1e9)
     paths = _runs(args.run) if args.run is not None else None

@@ -104,11 +104,9 @@ def check_before_work(args: argparse.Namespace) -> None:
     """Numbers in their bounds, and the output guard: -o and --save-threshold against each other and every input
     (labels, corpus, results, qrels, PPI truth, the config --save-threshold edits), before any judge is called."""
     from evret_core.io.outputs import check_outputs
-    from evret_core.limits import MAX_RESAMPLES, MAX_SEED, check_float, check_int
+    from evret_core.limits import check_bootstrap, check_int
 
-    check_int(args.seed, "--seed", 0, MAX_SEED)
-    check_int(args.n_resamples, "--n-resamples", 1, MAX_RESAMPLES)
-    check_float(args.confidence_level, "--confidence-level", 0.0, 1.0, open_interval=True)
+    check_bootstrap(args.seed, args.n_resamples, args.confidence_level)
     if args.sample is not None:
         check_int(args.sample, "--sample", 1, 10**9)
     inputs = [args.labels, args.corpus, args.results, args.qrels, args.ppi_truth, args.queries]
