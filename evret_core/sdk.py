@@ -13,6 +13,7 @@ this module costs no more than loading a plugin may (``tests/plugins/test_plugin
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.claims import ClaimJudge, ClaimTask, ClaimVerdict
+from evret_core.contracts.conversation import Rewriter, RewriteRequest, Turn
 from evret_core.contracts.data import Dataset, Question, Questions, RetrievalEvaluator
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import (
@@ -102,9 +103,12 @@ __all__ = [
     "RetrievalEvaluator",
     "RetrievalResult",
     "Retriever",
+    "RewriteRequest",
+    "Rewriter",
     "SDKProvider",
     "ScoreInput",
     "TRUE_WORDS",
+    "Turn",
     "batch_retrieve",
     "batched",
     "check_bool",

@@ -6,13 +6,15 @@ metric chunks) and hands each stage to an executor: :class:`~evret_core.evaluati
 through the ``register_executors`` hook (evret-ray runs the stages on a Ray cluster). Every executor must give the
 same answers as the local one: only where the work runs changes, never what is computed.
 
-The three stages an executor runs:
+The stages an executor runs:
 
 - :meth:`Executor.retrieve`: ``batch_retrieve`` (or ``batch_retrieve_columns``) over batches of query texts;
 - :meth:`Executor.judge`: the judge over chunks of distinct judgment contexts, returning the verdicts and the
   judge's own ``stats()`` for the run (cost, cache hits, parse fallbacks) when it keeps any;
   :meth:`Executor.grade` does the same for a graded judge (:attr:`~evret_core.contracts.judge.Judge.grades`),
   returning its grades beside the verdicts they give;
+- :meth:`Executor.rewrite`: a conversation run's rewriter (the ``rewriter`` query form) over chunks of
+  :class:`~evret_core.contracts.conversation.RewriteRequest` s, returning one query text (or None) per request;
 - :meth:`Executor.metrics`: each metric over :class:`~evret_core.contracts.metric.RankedBatch` chunks of queries.
   Per-query values are independent, so concatenating the chunks' values is exact.
 
@@ -40,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evret_core.contracts.conversation import RewriteRequest
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.metric import Metric, RankedBatch
@@ -48,8 +51,9 @@ from evret_core.contracts.values import Value, value_type
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["Executor", "GenerateRun", "InFlightLimiter", "JudgeRun", "Progress", "batch_retrieve", "grade_chunk",
-           "judge_chunk", "metric_values", "shared_limiter", "use_shared_limiter", "verdict_of"]
+__all__ = ["Executor", "GenerateRun", "InFlightLimiter", "JudgeRun", "Progress", "RewriteRun", "batch_retrieve",
+           "grade_chunk", "judge_chunk", "metric_values", "rewrite_chunk", "shared_limiter", "use_shared_limiter",
+           "verdict_of"]
 
 Progress = Callable[[int], None]
 """Called with how many items (queries, contexts) are done so far."""
@@ -64,6 +68,15 @@ class JudgeRun:
     verdicts: list[bool | None]
     stats: dict[str, Any] | None = None
     grades: list[float | None] | None = None
+
+
+@dataclass(frozen=True)
+class RewriteRun:
+    """What :meth:`Executor.rewrite` returns: one query text per request (None: the rewriter could not make one)
+    and the rewriter's ``stats()`` for this run, or None when it keeps none."""
+
+    texts: list[str | None]
+    stats: dict[str, Any] | None = None
 
 
 @value_type
@@ -110,6 +123,16 @@ class Executor:
             grades.extend(grade_chunk(judge, contexts[start : start + batch_size]))
             progress(len(grades))
         return JudgeRun([verdict_of(judge, g) for g in grades], _run_stats(judge), grades)
+
+    def rewrite(self, rewriter: Any, requests: Sequence[RewriteRequest], batch_size: int,
+                progress: Progress) -> RewriteRun:
+        """The rewriter's query text for every request, in order, ``batch_size`` requests at a time."""
+        _start_run(rewriter, requests)
+        texts: list[str | None] = []
+        for start in range(0, len(requests), batch_size):
+            texts.extend(rewrite_chunk(rewriter, requests[start : start + batch_size]))
+            progress(len(texts))
+        return RewriteRun(texts, _run_stats(rewriter))
 
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
         """Each metric's per-query values over all ``batches``, concatenated in order."""
@@ -175,6 +198,21 @@ def grade_chunk(judge: Any, chunk: Sequence[JudgmentContext]) -> list[float | No
     return out
 
 
+def rewrite_chunk(rewriter: Any, chunk: Sequence[RewriteRequest]) -> list[str | None]:
+    """``rewriter.batch_rewrite(chunk)`` checked: one answer per request, each a string or None; a blank string is
+    None (no query was made)."""
+    got = list(rewriter.batch_rewrite(chunk))
+    if len(got) != len(chunk):
+        raise EvretError(f"rewriter {rewriter!r} returned {len(got)} answers for {len(chunk)} requests")
+    out: list[str | None] = []
+    for text in got:
+        if text is not None and not isinstance(text, str):
+            raise EvretError(f"rewriter {rewriter!r} returned {type(text).__name__} {text!r}; a rewrite is a string "
+                             f"or None")
+        out.append(text if text is not None and text.strip() else None)
+    return out
+
+
 def verdict_of(judge: Any, grade: float | None) -> bool | None:
     """The verdict a grade gives: grade >= ``judge.cut``, or grade > 0 for a judge without a cut."""
     if grade is None:
@@ -183,7 +221,7 @@ def verdict_of(judge: Any, grade: float | None) -> bool | None:
     return grade >= cut if cut is not None else grade > 0
 
 
-def _start_run(judge: Any, contexts: Sequence[JudgmentContext]) -> None:
+def _start_run(judge: Any, contexts: Sequence[Any]) -> None:
     reset_stats = getattr(judge, "reset_stats", None)
     if callable(reset_stats):  # judges that count cost (LLMJudge) report per run
         reset_stats()

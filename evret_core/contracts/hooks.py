@@ -18,6 +18,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import pluggy
 
 from evret_core.contracts.claims import ClaimJudge
+from evret_core.contracts.conversation import Rewriter
 from evret_core.contracts.data import RetrievalEvaluator
 from evret_core.contracts.errors import PluginError
 from evret_core.contracts.executor import Executor
@@ -236,6 +237,19 @@ def register_rerankers(register: Register[Reranker]) -> None:
         :class:`evret_core.contracts.rerank.Reranker` (implement ``score(query, candidates)`` or
         ``batch_score(queries, candidates)``). ``name`` is what ``create_reranker`` and the ``rerank`` retriever's
         ``reranker`` option take.
+    """
+
+
+@hookspec
+def register_rewriters(register: Register[Rewriter]) -> None:
+    """Register rewriters: they turn a conversation's user message into a standalone search query given the
+    conversation before it (the ``rewriter`` query form of a conversation run), such as the built-in ``llm`` and
+    ``carry-terms``.
+
+    :param register: call ``register(name, factory)`` once per rewriter; ``factory(**options)`` returns an
+        :class:`evret_core.contracts.conversation.Rewriter` (implement ``rewrite(request)`` or
+        ``batch_rewrite(requests)``; None for a turn it could not rewrite). ``name`` is what ``create_rewriter``
+        and ``--rewriter`` take.
     """
 
 

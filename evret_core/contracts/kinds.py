@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from evret_core.contracts.claims import ClaimJudge
+from evret_core.contracts.conversation import Rewriter
 from evret_core.contracts.data import RetrievalEvaluator
 from evret_core.contracts.executor import Executor
 from evret_core.contracts.generation import Generator
@@ -69,9 +70,10 @@ CLAIM_JUDGE: Kind[ClaimJudge] = Kind("claim_judge", "register_claim_judges", Cla
 RAG_SCORE: Kind[RagScore] = Kind("rag_score", "register_rag_scores", RagScore, "rag scores")
 EXECUTOR: Kind[Executor] = Kind("executor", "register_executors", Executor, "executors")
 RERANKER: Kind[Reranker] = Kind("reranker", "register_rerankers", Reranker, "rerankers")
+REWRITER: Kind[Rewriter] = Kind("rewriter", "register_rewriters", Rewriter, "rewriters")
 
 KINDS: tuple[Kind[Any], ...] = (JUDGE, METRIC, RETRIEVER, EVALUATOR, RETRIEVAL_EVALUATOR, LLM_PROVIDER, GENERATOR,
-                                PERTURBATION, CLAIM_JUDGE, RAG_SCORE, EXECUTOR, RERANKER)
+                                PERTURBATION, CLAIM_JUDGE, RAG_SCORE, EXECUTOR, RERANKER, REWRITER)
 """Every kind, in the order the docs list their hooks."""
 
 BY_NAME: dict[str, Kind[Any]] = {kind.name: kind for kind in KINDS}

@@ -1,5 +1,5 @@
 """Create judges, metrics, retrievers, evaluators (output and retrieval), LLM providers, generators, perturbations,
-claim judges, RAG scores, executors and rerankers by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
+claim judges, RAG scores, executors, rerankers and rewriters by their registered names: :func:`create` for any kind of :data:`evret_core.contracts.kinds.KINDS`, typed by
 the kind, and one ``create_*`` per kind.
 
 Every object built here is made by the one component builder (:func:`evret_core.plugins.builder.build`) and
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from evret_core.contracts import kinds
 from evret_core.contracts.claims import ClaimJudge
+from evret_core.contracts.conversation import Rewriter
 from evret_core.contracts.data import RetrievalEvaluator
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.executor import Executor
@@ -105,6 +106,11 @@ def create_executor(name: str, **options: Any) -> Executor:
 def create_reranker(name: str, **options: Any) -> Reranker:
     """A reranker registered as ``name`` (``llm``; ``cross-encoder``, ``embedding`` with evret-sentence-transformers)."""
     return create(kinds.RERANKER, name, **options)
+
+
+def create_rewriter(name: str, **options: Any) -> Rewriter:
+    """A rewriter registered as ``name`` (``llm``, ``carry-terms``)."""
+    return create(kinds.REWRITER, name, **options)
 
 
 def parse_metric_spec(spec: str) -> tuple[str, int | None, dict[str, Any]]:
@@ -207,3 +213,7 @@ def executor_names() -> list[str]:
 
 def reranker_names() -> list[str]:
     return names(kinds.RERANKER)
+
+
+def rewriter_names() -> list[str]:
+    return names(kinds.REWRITER)

@@ -8,7 +8,7 @@ kind behaves alike (docs/writing-a-plugin.md lists them): ``JudgeConformance``, 
 process), ``MetricConformance``, ``OutputEvaluatorConformance`` (evaluators of
 records, criteria judges included), ``RetrievalEvaluatorConformance``, ``GeneratorConformance``,
 ``PerturbationConformance`` (adversarial families), ``ClaimJudgeConformance`` (RAG claim judges),
-``RagScoreConformance``, ``ExecutorConformance`` and ``RerankerConformance``; ``SUITES`` maps each kind of
+``RagScoreConformance``, ``ExecutorConformance``, ``RerankerConformance`` and ``RewriterConformance``; ``SUITES`` maps each kind of
 :data:`evret_core.contracts.kinds.KINDS` to its suite.
 
 The kit needs pytest (``pip install pytest``, the extra ``testing``); importing any of it without pytest is an
@@ -51,6 +51,7 @@ from evret_core.testing.rag_score_suite import RagScoreConformance
 from evret_core.testing.reranker_suite import RerankerConformance
 from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
 from evret_core.testing.retriever_suite import RetrieverConformance
+from evret_core.testing.rewriter_suite import RewriterConformance
 from evret_core.testing.suites import SUITES
 
 __all__ = [
@@ -67,5 +68,6 @@ __all__ = [
     "RerankerConformance",
     "RetrievalEvaluatorConformance",
     "RetrieverConformance",
+    "RewriterConformance",
     "SUITES",
 ]

@@ -19,6 +19,7 @@ from evret_core.testing.rag_score_suite import RagScoreConformance
 from evret_core.testing.reranker_suite import RerankerConformance
 from evret_core.testing.retrieval_evaluator_suite import RetrievalEvaluatorConformance
 from evret_core.testing.retriever_suite import RetrieverConformance
+from evret_core.testing.rewriter_suite import RewriterConformance
 
 SUITES: dict[Kind[Any], type] = {
     kinds.JUDGE: JudgeConformance,
@@ -33,5 +34,6 @@ SUITES: dict[Kind[Any], type] = {
     kinds.RAG_SCORE: RagScoreConformance,
     kinds.EXECUTOR: ExecutorConformance,
     kinds.RERANKER: RerankerConformance,
+    kinds.REWRITER: RewriterConformance,
 }
 """Kind -> its conformance suite, in the order of the table of kinds."""

@@ -19,7 +19,7 @@ def a_test_of(suite: type) -> str:
 
 
 def test_every_suite_is_a_conformance_suite_with_its_kind() -> None:
-    assert len(ALL_SUITES) == 13
+    assert len(ALL_SUITES) == 14
     for kind, suite in SUITES.items():
         assert issubclass(suite, Conformance) and suite.kind is kind, suite.__name__
     assert InProcessProviderConformance.kind is next(k for k in SUITES if k.name == "llm_provider")

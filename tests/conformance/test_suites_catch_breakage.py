@@ -1,5 +1,5 @@
 """The conformance suites fail on implementations that break the contract they state: each broken object below is
-run through one test of its kind's suite, which must raise; every one of the thirteen suites is shown to, and the name
+run through one test of its kind's suite, which must raise; every one of the fourteen suites is shown to, and the name
 check every suite inherits."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 
 from evret_core.contracts import kinds
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.conversation import Rewriter, RewriteRequest
 from evret_core.contracts.executor import JudgeRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.hooks import hookimpl
@@ -49,6 +50,7 @@ from evret_core.testing import (
     RerankerConformance,
     RetrievalEvaluatorConformance,
     RetrieverConformance,
+    RewriterConformance,
 )
 from evret_core.testing.claim_judge_suite import task as claim_task
 from evret_core.testing.generator_suite import CAFE, MUSEUM, PARKING, request
@@ -60,6 +62,7 @@ from evret_core.testing.rag_score_suite import MUSEUM as RAG_MUSEUM
 from evret_core.testing.rag_score_suite import OPENS
 from evret_core.testing.reranker_suite import CANDIDATES, first_stage
 from evret_core.testing.retrieval_evaluator_suite import DATASET
+from evret_core.testing.rewriter_suite import REQUESTS as REWRITE_REQUESTS
 from evret_core.testing.suite import registered_name_of
 
 REQUESTS = [request("q1", "When does the museum open?", CAFE, MUSEUM),
@@ -492,6 +495,30 @@ def test_reranker_suite_catches_a_lost_candidate_the_first_stage_order_and_noise
     random.seed(7)
     with pytest.raises(AssertionError):
         suite.test_deterministic(Jittery(), candidates)
+
+
+class Numbered(Rewriter):
+    """Numbers each message by its place in the batch: a request's text depends on its neighbours."""
+
+    deterministic = True
+
+    def batch_rewrite(self, requests: Sequence[RewriteRequest]) -> list[str | None]:
+        return [f"{i} {r.message}" for i, r in enumerate(requests)]
+
+
+class SilentOnFirstTurns(Rewriter):
+    """Gives no query for a message without history."""
+
+    def rewrite(self, request: RewriteRequest) -> str | None:
+        return request.message if request.history else None
+
+
+def test_rewriter_suite_catches_a_batch_dependent_text_and_a_first_turn_without_a_query() -> None:
+    suite = RewriterConformance()
+    with pytest.raises(AssertionError, match="must give each request the text rewrite gives it alone"):
+        suite.test_one_text_or_none_per_request_in_order(Numbered(), REWRITE_REQUESTS)
+    with pytest.raises(AssertionError, match="a message with no history still has a query"):
+        suite.test_a_first_turn_gets_a_query(SilentOnFirstTurns(), REWRITE_REQUESTS)
 
 
 class NamedOtherwise(ExpectedTextOnly):

@@ -21,8 +21,9 @@ import pytest
 
 import evret_core.contracts as contracts
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.conversation import RewriteRequest, Turn
 from evret_core.contracts.errors import EvretError
-from evret_core.contracts.executor import GenerateRun, JudgeRun
+from evret_core.contracts.executor import GenerateRun, JudgeRun, RewriteRun
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.kinds import JUDGE, Kind
@@ -272,6 +273,9 @@ def _samples() -> dict[type, Any]:
         ChatMessage: ChatMessage(role="user", content="Hello"),
         LLMResponse: LLMResponse(text="Hi", input_tokens=3, output_tokens=1, model="m", raw={"id": "x"}),
         JudgeRun: JudgeRun([True, None, False], {"calls": 3}),
+        Turn: Turn("agent", "Bees dance."),
+        RewriteRequest: RewriteRequest("c:2", "why?", (Turn("user", "Do bees dance?"),), "c"),
+        RewriteRun: RewriteRun(["why do bees dance", None], {"calls": 2}),
         GenerateRun: GenerateRun({("q1", "gold"): answer}, {"generator": {"calls": 1}}),
         ScoreInput: ScoreInput(question=question, condition="gold", contexts=(context,), answer=answer,
                                verdicts=(verdict,), expected_behaviour="answer"),

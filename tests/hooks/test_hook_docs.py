@@ -132,6 +132,11 @@ SUITE_SETTINGS = {
         def reranker(self):
             return FACTORY()
     """,
+    "register_rewriters": """
+        @pytest.fixture
+        def rewriter(self):
+            return FACTORY()
+    """,
 }
 
 

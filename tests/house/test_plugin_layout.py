@@ -41,6 +41,7 @@ SUITE_OF_KIND = {
     "perturbation": "PerturbationConformance",
     "executor": "ExecutorConformance",
     "reranker": "RerankerConformance",
+    "rewriter": "RewriterConformance",
 }
 """The conformance suite a plugin subclasses for each kind it registers."""
 ALSO_ACCEPTED = {"InProcessProviderConformance": "ProviderConformance"}
