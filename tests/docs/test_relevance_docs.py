@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import re
 
-from evret_core.judge.relevance_judge import DEFAULT_PLAIN_SYSTEM_PROMPT, DEFAULT_PROMPT_TEMPLATE, DEFAULT_SYSTEM_PROMPT
+from evret_core.judge.relevance_judge import (
+    DEFAULT_PLAIN_SYSTEM_PROMPT,
+    DEFAULT_PROMPT_TEMPLATE,
+    DEFAULT_SYSTEM_PROMPT,
+)
 
 from .._paths import REPO
 
