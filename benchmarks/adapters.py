@@ -52,6 +52,10 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
             return [table.search(vectors[i:i + batch]).select([*select, "_distance"]).limit(k).to_arrow()
                     for i in range(0, len(vectors), batch)]
 
+        def direct_rows() -> list[Any]:  # the same search with LanceDB's own Python objects: one dict per row
+            return [table.search(vectors[i:i + batch]).select([*columns, "_distance"]).limit(k).to_list()
+                    for i in range(0, len(vectors), batch)]
+
         # same answers on both sides (the first query's ranking)
         direct_ids = table.search(vectors[0]).select(["doc_id", "_distance"]).limit(k).to_arrow().column("doc_id")
         assert list(retriever.batch_retrieve_columns(queries[:1], k)[0].ids) == direct_ids.to_pylist()
@@ -61,6 +65,7 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
             "columns": lambda: retriever.batch_retrieve_columns(queries, k),
             "B": lambda: direct_batched(columns),
             "results": lambda: retriever.batch_retrieve(queries, k),
+            "C": direct_rows,
         })
         (t_query,) = interleaved_best_of(1, {"one": direct_per_query}).values()  # once: it is the slow one
     table = OverheadTable(f"lancedb: SciFact, {n_docs} documents, {len(queries)} queries, k={k}, lancedb "
@@ -69,6 +74,8 @@ def lancedb_section(queries: list[str], vectors: list[list[float]], embed: Any, 
     table.adapter("evret-lancedb batch_retrieve_columns (ids, scores, texts)", times["columns"], "A")
     table.peer("B", "the same search, every column but the vector (to_arrow)", times["B"])
     table.adapter("evret-lancedb batch_retrieve (results with text and metadata)", times["results"], "B")
+    table.peer("C", "the same search, every column but the vector, as LanceDB's Python rows (to_list)", times["C"])
+    table.adapter("evret-lancedb batch_retrieve (results with text and metadata)", times["results"], "C")
     table.adapter("LanceDB search, one query at a time, every column (to_arrow; once)", t_query, "B")
     table.print()
 
