@@ -105,3 +105,50 @@ def test_dry_run_and_texts_from_the_corpus(tmp_path: Path, capsys: pytest.Captur
         capsys.readouterr().out
     assert main(["trace", "--traces", str(traces), "--corpus", str(corpus), "--resamples", "10"]) == 0
     assert re.search(r"right +1 +1\.000", capsys.readouterr().out)
+
+
+def _docs_block(after: str, fence: str) -> str:
+    text = (REPO / "docs" / "traces.md").read_text(encoding="utf-8")
+    start = text.index(after)
+    block = re.search(rf"```{fence}\n(.*?)```", text[start:], flags=re.DOTALL)
+    assert block is not None
+    return block.group(1)
+
+
+def test_the_docs_example_prints_what_the_page_shows(capsys: pytest.CaptureFixture[str]) -> None:
+    command = _docs_block("# Agent traces", "bash").strip()
+    assert command == ("evret trace --traces examples/traces/phoenix_spans.json --trace-format openinference "
+                       "--labels examples/traces/labels.jsonl")
+    assert main(["trace", "--traces", str(EXAMPLE / "phoenix_spans.json"), "--trace-format", "openinference",
+                 "--labels", str(EXAMPLE / "labels.jsonl")]) == 0
+    assert capsys.readouterr().out == _docs_block(command, "text")
+
+
+def test_the_mtrag_example_of_the_docs_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    from evret_core.testing.shared_data import shared_data
+
+    shared_data("datasets", "mtrag", "PROVENANCE.md", what="MTRAG")
+    pytest.importorskip("evret_bm25", reason="the MTRAG traces are retrieved with evret-bm25")
+    lines = _docs_block("## From MTRAG conversations", "bash").strip().splitlines()
+    assert lines == ["python benchmarks/traces.py --from-mtrag mtrag-traces.jsonl",
+                     "evret trace --traces mtrag-traces.jsonl --metric recall@10 --metric ndcg@10"]
+    out = tmp_path / "mtrag-traces.jsonl"
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "traces.py"), "--from-mtrag", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "59 traces, 238 hops written" in proc.stderr
+    assert main(["trace", "--traces", str(out), "--metric", "recall@10", "--metric", "ndcg@10",
+                 "--resamples", "100"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("59 traces, 238 retrieve hops, 238 measured") and "lost_at_hop     21" in printed
+
+
+def test_compare_refuses_trace_runs_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "r.json"
+    assert main([*RUN, "--output", str(output)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(output), str(output)]) == 2
+    assert "agent-trace results (evret trace) are not compared run against run" in one_error(capsys)
