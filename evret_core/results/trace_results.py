@@ -215,6 +215,9 @@ def check_trace_results(results: TraceResults, source: str) -> None:
     if extra:
         raise check.fail(f"queries holds {extra[0]!r}, which no hop of per_trace uses")
     hops = _hop_values(results)
+    stray = sorted(set(results.scores) - set(results.metrics))
+    if stray:
+        raise check.fail(f"scores holds {stray[0]!r}, which is not one of the run's metrics")
     for metric in results.metrics:
         values = [s[metric] for rows in hops.values() for _n, s in rows if metric in s]
         if metric in results.scores:
