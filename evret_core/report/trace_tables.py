@@ -64,10 +64,17 @@ def trace_tables(results: TraceResults) -> list[Table]:
         tables.append(Table("First lost hop", ["hop", "traces"],
                             [[f"hop {n}", str(c)] for n, c in sorted(results.first_lost_hop.items(),
                                                                      key=lambda kv: int(kv[0]))]))
-    tables.append(Table("Hops", ["measure", "value"], [
-        ["hops per success (right traces)", _number(results.hops_per_success)],
-        ["hops per trace (all traces)", _number(results.hops_per_trace)],
-        ["hops to gold (first hop that found it)", _number(results.hops_to_gold)]]))
+    def measure(value: float | None, name: str) -> str:
+        return "-" if value is None else format_interval(value, results.hop_intervals.get(name))
+
+    tables.append(Table("Hops", ["measure", "traces", "value"], [
+        ["hops per success (right traces)", str(results.outcomes.get("right", 0)),
+         measure(results.hops_per_success, "hops_per_success")],
+        ["hops per trace (all traces)", str(len(results.per_trace)), measure(results.hops_per_trace, "hops_per_trace")],
+        ["hops to gold (first hop that found it)", str(sum(t.found_at_hop is not None
+                                                            for t in results.per_trace.values())),
+         measure(results.hops_to_gold, "hops_to_gold")]],
+        f"means over traces with {level}% bootstrap intervals over traces"))
     slice_rows = []
     for tag, values in results.slices.items():
         for value, cell in values.items():

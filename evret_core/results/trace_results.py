@@ -109,6 +109,7 @@ class TraceResults(Results):
     hops_per_success: float | None = None
     hops_per_trace: float | None = None
     hops_to_gold: float | None = None
+    hop_intervals: dict[str, list[float]] = Field(default_factory=dict)
     slices: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     per_trace: dict[str, TraceOutcome] = Field(default_factory=dict)
     queries: dict[str, QueryResult] = Field(default_factory=dict)
@@ -263,6 +264,14 @@ def check_trace_results(results: TraceResults, source: str) -> None:
         if (stored is None) != (expected is None) or (stored is not None and expected is not None
                                                         and abs(stored - expected) > 1e-9 * max(1.0, expected)):
             raise check.fail(f"{name} is {stored!r} but the traces give {expected!r}")
+        if (name in results.hop_intervals) != (stored is not None):
+            raise check.fail(f"hop_intervals {'has' if name in results.hop_intervals else 'lacks'} {name}, whose "
+                             f"value is {stored!r}")
+        if stored is not None:
+            check.pair(results.hop_intervals[name], f"hop_intervals.{name}", (min(values), max(values)))
+    extra_intervals = sorted(set(results.hop_intervals) - {"hops_per_success", "hops_per_trace", "hops_to_gold"})
+    if extra_intervals:
+        raise check.fail(f"hop_intervals holds {extra_intervals[0]!r}")
     expected_slices = trace_slices(results.per_trace, hops, results.metrics)
     if results.slices != expected_slices:
         raise check.fail("slices do not follow from the traces' tags, outcomes and hop scores")

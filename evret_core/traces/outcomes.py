@@ -144,13 +144,18 @@ def evaluate_traces(traces: Sequence[TraceRecord], metrics: Sequence[str], k: in
         for key in ("judgments", "unmeasured", "judge"):
             if key in hop_results.stats:
                 stats[key] = hop_results.stats[key]
+    hop_measures = {
+        "hops_per_success": [float(retrieve_hops[tid]) for tid, t in per_trace.items() if t.outcome == "right"],
+        "hops_per_trace": [float(n) for n in retrieve_hops.values()],
+        "hops_to_gold": [float(t.found_at_hop) for t in per_trace.values() if t.found_at_hop is not None]}
+    hop_intervals = {name: interval for name, values in hop_measures.items()
+                     if (interval := _interval_of(values, confidence_level, n_resamples, seed)) is not None}
     return TraceResults(
         metrics=names, k=k, confidence_level=confidence_level, scores=scores, by_hop_index=by_hop_index,
         outcomes=outcomes, first_lost_hop=dict(sorted(lost_histogram.items(), key=lambda kv: int(kv[0]))),
-        hops_per_success=mean_or_none([float(retrieve_hops[tid]) for tid, t in per_trace.items()
-                                       if t.outcome == "right"]),
-        hops_per_trace=mean_or_none([float(n) for n in retrieve_hops.values()]),
-        hops_to_gold=mean_or_none([float(t.found_at_hop) for t in per_trace.values() if t.found_at_hop is not None]),
+        hops_per_success=mean_or_none(hop_measures["hops_per_success"]),
+        hops_per_trace=mean_or_none(hop_measures["hops_per_trace"]),
+        hops_to_gold=mean_or_none(hop_measures["hops_to_gold"]), hop_intervals=hop_intervals,
         slices=trace_slices(per_trace, {tid: [(n, s) for n, s in v] for tid, v in hop_values.items() if v},
                             names),
         per_trace=per_trace, queries=queries, config=dict(config or {}), stats=stats)

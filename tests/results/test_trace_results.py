@@ -70,6 +70,8 @@ TAMPERED = [
     (_set(["slices", "agent", "v1", "n"], 5), "slices do not follow"),
     (_set(["per_trace", "t-01", "hops", 1, "query_id"], "t-01#1"), "is not a query of the file"),
     (_set(["confidence_level"], 1.5), "confidence level"),
+    (_set(["hop_intervals", "hops_per_trace"], [1.0, 5.0]), r"hop_intervals\.hops_per_trace is \[1\.0, 5\.0\], outside"),
+    (_set(["hop_intervals"], {}), "hop_intervals lacks hops_per_success"),
     (_set(["scores", "recall@1"], 0.5), "scores holds 'recall@1', which is not one of the run's metrics"),
 ]
 

@@ -49,6 +49,8 @@ def test_each_outcome_on_a_crafted_trace() -> None:
     assert results.hops_per_success == 2.0
     assert results.hops_per_trace == pytest.approx(10 / 6, abs=1e-12)
     assert results.hops_to_gold == pytest.approx(4 / 3, abs=1e-12)
+    low, high = results.hop_intervals["hops_per_trace"]
+    assert 0.0 <= low <= 10 / 6 <= high <= 3.0 and results.hop_intervals["hops_per_success"] == [2.0, 2.0]
 
 
 def test_per_hop_index_means_and_the_all_hops_mean_come_from_the_hops() -> None:
