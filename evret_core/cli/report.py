@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from evret_core.contracts.errors import visible
+from evret_core.contracts.errors import EvretError, visible
+from evret_core.io.outputs import write_output
 from evret_core.limits import MAX_DEPTH, check_float, check_int
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from evret_core.io.outputs import check_outputs, write_output
+    from evret_core.io.outputs import check_outputs
     from evret_core.report.api import make_report, report_data
 
     if args.max_k is not None:
@@ -55,10 +56,11 @@ def _run(args: argparse.Namespace) -> int:
     rag = rag_runs(loaded)
     if rag is not None:
         return _report_rag(args, rag)
+    traces = {n: r for n, r in loaded.items() if r.KIND == "trace"}
+    if traces:
+        return _report_traces(args, traces)
     runs = {n: r for n, r in loaded.items() if isinstance(r, EvaluationResults)}
     if args.dataset or args.corpus or args.dataset_format:
-        from evret_core.contracts.errors import EvretError
-
         raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
                          "context texts); retrieval results hold their texts already")
     if args.format == "csv":
@@ -81,8 +83,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
-    from evret_core.contracts.errors import EvretError
-    from evret_core.io.outputs import write_output
     from evret_core.report import RAG_FORMATS, RagReportData, render_report
     from evret_core.report.rag_compare import compare_rag
 
@@ -107,6 +107,28 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     data = RagReportData(runs, comparison, questions)
     text = render_report(data, args.format) + ("\n" if args.format == "markdown" else "")
     for warning in [*unchecked, *data.warnings]:
+        print(f"WARNING: {visible(warning)}", file=sys.stderr)
+    write_output(args.output or "-", text, option="--output")
+    if args.output and args.output != "-":
+        print(f"{args.format} report written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _report_traces(args: argparse.Namespace, runs: dict[str, Any]) -> int:
+    """Agent-trace runs (``evret trace``, ``runs``: name -> TraceResults): a Markdown or HTML report of each run's
+    tables and traces."""
+    from evret_core.report.render import render_report
+    from evret_core.report.trace_tables import TraceReportData
+
+    if args.format not in ("markdown", "html"):
+        raise EvretError(f"--format {args.format}: trace runs are reported as markdown or html (the results JSON "
+                         f"holds everything else)")
+    if args.dataset or args.corpus or args.dataset_format:
+        raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files; trace results hold "
+                         "their texts already")
+    data = TraceReportData(runs)
+    text = render_report(data, args.format)
+    for warning in data.warnings:
         print(f"WARNING: {visible(warning)}", file=sys.stderr)
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":

@@ -65,6 +65,14 @@ def any_runs(runs: tuple[Run | Mapping[str, Run], ...]) -> dict[str, Results]:
     return out
 
 
+def _no_traces(runs: Mapping[str, Results]) -> None:
+    """Agent-trace results have no paired comparison and no retrieval report data: an error saying where they are
+    read (``evret report`` renders them), instead of an empty comparison."""
+    if any(r.KIND == "trace" for r in runs.values()):
+        raise EvretError("agent-trace results (evret trace) are not compared run against run; read each with "
+                         "evret report (markdown or html)")
+
+
 def _retrieval(runs: Mapping[str, Results]) -> dict[str, EvaluationResults]:
     return {name: r for name, r in runs.items() if isinstance(r, EvaluationResults)}
 
@@ -99,6 +107,7 @@ def compare(
         from evret_core.report.rag_compare import compare_rag
 
         return compare_rag(rag, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    _no_traces(named)
     return compare_runs(_retrieval(named), test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                         intersection=intersection)
 
@@ -122,6 +131,7 @@ def report_data(
         from evret_core.report.rag_compare import compare_rag
 
         return RagReportData(rag, compare_rag(rag, test=test, alpha=alpha, seed=seed) if len(rag) > 1 else None)
+    _no_traces(named)
     return build_report_data(_retrieval(named), test=test, alpha=alpha, seed=seed, max_k=max_k)
 
 

@@ -17,16 +17,19 @@ from evret_core.io.jsonio import read_document
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.model import Results
 from evret_core.results.rag_results import RAG_SCHEMA, RagResults
+from evret_core.results.trace_results import TRACE_SCHEMA, TraceResults
 
 __all__ = ["KINDS", "kind_of", "load_results", "load_runs", "run_names"]
 
-KINDS: dict[str, type[Results]] = {"retrieval": EvaluationResults, "rag": RagResults}
+KINDS: dict[str, type[Results]] = {"retrieval": EvaluationResults, "rag": RagResults, "trace": TraceResults}
 """Each kind of results, by :attr:`Results.KIND`."""
 
 
 def kind_of(document: Any) -> type[Results]:
-    """The results class of a parsed results document: RAG results carry ``"schema": "evret-rag"``, retrieval
-    results no ``schema`` (their schema predates it)."""
+    """The results class of a parsed results document: RAG results carry ``"schema": "evret-rag"``, agent-trace
+    results ``"schema": "evret-trace"``, retrieval results no ``schema`` (their schema predates it)."""
+    if isinstance(document, dict) and document.get("schema") == TRACE_SCHEMA:
+        return TraceResults
     return RagResults if isinstance(document, dict) and document.get("schema") == RAG_SCHEMA else EvaluationResults
 
 

@@ -101,7 +101,7 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
 
 
 # -- 2. one output guard for every command that writes -----------------------------------------------------------
-OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold", "mlflow"}
+OUTPUT_OPTIONS = {"output", "write_cases", "write_traces", "save_threshold", "mlflow"}
 """The destinations of options that write a file; every command that has one is in GUARDED below."""
 
 
@@ -116,6 +116,8 @@ def files(tmp_path: Path) -> dict[str, Path]:
                               "retrieved_text": "It opens at 9 am.", "label": True}) + "\n",
         "records": json.dumps({"input": "2+2?", "output": "4", "target": "4"}) + "\n",
         "config": '[judge]\nname = "token-overlap"\n',
+        "traces": json.dumps({"trace_id": "t1", "relevant_doc_ids": ["d1"], "hops": [{"query": "q",
+                                                                                    "retrieved": ["d1"]}]}) + "\n",
     }
     out = {}
     for name, text in made.items():
@@ -161,6 +163,11 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
     ("report", "output"): [(["report", "{results}", "--output", "{results}"], "results")],
     ("score", "output"): [(["score", "{records}", "--evaluator", "exact", "--output", "{records}"],
                            "records")],
+    ("trace", "output"): [(["trace", "--traces", "{traces}", "--output", "{traces}"], "traces")],
+    ("trace", "write_traces"): [
+        (["trace", "--traces", "{traces}", "--write-traces", "{traces}"], "traces"),
+        (["trace", "--traces", "{traces}", "--write-traces", "{results}", "--output", "{results}"], "results"),
+    ],
 }
 
 
