@@ -20,9 +20,11 @@ from evret_core.contracts.executor import (
     Executor,
     GenerateRun,
     JudgeRun,
+    RewriteRun,
     batch_retrieve,
     judge_chunk,
     metric_values,
+    rewrite_chunk,
     use_shared_limiter,
 )
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
@@ -104,6 +106,7 @@ __all__ = [
     "RetrievalResult",
     "Retriever",
     "RewriteRequest",
+    "RewriteRun",
     "Rewriter",
     "SDKProvider",
     "ScoreInput",
@@ -134,6 +137,7 @@ __all__ = [
     "report_progress",
     "resolve_embedder",
     "resolve_model",
+    "rewrite_chunk",
     "run_sync",
     "use_shared_limiter",
 ]

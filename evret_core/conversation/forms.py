@@ -14,12 +14,50 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evret_core.contracts.conversation import RewriteRequest
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.io.conversations import Conversation, ConversationTurn
 
-__all__ = ["FORMS", "HistoryWindow", "form_texts", "history_text", "rewrite_requests"]
+__all__ = ["FORMS", "HistoryWindow", "check_forms", "default_forms", "form_texts", "history_text",
+           "rewrite_requests", "unknown_form"]
 
 FORMS: tuple[str, ...] = ("last_turn", "full_history", "rewrite", "rewriter")
 """Every query form, in the order runs and reports list them."""
+
+
+def unknown_form(form: str) -> str:
+    """The message for a query form that is not one of :data:`FORMS` (with the one it most likely meant)."""
+    return f"unknown query form {form!r}{did_you_mean(form, FORMS)}; use last_turn, full_history, rewrite or rewriter"
+
+
+def check_forms(forms: Sequence[str], has_rewriter: bool, turns_with_rewrite: int, labelled: int) -> list[str]:
+    """``forms`` (the ``--forms`` of a conversation run) checked before any paid work: each known and given once,
+    ``rewriter`` only with a rewriter (``has_rewriter``: ``--rewriter`` given), ``rewrite`` only when some of the
+    ``labelled`` turns have a rewrite in the data (``turns_with_rewrite`` of them); an :class:`EvretError` whose
+    message names the fix otherwise. Returns the forms in the order given."""
+    out: list[str] = []
+    for form in forms:
+        if form not in FORMS:
+            raise EvretError(unknown_form(form))
+        if form in out:
+            raise EvretError(f"query form {form!r} is given twice in --forms")
+        out.append(form)
+    if not out:
+        raise EvretError("--forms names no query form; use last_turn, full_history, rewrite or rewriter")
+    if "rewriter" in out and not has_rewriter:
+        raise EvretError("form 'rewriter' needs --rewriter NAME (llm, carry-terms or a plugin's)")
+    if "rewrite" in out and turns_with_rewrite == 0:
+        others = ",".join(f for f in out if f not in ("rewrite", "rewriter"))
+        instead = f"{others},rewriter" if others else "rewriter"
+        raise EvretError(f"form 'rewrite' needs a 'rewrite' on the turns; none of the {labelled} labelled turns has "
+                         f"one: drop it from --forms or use --forms {instead} --rewriter llm")
+    return out
+
+
+def default_forms(has_rewriter: bool, turns_with_rewrite: int) -> list[str]:
+    """The forms of a run without ``--forms``: ``last_turn``, ``full_history``, ``rewrite`` when at least one
+    labelled turn has a rewrite, ``rewriter`` when a rewriter is given."""
+    return ["last_turn", "full_history", *(["rewrite"] if turns_with_rewrite else []),
+            *(["rewriter"] if has_rewriter else [])]
 
 
 @dataclass(frozen=True)
@@ -75,7 +113,7 @@ def form_texts(conversations: Sequence[Conversation], forms: Sequence[str], wind
     turns of ``conversations`` in file order; ``rewritten`` holds the ``rewriter`` form's texts by turn id."""
     unknown = [f for f in forms if f not in FORMS]
     if unknown:
-        raise ValueError(f"unknown query form {unknown[0]!r}; use {', '.join(FORMS)}")
+        raise ValueError(unknown_form(unknown[0]))
     out: dict[str, dict[str, str | None]] = {form: {} for form in forms}
     for conversation in conversations:
         for turn in conversation.turns:

@@ -97,6 +97,10 @@ BUILTIN_PLUGINS: tuple[BuiltinPlugin, ...] = (
         "hybrid": "evret_core.retrieve.hybrid:HybridRetriever"}),
     BuiltinPlugin("rerankers", "register_rerankers", {
         "llm": "evret_core.retrieve.rerankers:LLMReranker"}),
+    # a conversation turn's message as a standalone query (the ``rewriter`` query form)
+    BuiltinPlugin("rewriters", "register_rewriters", {
+        "llm": "evret_core.conversation.llm_rewriter:LLMRewriter",
+        "carry-terms": "evret_core.conversation.carry_terms:CarryTermsRewriter"}),
 )
 
 __all__ = ["BUILTIN_PLUGINS", "FAMILIES", "BuiltinPlugin"]

@@ -3,8 +3,9 @@ the judges (``cascade`` over exact -> contains, ``repeats`` of token-overlap, ``
 stub server),
 the metric families (known values worked by hand on the suite's case: ranking n1 r1 n2 r2 n3; r1, r2, r3 relevant,
 n1 and n2 judged non-relevant, n3 unjudged, with trec_eval's definitions), the ``run`` retriever (a JSONL run and a
-corpus), the output and retrieval evaluators, generators, perturbations, claim judges, RAG scores and the ``local``
-executor. LLM parts talk to stub servers on 127.0.0.1 through the test kit's ``stub`` provider."""
+corpus), the output and retrieval evaluators, generators, perturbations, claim judges, RAG scores, the rewriters
+(``carry-terms``, ``llm`` against a stub server) and the ``local`` executor. LLM parts talk to stub servers on
+127.0.0.1 through the test kit's ``stub`` provider."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from evret_core.plugins.registry import (
     create_judge,
     create_reranker,
     create_retriever,
+    create_rewriter,
 )
 from evret_core.testing import (
     ClaimJudgeConformance,
@@ -45,6 +47,7 @@ from evret_core.testing import (
     RerankerConformance,
     RetrievalEvaluatorConformance,
     RetrieverConformance,
+    RewriterConformance,
 )
 from evret_core.testing.llm_provider import stub_options
 from evret_core.testing.llm_stubs import (
@@ -640,6 +643,36 @@ class TestAnswerRelevanceConformance(RagScoreConformance):
 
 class TestCorrectConformance(RagScoreConformance):
     name = covers(kinds.RAG_SCORE, "correct")[0]
+
+
+# -- rewriters -------------------------------------------------------------------------------------------------------
+
+REWRITE_FENCE = re.compile(r"<(user|agent|message)-([0-9a-f]+)>\n(.*?)\n</\1-\2>", re.S)
+
+
+def message_and_last_user_message(request: StubRequest) -> str:
+    """The llm rewriter's answer: the fenced message, then the last earlier user message when there is one."""
+    fenced = [(role, text) for role, _, text in REWRITE_FENCE.findall(first_user_prompt(request))]
+    assert fenced and fenced[-1][0] == "message", request.prompt
+    users = [text for role, text in fenced[:-1] if role == "user"]
+    return json.dumps({"query": " ".join([fenced[-1][1], *users[-1:]])})
+
+
+class TestCarryTermsRewriterConformance(RewriterConformance):
+    covers(kinds.REWRITER, "carry-terms")
+
+    @pytest.fixture
+    def rewriter(self) -> Any:
+        return create_rewriter("carry-terms")
+
+
+class TestLLMRewriterConformance(RewriterConformance):
+    covers(kinds.REWRITER, "llm")
+
+    @pytest.fixture
+    def rewriter(self, llm: StubLLMServer) -> Any:
+        llm.responder = message_and_last_user_message
+        return create_rewriter("llm", **stub_options(llm), cache=False)
 
 
 # -- executors -------------------------------------------------------------------------------------------------------

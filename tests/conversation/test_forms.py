@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from evret_core.contracts.conversation import Turn
-from evret_core.conversation.forms import HistoryWindow, form_texts, history_text, rewrite_requests
+from evret_core.contracts.errors import EvretError
+from evret_core.conversation.forms import (
+    HistoryWindow,
+    check_forms,
+    default_forms,
+    form_texts,
+    history_text,
+    rewrite_requests,
+)
 from evret_core.io.conversations import Conversation, ConversationTurn
 
 TURNS = (
@@ -50,7 +58,7 @@ def test_form_texts_of_labelled_turns_with_missing_forms_as_none() -> None:
         "rewrite": {"c:2": None, "c:3": "nine ten eleven standalone"},
         "rewriter": {"c:2": "six seven rewritten", "c:3": None},
     }
-    with pytest.raises(ValueError, match="unknown query form 'rewite'"):
+    with pytest.raises(ValueError, match=r"unknown query form 'rewite' \(did you mean rewrite\?\); use last_turn"):
         form_texts([CONVERSATION], ["rewite"], HistoryWindow())
 
 
@@ -60,3 +68,31 @@ def test_rewrite_requests_carry_every_earlier_message() -> None:
     assert requests[1].history == (Turn("user", "one two three"), Turn("agent", "four five"),
                                    Turn("user", "six seven"), Turn("agent", "eight"))
     assert requests[0].conversation_id == "c" and requests[0].message == "six seven"
+
+
+def test_check_forms_names_the_fix_before_any_work() -> None:
+    assert check_forms(["rewrite", "last_turn"], False, 1, 3) == ["rewrite", "last_turn"]
+    cases = [
+        ((["rewite"], False, 1, 3),
+         "unknown query form 'rewite' (did you mean rewrite?); use last_turn, full_history, rewrite or rewriter"),
+        ((["last_turn", "last_turn"], False, 1, 3), "query form 'last_turn' is given twice in --forms"),
+        (([], False, 1, 3), "--forms names no query form; use last_turn, full_history, rewrite or rewriter"),
+        ((["last_turn", "rewriter"], False, 1, 3),
+         "form 'rewriter' needs --rewriter NAME (llm, carry-terms or a plugin's)"),
+        ((["last_turn", "full_history", "rewrite"], False, 0, 777),
+         "form 'rewrite' needs a 'rewrite' on the turns; none of the 777 labelled turns has one: drop it from "
+         "--forms or use --forms last_turn,full_history,rewriter --rewriter llm"),
+        ((["rewrite"], True, 0, 2),
+         "form 'rewrite' needs a 'rewrite' on the turns; none of the 2 labelled turns has one: drop it from "
+         "--forms or use --forms rewriter --rewriter llm"),
+    ]
+    for args, message in cases:
+        with pytest.raises(EvretError) as caught:
+            check_forms(*args)  # type: ignore[arg-type]
+        assert str(caught.value) == message
+
+
+def test_default_forms_follow_the_data_and_the_rewriter() -> None:
+    assert default_forms(False, 0) == ["last_turn", "full_history"]
+    assert default_forms(False, 5) == ["last_turn", "full_history", "rewrite"]
+    assert default_forms(True, 5) == ["last_turn", "full_history", "rewrite", "rewriter"]

@@ -312,7 +312,7 @@ def test_no_import_runs_against_the_layers() -> None:
 # when the command runs).
 FUNCTION_LEVEL_IMPORTS = 309  # imports of evret_core modules inside functions of evret_core
 TYPE_CHECKING_IMPORTS = 64  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
-STRING_ADDRESSED_MODULES = 36  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
+STRING_ADDRESSED_MODULES = 38  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
 
 _MODULE_STRING = re.compile(r"evret_core(?:\.[A-Za-z_][A-Za-z0-9_]*)+(?::(?:[A-Za-z_][A-Za-z0-9_]*|\{\}))?")
 

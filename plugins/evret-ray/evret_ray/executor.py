@@ -1,4 +1,4 @@
-"""``RayExecutor``: an evaluation's retrieval batches, judging and metric chunks as Ray actors and tasks.
+"""``RayExecutor``: an evaluation's retrieval batches, judging, rewriting and metric chunks as Ray actors and tasks.
 
 - **Workers are kept.** The actors of a stage (judging, retrieval) are started once, all at once, and kept across
   stages and across runs of the same executor, keyed by how the part is built: the judge's (or retriever's)
@@ -21,6 +21,9 @@
 - **Retrieval**: batches spread over ``workers`` actors; each rebuilds a retriever made by name (``bm25`` indexes
   its corpus once per worker) or receives a retriever object (pickled). With ``retrieve_on_cluster=False`` (an
   object that cannot be pickled, or a retriever bound to a service only this machine reaches) it runs here.
+- **Rewriting** (a conversation run's ``rewriter`` query form): batches of rewrite requests spread over ``workers``
+  actors as judging's are; each rebuilds the rewriter once from its recipe (an LLM rewriter's answer cache pinned
+  to this process's file), its LLM calls under the same ``max_in_flight`` bound.
 
 Results equal the ``local`` executor's: only where the work runs changes.
 """
@@ -50,6 +53,8 @@ from evret_core.sdk import (
     Metric,
     RankedBatch,
     Recipe,
+    RewriteRequest,
+    RewriteRun,
     recipe_of,
 )
 from evret_ray.remote_errors import errors_as_evret
@@ -367,6 +372,45 @@ class RayExecutor(Executor):
             if limiter is not None:
                 self.last_limiter_stats = ray.get(limiter.stats.remote())
         return JudgeRun(verdicts, stats)
+
+    def rewrite(self, rewriter: Any, requests: Sequence[RewriteRequest], batch_size: int,
+                progress: Callable[[int], None]) -> RewriteRun:
+        """Batches of rewrite requests over ``workers`` actors that rebuild the rewriter from its recipe (an LLM
+        rewriter's cache pinned to this process's file); a rewriter that scans the messages for injections scans
+        them here, once, and its workers leave the scan to the driver."""
+        from evret_ray.workers import RewriteWorker
+
+        if not requests:
+            return super().rewrite(rewriter, requests, batch_size, progress)
+        with self._stage() as ray:
+            spec, key = self._ship(recipe_of("rewriter", rewriter))
+            workers = self.worker_count()
+            size = max(1, min(batch_size, math.ceil(len(requests) / (8 * workers))))
+            batches = [list(requests[i : i + size]) for i in range(0, len(requests), size)]
+            scans = hasattr(rewriter, "scan_here") and hasattr(rewriter, "injections")
+            if scans:  # one WARNING line and one count of distinct texts for the run, as locally
+                rewriter.reset_stats()
+                rewriter.prepare(requests)
+            limiter = self._limiter_actor()
+            actor = ray.remote(RewriteWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
+                                                      max_concurrency=self.batches_per_worker + 2)
+            actors = self._actors("rewrite", f"{key}:{self.max_in_flight}",
+                                  lambda: actor.remote(spec, limiter, self.worker_setup), min(workers, len(batches)))
+            ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
+            texts: list[str | None] = []
+            for got in self._dispatch(actors, lambda a, batch: a.rewrite_batch.remote(batch), batches,
+                                      self.batches_per_worker):
+                texts.extend(got)
+                progress(len(texts))
+            stats: dict[str, Any] | None = None
+            for got_stats in ray.get([a.stats.remote() for a in actors]):
+                if got_stats is not None:
+                    stats = got_stats if stats is None else merge_stats(stats, got_stats)
+            if scans and stats is not None:
+                stats["injection"] = rewriter.injections.stats()
+            if limiter is not None:
+                self.last_limiter_stats = ray.get(limiter.stats.remote())
+        return RewriteRun(texts, stats)
 
     def generate(self, runner: Any, requests: dict[Any, Any], progress: Callable[[int], None]) -> GenerateRun:
         """Chunks of questions (every condition of a question in one chunk, so that a call two conditions share

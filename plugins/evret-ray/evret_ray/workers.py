@@ -1,4 +1,4 @@
-"""What runs inside Ray workers: the judging, retrieval and generation actors (each builds its part once and
+"""What runs inside Ray workers: the judging, retrieval, rewriting and generation actors (each builds its part once and
 keeps it for every batch and every run it serves) and the metric task."""
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from evret_core.sdk import (
     Metric,
     RankedBatch,
     Recipe,
+    RewriteRequest,
     batch_retrieve,
     judge_chunk,
     metric_values,
     rebuild,
+    rewrite_chunk,
 )
 
 
@@ -106,6 +108,58 @@ class JudgeWorker:
         return judge_chunk(self.judge, contexts)
 
 
+class RewriteWorker:
+    """One rewriting worker, an async Ray actor: builds the rewriter once, then rewrites the batches it is given. A
+    rewriter with ``abatch_rewrite`` (the LLM rewriter) runs several batches at once on the actor's one event loop;
+    any other runs one batch at a time in a thread. The driver scans the run's messages for injections."""
+
+    def __init__(self, spec: Recipe, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
+        if setup is not None:
+            setup()
+        self.rewriter = build(spec)
+        if hasattr(self.rewriter, "scan_here"):  # RayExecutor.rewrite scans every message of the run once
+            self.rewriter.scan_here = False
+        install_limiter(limiter)
+        self._one_at_a_time: asyncio.Lock | None = None
+
+    async def ready(self) -> bool:
+        return True
+
+    async def reset(self) -> None:
+        """Start counting the rewriter's stats afresh (the start of a run)."""
+        reset_stats = getattr(self.rewriter, "reset_stats", None)
+        if callable(reset_stats):
+            reset_stats()
+
+    async def stats(self) -> dict[str, Any] | None:
+        """The rewriter's stats since :meth:`reset`, or None when it keeps none."""
+        stats = getattr(self.rewriter, "stats", None)
+        return stats() if callable(stats) else None
+
+    async def rewrite_batch(self, requests: Sequence[RewriteRequest]) -> list[str | None]:
+        abatch = getattr(self.rewriter, "abatch_rewrite", None)
+        if callable(abatch):
+            return rewrite_chunk(_Answered(self.rewriter, list(await abatch(requests))), requests)
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        async with self._one_at_a_time:  # a sync rewriter is not asked to be thread-safe
+            return await asyncio.to_thread(rewrite_chunk, self.rewriter, requests)
+
+
+class _Answered:
+    """A batch's answers, already made, for :func:`~evret_core.sdk.rewrite_chunk` to check as the rewriter's own."""
+
+    def __init__(self, rewriter: Any, answers: list[Any]) -> None:
+        self.rewriter = rewriter
+        self.answers = answers
+
+    def batch_rewrite(self, requests: Sequence[RewriteRequest]) -> list[Any]:
+        return self.answers
+
+    def __repr__(self) -> str:
+        return repr(self.rewriter)
+
+
 class RetrieveWorker:
     """One retrieval worker: builds (or receives) the retriever once, then retrieves the batches it is given."""
 
@@ -162,4 +216,4 @@ def metrics_task(metrics: Sequence[Metric], batch: RankedBatch) -> list[np.ndarr
     return metric_values(metrics, batch)
 
 
-__all__ = ["GenerateWorker", "JudgeWorker", "RetrieveWorker", "build", "install_limiter", "metrics_task"]
+__all__ = ["GenerateWorker", "JudgeWorker", "RetrieveWorker", "RewriteWorker", "build", "install_limiter", "metrics_task"]
