@@ -30,7 +30,7 @@ from evret_transformers import DEFAULT_MODEL, gguf
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 MAX_NEW_TOKENS = 512
-MAX_BATCH = 16
+MAX_BATCH = 8  # docs/benchmarks.md: 8 gained as much as 32 at 2 threads and lost nothing at 1
 BATCH_WINDOW_MS = 20.0
 STRINGS = ".token-strings.json"  # beside a GGUF conversion's folder: its vocabulary decoded, once
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
