@@ -15,8 +15,16 @@ scores only against every position's, and milliseconds per answer token free and
 and the grammar's states) apart, and the allowed tokens of the structural states on a path through each schema
 found by the token trie against the first-character scan it replaced.
 
-    python benchmarks/transformers_local.py [--real [smollm2-135m] [gemma3-270m]]
-        (needs evret-transformers installed; --real its [gguf] extra and the model packages)
+``--batch`` measures verdicts (the ``relevance`` judge's messages and schema on TREC DL 2019 pairs from
+../shared) sent all at once, at ``max_batch`` 1, 8 and 32: verdicts per second against one at a time, and how many
+answers equal the one-at-a-time ones; then, for each model in a child process of its own, the first constrained
+call with the token strings decoded (the saved file removed first) and read back from the file saved beside the
+conversion, and the child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between runs
+(default: a fresh temporary folder, so the first load converts).
+
+    python benchmarks/transformers_local.py [--real | --batch [--no-batches]] [--cache DIR] [--threads N] [--n N]
+        [smollm2-135m] [gemma3-270m]
+        (needs evret-transformers installed; --real and --batch its [gguf] extra and the model packages)
 """
 
 from __future__ import annotations
@@ -129,14 +137,14 @@ def measure_real(model: str) -> None:
         asyncio.run(provider.warmup())
         return time.perf_counter() - started
 
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["EVRET_CACHE_DIR"] = cache
+    with tempfile.TemporaryDirectory() as fresh:
+        os.environ["EVRET_CACHE_DIR"] = _option("--cache", fresh)
         provider = Provider(model, max_new_tokens=REAL_TOKENS, device="cpu", threads=1)
         first = warm(provider)
         runtime._LOADED.clear()
         cached = warm(Provider(model, max_new_tokens=REAL_TOKENS, device="cpu", threads=1))
         loaded = runtime.load(provider.source, "cpu", "auto")
-        print(f"{model}: vocabulary {len(loaded.tokenizer)}, conversions {gguf.conversions}; first load (convert) "
+        print(f"{model}: vocabulary {len(loaded.tokenizer)}, conversions {gguf.conversions}; first load "
               f"{first:.1f} s, cached load {cached:.2f} s")
         ids = torch.tensor([runtime.prompt_ids(loaded.tokenizer, MESSAGES)])
 
@@ -167,10 +175,165 @@ def measure_real(model: str) -> None:
         runtime._LOADED.clear()
 
 
-def main() -> None:
+def dl19_messages(n: int) -> list[list[ChatMessage]]:
+    """The relevance judge's messages (system prompt with the schema sentence, fixed fence code) for ``n`` TREC
+    DL 2019 qrels pairs drawn with seed 0."""
+    import json
+    import random
+
+    from evret_core.contracts.judge import reference_free_context
+    from evret_core.judge.relevance_judge import RelevanceJudge
+
+    folder = Path(__file__).parents[1].parent / "shared" / "datasets" / "trec-dl-2019"
+    queries = dict(line.split("\t", 1) for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines())
+    lines = (folder / "qrels-pass.txt").read_text(encoding="utf-8").splitlines()
+    pairs = [(line.split()[0], line.split()[2]) for line in random.Random(0).sample(lines, n)]
+    wanted = {docid for _, docid in pairs}
+    texts: dict[str, str] = {}
+    with (folder / "passages.jsonl").open(encoding="utf-8") as rows:
+        for row in rows:
+            record = json.loads(row)
+            if record["docid"] in wanted:
+                texts[record["docid"]] = record["doc"]
+    from evret_core.judge import relevance_judge as module
+
+    schema = json.dumps(module.RelevanceAnswer.model_json_schema(), separators=(",", ":"))
+    out = []
+    for qid, docid in pairs:
+        context = reference_free_context(queries[qid].strip(), texts[docid])
+        messages = RelevanceJudge.messages(_JUDGE, context, nonce="0" * 16)
+        out.append([ChatMessage("system", messages[0].content + module._SCHEMA_SENTENCE + schema), messages[1]])
+    return out
+
+
+class _Judge:
+    """What :meth:`RelevanceJudge.messages` reads, without building a judge (which needs a provider)."""
+
+    def __init__(self) -> None:
+        from evret_core.judge import relevance_judge as module
+
+        self.fencing = "nonce"
+        self.system_prompt = module.DEFAULT_SYSTEM_PROMPT
+        self.prompt_template = module.DEFAULT_PROMPT_TEMPLATE
+
+
+_JUDGE: Any = _Judge()
+
+
+def measure_batches(model: str, threads: int, n: int) -> None:
+    """Verdicts per second at max_batch 1, 8 and 32 (all ``n`` calls sent at once), printed."""
+    import os
+
+    from evret_core.judge.relevance_judge import RelevanceAnswer
+
+    schema = RelevanceAnswer.model_json_schema()
+    conversations = dl19_messages(n)
+    first: list[str] = []
+    base = 0.0
+    warm = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads)
+    asyncio.run(warm.warmup())
+    loaded = warm._loaded
+    asyncio.run(warm.acomplete(conversations[0], json_schema=schema))  # the index and states, once
+    few = conversations[:8]
+    for jump in (False, True):  # one at a time, the forced text fed token by token, then in one pass
+        before, started = loaded.forwards, time.perf_counter()
+        texts = [runtime.submit(loaded, runtime.Call(messages=m, temperature=0.0, max_new_tokens=16, seed=0,
+                                                     json_schema=schema, jump_forward=jump), 1, 0).result()[0]
+                 for m in few]
+        seconds = time.perf_counter() - started
+        if not jump:
+            plain, plain_seconds = texts, seconds
+        print(f"  one at a time, jump-forward {'on ' if jump else 'off'}: {seconds / len(few) * 1000:6.0f} ms a verdict"
+              f" ({plain_seconds / seconds:4.2f}x), {(loaded.forwards - before) / len(few):.1f} forward passes a "
+              f"verdict; answers equal: {sum(a == b for a, b in zip(texts, plain, strict=True))}/{len(few)}; load "
+              f"{os.getloadavg()[0]:.1f}", flush=True)
+    for size in (1, 8, 32):
+        provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads, max_batch=size,
+                                        batch_window_ms=50)
+        asyncio.run(provider.warmup())
+
+        async def ask(provider: TransformersProvider = provider) -> list[Any]:
+            return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
+
+        started = time.perf_counter()
+        answers = asyncio.run(ask())
+        seconds = time.perf_counter() - started
+        texts = [a.text for a in answers]
+        if size == 1:
+            first, base = texts, seconds
+        prompt = sum(a.input_tokens for a in answers) / n
+        load = os.getloadavg()[0]
+        print(f"  max_batch {size:2d}: {n} verdicts in {seconds:6.1f} s = {n / seconds:5.2f}/s ({base / seconds:4.2f}x"
+              f" one at a time); answers equal to one at a time: {sum(a == b for a, b in zip(texts, first, strict=True))}/{n};"
+              f" prompts {prompt:.0f} tokens on average; load {load:.1f}", flush=True)
+
+
+def child(model: str, threads: int) -> None:
+    """In a process of its own: load, the first constrained call, peak resident memory (printed as one line)."""
+    import resource
+
+    from evret_core.judge.relevance_judge import RelevanceAnswer
+
+    provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads)
+    started = time.perf_counter()
+    asyncio.run(provider.warmup())
+    loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    asyncio.run(provider.acomplete(dl19_messages(1)[0], json_schema=RelevanceAnswer.model_json_schema()))
+    first = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"load {loaded:.1f} s, first constrained call {first:.1f} s, peak RSS {peak:.0f} MB")
+
+
+def measure_children(model: str, threads: int) -> None:
+    """The child run twice: token strings decoded (their saved file removed), then read back from the file."""
+    import os
+    import subprocess
     import sys
 
-    torch.set_num_threads(1)
+    from evret_transformers import gguf
+    from evret_transformers import provider as provider_module
+
+    # the saved strings found without loading the model here: the children's peak memory counts the parent's
+    # at their start (it survives exec), so the parent stays small
+    provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads)
+    saved = list(gguf.cache_root().glob(f"{provider.fingerprint[:16]}-*{provider_module.STRINGS}"))
+    for label in ("strings decoded", "strings read back"):
+        if label == "strings decoded":
+            for path in saved:
+                path.unlink(missing_ok=True)
+        line = subprocess.run([sys.executable, __file__, "--child", model, "--threads", str(threads)],
+                              capture_output=True, text=True, check=True, env=os.environ).stdout.strip()
+        print(f"  child process, {label}: {line.splitlines()[-1]}; load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def _option(name: str, default: str) -> str:
+    import sys
+
+    args = sys.argv[1:]
+    return args[args.index(name) + 1] if name in args else default
+
+
+def main() -> None:
+    import os
+    import sys
+
+    threads = int(_option("--threads", "1"))
+    torch.set_num_threads(threads)
+    models = [a for a in sys.argv[1:] if a in ("smollm2-135m", "gemma3-270m")]
+    if "--child" in sys.argv[1:]:
+        child(models[0], threads)
+        return
+    if "--batch" in sys.argv[1:]:
+        with tempfile.TemporaryDirectory() as fresh:
+            os.environ["EVRET_CACHE_DIR"] = _option("--cache", fresh)
+            for model in models or ["smollm2-135m", "gemma3-270m"]:
+                print(f"{model}, {threads} thread(s):", flush=True)
+                if "--no-batches" not in sys.argv[1:]:
+                    measure_batches(model, threads, int(_option("--n", "32")))
+                measure_children(model, threads)
+                runtime._LOADED.clear()
+        return
     if "--real" in sys.argv[1:]:
         import importlib.util
 

@@ -1,4 +1,4 @@
-"""The ``transformers`` provider: a Hugging Face causal LM run in this process, one call at a time.
+"""The ``transformers`` provider: a Hugging Face causal LM run in this process, calls batched.
 
 Options are checked when the provider is built (before any model is loaded): a ``model`` that is neither a local
 folder holding a saved model, a hub id already in the Hugging Face cache, a ``.gguf`` file nor a packaged GGUF
@@ -8,7 +8,8 @@ converted, once, into a cached folder) by :meth:`TransformersProvider.warmup`, w
 (:mod:`evret_transformers.runtime`), and reused by every provider built with the same model, device and dtype. A
 call with ``json_schema`` (what :func:`~evret_core.llm.structured.structured_call` passes to providers that
 :attr:`constrains_json`) is decoded under that schema's grammar, so its answer always parses and validates; other
-calls generate freely.
+calls generate freely. Calls that arrive together run as one batch (:func:`evret_transformers.runtime.submit`,
+up to ``max_batch``), so :attr:`max_concurrency` is ``max_batch``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from evret_transformers import DEFAULT_MODEL, gguf
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 MAX_NEW_TOKENS = 512
+MAX_BATCH = 8  # docs/benchmarks.md: 8 gained as much as 32 at 2 threads and lost nothing at 1
+BATCH_WINDOW_MS = 20.0
+STRINGS = ".token-strings.json"  # beside a GGUF conversion's folder: its vocabulary decoded, once
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
 _THREADS_LOCK = threading.Lock()
 #: the torch thread count a provider of this process set (torch has one pool per process)
@@ -49,13 +53,17 @@ class TransformersProvider(LLMProvider):
         temperature 0 is greedy.
     :param threads: the torch threads of this process (``torch.set_num_threads`` at load); None keeps torch's
         default (every core). One count per process: another provider asking a different one is refused.
+    :param max_batch: the most calls generated as one batch (left-padded, each with its own grammar, budget and
+        stop); also the calls :class:`~evret_core.llm.client.LLMClient` hands this provider at once (its own
+        ``max_concurrency``, 16 by default, bounds them too). 1 runs calls one at a time.
+    :param batch_window_ms: how long the first waiting call waits for others to join its batch (milliseconds).
     :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.client.LLMClient` enforces it.
     """
 
     name = "transformers"
     default_model = DEFAULT_MODEL
     constrains_json = True
-    max_concurrency = 1
+    max_concurrency = MAX_BATCH
 
     def __init__(
         self,
@@ -65,6 +73,8 @@ class TransformersProvider(LLMProvider):
         max_new_tokens: int = MAX_NEW_TOKENS,
         seed: int = 0,
         threads: int | None = None,
+        max_batch: int = MAX_BATCH,
+        batch_window_ms: float = BATCH_WINDOW_MS,
         timeout: float | None = None,
     ) -> None:
         super().__init__(model)
@@ -74,6 +84,13 @@ class TransformersProvider(LLMProvider):
         self.seed = _integer("seed", seed, 0, 2**63 - 1)
         self.threads = None if threads is None else _integer("threads", threads, 1, 4096)
         _check_threads(self.threads)
+        self.max_batch = _integer("max_batch", max_batch, 1, 1024)
+        self.max_concurrency = self.max_batch  # LLMClient hands the batcher this many calls at once
+        if isinstance(batch_window_ms, bool) or not isinstance(batch_window_ms, (int, float)) \
+                or not 0 <= batch_window_ms <= 10_000:
+            raise EvretError(f"transformers provider: option 'batch_window_ms' must be a number of milliseconds "
+                             f"from 0 to 10000, got {batch_window_ms!r}")
+        self.batch_window_ms = float(batch_window_ms)
         self.timeout = timeout
         # what would make every call fail is refused here, before any work: a broken folder, a budget beyond the
         # model's context, a device this machine lacks (a GGUF model's folder exists once converted: checked
@@ -87,6 +104,7 @@ class TransformersProvider(LLMProvider):
         check_device(self.device)
         self._kept_schemas: set[str] = set()
         self._ready = False
+        self._loaded: Any = None  # runtime.Loaded, once warm
 
     def _check_folder(self, folder: Path) -> None:
         config = check_model_folder(folder)
@@ -128,8 +146,9 @@ class TransformersProvider(LLMProvider):
                                  f"converted: {_one_line(exc)}") from None
             self._check_folder(folder)
             self.source = str(folder)
+        strings = None if self.gguf is None else Path(self.source).with_name(Path(self.source).name + STRINGS)
         try:
-            runtime.load(self.source, self.device, self.dtype)
+            self._loaded = runtime.load(self.source, self.device, self.dtype, strings_file=strings)
         except Exception as exc:  # out of memory, broken weights: one line, not a traceback per call
             raise EvretError(f"transformers provider: option 'model': {self.model!r} cannot be loaded: "
                              f"{_one_line(exc)}") from None
@@ -153,10 +172,10 @@ class TransformersProvider(LLMProvider):
         call = runtime.Call(messages=list(messages), temperature=float(temperature), max_new_tokens=budget,
                             seed=self.seed, json_schema=json_schema, cancel=cancel, threads=self.threads)
         try:
-            text, used_in, used_out = await asyncio.to_thread(
-                runtime.complete, self.source, self.device, self.dtype, call)
+            text, used_in, used_out = await asyncio.wrap_future(
+                runtime.submit(self._loaded, call, self.max_batch, self.batch_window_ms / 1000))
         except asyncio.CancelledError:
-            cancel.set()  # the generation loop stops at its next token and frees the model for the next call
+            cancel.set()  # the row leaves its batch at the next token; the other rows go on
             raise
         except LLMCallError:
             raise

@@ -1,19 +1,28 @@
-"""Loading a model once per process, building prompts, and the generation loop (free or constrained).
+"""Loading a model once per process, building prompts, and the generation loop (free or constrained, batched).
 
 Imported by the provider when it warms up, never at plugin load: this module imports torch and transformers.
-The generation loop is Evret's own (a KV-cached forward per token, the prompt's asking for the last position's
-scores only when the model's forward takes ``logits_to_keep``): under a JSON schema each step keeps only the
-tokens :class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON
-can still be closed within the tokens left, so the answer is complete JSON even when the budget runs out. The
-answer's text is the concatenation of the chosen tokens' strings, the very text the grammar accepted.
-"""
+The generation loop is Evret's own (a KV-cached forward per step, asking for the scores of the positions whose next
+token is chosen only, when the model's forward takes ``logits_to_keep``). Calls go through one queue per loaded
+model (:func:`submit`); a thread of its own takes the calls that arrived together as one batch
+(:func:`generate_many`: left-padded, an attention mask and per-row positions, each row its own grammar state,
+budget and stop). Under a JSON schema each step keeps only the tokens
+:class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON can still be
+closed within the tokens left, so the answer is complete JSON even when the budget runs out; the text the grammar
+forces is fed in one pass and checked token by token (jump-forward). The answer's text is the concatenation of
+the chosen tokens' strings, the very text the grammar accepted."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
+import time
+from collections import deque
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,6 +45,7 @@ class Call:
     json_schema: Mapping[str, Any] | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     threads: int | None = None
+    jump_forward: bool = True  # feed the text the grammar forces in one forward pass (see generate_many)
 
 
 @dataclass
@@ -49,9 +59,23 @@ class Loaded:
     index: TokenIndex | None = None
     constraints: dict[str, TokenConstraint] = field(default_factory=dict)
     masks: dict[tuple[int, Any], tuple[Any, Any, int]] = field(default_factory=dict)
+    drafts: dict[tuple[int, Any], list[int]] = field(default_factory=dict)
+    forwards: int = 0  # forward passes run (tests and the benchmark read it)
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
     last_logits: bool = False  # the forward takes `logits_to_keep`: the lm_head runs on the last position only
+    batcher: Batcher = field(default_factory=lambda: Batcher())
+    strings_file: Path | None = None  # where the token strings are kept between processes (GGUF conversions)
+
+
+@dataclass
+class Batcher:
+    """The calls waiting for this model (:func:`submit`) and whether a thread is serving them."""
+
+    queue: deque[_Queued] = field(default_factory=deque)
+    ready: threading.Condition = field(default_factory=threading.Condition)
+    running: bool = False
+    sizes: deque[int] = field(default_factory=lambda: deque(maxlen=256))  # the last batches' sizes, as run
 
 
 _LOADED: dict[tuple[str, str, str], Loaded] = {}
@@ -75,8 +99,9 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     return torch.float16 if device == "mps" else torch.float32
 
 
-def load(source: str, device: str, dtype: str) -> Loaded:
-    """The model of ``source`` on ``device``, loaded on first use and kept for the process."""
+def load(source: str, device: str, dtype: str, strings_file: Path | None = None) -> Loaded:
+    """The model of ``source`` on ``device``, loaded on first use and kept for the process; ``strings_file`` is
+    where its token strings are saved once decoded (:func:`saved_token_strings`)."""
     key = (source, device, dtype)
     with _LOADING:
         loaded = _LOADED.get(key)
@@ -96,6 +121,8 @@ def load(source: str, device: str, dtype: str) -> Loaded:
             loaded = _LOADED[key] = Loaded(model, tokenizer, where, eos=_eos_ids(model, tokenizer),
                                            cache_argument="cache" if "cache" in parameters else "past_key_values",
                                            last_logits="logits_to_keep" in parameters)
+        if strings_file is not None and loaded.strings_file is None:
+            loaded.strings_file = strings_file
         return loaded
 
 
@@ -122,13 +149,38 @@ def token_strings(tokenizer: Any) -> list[str | None]:
             for i, text in enumerate(decoded)]
 
 
+def saved_token_strings(tokenizer: Any, path: Path | None) -> list[str | None]:
+    """:func:`token_strings`, read from ``path`` when a previous process saved them there (a JSON list of one
+    string or null per token, checked against the tokenizer's size), else decoded and saved there (a temporary
+    file renamed: no reader sees half of it). Decoding Gemma 3's 262,144 tokens takes seconds; reading them back
+    a fraction of one."""
+    size = len(tokenizer)
+    if path is not None:
+        try:
+            kept = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            kept = None  # not saved yet, or unreadable: decoded again and saved over
+        if isinstance(kept, list) and len(kept) == size and all(s is None or isinstance(s, str) for s in kept):
+            return kept
+    strings = token_strings(tokenizer)
+    if path is not None:
+        temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            temporary.write_text(json.dumps(strings, ensure_ascii=True), encoding="utf-8")
+            os.replace(temporary, path)
+        except OSError:  # a read-only cache: the strings are decoded again next time
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+    return strings
+
+
 def constraint(loaded: Loaded, schema: Mapping[str, Any]) -> TokenConstraint:
     """The token constraint of ``schema`` on this model's vocabulary, built once per schema."""
     key = json.dumps(schema, sort_keys=True)
     found = loaded.constraints.get(key)
     if found is None:
         if loaded.index is None:
-            loaded.index = TokenIndex(token_strings(loaded.tokenizer))
+            loaded.index = TokenIndex(saved_token_strings(loaded.tokenizer, loaded.strings_file))
         try:
             grammar = JsonGrammar(schema, literal_cost=loaded.index.spell_cost)
         except SchemaNotSupported as exc:
@@ -166,86 +218,281 @@ def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
 
 
 def complete(source: str, device: str, dtype: str, call: Call) -> tuple[str, int, int]:
-    """``(text, prompt tokens, answer tokens)`` for one call, holding the model's lock throughout."""
-    loaded = load(source, device, dtype)
-    with loaded.lock:
-        if call.cancel.is_set():
-            raise _cancelled()
-        if call.threads is not None and torch.get_num_threads() != call.threads:
-            torch.set_num_threads(call.threads)  # a worker thread that ran torch before keeps its own count
-        rules = constraint(loaded, call.json_schema) if call.json_schema is not None else None
-        ids = prompt_ids(loaded.tokenizer, call.messages)
-        limit = getattr(loaded.model.config, "max_position_embeddings", None)
-        if isinstance(limit, int) and len(ids) + call.max_new_tokens > limit:
-            raise LLMCallError(f"transformers: a prompt of {len(ids)} tokens plus max_new_tokens="
-                               f"{call.max_new_tokens} exceeds the model's context of {limit} tokens",
-                               retryable=False)
-        out = generate(loaded, ids, call, rules)
-    if rules is not None:
-        strings = rules.index.strings
-        return "".join(strings[i] or "" for i in out), len(ids), len(out)
-    return loaded.tokenizer.decode(out, skip_special_tokens=True), len(ids), len(out)
+    """``(text, prompt tokens, answer tokens)`` for one call, run alone (a batch of one); blocks until done."""
+    return submit(load(source, device, dtype), call, max_batch=1, window=0.0).result()
+
+
+def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[tuple[str, int, int]]:
+    """Queue ``call`` on the model's batcher: calls queued within ``window`` seconds of the first waiting one, up
+    to ``max_batch`` (the first one's), run as one batched generation. The future holds ``(text, prompt tokens,
+    answer tokens)`` or the call's :class:`LLMCallError`."""
+    future: Future[tuple[str, int, int]] = Future()
+    batcher = loaded.batcher
+    with batcher.ready:
+        batcher.queue.append(_Queued(call, future, max(1, max_batch), max(0.0, window)))
+        batcher.ready.notify_all()
+        if not batcher.running:
+            batcher.running = True
+            threading.Thread(target=_serve, args=(loaded,), name="evret-transformers-batch", daemon=True).start()
+    return future
+
+
+@dataclass
+class _Queued:
+    call: Call
+    future: Future[tuple[str, int, int]]
+    max_batch: int
+    window: float
+
+
+@dataclass
+class _Row:
+    """One call of a running batch: its prompt, grammar state, answer so far and sampling generator."""
+
+    queued: _Queued
+    ids: list[int]
+    rules: TokenConstraint | None
+    state: Any
+    generator: Any
+    out: list[int] = field(default_factory=list)
+
+
+def _serve(loaded: Loaded) -> None:
+    """The batcher's thread: takes batches off the queue until it is empty, then ends (the next call starts
+    another)."""
+    batcher = loaded.batcher
+    while True:
+        with batcher.ready:
+            if not batcher.queue:
+                batcher.running = False
+                return
+            first = batcher.queue[0]
+            deadline = time.monotonic() + first.window
+            while len(batcher.queue) < first.max_batch and (left := deadline - time.monotonic()) > 0:
+                batcher.ready.wait(left)
+            taken = [batcher.queue.popleft() for _ in range(min(first.max_batch, len(batcher.queue)))]
+        # a call cancelled while queued is dropped; the others cannot be cancelled from here on (the flag is)
+        taken = [q for q in taken if q.future.set_running_or_notify_cancel()]
+        if taken:
+            batcher.sizes.append(len(taken))
+            try:
+                with loaded.lock:
+                    _run_batch(loaded, taken)
+            except BaseException as exc:  # noqa: BLE001 - a model that cannot run fails every call of the batch
+                for queued in taken:
+                    if not queued.future.done():
+                        queued.future.set_exception(exc)
+
+
+def _run_batch(loaded: Loaded, taken: list[_Queued]) -> None:
+    """Check each call (a call that cannot run fails alone), generate the rest as one batch, set the futures."""
+    threads = next((q.call.threads for q in taken if q.call.threads is not None), None)
+    if threads is not None and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)  # a worker thread that ran torch before keeps its own count
+    rows: list[_Row] = []
+    for queued in taken:
+        try:
+            rows.append(_prepare(loaded, queued))
+        except LLMCallError as exc:
+            queued.future.set_exception(exc)
+    if rows:
+        generate_many(loaded, rows)
+
+
+def _prepare(loaded: Loaded, queued: _Queued) -> _Row:
+    call = queued.call
+    if call.cancel.is_set():
+        raise _cancelled()
+    rules = constraint(loaded, call.json_schema) if call.json_schema is not None else None
+    ids = prompt_ids(loaded.tokenizer, call.messages)
+    limit = getattr(loaded.model.config, "max_position_embeddings", None)
+    if isinstance(limit, int) and len(ids) + call.max_new_tokens > limit:
+        raise LLMCallError(f"transformers: a prompt of {len(ids)} tokens plus max_new_tokens="
+                           f"{call.max_new_tokens} exceeds the model's context of {limit} tokens",
+                           retryable=False)
+    state = rules.grammar.initial() if rules is not None else None
+    if rules is not None and rules.grammar.cost(state) > call.max_new_tokens:  # type: ignore[arg-type]
+        raise LLMCallError(f"transformers: max_new_tokens={call.max_new_tokens} is too few for the shortest JSON "
+                           f"of the schema ({rules.grammar.cost(state)} tokens); raise the provider option "  # type: ignore[arg-type]
+                           f"max_new_tokens (or the caller's max_tokens)", retryable=False)
+    return _Row(queued, ids, rules, state, torch.Generator(device="cpu").manual_seed(call.seed))
 
 
 def _cancelled() -> LLMCallError:
     return LLMCallError("transformers: cancelled (timeout)", retryable=True, kind="timeout")
 
 
-def generate(loaded: Loaded, ids: list[int], call: Call, rules: TokenConstraint | None) -> list[int]:
-    """The answer's token ids: greedy at temperature 0, else sampled with a generator seeded per call."""
+def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
+    """Generate every row's answer in one batch and set its future.
+
+    Each step feeds every row its last chosen token and, under a schema, the text the grammar forces next (a
+    *draft*: ``{"grade":`` at the start of a verdict, spelled in the vocabulary's longest tokens; jump-forward),
+    left-padded to one width, with an attention mask over the whole cache and per-row positions, so each row sees
+    only its own tokens at the positions it would have alone. The draft is checked as decoding one token at a time
+    would: the row's token is chosen from the scores after each fed token, and the draft is kept up to the first
+    token that differs (that chosen token is fed next; the refused draft's cache slots are masked), so the answer
+    is the one of token-by-token decoding. A row that ends (EOS, JSON complete, budget spent, cancelled) leaves
+    the batch, its cache rows dropped. Greedy at temperature 0, else sampled with a generator seeded per call."""
     model = loaded.model
-    generator = torch.Generator(device="cpu").manual_seed(call.seed)
-    state = rules.grammar.initial() if rules is not None else None
-    if rules is not None and rules.grammar.cost(state) > call.max_new_tokens:  # type: ignore[arg-type]
-        raise LLMCallError(f"transformers: max_new_tokens={call.max_new_tokens} is too few for the shortest JSON "
-                           f"of the schema ({rules.grammar.cost(state)} tokens); raise the provider option "  # type: ignore[arg-type]
-                           f"max_new_tokens (or the caller's max_tokens)", retryable=False)
-    out: list[int] = []
+    pad = loaded.tokenizer.pad_token_id
+    pad = pad if isinstance(pad, int) else next(iter(loaded.eos), 0)
+    window = getattr(model.config.get_text_config(), "sliding_window", None)
+    jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
+    # one row without drafts runs as before batching: no mask, positions implied by the cache
+    masked = len(rows) > 1 or jump
+    feeds = [list(row.ids) for row in rows]  # what each row is fed this step
+    drafts: list[list[int]] = [[] for _ in rows]
+    starts = [0] * len(rows)  # each row's position of its first fed token
+    mask: Any = None
     past = None
-    step_input = torch.tensor([ids], device=loaded.device)
-    # only the last position's scores are used: the prefill's lm_head over every prompt position is skipped
-    keep = {"logits_to_keep": 1} if loaded.last_logits else {}
+    live = list(rows)
     with torch.inference_mode():
-        for step in range(call.max_new_tokens):
-            if call.cancel.is_set():
-                raise _cancelled()
-            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **keep)
+        while live:
+            if jump:
+                cached = 0 if mask is None else mask.shape[1]
+                for j, row in enumerate(live):
+                    drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
+                    if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
+                        drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
+                    feeds[j] = feeds[j] + drafts[j]
+            width = max(len(f) for f in feeds)
+            step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
+            extra: dict[str, Any] = {}
+            if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
+                extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
+            if masked:
+                step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
+                positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
+                                          for j, f in enumerate(feeds)], device=loaded.device)
+                mask = step_mask if mask is None else torch.cat([mask, step_mask], dim=1)
+                extra["attention_mask"], extra["position_ids"] = mask, positions
+            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
+            loaded.forwards += 1
             past = getattr(result, loaded.cache_argument)
-            logits = result.logits[0, -1].float().cpu()
-            if rules is not None:
-                assert state is not None
-                index = _allowed(loaded, rules, state, call.max_new_tokens - step - 1)
-                if index.numel() == 0:
-                    raise LLMCallError("transformers: no token of the vocabulary continues the JSON within "
-                                       "max_new_tokens", retryable=False)
-                masked = torch.full_like(logits, float("-inf"))
-                masked[index] = logits[index]
-                logits = masked
-            token = _pick(logits, call.temperature, generator)
-            if rules is None:
-                if token in loaded.eos:
+            scores = result.logits.float().cpu()
+            keep: list[int] = []
+            for j, row in enumerate(live):
+                draft = drafts[j]
+                token: int | None = None
+                taken = 0
+                try:
+                    for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
+                        token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
+                        if token is None or k == len(draft) or token != draft[k]:
+                            break
+                        taken += 1
+                except LLMCallError as exc:
+                    row.queued.future.set_exception(exc)
+                    continue
+                if token is None:
+                    continue
+                if taken < len(draft):  # the refused draft's slots: masked from now on
+                    mask[j, mask.shape[1] - (len(draft) - taken):] = 0
+                starts[j] += len(feeds[j]) - (len(draft) - taken)
+                feeds[j] = [token]
+                keep.append(j)
+            if len(keep) < len(live):
+                if not keep:
                     break
-                out.append(token)
-            else:
-                out.append(token)
-                state = rules.grammar.advance(state, rules.index.strings[token] or "")  # type: ignore[arg-type]
-                if rules.grammar.cost(state) == 0:
-                    break
-            step_input = torch.tensor([[token]], device=loaded.device)
-    return out
+                if not _drop_rows(past, keep):  # pragma: no cover - every cache of transformers 5 can
+                    raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
+                                       "calls; use max_batch=1", retryable=False)
+                live = [live[j] for j in keep]
+                feeds = [feeds[j] for j in keep]
+                starts = [starts[j] for j in keep]
+                drafts = [drafts[j] for j in keep]
+                if mask is not None:
+                    mask = mask[keep]
+
+
+def _draft(loaded: Loaded, row: _Row) -> list[int]:
+    """The tokens of the text the grammar forces after the row's state (each next character the only one it
+    takes), longest tokens first, at most 16; kept per state."""
+    rules = row.rules
+    if rules is None:
+        return []
+    key = (id(rules), row.state)
+    found = loaded.drafts.get(key)
+    if found is None:
+        grammar, state, text = rules.grammar, row.state, ""
+        while grammar.cost(state) > 0:
+            chars = grammar.next_chars(state)
+            if chars is None or len(chars) != 1:
+                break
+            after = grammar.advance(state, next(iter(chars)))
+            if not after:
+                break
+            text, state = text + next(iter(chars)), after
+        if len(loaded.drafts) >= 4096:
+            loaded.drafts.clear()
+        found = loaded.drafts[key] = rules.index.spell(text, 16)
+    return found
+
+
+def _drop_rows(past: Any, keep: list[int]) -> bool:
+    select = getattr(past, "batch_select_indices", None)
+    if select is None:
+        return False
+    select(torch.tensor(keep, dtype=torch.long))
+    return True
+
+
+def _next_token(loaded: Loaded, row: _Row, logits: Any) -> int | None:
+    """The row's next token, or None when the row has ended (its future then holds the answer or the error)."""
+    call, rules = row.queued.call, row.rules
+    if call.cancel.is_set():
+        raise _cancelled()
+    if rules is None:
+        token = _pick(logits, call.temperature, row.generator)
+        if token in loaded.eos:
+            _finish(loaded, row)
+            return None
+        row.out.append(token)
+    else:
+        index = _allowed(loaded, rules, row.state, call.max_new_tokens - len(row.out) - 1)
+        if index.numel() == 0:
+            raise LLMCallError("transformers: no token of the vocabulary continues the JSON within "
+                               "max_new_tokens", retryable=False)
+        if call.temperature <= 0:  # the best allowed token; ids ascend, so a tie goes to the lowest id as in
+            token = int(index[int(torch.argmax(logits[index]).item())].item())  # the whole masked vocabulary
+        else:
+            masked = torch.full_like(logits, float("-inf"))
+            masked[index] = logits[index]
+            token = _pick(masked, call.temperature, row.generator)
+        row.out.append(token)
+        row.state = rules.grammar.advance(row.state, rules.index.strings[token] or "")
+        if rules.grammar.cost(row.state) == 0:
+            _finish(loaded, row)
+            return None
+    if len(row.out) >= call.max_new_tokens:
+        _finish(loaded, row)
+        return None
+    return token
+
+
+def _finish(loaded: Loaded, row: _Row) -> None:
+    out = row.out
+    if row.rules is not None:
+        strings = row.rules.index.strings
+        text = "".join(strings[i] or "" for i in out)
+    else:
+        text = loaded.tokenizer.decode(out, skip_special_tokens=True)
+    row.queued.future.set_result((text, len(row.ids), len(out)))
 
 
 def _allowed(loaded: Loaded, rules: TokenConstraint, state: Any, left: int) -> Any:
-    """The ids of the tokens allowed in ``state`` after which the JSON can be closed in ``left`` tokens, as a
-    tensor; the tensors of each state are kept (most states recur: inside a string, between properties)."""
+    """The ids of the tokens allowed in ``state`` after which the JSON can be closed in ``left`` tokens, as an
+    ascending tensor; the tensors of each state are kept (most states recur: inside a string, between
+    properties)."""
     key = (id(rules), state)
     found = loaded.masks.get(key)
     if found is None:
         ids, costs = rules.allowed(state)
         if len(loaded.masks) >= 4096:
             loaded.masks.clear()
-        found = loaded.masks[key] = (torch.tensor(ids, dtype=torch.long), torch.tensor(costs, dtype=torch.long),
-                                     max(costs, default=0))
+        index, order = torch.sort(torch.tensor(ids, dtype=torch.long))
+        cost = torch.tensor(costs, dtype=torch.long)[order]
+        found = loaded.masks[key] = (index, cost, max(costs, default=0))
     index, cost, highest = found
     return index if left >= highest else index[cost <= left]
 

@@ -49,6 +49,22 @@ class TokenIndex:
         self.sorted_strings = [text for text, _ in usable]
         self.sorted_ids = [token_id for _, token_id in usable]
 
+    def spell(self, text: str, most: int) -> list[int]:
+        """``text`` as tokens, the longest token that fits taken first, at most ``most`` of them (fewer when
+        some of ``text`` cannot be spelled that way)."""
+        out: list[int] = []
+        start = 0
+        while start < len(text) and len(out) < most:
+            for end in range(min(len(text), start + self._longest), start, -1):
+                token_id = self._spellings.get(text[start:end])
+                if token_id is not None:
+                    out.append(token_id)
+                    start = end
+                    break
+            else:
+                break
+        return out
+
     def spell_cost(self, text: str) -> int:
         """The fewest tokens whose strings concatenate to ``text`` (a very large number when none do)."""
         best = [0] * (len(text) + 1)

@@ -67,6 +67,33 @@ def test_a_gguf_file_converts_once_and_later_providers_load_the_cached_folder(ti
     assert answer(TransformersProvider(str(tiny_chat_model), max_new_tokens=12)) == text
 
 
+def test_the_token_strings_are_saved_beside_the_conversion_and_read_back(tiny_gguf: Path, _isolated: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first constrained call decodes the vocabulary once and saves it beside the converted folder; a later
+    process reads it back instead of decoding; a saved list that does not fit the tokenizer is decoded again and
+    saved over."""
+    schema = {"type": "object", "properties": {"grade": {"enum": [0, 1, 2, 3]}}, "required": ["grade"]}
+
+    def constrained() -> tuple[str, TransformersProvider]:
+        provider = TransformersProvider(str(tiny_gguf), max_new_tokens=24)
+        return asyncio.run(provider.acomplete(MESSAGES, json_schema=schema)).text, provider
+
+    text, provider = constrained()
+    saved = Path(provider.source + provider_module.STRINGS)
+    tokenizer = runtime.load(provider.source, "auto", "auto").tokenizer
+    assert json.loads(saved.read_text(encoding="utf-8")) == runtime.token_strings(tokenizer)
+    assert [p.name for p in saved.parent.iterdir() if p.name.startswith(".")] == []  # no temporary file left
+    decoded: list[int] = []
+    real = runtime.token_strings
+    monkeypatch.setattr(runtime, "token_strings", lambda t: decoded.append(1) or real(t))
+    runtime._LOADED.pop((provider.source, "auto", "auto"))  # as a new process would: nothing loaded
+    assert constrained()[0] == text and decoded == []  # read back, not decoded
+    saved.write_text(json.dumps(["a"] * 3), encoding="utf-8")  # another vocabulary's length
+    runtime._LOADED.pop((provider.source, "auto", "auto"))
+    assert constrained()[0] == text and decoded == [1]
+    assert json.loads(saved.read_text(encoding="utf-8")) == runtime.token_strings(tokenizer)
+
+
 def test_a_changed_file_is_reconverted_and_a_touched_one_is_not(tiny_gguf: Path, tiny_chat_model: Path,
                                                                 tmp_path: Path) -> None:
     model = tmp_path / "model.gguf"

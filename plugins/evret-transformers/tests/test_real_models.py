@@ -176,3 +176,89 @@ def test_the_relevance_judge_grades_dl19_pairs_under_constraint_then_all_from_th
     assert again.batch_grade(pairs) == grades
     replay = again.stats()["cost"]["transformers"]
     assert replay["calls"] == 0 and replay["cache_hits"] == 3
+
+
+@pytest.mark.timeout(120)
+def test_a_batch_of_verdicts_gives_the_tokens_of_one_at_a_time(smollm2: Path) -> None:
+    """Three relevance verdicts (prompts of different lengths, left-padded) as one batch of SmolLM2: each row's
+    chosen tokens are the ones it gets alone. Padding changes no token here; the rows' scores may differ in the
+    last bits (other matrix shapes), which a near tie could turn into another token: the test would say so."""
+    from evret_core.contracts.provider import ChatMessage
+
+    judge = RelevanceJudge(**SMOLLM2, cache=False, provider_options={**OPTIONS, "max_new_tokens": 16})
+    schema = judge.schema.model_json_schema()
+    conversations = [[ChatMessage(m.role, m.content) for m in judge.messages(c, nonce="0" * 16)]
+                     for c in dl19_pairs()]
+    lengths = set()
+
+    def ask(max_batch: int) -> list[tuple[str, int]]:
+        provider = TransformersProvider("smollm2-135m", **{**OPTIONS, "max_new_tokens": 16}, max_batch=max_batch,
+                                        batch_window_ms=2000)
+
+        async def run() -> list[Any]:
+            return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
+
+        answers = asyncio.run(run())
+        lengths.update(a.input_tokens for a in answers)
+        if max_batch > 1:
+            assert list(provider._loaded.batcher.sizes)[-1] == len(conversations)
+        return [(a.text, a.output_tokens) for a in answers]
+
+    alone = ask(1)
+    assert ask(3) == alone and len(lengths) == 3  # three prompt lengths: the batch was padded
+    assert all(json.loads(text)["grade"] in (0, 1, 2, 3) for text, _ in alone)
+
+
+def cascade_pairs() -> list[JudgmentContext]:
+    """Three SQuAD pairs token overlap scores 1.0, 0.0 and 0.67: the first two settled by it, the third (one
+    sentence of the paragraph, holding two of the answer's three words) sent to the LLM."""
+    pairs = squad_pairs()
+    sentence = pairs[1].retrieved_text.split(". ")[-1]
+    return [pairs[0], pairs[2], JudgmentContext(query=pairs[1].query, expected_text=pairs[1].expected_text,
+                                                retrieved_text=sentence)]
+
+
+@pytest.mark.timeout(60)
+def test_the_cascade_sends_the_unsure_pair_to_the_llm_then_all_from_the_cache(smollm2: Path,
+                                                                             tmp_path: Path) -> None:
+    """`cascade` token-overlap -> llm: settled + sent = total, the LLM's calls are the pairs sent, and a second
+    cascade replays the LLM's verdict from the cache."""
+    from evret_core.judge.cascade import CascadeJudge
+
+    stages = [{"name": "token-overlap", "band": [0.3, 0.9], "query_boost": False},
+              {"name": "llm", **SMOLLM2, "cache": str(tmp_path / "judgments.sqlite3"),
+               "provider_options": {**OPTIONS, "max_new_tokens": 8}}]
+    pairs = cascade_pairs()
+    cascade = CascadeJudge(stages)
+    verdicts = cascade.batch_judge(pairs)
+    stats = cascade.stats()
+    assert stats["judgments"] == 3 and stats["settled_by"]["token-overlap"] == 2
+    assert stats["settled_by"]["token-overlap"] + stats["last_judge_calls"] == stats["judgments"]
+    assert verdicts[:2] == [True, False]
+    cost = stats["cost"]["transformers"]
+    assert cost["calls"] == cost["succeeded"] == stats["last_judge_calls"] == 1 and cost["cache_hits"] == 0
+    assert stats["unmeasured"] == (verdicts[2] is None)
+    again = CascadeJudge(stages)
+    assert again.batch_judge(pairs) == verdicts
+    replay = again.stats()["cost"]["transformers"]
+    assert replay["calls"] == 0 and replay["cache_hits"] == 1
+
+
+@pytest.mark.timeout(90)
+def test_the_direct_criteria_judge_picks_an_option_for_each_record_then_all_from_the_cache(smollm2: Path,
+                                                                                           tmp_path: Path) -> None:
+    """The `direct` criteria judge on two records: each answer is one of the criterion's options at the first
+    try (its schema lists them), nothing unmeasured, and a second judge replays both from the cache."""
+    from evret_core.plugins.registry import create_evaluator
+
+    options = {"criteria": "Does the answer respond to the question?", **SMOLLM2,
+               "cache": str(tmp_path / "judgments.sqlite3"), "provider_options": {**OPTIONS, "max_new_tokens": 64}}
+    records = [{"input": "In what country is Normandy located?", "output": "Normandy is a region of France."},
+               {"input": "When were the Normans in Normandy?", "output": "Bananas are yellow."}]
+    results = create_evaluator("direct", **options).evaluate(records)
+    assert results.unmeasured == [] and all(r.measured and r.tries == 1 for r in results.results)
+    assert {r.option for r in results.results} <= {"Yes", "No"}
+    assert results.stats["llm"]["calls"] == 2 and results.stats["llm"]["failed"] == 0
+    again = create_evaluator("direct", **options).evaluate(records)
+    assert [r.option for r in again.results] == [r.option for r in results.results]
+    assert again.stats["llm"]["calls"] == 0 and again.stats["llm"]["cache_hits"] == 2
