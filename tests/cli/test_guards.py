@@ -101,7 +101,7 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
 
 
 # -- 2. one output guard for every command that writes -----------------------------------------------------------
-OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold", "mlflow"}
+OUTPUT_OPTIONS = {"output", "write_cases", "save_threshold", "mlflow", "report"}
 """The destinations of options that write a file; every command that has one is in GUARDED below."""
 
 
@@ -116,10 +116,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
                               "retrieved_text": "It opens at 9 am.", "label": True}) + "\n",
         "records": json.dumps({"input": "2+2?", "output": "4", "target": "4"}) + "\n",
         "config": '[judge]\nname = "token-overlap"\n',
+        "pipeline": '[[stages]]\nname = "bm25"\nretriever = { name = "bm25", options = { corpus = "corpus.jsonl" } }\n',
     }
     out = {}
     for name, text in made.items():
-        path = tmp_path / f"{name}.{'toml' if name == 'config' else 'jsonl'}"
+        path = tmp_path / f"{name}.{'toml' if name in ('config', 'pipeline') else 'jsonl'}"
         path.write_text(text, encoding="utf-8")
         out[name] = path
     results = tmp_path / "results.json"
@@ -137,6 +138,8 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
                                "corpus={corpus}", "--metric", "recall@3", "--output", "{corpus}"], "corpus")],
     ("evaluate", "mlflow"): [(["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option",
                                "corpus={corpus}", "--metric", "recall@3", "--mlflow", "{corpus}"], "corpus")],
+    ("evaluate", "report"): [(["evaluate", "--dataset", "{dataset}", "--pipeline", "{pipeline}", "--metric",
+                                "recall@3", "--report", "{corpus}"], "corpus")],
     ("rag", "output"): [([*RAG, "--generator", "{answers}", "--output", "{answers}"], "answers")],  # A14
     ("rag", "mlflow"): [([*RAG, "--generator", "{answers}", "--mlflow", "{answers}"], "answers")],
     ("trec", "mlflow"): [(["trec", "{dataset}", "{corpus}", "--mlflow", "{corpus}"], "corpus")],  # before reading
