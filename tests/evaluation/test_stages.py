@@ -314,3 +314,43 @@ def test_texts_are_needed_to_pack(dataset: EvaluationDataset) -> None:
     settings = parse_pipeline({"stages": [{"name": "a", "retriever": "no-text"}, {"name": "p", "pack": 100}]}, "t")
     with pytest.raises(EvretError, match=r"t stages\[1\] \('p'\): packing reads texts, and stage 'a' gave none"):
         evaluate_pipeline(settings, dataset, ["recall@10"], judge="token-overlap")
+
+
+class LengthGrade(Judge):
+    """A graded judge that needs no expected answer: 0-3 by the passage's length; counts each context asked."""
+
+    name = "length-grade"
+    reference_free = True
+    grades = 3
+    cut = 2
+
+    def __init__(self) -> None:
+        self.seen: Counter[JudgmentContext] = Counter()
+
+    def _grade(self, context: JudgmentContext) -> float:
+        self.seen[context] += 1
+        return float(min(3, len(context.retrieved_text.split()) // 8))
+
+    def judge(self, context: JudgmentContext) -> bool:
+        return self._grade(context) >= 2
+
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        return [self._grade(c) for c in contexts]
+
+
+def test_a_graded_judge_without_answers_grades_each_distinct_pair_once(dataset: EvaluationDataset) -> None:
+    from evret_core import QueryExample
+
+    bare = EvaluationDataset(queries=[QueryExample(query_id=q.query_id, query_text=q.query_text)
+                                      for q in dataset.queries])
+    judge = LengthGrade()
+    settings = parse_pipeline({"stages": stages()}, "test [pipeline]")
+    piped = evaluate_pipeline(settings, bare, ["ndcg@5", "precision@5"], judge=judge, k=10, n_resamples=50)
+    assert judge.seen and set(judge.seen.values()) == {1}
+    assert piped.judging["distinct_contexts"] == len(judge.seen) < piped.judging["planned_by_stages"]
+    for name, ranking in run_stages(settings, bare, 10).items():
+        run = dict(zip([q.query_id for q in bare.queries], ranking, strict=True))
+        alone_results = Evaluator(run, ["ndcg@5", "precision@5"], judge=LengthGrade(), k=10,
+                                  n_resamples=50).evaluate(bare)
+        assert piped.stages[name].scores == alone_results.scores, name
+        assert piped.stages[name].stats["judged"]["relevance_level"] == 2.0
