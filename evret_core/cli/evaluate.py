@@ -9,7 +9,7 @@ from typing import Any
 from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments, check_unmeasured_flags
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
-from evret_core.contracts.errors import visible
+from evret_core.contracts.errors import EvretError, visible
 
 __all__ = ["add_parser", "run"]
 
@@ -40,6 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
                    help="a precomputed run lacking some queries: fail (default) or score them 0 and report them")
     p.add_argument("--output", help="write the results JSON here (only when the run succeeds)")
     p.add_argument("--config", help="TOML file with the same settings; command-line options win")
+    p.add_argument("--pipeline", metavar="PIPELINE.toml",
+                   help="evaluate a pipeline of stages (retrievers -> fusion -> reranker -> packing) in one run: a "
+                        "TOML file of [[stages]] (instead of --retriever; a [pipeline] table in --config does the same)")
+    p.add_argument("--report", metavar="FILE.md|FILE.html",
+                   help="with a pipeline: also write its report, Markdown or HTML by the suffix")
     p.add_argument("--fail-on-unmeasured", action="store_true", default=None,
                    help="fail when any judgment could not be made instead of reporting it (by default only a run "
                         "in which every judgment failed exits non-zero)")
@@ -58,10 +63,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
+    from evret_core.cli._pipeline import run_pipeline, uses_pipeline
     from evret_core.evaluation.config import EvaluateConfig
     from evret_core.progress import after_a_while, progress_scope, terminal_progress
     from evret_core.report.terminal import print_scores
 
+    if uses_pipeline(args):
+        return run_pipeline(args)
+    if args.report:
+        raise EvretError("--report goes with a pipeline (--pipeline, or a [pipeline] table in --config); for one "
+                         "run's report use evret report RESULTS.json")
     config = EvaluateConfig.from_args(args)  # the --config file, then the flags; errors name the file or flag
     check_unmeasured_flags(args.allow_unmeasured, config.fail_on_unmeasured)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]

@@ -50,8 +50,8 @@ from evret_core.results.evaluation import EvaluationResults
 if TYPE_CHECKING:
     from evret_core.evaluation.evaluator import Evaluator
 
-__all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "component_layer", "file_settings",
-           "load_toml"]
+__all__ = ["PATH_OPTION_SUFFIXES", "ComponentSpec", "EvaluateConfig", "PipelineConfig", "component_layer",
+           "file_settings", "load_toml"]
 
 FLAGS = {"dataset": "--dataset", "retriever": "--retriever", "judge": "--judge", "metrics": "--metric",
          "matching": "--matching", "k": "-k", "output": "--output", "fail_on_unmeasured": "--fail-on-unmeasured",
@@ -220,6 +220,35 @@ class EvaluateConfig(Config):
         if self.output:
             results.to_json(self.output)
         return results
+
+
+class PipelineConfig(EvaluateConfig):
+    """``evret evaluate``'s settings for a pipeline of stages (:mod:`evret_core.evaluation.stages`): the same
+    settings with the ``[pipeline]`` table (checked by :func:`~evret_core.evaluation.stages.parse_pipeline`, which
+    names the file, stage and key) in place of ``retriever``, or a ``--pipeline`` file."""
+
+    COMPONENTS: ClassVar[tuple[str, ...]] = ("judge", "executor")
+    FLAGS: ClassVar[dict[str, str]] = {key: flag for key, flag in FLAGS.items() if key != "retriever"}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("dataset", "metrics")
+
+    retriever: ComponentSpec | None = None  # type: ignore[assignment]
+    pipeline: dict[str, Any] | None = None
+
+    @field_validator("retriever", mode="before")
+    @classmethod
+    def _no_retriever(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError("a pipeline's retrievers are its stages: drop the [retriever] table (or the [pipeline])")
+        return value
+
+    @classmethod
+    def layer_args(cls, args: Any, data: dict[str, Any], sources: dict[str, str],
+                   option_sources: dict[str, dict[str, str]]) -> None:
+        """``--retriever``, ``--retriever-option`` and ``--run`` name what a pipeline's stages are: refused."""
+        for flag, given in (("--retriever", args.retriever), ("--retriever-option", args.retriever_option),
+                            ("--run", args.run), ("--corpus", args.corpus)):
+            if given:
+                raise EvretError(f"{flag} goes without a pipeline: a pipeline's retrievers are its stages")
 
 
 def file_settings(raw: Mapping[str, Any], path: str | Path) -> tuple[dict[str, Any], dict[str, dict[str, str]]]:

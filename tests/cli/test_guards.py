@@ -101,7 +101,7 @@ def test_one_rule_for_names_urls_and_known_values() -> None:
 
 
 # -- 2. one output guard for every command that writes -----------------------------------------------------------
-OUTPUT_OPTIONS = {"output", "write_cases", "write_traces", "save_threshold", "mlflow"}
+OUTPUT_OPTIONS = {"output", "write_cases", "write_traces", "save_threshold", "mlflow", "report"}
 """The destinations of options that write a file; every command that has one is in GUARDED below."""
 
 
@@ -118,10 +118,11 @@ def files(tmp_path: Path) -> dict[str, Path]:
         "config": '[judge]\nname = "token-overlap"\n',
         "traces": json.dumps({"trace_id": "t1", "relevant_doc_ids": ["d1"], "hops": [{"query": "q",
                                                                                     "retrieved": ["d1"]}]}) + "\n",
+        "pipeline": '[[stages]]\nname = "bm25"\nretriever = { name = "bm25", options = { corpus = "corpus.jsonl" } }\n',
     }
     out = {}
     for name, text in made.items():
-        path = tmp_path / f"{name}.{'toml' if name == 'config' else 'jsonl'}"
+        path = tmp_path / f"{name}.{'toml' if name in ('config', 'pipeline') else 'jsonl'}"
         path.write_text(text, encoding="utf-8")
         out[name] = path
     results = tmp_path / "results.json"
@@ -139,6 +140,8 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
                                "corpus={corpus}", "--metric", "recall@3", "--output", "{corpus}"], "corpus")],
     ("evaluate", "mlflow"): [(["evaluate", "--dataset", "{dataset}", "--retriever", "bm25", "--retriever-option",
                                "corpus={corpus}", "--metric", "recall@3", "--mlflow", "{corpus}"], "corpus")],
+    ("evaluate", "report"): [(["evaluate", "--dataset", "{dataset}", "--pipeline", "{pipeline}", "--metric",
+                                "recall@3", "--report", "{corpus}"], "corpus")],
     ("rag", "output"): [([*RAG, "--generator", "{answers}", "--output", "{answers}"], "answers")],  # A14
     ("rag", "mlflow"): [([*RAG, "--generator", "{answers}", "--mlflow", "{answers}"], "answers")],
     ("trec", "mlflow"): [(["trec", "{dataset}", "{corpus}", "--mlflow", "{corpus}"], "corpus")],  # before reading
