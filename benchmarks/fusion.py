@@ -12,7 +12,8 @@ the best of ``--repeat``:
 
 Methods: ``rrf`` (k=60) and ``sum`` over ``min-max`` (CombSUM). numba's threads are ranx's default (one per CPU)
 unless ``--ranx-threads`` is given; Evret runs on one thread. The check at the end: Evret's time over ranx's warm
-time, which the issue wants at most 1. Run: ``python benchmarks/fusion.py [--queries 100000] [--depth 100]
+time, which the issue wants at most 1. Each row prints the machine's 1-minute load average before Evret's call
+and after ranx's (the two are measured one after the other, per method). Run: ``python benchmarks/fusion.py [--queries 100000] [--depth 100]
 [--repeat 3] [--ranx-threads N]``.
 """
 
@@ -91,6 +92,7 @@ def main() -> None:
     print(f"runs made in {time.perf_counter() - start:.1f} s")
     rows = []
     for method, norm in METHODS:
+        load_before = os.getloadavg()[0]
         ours, fused = best(lambda m=method, n=norm: fuse_runs([a, b], method=m, norm=n), args.repeat)
         assert len(fused) == args.queries
         env = dict(os.environ)
@@ -104,9 +106,10 @@ def main() -> None:
                 env=env, capture_output=True, text=True, check=True)
         ranx = json.loads(proc.stdout.strip().splitlines()[-1])
         rows.append((method, norm, ours, ranx))
+        load = f"load average (1 min) {load_before:.1f} before evret, {os.getloadavg()[0]:.1f} after ranx"
         print(f"{method:>4} {norm:8} evret {ours:7.2f} s | ranx warm {ranx['warm']:7.2f} s, cold (JIT) "
               f"{ranx['cold']:7.2f} s, Run() x2 {ranx['built']:6.1f} s | evret / ranx warm "
-              f"{ours / ranx['warm']:.2f}x, ranx cold / evret {ranx['cold'] / ours:.1f}x", flush=True)
+              f"{ours / ranx['warm']:.2f}x, ranx cold / evret {ranx['cold'] / ours:.1f}x | {load}", flush=True)
     print("check: evret at most ranx's warm time:",
           ", ".join(f"{m} {'yes' if o <= r['warm'] else 'NO'} ({o / r['warm']:.2f}x)" for m, _, o, r in rows))
 

@@ -129,10 +129,12 @@ class RankedBatch:
 
     @cached_property
     def judged_nonrel(self) -> np.ndarray:
-        """True where the document at that rank is judged and not relevant (what bpref counts)."""
+        """True where the document at that rank is judged non-relevant with a grade >= 0 (what bpref counts: a
+        negative grade is trec_eval's "in the pool but unjudged", or not in the pool, and counts as neither)."""
         import numpy as np
 
-        return np.asarray(~np.isnan(self.grades) & ~self.relevant)
+        with np.errstate(invalid="ignore"):
+            return np.asarray((self.grades >= 0) & ~self.relevant)
 
     @cached_property
     def gains(self) -> np.ndarray:
@@ -157,11 +159,11 @@ class RankedBatch:
 
     @cached_property
     def num_nonrel(self) -> np.ndarray:
-        """Number of judged non-relevant documents per query."""
+        """Number of judged non-relevant documents per query, those with a grade >= 0 (as :attr:`judged_nonrel`)."""
         import numpy as np
 
-        judged = (~np.isnan(self.qrel_grades)).sum(axis=1)
-        return np.asarray(judged - self.num_rel)
+        with np.errstate(invalid="ignore"):
+            return np.asarray(((self.qrel_grades >= 0) & ~self._is_rel(self.qrel_grades)).sum(axis=1))
 
     @cached_property
     def num_rel_ret(self) -> np.ndarray:

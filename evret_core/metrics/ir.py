@@ -170,7 +170,8 @@ class RPrecision(Metric):
 class Bpref(Metric):
     """bpref (trec_eval bpref): for each retrieved relevant document, 1 - min(n, R) / min(R, N) where n counts
     the judged non-relevant documents ranked above it; summed and divided by R (R relevant, N judged non-relevant).
-    Unjudged documents are ignored.
+    Unjudged documents are ignored, and so are documents judged with a negative grade (trec_eval's -1, "in the pool
+    but unjudged", and -2, "not in the pool"; any negative grade counts as neither relevant nor non-relevant here).
     """
 
     family = "bpref"

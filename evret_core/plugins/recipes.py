@@ -17,7 +17,7 @@ and lists too, and credentials in URLs and texts, with a scheme or without).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -79,16 +79,38 @@ def recipe_of(kind: str, part: Any, name: str | None = None, options: dict[str, 
     A part made by name with an answer cache kept in a file (a :class:`~evret_core.llm.cache.JudgmentCache`) gets
     ``cache`` set to
     that file's absolute path, and an LLM part (with ``clients()``) without one gets ``cache=False``: every worker
-    reads and writes the file this process uses, or none."""
+    reads and writes the file this process uses, or none; so does an LLM part nested in it (the ``rerank``
+    retriever's reranker, :func:`_pinned`)."""
     if name is None:
         made = recipe(part)
         if made is None or made.kind != kind:
             return Recipe.of_object(kind, part)
         name, options = made.name, made.options
-    pinned = dict(options or {})
+    return Recipe(kind, name, _pinned(part, options or {}), build=build)
+
+
+def _pinned(part: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` with ``part``'s answer cache pinned, and so for each part nested in it: an option that names a
+    registered part (a name, or a table ``{name, options}``) kept under an attribute of the same name (the
+    ``rerank`` retriever's ``reranker``) becomes a table with that part's cache pinned in its options."""
+    pinned = dict(options)
     cache = getattr(part, "cache", None)
     if isinstance(cache, _FileCache):
         pinned["cache"] = str(Path(cache.path).resolve())
     elif callable(getattr(part, "clients", None)) and hasattr(part, "cache"):
         pinned["cache"] = False
-    return Recipe(kind, name, pinned, build=build)
+    for option, value in options.items():
+        nested = getattr(part, option, None) if isinstance(option, str) and option.isidentifier() else None
+        if nested is None or nested is part:
+            continue
+        if isinstance(value, str) and value:
+            name, inner = value, {}
+        elif isinstance(value, Mapping) and isinstance(value.get("name"), str) and isinstance(
+                value.get("options") or {}, Mapping):
+            name, inner = value["name"], dict(value.get("options") or {})
+        else:
+            continue
+        inner_pinned = _pinned(nested, inner)
+        if inner_pinned != inner:
+            pinned[option] = {**(value if isinstance(value, Mapping) else {}), "name": name, "options": inner_pinned}
+    return pinned

@@ -46,8 +46,6 @@ NORMS = {
 _RANK_BASED = ("rrf", "isr")
 _WEIGHTED = ("wsum", "wmnz")
 _PAD = np.iinfo(np.int64).max
-# tie blocks up to this size are ordered by vectorised compare-and-swap passes, larger ones in Python
-_SWAP_PASSES = 16
 
 
 @dataclass(frozen=True)
@@ -372,34 +370,22 @@ def _trec_order(lengths: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.
     tie[1:] = (sorted_scores[1:] == sorted_scores[:-1]) & same_row
     if not tie.any():
         return order
-    # tie blocks: maximal runs of equal scores in one row; each is ordered by id, descending
+    # tie blocks: maximal runs of equal scores in one row; each is ordered by id, descending, in one stable sort of
+    # the tied entries by (block, id rank): the ids are compared once, as the sorted set of the distinct tied ids
     block_start = np.flatnonzero(~tie)
     block_len = np.diff(np.append(block_start, size))
-    big = block_len > _SWAP_PASSES
-    for s, length in zip(block_start[big].tolist(), block_len[big].tolist(), strict=True):
-        part = order[s:s + length]
-        order[s:s + length] = part[sorted(range(length), key=ids[part].__getitem__, reverse=True)]
-    small = (block_len > 1) & ~big
-    if small.any():
-        members = np.repeat(block_start[small], block_len[small])
-        members = members + (np.arange(members.size) - np.repeat(np.cumsum(block_len[small]) - block_len[small],
-                                                                   block_len[small]))
-        # odd-even transposition: at most block-length passes of compare-and-swap on neighbours in a block
-        in_block = np.zeros(size, dtype=bool)
-        in_block[members] = True
-        same_block = np.zeros(size, dtype=bool)
-        same_block[1:] = tie[1:] & in_block[1:]
-        left_all = np.flatnonzero(same_block) - 1
-        block_of = np.searchsorted(block_start, left_all, side="right") - 1
-        parity = (left_all - block_start[block_of]) % 2
-        length_of = block_len[block_of]
-        # a block of L documents is sorted after L passes: the pairs of shorter blocks drop out early
-        for p in range(int(block_len[small].max())):
-            left = left_all[(parity == p % 2) & (length_of > p)]
-            if not left.size:
-                continue
-            a, b = order[left], order[left + 1]
-            swap = ids[a] < ids[b]
-            if swap.any():
-                order[left[swap]], order[left[swap] + 1] = b[swap], a[swap]
+    tied = block_len > 1
+    lengths_tied = block_len[tied]
+    members = np.repeat(block_start[tied] - (np.cumsum(lengths_tied) - lengths_tied), lengths_tied)
+    members += np.arange(members.size)
+    entries = order[members]
+    block_of = np.repeat(np.arange(lengths_tied.size), lengths_tied)
+    order[members] = entries[np.lexsort((-_id_ranks(ids[entries]), block_of))]
     return order
+
+
+def _id_ranks(ids: np.ndarray) -> np.ndarray:
+    """Each id's rank among the distinct ids given (ascending: equal ids, equal ranks), as int64."""
+    listed = ids.tolist()
+    rank = {doc: i for i, doc in enumerate(sorted(set(listed)))}
+    return np.fromiter(map(rank.__getitem__, listed), dtype=np.int64, count=len(listed))

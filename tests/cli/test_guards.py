@@ -160,6 +160,7 @@ GUARDED: dict[tuple[str, str], list[tuple[list[str], str]]] = {
         (["calibrate", "--labels", "{labels}", "--save-threshold", "{config}", "-o", "{config}"], "config"),
         (["calibrate", "--labels", "{labels}", "--save-threshold", "{labels}"], "labels"),
     ],
+    ("fuse", "output"): [(["fuse", "{corpus}", "{dataset}", "-o", "{dataset}"], "dataset")],  # before reading
     ("generate", "output"): [(["generate", "--corpus", "{corpus}", "-n", "2", "--output", "{corpus}"], "corpus")],
     ("judge", "output"): [(["judge", "--queries", "{dataset}", "--corpus", "{corpus}", "--run", "{results}",
                             "--judge", "relevance", "-o", "{corpus}"], "corpus")],

@@ -22,6 +22,7 @@ EXAMPLES = [
       "report.html": ["titles", "full", "mrr@10"]}),
     ("docs/tracking.md", "Logging from Python", {}),
     ("docs/retrievers.md", "Fusion: the `hybrid` retriever", {}),
+    ("docs/retrievers.md", "Packing into a token budget", {}),
 ]
 
 

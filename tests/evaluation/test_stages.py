@@ -275,7 +275,7 @@ def test_a_tokenizer_that_cannot_load_fails_before_any_retriever_is_built(datase
     register_plugin(More(), name="pipeline-counted")
     settings = parse_pipeline({"stages": [stages()[0], {"name": "r", "reranker": "counted"},
                                           {"name": "p", "pack": 10, "tokenizer": str(tmp_path / "nothing")}]}, "t")
-    with pytest.raises(EvretError, match=r"t stages\[2\] \('p'\): option tokenizer=.*cannot load"):
+    with pytest.raises(EvretError, match=r"t stages\[2\] \('p'\): option tokenizer=.*no such tokenizer folder"):
         evaluate_pipeline(settings, dataset, ["recall@10"], judge="token-overlap")
     assert built == []  # not even the reranker
 

@@ -311,7 +311,8 @@ def test_no_import_runs_against_the_layers() -> None:
 # Six are `evret trace`'s and the trace report's (the evaluator, the judge builder, the report renderers: loaded
 # when the command runs). One is `evret evaluate`'s pipeline (cli/_pipeline.py, loaded when --pipeline or
 # a [pipeline] table is given).
-FUNCTION_LEVEL_IMPORTS = 310  # imports of evret_core modules inside functions of evret_core
+# Two more are `evret fuse`'s (the TREC run reader and the fusion, loaded when it runs, for the same reason).
+FUNCTION_LEVEL_IMPORTS = 312  # imports of evret_core modules inside functions of evret_core
 TYPE_CHECKING_IMPORTS = 64  # imports of evret_core modules under `if TYPE_CHECKING:` in evret_core
 STRING_ADDRESSED_MODULES = 38  # strings in evret_core naming an evret_core module ("pkg.mod", "pkg.mod:Name")
 

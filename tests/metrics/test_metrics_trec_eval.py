@@ -100,3 +100,18 @@ def test_claimed_measures_are_all_covered() -> None:
     families = {evret_name(m).split("@")[0] for m in printed if evret_name(m)}  # type: ignore[union-attr]
     assert families == {"precision", "recall", "f1", "hit_rate", "mrr", "ndcg", "ap", "r_precision", "bpref",
                         "rbp", "rbp_residual", "num_rel_ret", "num_rel", "num_ret", "unjudged"}
+
+
+@pytest.mark.parametrize(("out", "level"), [("out.negative.bpref.q", None), ("out.negative.bpref.ql", 2)])
+def test_bpref_counts_negative_grades_as_neither_relevant_nor_judged_non_relevant(out: str, level: int | None) -> None:
+    """trec_eval 10.0's bpref skips a document judged -1 (in the pool, unjudged), -2 (not in the pool) or any other
+    negative grade, and leaves it out of N: tests/metrics/data/out.negative.bpref.q{,l} are its output on files
+    where such documents rank above relevant ones (tests/metrics/data/README.md)."""
+    data = Path(__file__).parent / "data"
+    expected = parse_output(data / out)
+    per_query = evaluate_run(read_qrels(data / "qrels.negative"), read_run(data / "results.negative"), ["bpref"],
+                             per_query=True, relevance_level=level)
+    bad, checked = _mismatches(expected, per_query)
+    assert checked == 7 and not bad, bad
+    if level is None:  # the case: -1 above a relevant document, and a query whose only non-relevant one is -1
+        assert [per_query[q]["bpref"] for q in ("q1", "q5", "q6")] == [1.0, 1.0, 1.0]

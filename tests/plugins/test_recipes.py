@@ -68,6 +68,21 @@ def test_llm_judge_round_trip_pins_its_cache(tmp_path: Path, monkeypatch: pytest
     assert again.model == judge.model
 
 
+def test_a_rerank_retrievers_llm_reranker_gets_its_cache_pinned(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus.jsonl").write_text('{"id": "d1", "text": "bees"}\n', encoding="utf-8")
+    first = {"name": "bm25", "options": {"corpus": str(tmp_path / "corpus.jsonl")}}
+    reranker = {"name": "llm", "options": {**stub_options(NOWHERE), "cache": "rerank.sqlite3"}}
+    retriever = create_retriever("rerank", retriever=first, reranker=reranker)
+    made = recipe_of("retriever", retriever)
+    pinned = str((tmp_path / "rerank.sqlite3").resolve())
+    assert made.options["reranker"] == {"name": "llm", "options": {**reranker["options"], "cache": pinned}}
+    assert made.options["retriever"] == first  # no answer cache: as given
+    again = rebuild(travelled(made))
+    assert str(Path(again.reranker.cache.path).resolve()) == pinned
+
+
 def test_retriever_round_trip(tmp_path: Path) -> None:
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"q1": {"d1": 2.0, "d2": 1.0}}), encoding="utf-8")

@@ -19,7 +19,7 @@ import pytest
 import ray
 from evret_ray.executor import RayExecutor, merge_stats
 
-from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge
+from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge, create_retriever
 from evret_core.cli import main
 from evret_core.plugins.loading import get_registry, register_plugin
 from evret_core.sdk import EvretError
@@ -405,3 +405,32 @@ def test_a_second_executor_whose_cpus_another_one_keeps_is_told_so() -> None:
     finally:
         first.shutdown()
         second.shutdown()
+
+
+def test_a_rerank_retrievers_llm_reranker_on_ray_shares_the_answer_cache_of_this_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a relative cache path, read from a folder the workers were not started in: the recipe the executor ships
+    # pins the nested reranker's cache to the file this process uses, as it does for an LLM judge
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps({"id": d, "text": t}) + "\n" for d, t in DOCS.items()),
+                                           encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    dataset = EvaluationDataset(queries=[QueryExample(query_id=f"r{i}", query_text=f"passage mentions {city}",
+                                                      relevant_doc_ids=[f"d{i}"])
+                                         for i, city in enumerate(("paris", "rome", "rome"))])
+    with StubLLMServer(always('{"grade": 2}')) as stub:
+        reranker = {"name": "llm", "options": {**stub_options(stub), "cache": "rerank.sqlite3"}}
+        retriever = create_retriever("rerank", retriever={"name": "bm25", "options": {"corpus": str(tmp_path / "corpus.jsonl")}},
+                                     reranker=reranker, depth=4)
+        executor = RayExecutor(workers=1, worker_cpus=0, worker_setup=register_stub_provider)
+
+        def evaluate() -> Any:
+            return Evaluator(retriever, metrics=["recall@4"], executor=executor).evaluate(dataset)
+
+        first = evaluate()
+        asked = len(stub.requests)
+        assert asked > 0
+        assert retriever.reranker.cache.stats()["entries"] == asked  # the workers wrote this process's file
+        again = evaluate()
+        assert len(stub.requests) == asked  # every grade read back from that file
+        assert per_query(again) == per_query(first)
+        executor.shutdown()
