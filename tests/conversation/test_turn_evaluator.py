@@ -45,7 +45,7 @@ class WordRetriever:
         words = set(query.lower().replace("?", " ").split())
         scored = [(len(words & set(doc["text"].split())), doc_id) for doc_id, doc in CORPUS.items()]
         ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))[:k]
-        return [{"doc_id": doc_id, "score": float(score)} for score, doc_id in ranked]
+        return [{"doc_id": doc_id, "score": float(score), "text": CORPUS[doc_id]["text"]} for score, doc_id in ranked]
 
 
 def turn(conversation: str, index: int, user: str, ids: Sequence[str] | None = None, rewrite: str | None = None,
@@ -209,3 +209,19 @@ def test_bad_settings_are_refused_before_any_work() -> None:
     with pytest.raises(EvretError, match="empty.jsonl: no conversation has a labelled turn"):
         ConversationEvaluator(evaluator).evaluate(empty)
     assert retriever.asked == []
+
+
+def test_text_labelled_turns_are_judged_in_the_one_run() -> None:
+    """A turn labelled with answer texts goes through the evaluator's judge (contains) with the other forms' queries:
+    one judging pass, the distinct (answer, passage) contexts of every form judged once."""
+    answers = ConversationTurn(turn_id="d:2", index=2, user="how long", rewrite="how long to file an appeal deadline",
+                               expected_answers=("thirty days",), answer_aliases=(("thirty days",),))
+    data = ConversationSet((Conversation("d", (turn("d", 1, "I lost my appeal", ["judge"]), answers)),),
+                           corpus=CORPUS, name="texts")
+    evaluator = Evaluator(WordRetriever(), metrics=["recall@3"], k=3, judge="contains")
+    results = ConversationEvaluator(evaluator, forms=["last_turn", "rewrite"], n_resamples=50,
+                                    test_resamples=99).evaluate(data)
+    assert results.turn_values("rewrite", "recall@3").tolist()[1] == 1.0
+    assert results.queries["d:2#2"].labelled_by == "text"
+    judgments = results.stats["evaluation"]["judgments"]
+    assert judgments["unique"] <= judgments["contexts"] and judgments["unmeasured"] == 0
