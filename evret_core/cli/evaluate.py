@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -22,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--run", metavar="FILE",
                    help="evaluate retrieved results from a file instead of a retriever: a retrieved-results .jsonl, "
                         "a TREC run file or a .json run (the built-in retriever 'run')")
-    p.add_argument("--corpus", metavar="CORPUS.jsonl", help="with --run: the texts of a TREC run's documents")
+    p.add_argument("--corpus", metavar="CORPUS.jsonl",
+                   help="with --run: the texts of a TREC run's documents; with a conversation dataset: its corpus")
     p.add_argument("--judge", help="registered judge name (default: contains)")
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--executor", help="where retrieval, judging and metrics run: local (default) or a plugin's "
@@ -59,7 +61,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--dry-run", action="store_true",
                    help="retrieve and plan: print how many judgments would be sent (after dedupe and cache) and "
                         "a token estimate, without judging or calling any LLM")
+    _add_conversation_arguments(p)
     p.set_defaults(func=run)
+
+
+CONVERSATION_ONLY = ("dataset_format", "qrels", "forms", "baseline_form", "history_turns", "history_roles",
+                     "history_max_words", "rewriter", "rewriter_option", "unit", "test", "all_pairs")
+"""The flags that apply to conversation datasets only."""
+
+
+def _add_conversation_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("conversation datasets (docs/conversation-evaluation.md)")
+    g.add_argument("--dataset-format", choices=["conversations", "mtrag"],
+                   help="read --dataset as conversations (a .jsonl whose records have 'turns' is recognised "
+                        "without it) or as MTRAG files")
+    g.add_argument("--qrels", metavar="FILE", help="the turns' relevance judgments (BEIR TSV or TREC qrels, "
+                                                   "keyed by turn_id)")
+    g.add_argument("--forms", metavar="FORM,FORM",
+                   help="query forms to retrieve each turn with: last_turn, full_history, rewrite, rewriter "
+                        "(default: all of them; rewriter with --rewriter)")
+    g.add_argument("--baseline-form", help="the form the others are compared with (default last_turn)")
+    g.add_argument("--history-turns", type=int, metavar="N",
+                   help="full_history: the N turns before the current one (default: all)")
+    g.add_argument("--history-roles", choices=["user", "all"],
+                   help="full_history: the user's messages only (default) or the agent's replies too")
+    g.add_argument("--history-max-words", type=int, metavar="N",
+                   help="full_history: at most N words, the oldest dropped first (default 256)")
+    g.add_argument("--rewriter", help="registered rewriter for the rewriter form, e.g. carry-terms or llm")
+    g.add_argument("--rewriter-option", action="append", metavar="KEY=VALUE", help="rewriter option (repeatable)")
+    g.add_argument("--unit", choices=["conversation", "turn"],
+                   help="what intervals and tests resample: whole conversations (default) or turns")
+    g.add_argument("--test", choices=["randomization", "t", "bootstrap"],
+                   help="paired test of the differences between forms (default randomization)")
+    g.add_argument("--all-pairs", action="store_true", default=None,
+                   help="compare every pair of forms, not only each form with the baseline")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         raise EvretError("--report goes with a pipeline (--pipeline, or a [pipeline] table in --config); for one "
                          "run's report use evret report RESULTS.json")
+    if _conversation_run(args):
+        return _run_conversations(args)
     config = EvaluateConfig.from_args(args)  # the --config file, then the flags; errors name the file or flag
     check_unmeasured_flags(args.allow_unmeasured, config.fail_on_unmeasured)
     inputs = [p for p in (args.config, args.run, args.corpus, args.baseline) if p]
@@ -142,6 +179,94 @@ def run(args: argparse.Namespace) -> int:
     log_run(args, tracking, results)  # after the results file: a tracking failure must not lose it
     gates = run_gates(args, floors, results, lambda _path: baseline)
     return end.report() or gates  # last: the line that says why the run failed is the last one
+
+
+def _conversation_run(args: argparse.Namespace) -> bool:
+    """Whether the run is over a conversation dataset; a conversation-only flag on a plain dataset is an error."""
+    from evret_core.conversation.turn_config import ConversationConfig, is_conversation_dataset
+    from evret_core.io.run_config import load_toml
+
+    dataset, dataset_format = args.dataset, args.dataset_format
+    if args.config and (dataset is None or dataset_format is None):
+        raw, _ = ConversationConfig.file_settings(load_toml(args.config), args.config)
+        dataset = dataset or raw.get("dataset")
+        dataset_format = dataset_format or raw.get("dataset_format")
+    if is_conversation_dataset(dataset if isinstance(dataset, str) else None,
+                               dataset_format if isinstance(dataset_format, str) else None):
+        return True
+    for name in CONVERSATION_ONLY:
+        if getattr(args, name, None) not in (None, False, []):
+            flag = "--" + name.replace("_", "-")
+            raise EvretError(f"{flag} applies to conversation datasets (a .jsonl of conversations with 'turns', or "
+                             f"--dataset-format mtrag)")
+    return False
+
+
+def _run_conversations(args: argparse.Namespace) -> int:
+    """``evret evaluate`` over a conversation dataset: every labelled turn under every query form, one run."""
+    from evret_core.conversation.turn_config import ConversationConfig
+    from evret_core.progress import after_a_while, progress_scope, terminal_progress
+    from evret_core.report.conversation_tables import print_conversation_results
+
+    config = ConversationConfig.from_args(args)
+    check_unmeasured_flags(args.allow_unmeasured, config.fail_on_unmeasured)
+    inputs = [p for p in (args.config, args.baseline) if p]
+    config.check_output(inputs=inputs)  # before any work, not after the spend
+    tracking = check_tracking_arguments(args, [*config.input_files(), *inputs])
+    floors = check_gate_arguments(args, config.score_names())
+    baseline = None
+    progress = None if args.no_progress else terminal_progress()
+    with progress_scope(after_a_while(progress)):
+        if args.baseline:  # read before any work: a bad baseline file must not cost a run
+            from evret_core.results.files import load_results
+
+            baseline = load_results(args.baseline, kind="conversation")
+        dataset = config.load_dataset()
+    for note in dataset.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for warning in dataset.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    evaluator = config.build_conversation_evaluator(dataset, progress)
+    if getattr(args, "dry_run", False):
+        plan = evaluator.dry_run(dataset)
+        if progress is not None:
+            progress.close()
+        print(f"dry run: {plan['labelled_turns']} labelled turns, {plan['queries']} queries")
+        _print_plan(plan["judge"])
+        if "rewriter" in plan:
+            print(f"rewriter: {json.dumps(plan['rewriter'], sort_keys=True)}")
+        note_dry_run(tracking)
+        return 0
+    import warnings
+
+    from evret_core.evaluation.evaluator import EmptyRetrievalWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyRetrievalWarning)
+        results = evaluator.evaluate(dataset)
+    if config.output:  # written first: a closed pipe on standard output must not lose the results
+        results.to_json(config.output)
+    if progress is not None:
+        progress.close()
+    table = sys.stderr if config.output == "-" else sys.stdout
+    print_conversation_results(results, title=f"{dataset.name or 'dataset'}: {results.stats['labelled_turns']} "
+                                              f"turns in {len(dataset)} conversations", file=table)
+    inner = results.stats.get("evaluation") or {}
+    _print_llm_stats(inner)
+    end = EndOfRun(allow_empty=args.allow_empty_retrieval, allow_unmeasured=args.allow_unmeasured)
+    empty = inner.get("empty_retrieval") or {}
+    end.empty_retrieval(int(empty.get("count") or 0), int(inner.get("num_queries") or 0),
+                        list(empty.get("queries") or []))
+    from evret_core.judge.resolve import DEFAULT_JUDGE
+
+    end.judgments(inner, config.judge.name if config.judge is not None else DEFAULT_JUDGE)
+    if config.output and config.output != "-":
+        print(f"results written to {config.output}", file=sys.stderr)
+    log_run(args, tracking, results)
+    # gates read the form/metric view of both runs: rewrite/ndcg@10, paired by turn id
+    gates = run_gates(args, floors, results.score_view(),
+                      lambda _path: None if baseline is None else baseline.score_view())
+    return end.report() or gates
 
 
 def _unjudged(dataset: Any, results: Any) -> str | None:

@@ -59,6 +59,11 @@ def _run(args: argparse.Namespace) -> int:
     traces = {n: r for n, r in loaded.items() if r.KIND == "trace"}
     if traces:
         return _report_traces(args, traces)
+    from evret_core.results.conversation_results import ConversationResults
+
+    conversation = [r for r in loaded.values() if isinstance(r, ConversationResults)]
+    if conversation:
+        return _report_conversation(args, conversation)
     runs = {n: r for n, r in loaded.items() if isinstance(r, EvaluationResults)}
     if args.dataset or args.corpus or args.dataset_format:
         raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files (the drill-down's "
@@ -78,6 +83,26 @@ def _run(args: argparse.Namespace) -> int:
     write_output(args.output or "-", text, option="--output")
     if args.output and args.output != "-":
         print(f"{args.format} report written to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _report_conversation(args: argparse.Namespace, runs: list[Any]) -> int:
+    """One conversation run: a Markdown or HTML report (two runs are compared with evret compare)."""
+    from evret_core.io.outputs import write_output
+    from evret_core.report.conversation_document import CONVERSATION_FORMATS, render_conversation
+
+    if len(runs) > 1:
+        raise EvretError("evret report takes one conversation results file; compare runs with evret compare")
+    fmt = args.format
+    if fmt not in CONVERSATION_FORMATS:
+        raise EvretError(f"--format {fmt}: conversation runs are reported as markdown or html (the results JSON "
+                         f"holds everything else)")
+    if args.dataset or args.corpus or args.dataset_format:
+        raise EvretError("--dataset, --corpus and --dataset-format are for RAG results files; conversation "
+                         "results hold their turns' texts already")
+    write_output(args.output or "-", render_conversation(runs[0], fmt), option="--output")
+    if args.output and args.output != "-":
+        print(f"{fmt} report written to {args.output}", file=sys.stderr)
     return 0
 
 

@@ -16,11 +16,12 @@ from evret_core.contracts.errors import EvretError
 from evret_core.io.outputs import write_output
 from evret_core.report.common import RagReportData, ReportData, build_report_data, compare_runs
 from evret_core.report.render import FORMATS, render_report
+from evret_core.results.conversation_results import ConversationResults
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.files import load_results, run_names
 from evret_core.results.model import Results
 from evret_core.results.rag_results import RagResults
-from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison
+from evret_core.statistics.inference import DEFAULT_TEST_RESAMPLES, Comparison, compare_scores
 
 Run = Results | str | os.PathLike[str]
 SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown", ".tex": "latex"}
@@ -83,6 +84,26 @@ def rag_runs(runs: Mapping[str, Results]) -> dict[str, RagResults] | None:
     return rag if rag and len(rag) == len(runs) else None
 
 
+def compare_conversation_runs(runs: Mapping[str, ConversationResults], test: str = "t", alpha: float = 0.05,
+                              n_resamples: int = DEFAULT_TEST_RESAMPLES, seed: int = 0) -> Comparison:
+    """Conversation runs compared on their common ``form/metric`` scores, paired by turn id over the turns every
+    run measured under every one of those scores (a warning says how many turns that leaves out)."""
+    views = {name: r.score_view() for name, r in runs.items()}
+    first = next(iter(views.values()))
+    names = [m for m in first.scores if all(m in v.scores for v in views.values())]
+    if not names:
+        raise EvretError("the conversation runs have no form/metric score in common")
+    turns = [t for t, row in first.per_query.items()
+             if all(t in v.per_query and all(m in v.per_query[t] for m in names) for v in views.values())]
+    per_turn = {name: {t: v.per_query[t] for t in turns} for name, v in views.items()}
+    comparison = compare_scores(per_turn, names, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
+    left_out = len(first.per_query) - len(turns)
+    if left_out:
+        comparison.warnings.append(f"compared on the {len(turns)} turns every run measured under "
+                                   f"{', '.join(names)}; {left_out} turns left out")
+    return comparison
+
+
 def compare(
     *runs: Run | Mapping[str, Run],
     test: str = "t",
@@ -108,6 +129,9 @@ def compare(
 
         return compare_rag(rag, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
     _no_traces(named)
+    conversation = {name: r for name, r in named.items() if isinstance(r, ConversationResults)}
+    if conversation:
+        return compare_conversation_runs(conversation, test=test, alpha=alpha, n_resamples=n_resamples, seed=seed)
     return compare_runs(_retrieval(named), test=test, alpha=alpha, n_resamples=n_resamples, seed=seed,
                         intersection=intersection)
 

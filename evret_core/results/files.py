@@ -14,6 +14,7 @@ from typing import Any
 
 from evret_core.contracts.errors import EvretError
 from evret_core.io.jsonio import read_document
+from evret_core.results.conversation_results import CONVERSATION_SCHEMA, ConversationResults
 from evret_core.results.evaluation import EvaluationResults
 from evret_core.results.model import Results
 from evret_core.results.rag_results import RAG_SCHEMA, RagResults
@@ -21,16 +22,21 @@ from evret_core.results.trace_results import TRACE_SCHEMA, TraceResults
 
 __all__ = ["KINDS", "kind_of", "load_results", "load_runs", "run_names"]
 
-KINDS: dict[str, type[Results]] = {"retrieval": EvaluationResults, "rag": RagResults, "trace": TraceResults}
+KINDS: dict[str, type[Results]] = {"retrieval": EvaluationResults, "rag": RagResults, "trace": TraceResults,
+                                   "conversation": ConversationResults}
 """Each kind of results, by :attr:`Results.KIND`."""
 
 
 def kind_of(document: Any) -> type[Results]:
     """The results class of a parsed results document: RAG results carry ``"schema": "evret-rag"``, agent-trace
-    results ``"schema": "evret-trace"``, retrieval results no ``schema`` (their schema predates it)."""
-    if isinstance(document, dict) and document.get("schema") == TRACE_SCHEMA:
+    results ``"schema": "evret-trace"``, conversation results ``"schema": "evret-conversation"``, retrieval results
+    no ``schema`` (their schema predates it)."""
+    schema = document.get("schema") if isinstance(document, dict) else None
+    if schema == TRACE_SCHEMA:
         return TraceResults
-    return RagResults if isinstance(document, dict) and document.get("schema") == RAG_SCHEMA else EvaluationResults
+    if schema == CONVERSATION_SCHEMA:
+        return ConversationResults
+    return RagResults if schema == RAG_SCHEMA else EvaluationResults
 
 
 def load_results(path_or_text: str | Path, kind: str | None = None) -> Results:

@@ -8,7 +8,8 @@ function (continued fraction), so the core needs no scipy.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,7 @@ DEFAULT_TEST_RESAMPLES = 10000
 # Resampled indexes drawn at once: bounds memory at about 2 x _CHUNK_CELLS x 8 bytes (a chunk counted, the next one
 # drawn) whatever the query count.
 _CHUNK_CELLS = 4_000_000
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 # -- the t distribution ------------------------------------------------------------------------------------------
@@ -461,6 +463,15 @@ def compare_scores(
 
 
 # -- slices ------------------------------------------------------------------------------------------------------
+def natural_order(values: Iterable[str]) -> list[str]:
+    """Tag values in the order tables list them: numerically when every value is an integer (``1, 2, 10``: turn
+    indexes), else as strings."""
+    values = list(values)
+    if values and all(_INTEGER.fullmatch(v) for v in values):
+        return sorted(values, key=lambda v: (int(v), v))
+    return sorted(values)
+
+
 def slice_scores(
     scores: Mapping[str, Sequence[float] | np.ndarray],
     tags: Sequence[Mapping[str, str]],
@@ -473,7 +484,8 @@ def slice_scores(
 
     ``scores`` holds each metric's per-query values in the order of ``tags`` (one mapping per query). A query
     without a tag is in none of that tag's slices. Slices with fewer than ``min_slice_size`` queries are kept
-    and flagged ``small``: their intervals are wide and their means unreliable.
+    and flagged ``small``: their intervals are wide and their means unreliable. Values are listed in
+    :func:`natural_order` (``1, 2, 10`` when every value is an integer).
     """
     names = list(scores)
     columns = {m: np.asarray(scores[m], dtype=np.float64) for m in names}
@@ -485,7 +497,7 @@ def slice_scores(
             if key in query_tags:
                 groups.setdefault(str(query_tags[key]), []).append(i)
         out[key] = {}
-        for value in sorted(groups):
+        for value in natural_order(groups):
             index = np.asarray(groups[value])
             sub = {m: columns[m][index] for m in names}
             out[key][value] = {
