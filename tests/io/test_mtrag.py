@@ -269,3 +269,27 @@ def test_a_broken_evaluation_file(mtrag: Path, tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     with raises(f"{path}: evaluations[0]: annotations.faithfulness: a rating is not a number 1-4"):
         mtrag_responses(path)
+
+
+def test_the_docs_example_prints_what_the_page_shows(mtrag: Path) -> None:
+    import subprocess
+    import sys
+
+    from evret_core.testing.shared_data import repo_root
+
+    page = (repo_root() / "docs" / "conversations.md").read_text(encoding="utf-8")
+    example = page.split("## Example on the shared MTRAG copy", 1)[1]
+    code = re.search(r"```python\n(.*?)```", example, flags=re.DOTALL)
+    shown = re.search(r"```text\n(.*?)```", example, flags=re.DOTALL)
+    assert code and shown
+    source = code.group(1).replace("../shared/datasets/mtrag", str(mtrag))
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", source], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == shown.group(1)
+
+
+def test_the_reduced_corpus_figures_the_docs_state(retrieval: ConversationSet, mtrag: Path) -> None:
+    judged = {line.split("\t")[1] for d in DOMAINS for line in
+              (mtrag / "retrieval_tasks" / d / "qrels" / "dev.tsv").read_text().splitlines()[1:]}
+    assert len(judged) == 1800 and len(judged & set(retrieval.corpus or {})) == 435
+    assert len({c.conversation_id for c, _ in retrieval.labelled_turns()}) == 59
