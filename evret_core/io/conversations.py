@@ -2,8 +2,10 @@
 :class:`Conversation` and :class:`ConversationTurn` (a user message, the agent's reply when known, and the turn's
 labels: expected answer texts or relevant ids, an expected behaviour, tags).
 
-A turn is labelled for retrieval when it has expected answers or relevant ids; the other turns are history only:
-kept (later turns read them), never scored. docs/conversations.md documents the JSON Lines format.
+A turn is labelled for retrieval when it has expected answers or relevant ids, for generation also when its expected
+behaviour is not ``answer``; the other turns are history only: kept (later turns read them), never scored.
+:meth:`ConversationSet.from_jsonl` reads the JSON Lines format docs/conversations.md documents (with a qrels file
+keyed by turn id kept apart), :meth:`ConversationSet.to_jsonl` writes it back.
 """
 
 from __future__ import annotations
