@@ -21,7 +21,7 @@ from evret_core.io.queries import QueryExample, derive_query_id
 
 __all__ = ["BEHAVIOURS", "FIELDS", "SquadFile", "SquadQuestion", "beir_examples", "canonical_fields",
            "collect_examples", "csv_examples", "csv_list", "csv_tags", "example_from_record", "parse_squad",
-           "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
+           "read_beir_qrels", "read_squad", "record_id", "squad_examples", "squad_paragraph_id"]
 
 
 # The one field table of dataset records, read by `evret evaluate` (the readers here) and `evret rag` (question
@@ -38,8 +38,9 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "counterfactual_passages": ("counterfactual_passages",),
 }
 _SPELLINGS = {spelling: field for field, spellings in FIELDS.items() for spelling in spellings}
-BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate")
-"""The values of ``expected_behaviour``: what a RAG system should do with the question."""
+BEHAVIOURS: tuple[str, ...] = ("answer", "refuse", "escalate", "clarify")
+"""The values of ``expected_behaviour``: what a RAG system should do with the question (``clarify``: ask the user
+what they mean, as for an underspecified turn of a conversation)."""
 
 
 def canonical_fields(record: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -167,6 +168,27 @@ def beir_examples(folder: Path, split: str) -> tuple[list[QueryExample], dict[st
     qrels_path = folder / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
         raise EvretError(f"{folder}: not a BEIR folder with a {split!r} split (no qrels/{split}.tsv)")
+    judgments = read_beir_qrels(qrels_path)
+    corpus: dict[str, dict[str, Any]] = dict(read_corpus(folder / "corpus.jsonl"))
+    examples: list[QueryExample] = []
+    for where, record in _beir_records(folder / "queries.jsonl"):
+        qid = str(record["_id"])
+        if qid not in judgments:
+            continue
+        try:
+            examples.append(QueryExample(query_id=qid, query_text=str(record.get("text") or ""),
+                                         relevant_doc_ids=judgments[qid]))
+        except ValidationError as exc:
+            raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
+    if not examples:
+        raise EvretError(f"{folder}: no query of queries.jsonl has judgments in qrels/{split}.tsv")
+    return examples, corpus
+
+
+def read_beir_qrels(path: Path) -> dict[str, dict[str, float]]:
+    """A BEIR qrels TSV file (``query-id corpus-id score``, a header line allowed) as query id -> {doc id:
+    grade}; errors name the file and line."""
+    qrels_path = Path(path)
     judgments: dict[str, dict[str, float]] = {}
     for lineno, line in enumerate(read_text(qrels_path).splitlines(), start=1):
         fields = line.strip().split("\t")
@@ -185,20 +207,7 @@ def beir_examples(folder: Path, split: str) -> tuple[list[QueryExample], dict[st
         if not fields[0].strip() or not fields[1].strip():
             raise EvretError(f"{qrels_path}:{lineno}: empty query id or document id")
         judgments.setdefault(fields[0], {})[fields[1]] = grade
-    corpus: dict[str, dict[str, Any]] = dict(read_corpus(folder / "corpus.jsonl"))
-    examples: list[QueryExample] = []
-    for where, record in _beir_records(folder / "queries.jsonl"):
-        qid = str(record["_id"])
-        if qid not in judgments:
-            continue
-        try:
-            examples.append(QueryExample(query_id=qid, query_text=str(record.get("text") or ""),
-                                         relevant_doc_ids=judgments[qid]))
-        except ValidationError as exc:
-            raise EvretError(f"{where}: {describe_validation_error(exc)}") from None
-    if not examples:
-        raise EvretError(f"{folder}: no query of queries.jsonl has judgments in qrels/{split}.tsv")
-    return examples, corpus
+    return judgments
 
 
 def collect_examples(rows: Iterable[tuple[str, str, Any]], source: str | Path,

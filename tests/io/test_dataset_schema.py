@@ -105,8 +105,8 @@ def test_a_question_to_refuse_keeps_its_labels_and_a_bad_behaviour_is_an_error(t
     data = _jsonl(tmp_path / "d.jsonl", {"question": "When?", "answers": ["x"], "expected_behaviour": "refuse"})
     assert len(EvaluationDataset.load(data)) == 1
     _jsonl(data, {"question": "When?", "answers": ["x"], "expected_behaviour": "refused"})
-    with pytest.raises(EvretError, match=r"d.jsonl:1: field 'expected_behaviour' must be answer, refuse or "
-                                         r"escalate, got 'refused'"):
+    with pytest.raises(EvretError, match=r"d.jsonl:1: field 'expected_behaviour' must be answer, refuse, "
+                                         r"escalate or clarify, got 'refused'"):
         EvaluationDataset.load(data)
 
 

@@ -23,7 +23,7 @@ from evret_core.io.dataset_files import (
 from evret_core.io.jsonio import iter_json_lines
 from evret_core.io.queries import ids_as_strings, tags_as_strings
 
-Behaviour = Literal["answer", "refuse", "escalate"]
+Behaviour = Literal["answer", "refuse", "escalate", "clarify"]
 
 
 class RagQuestion(BaseModel):
