@@ -15,7 +15,6 @@ and test. In a TOML file the rewriter is a name or a table, as the judge::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -27,7 +26,8 @@ from evret_core.contracts.errors import EvretError
 from evret_core.conversation.forms import FORMS, HistoryWindow
 from evret_core.conversation.turn_evaluator import ConversationEvaluator
 from evret_core.evaluation.config import FLAGS, EvaluateConfig
-from evret_core.io.conversations import ConversationSet
+from evret_core.io.conversation_formats import DATASET_FORMATS, load_conversations
+from evret_core.io.conversations import ConversationSet, is_conversation_file
 from evret_core.io.run_config import ComponentSpec, int_in
 from evret_core.limits import MAX_RESAMPLES
 from evret_core.plugins import builder
@@ -41,30 +41,12 @@ CONVERSATION_FLAGS = {"dataset_format": "--dataset-format", "corpus": "--corpus"
                       "unit": "--unit", "test": "--test", "all_pairs": "--all-pairs"}
 """The conversation settings' command-line flags (with ``--rewriter`` and ``--rewriter-option``)."""
 
-DATASET_FORMATS = ("conversations", "mtrag")
-
-
-def _first_record(path: str) -> Any:
-    """The first JSON record of a ``.jsonl`` file, None when there is none or it does not parse."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    return json.loads(line)
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return None
-
-
 def is_conversation_dataset(dataset: str | None, dataset_format: str | None) -> bool:
     """Whether ``evret evaluate`` runs over conversations: ``--dataset-format`` names a conversation format, or
     the dataset is a ``.jsonl`` whose first record has ``turns``."""
     if dataset_format is not None:
         return dataset_format in DATASET_FORMATS
-    if not dataset or not dataset.endswith(".jsonl") or not Path(dataset).is_file():
-        return False
-    first = _first_record(dataset)
-    return isinstance(first, dict) and "turns" in first
+    return bool(dataset) and is_conversation_file(str(dataset))
 
 
 class ConversationConfig(EvaluateConfig):
@@ -150,15 +132,11 @@ class ConversationConfig(EvaluateConfig):
         return files
 
     def load_dataset(self) -> ConversationSet:  # type: ignore[override]
-        """The conversations, through the conversation readers (``ConversationSet.load``: a conversation JSONL or
-        MTRAG), with ``corpus`` and ``qrels`` when given."""
-        load = getattr(ConversationSet, "load", None)
-        if load is None:
-            raise EvretError("this Evret has no conversation reader (io/conversations.py: ConversationSet.load)")
-        dataset = load(self.dataset, corpus=self.corpus, qrels=self.qrels, dataset_format=self.dataset_format)
-        if not isinstance(dataset, ConversationSet):
-            raise EvretError(f"{self.dataset}: not a conversation dataset")
-        return dataset
+        """The conversations, through the conversation readers
+        (:func:`~evret_core.io.conversation_formats.load_conversations`: a conversation JSONL or MTRAG), with
+        ``corpus`` and ``qrels`` when given."""
+        return load_conversations(self.dataset, corpus=self.corpus, qrels=self.qrels,
+                                  dataset_format=self.dataset_format)
 
     def build_rewriter(self) -> Any:
         """The rewriter object, or None."""
