@@ -72,28 +72,6 @@ def _judges(args: argparse.Namespace) -> list[Any]:
                                **parse_options(scoped.get(n), "--judge-option")}) for n in names]
 
 
-def _read_qrels(path: str) -> dict[str, dict[str, float]]:
-    from evret_core.io.jsonio import read_text
-    from evret_core.io.trec import read_qrels
-
-    first = next((line for line in read_text(path, "qrels file").split("\n") if line.strip()), "")
-    if len(first.split()) == 4:
-        return {q: dict(d) for q, d in read_qrels(path).items()}
-    out: dict[str, dict[str, float]] = {}  # BEIR: query-id corpus-id score, with a header line
-    for lineno, line in enumerate(read_text(path, "qrels file").split("\n"), start=1):
-        fields = line.split()
-        if not fields or (lineno == 1 and fields[-1].lower() == "score"):
-            continue
-        if len(fields) != 3:
-            raise EvretError(f"{path}:{lineno}: expected 3 fields (query-id corpus-id score) or 4 (TREC), "
-                             f"got {len(fields)}")
-        try:
-            out.setdefault(fields[0], {})[fields[1]] = float(fields[2])
-        except ValueError:
-            raise EvretError(f"{path}:{lineno}: score {fields[2]!r} is not a number") from None
-    return out
-
-
 def _load_results(path: str) -> Any:
     from evret_core.results.files import load_results
 
@@ -140,7 +118,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if not args.qrels:
             raise EvretError("--results without --plan needs --qrels: the ids that say which documents match")
-        labels = labels_from_results(_load_results(args.results), _read_qrels(args.qrels))
+        from evret_core.io.trec import read_qrels_file
+
+        labels = labels_from_results(_load_results(args.results), read_qrels_file(args.qrels))
     results = calibrate(judges, labels, by=args.by or "f1", confidence_level=args.confidence_level,
                         n_resamples=args.n_resamples, seed=args.seed)
     document = calibration_json(results, labels)
@@ -181,7 +161,7 @@ def _graded(args: argparse.Namespace) -> int:
     from evret_core.calibration.grade_thresholds import calibrate_graded
     from evret_core.calibration.labels import derive_graded_labels
     from evret_core.io.corpus import read_corpus
-    from evret_core.io.trec import read_topics
+    from evret_core.io.trec import read_qrels_file, read_topics
 
     if not (args.queries and args.qrels and args.corpus) or args.labels or args.results:
         raise EvretError("graded calibration takes --queries QUERIES.tsv, --qrels QRELS and --corpus CORPUS.jsonl "
@@ -193,7 +173,7 @@ def _graded(args: argparse.Namespace) -> int:
                              f"(relevance, query-similarity)")
     if args.save_threshold and sum(getattr(j, "thresholds", None) is not None for j in judges) != 1:
         raise EvretError("--save-threshold with --queries needs exactly one judge with thresholds (query-similarity)")
-    labels = derive_graded_labels(read_topics(args.queries), _read_qrels(args.qrels), read_corpus(args.corpus),
+    labels = derive_graded_labels(read_topics(args.queries), read_qrels_file(args.qrels), read_corpus(args.corpus),
                                   sample=args.sample, seed=args.seed)
     histogram: dict[str, int] = {}
     for item in labels:

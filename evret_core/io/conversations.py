@@ -23,11 +23,11 @@ from pydantic import ValidationError
 from evret_core.contracts.conversation import Turn
 from evret_core.contracts.errors import EvretError, describe_validation_error, did_you_mean
 from evret_core.io.corpus import read_corpus
-from evret_core.io.dataset_files import BEHAVIOURS, read_beir_qrels, record_id
+from evret_core.io.dataset_files import BEHAVIOURS, record_id
 from evret_core.io.jsonio import iter_json_lines, read_text
 from evret_core.io.outputs import write_output
 from evret_core.io.queries import QueryExample
-from evret_core.io.trec import read_qrels
+from evret_core.io.trec import read_qrels_file
 
 __all__ = ["CONVERSATION_FIELDS", "TURN_FIELDS", "Conversation", "ConversationSet",
            "ConversationTurn", "is_conversation_file", "read_turn_qrels"]
@@ -200,13 +200,8 @@ def read_turn_qrels(path: Path) -> tuple[dict[str, dict[str, float]], dict[str, 
     """A qrels file keyed by turn id: BEIR TSV (``query-id corpus-id score``, a header line allowed) when its first
     line has three tab-separated fields, else TREC qrels (four columns). Returns the judgments and the line each
     query id first appears on."""
-    text = read_text(path, what="qrels file")
-    lines = text.split("\n")
-    first = next((line for line in lines if line.strip()), "")
-    if len(first.rstrip("\r").split("\t")) == 3:
-        judgments = read_beir_qrels(path)
-    else:
-        judgments = read_qrels(path)
+    judgments = read_qrels_file(path)
+    lines = read_text(path, what="qrels file").split("\n")
     first_line: dict[str, int] = {}
     for lineno, line in enumerate(lines, start=1):
         parts = line.split()

@@ -22,8 +22,8 @@ from evret_core.io.jsonio import read_text
 from evret_core.io.outputs import write_output
 from evret_core.io.trecscan import TrecRun
 
-__all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_run", "read_topics", "ranked_docs", "write_qrels",
-           "write_run"]
+__all__ = ["Qrels", "Run", "TrecRun", "read_qrels", "read_qrels_file", "read_run", "read_topics", "ranked_docs",
+           "write_qrels", "write_run"]
 
 Qrels = dict[str, dict[str, float]]
 Run = dict[str, dict[str, float]]
@@ -63,6 +63,17 @@ def read_qrels(path: str | Path, queries: Container[str] | None = None, threads:
     reader.raise_error()
     return dict(zip([columns.qids[i] for i in keep], judged, strict=True))
 
+
+
+def read_qrels_file(path: str | Path) -> Qrels:
+    """A qrels file in either form users have: BEIR's TSV (``query-id corpus-id score``, a header line allowed) when
+    its first line has three tab-separated fields, else TREC qrels (four columns); errors name the file and line."""
+    from evret_core.io.dataset_files import read_beir_qrels
+
+    first = next((line for line in read_text(path, "qrels file").split("\n") if line.strip()), "")
+    if len(first.rstrip("\r").split("\t")) == 3:
+        return read_beir_qrels(Path(path))
+    return read_qrels(path)
 
 def read_run(path: str | Path, threads: int | None = None) -> TrecRun:
     """Read a TREC run file into ``{query_id: {doc_id: score}}`` (the rank column is ignored, as in trec_eval).

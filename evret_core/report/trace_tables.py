@@ -45,7 +45,8 @@ def trace_tables(results: TraceResults) -> list[Table]:
     """The tables of ``results``, in the order they are printed."""
     metrics = list(results.metrics)
     measured = len(results.queries)
-    hop_rows = [["all hops", str(measured), *(_number(results.scores.get(m)) for m in metrics)]]
+    hop_rows = [["all hops", str(measured), *("-" if m not in results.scores else format_interval(
+        results.scores[m], results.intervals.get(m)) for m in metrics)]]
     for number, cell in sorted(results.by_hop_index.items(), key=lambda kv: int(kv[0])):
         hop_rows.append([f"hop {number}", str(cell["n"]),
                          *("-" if m not in cell["scores"] else format_interval(cell["scores"][m],
@@ -54,8 +55,8 @@ def trace_tables(results: TraceResults) -> list[Table]:
     level = round(results.confidence_level * 100)
     tables = [Table(f"Retrieval per hop (k = {results.k})", ["hop", "n", *metrics], hop_rows,
                     f"hop n: the n-th retrieve hop of each trace, with {level}% bootstrap intervals over traces; "
-                    f"all hops: the mean over every measured hop (no interval: hops of one trace are not "
-                    f"independent)")]
+                    f"all hops: the mean over every measured hop, its interval resampling traces with their hops "
+                    f"(hops of one trace are not independent)")]
     total = sum(results.outcomes.values())
     tables.append(Table("Outcomes", ["outcome", "traces", "share"],
                         [[name, str(results.outcomes.get(name, 0)),

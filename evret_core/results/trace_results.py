@@ -103,6 +103,7 @@ class TraceResults(Results):
     k: int
     confidence_level: float = 0.95
     scores: dict[str, float] = Field(default_factory=dict)
+    intervals: dict[str, list[float]] = Field(default_factory=dict)
     by_hop_index: dict[str, dict[str, Any]] = Field(default_factory=dict)
     outcomes: dict[str, int] = Field(default_factory=dict)
     first_lost_hop: dict[str, int] = Field(default_factory=dict)
@@ -225,6 +226,10 @@ def check_trace_results(results: TraceResults, source: str) -> None:
             check.mean(results.scores[metric], values, metric, f"scores.{metric}")
         elif values:
             raise check.fail(f"scores has no {metric} although {len(values)} hops hold it")
+    for metric, interval in check.table(results.intervals, "intervals").items():
+        if metric not in results.scores:
+            raise check.fail(f"intervals holds {metric!r}, which has no score")
+        check.pair(interval, f"intervals.{metric}", metric_value_range(metric))
     by_number: dict[str, list[dict[str, float]]] = {}
     for trace_rows in hops.values():
         for number, scores in trace_rows:

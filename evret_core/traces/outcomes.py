@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
@@ -27,6 +27,7 @@ from evret_core.results.trace_results import (
     mean_or_none,
     trace_slices,
 )
+from evret_core.statistics.clustered import cluster_bootstrap_intervals, number_clusters
 from evret_core.statistics.inference import bootstrap_interval
 from evret_core.traces.hops import evaluate_hops, plan_hops
 
@@ -67,6 +68,23 @@ def _interval_of(values: Sequence[float], level: float, resamples: int, seed: in
     if not values:
         return None
     return list(bootstrap_interval(values, level, resamples, seed))
+
+
+def _all_hops_intervals(hop_values: Mapping[str, Sequence[tuple[Any, dict[str, float]]]],
+                        scores: dict[str, float], level: float, resamples: int,
+                        seed: int) -> dict[str, list[float]]:
+    """The interval of each all-hops mean: traces resampled with their hops (a trace's hops move together, so
+    resampling hops alone would be too narrow), the ratio estimator of
+    :func:`~evret_core.statistics.clustered.cluster_bootstrap_intervals`."""
+    import numpy as np
+
+    rows = [(tid, values) for tid, trace_rows in hop_values.items() for _n, values in trace_rows]
+    if not rows or not scores:
+        return {}
+    clusters, _ = number_clusters([tid for tid, _ in rows])
+    columns = {metric: np.array([values.get(metric, np.nan) for _, values in rows], dtype=np.float64)
+               for metric in scores}
+    return cluster_bootstrap_intervals(columns, clusters, level, resamples, seed)
 
 
 def evaluate_traces(traces: Sequence[TraceRecord], metrics: Sequence[str], k: int, judge: Any = None,
@@ -148,10 +166,12 @@ def evaluate_traces(traces: Sequence[TraceRecord], metrics: Sequence[str], k: in
         "hops_per_success": [float(retrieve_hops[tid]) for tid, t in per_trace.items() if t.outcome == "right"],
         "hops_per_trace": [float(n) for n in retrieve_hops.values()],
         "hops_to_gold": [float(t.found_at_hop) for t in per_trace.values() if t.found_at_hop is not None]}
+    intervals = _all_hops_intervals(hop_values, scores, confidence_level, n_resamples, seed)
     hop_intervals = {name: interval for name, values in hop_measures.items()
                      if (interval := _interval_of(values, confidence_level, n_resamples, seed)) is not None}
     return TraceResults(
-        metrics=names, k=k, confidence_level=confidence_level, scores=scores, by_hop_index=by_hop_index,
+        metrics=names, k=k, confidence_level=confidence_level, scores=scores, intervals=intervals,
+        by_hop_index=by_hop_index,
         outcomes=outcomes, first_lost_hop=dict(sorted(lost_histogram.items(), key=lambda kv: int(kv[0]))),
         hops_per_success=mean_or_none(hop_measures["hops_per_success"]),
         hops_per_trace=mean_or_none(hop_measures["hops_per_trace"]),

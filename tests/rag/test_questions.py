@@ -40,6 +40,8 @@ def test_jsonl_answers_with_aliases_and_behaviours(tmp_path: Path) -> None:
     ('{"question": "x", "answers": ["a"], "colour": 1}', "q.jsonl:2: unknown field 'colour'"),
     ('{"question": "x"}', "q.jsonl:2: .*needs answers or gold_doc_ids"),
     ('{"question": "x", "answers": ["a"], "expected_behaviour": "shrug"}', "q.jsonl:2: expected_behaviour must be"),
+    ('{"question": "which one?", "expected_behaviour": "clarify"}',
+     "q.jsonl:2: expected_behaviour 'clarify' is not scored by evret rag yet"),
     ('{"question": "   ", "answers": ["a"]}', "q.jsonl:2: question: .*empty"),
     ('{"question": "x", "answers": [["a", ""]]}', "q.jsonl:2: answers: .*answer 0 is empty"),
     ('{"id": "q1", "question": "y", "answers": ["a"]}', "q.jsonl:2: duplicate question id 'q1' \\(first at"),

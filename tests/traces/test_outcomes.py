@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from evret_core.contracts.errors import EvretError
 from evret_core.io.traces import Hop, Retrieved, TraceRecord
 from evret_core.judge.lexical import ContainsJudge
 from evret_core.results.trace_results import derive_outcome
@@ -88,3 +89,32 @@ def test_the_answer_is_right_when_it_states_every_expected_answer() -> None:
     alias = _trace("a", (), answer="I. Brandt did.", expected_answers=(("Ilse Brandt", "I. Brandt"),))
     assert answers_right([both, one, alias, _trace("n", (), answer=None)]) == [True, False, True, None]
     assert answers_right([both, one, alias], answer_judge=ContainsJudge()) == [True, False, True]
+
+
+def test_all_hops_intervals_resample_traces_with_their_hops() -> None:
+    """The all-hops mean's interval is the cluster bootstrap over traces (a trace's hops move together), and a
+    file whose intervals name a metric without a score is refused."""
+    import numpy as np
+
+    from evret_core.results.trace_results import TraceResults, check_trace_results
+    from evret_core.statistics.clustered import cluster_bootstrap_intervals, number_clusters
+
+    traces = [TraceRecord(trace_id=f"t{i}", question="q", answer="a",
+                          hops=(Hop(query="x", retrieved=tuple(Retrieved(d, f"text of {d}") for d in ranked),
+                                    relevant_doc_ids=("g",)),
+                                Hop(query="y", retrieved=tuple(Retrieved(d, f"text of {d}") for d in ranked2),
+                                    relevant_doc_ids=("g",))))
+              for i, (ranked, ranked2) in enumerate([(("g", "b"), ("g",)), (("b", "c"), ("b", "g")),
+                                                     (("c",), ("c", "b")), (("g",), ("b", "c"))])]
+    results = evaluate_traces(traces, ["recall@1"], k=2, n_resamples=200, seed=3)
+    rows = [(tid, results.queries[h.query_id].scores["recall@1"]) for tid, t in results.per_trace.items()
+            for h in t.hops if h.query_id is not None]
+    clusters, _ = number_clusters([tid for tid, _ in rows])
+    expected = cluster_bootstrap_intervals({"recall@1": np.array([v for _, v in rows])}, clusters, 0.95, 200, 3)
+    assert results.intervals == expected
+    low, high = results.intervals["recall@1"]
+    assert low <= results.scores["recall@1"] <= high
+    tampered = results.model_copy(update={"intervals": {"ndcg@3": [0.0, 1.0]}})
+    with pytest.raises(EvretError, match="intervals holds 'ndcg@3', which has no score"):
+        check_trace_results(tampered, "r.json")
+    assert isinstance(results, TraceResults)

@@ -148,6 +148,9 @@ def question_from_record(record: Any, where: str) -> RagQuestion:
     behaviour = data.get("expected_behaviour", "answer")
     if behaviour not in BEHAVIOURS:
         raise EvretError(f"{where}: expected_behaviour must be one of {', '.join(BEHAVIOURS)}, got {behaviour!r}")
+    if behaviour == "clarify":  # no generator reports a clarifying question yet: scoring it would be a guess
+        raise EvretError(f"{where}: expected_behaviour 'clarify' is not scored by evret rag yet (no generator "
+                         f"reports a clarifying question); use answer, refuse or escalate")
     qid = data.get("question_id")
     data["question_id"] = record_id(None if qid == "" else qid, text, where, _spelling(record, "question_id"))
     try:
