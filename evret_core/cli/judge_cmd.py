@@ -15,20 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evret_core.cli.evaluate import _print_plan
-from evret_core.contracts import kinds
 from evret_core.contracts.errors import EvretError, visible
-from evret_core.contracts.executor import Executor
-from evret_core.contracts.judge import judge_progress, reference_free_context
-from evret_core.contracts.values import grade_key
-from evret_core.io.corpus import iter_corpus
-from evret_core.io.options import parse_options
-from evret_core.io.outputs import check_outputs
-from evret_core.judge.pooling import pool_runs
 from evret_core.limits import MAX_DEPTH, check_int
-from evret_core.plugins import builder
-from evret_core.plugins.loading import plugin_exits_as_errors
-from evret_core.progress import after_a_while, report_progress, terminal_progress
 
 __all__ = ["add_parser", "run"]
 
@@ -59,7 +47,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    from evret_core.io import trec  # numpy: loaded when the command runs, not by `evret --help`
+    # the judge, its builder and the plugin registry, and numpy (trec): loaded when the command runs, not by
+    # `evret --help`
+    from evret_core.cli.evaluate import _print_plan
+    from evret_core.contracts import kinds
+    from evret_core.contracts.judge import reference_free_context
+    from evret_core.contracts.values import grade_key
+    from evret_core.io import trec
+    from evret_core.io.options import parse_options
+    from evret_core.io.outputs import check_outputs
+    from evret_core.judge.pooling import pool_runs
+    from evret_core.plugins import builder
 
     depth = check_int(args.depth, "--depth", 1, MAX_DEPTH)
     batch_size = check_int(args.judge_batch_size, "--judge-batch-size", 1, 1_000_000)
@@ -162,6 +160,8 @@ def _texts(path: str, wanted: set[str]) -> dict[str, str]:
     """The texts of the ``wanted`` documents (each record's ``text``, the text ``evret evaluate --run --corpus``
     judges, so the two share the judge's cache); a pooled document the corpus lacks is an error naming it, before
     any judging."""
+    from evret_core.io.corpus import iter_corpus
+
     texts: dict[str, str] = {}
     for _where, doc_id, record in iter_corpus(path):
         if doc_id in wanted:
@@ -175,6 +175,11 @@ def _texts(path: str, wanted: set[str]) -> dict[str, str]:
 
 def _grade(judge: Any, contexts: list[Any], batch_size: int, quiet: bool) -> tuple[list[float | None], Any]:
     """The judge's grade of each context through the local executor's ``grade`` (the judge's own cache)."""
+    from evret_core.contracts.executor import Executor
+    from evret_core.contracts.judge import judge_progress
+    from evret_core.plugins.loading import plugin_exits_as_errors
+    from evret_core.progress import after_a_while, report_progress, terminal_progress
+
     if not contexts:
         return [], None
     bar = None if quiet else terminal_progress()

@@ -5,24 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.contracts.kinds import JUDGE
-from evret_core.io.corpus import read_corpus
-from evret_core.io.openinference import read_openinference
-from evret_core.io.options import parse_options
-from evret_core.io.outputs import check_outputs
-from evret_core.io.traces import (
-    DEFAULT_METRICS,
-    TraceRecord,
-    apply_labels,
-    fill_texts,
-    read_labels,
-    read_traces,
-    write_traces,
-)
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED, check_int
+
+if TYPE_CHECKING:
+    from evret_core.io.traces import TraceRecord
 
 TRACE_FORMATS = ("evret", "openinference")
 
@@ -67,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _metrics_and_k(args: argparse.Namespace) -> tuple[list[str], int]:
+    from evret_core.io.traces import DEFAULT_METRICS
     from evret_core.plugins.registry import create_metric
 
     metrics = list(args.metric or DEFAULT_METRICS)
@@ -81,6 +71,12 @@ def _metrics_and_k(args: argparse.Namespace) -> tuple[list[str], int]:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # the readers, the judge's builder and the evaluator: loaded when the command runs, not by `evret --help`
+    from evret_core.contracts.kinds import JUDGE
+    from evret_core.io.options import parse_options
+    from evret_core.io.outputs import check_outputs
+    from evret_core.io.traces import write_traces
+
     check_int(args.seed, "--seed", 0, MAX_SEED)
     check_int(args.n_resamples, "--resamples", 1, MAX_RESAMPLES)
     check_outputs({"--output": args.output, "--write-traces": args.write_traces},
@@ -135,6 +131,10 @@ def _run(args: argparse.Namespace) -> int:
 
 def _read(args: argparse.Namespace) -> list[TraceRecord]:
     """The traces of ``--traces`` (by ``--trace-format``), with ``--labels`` applied and ``--corpus`` texts filled."""
+    from evret_core.io.corpus import read_corpus
+    from evret_core.io.openinference import read_openinference
+    from evret_core.io.traces import apply_labels, fill_texts, read_labels, read_traces
+
     if args.trace_format == "openinference":
         traces = read_openinference(args.traces)
     else:
