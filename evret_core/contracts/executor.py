@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from evret_core.contracts.conversation import RewriteRequest
 from evret_core.contracts.errors import EvretError
@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 __all__ = ["Executor", "GenerateRun", "InFlightLimiter", "JudgeRun", "Progress", "RewriteRun", "batch_retrieve",
            "grade_chunk", "judge_chunk", "metric_values", "rewrite_chunk", "shared_limiter", "use_shared_limiter",
            "verdict_of"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 Progress = Callable[[int], None]
 """Called with how many items (queries, contexts) are done so far."""
@@ -108,30 +111,21 @@ class Executor:
     def judge(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int, progress: Progress) -> JudgeRun:
         """The judge's verdict on every context, in order, judged ``batch_size`` contexts at a time."""
         _start_run(judge, contexts)
-        verdicts: list[bool | None] = []
-        for start in range(0, len(contexts), batch_size):
-            verdicts.extend(judge_chunk(judge, contexts[start : start + batch_size]))
-            progress(len(verdicts))
+        verdicts = _in_chunks(lambda chunk: judge_chunk(judge, chunk), contexts, batch_size, progress)
         return JudgeRun(verdicts, _run_stats(judge))
 
     def grade(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int, progress: Progress) -> JudgeRun:
         """The judge's grade on every context, in order, graded ``batch_size`` contexts at a time, with the
         verdicts they give (:func:`verdict_of`). An engine that only overrides :meth:`judge` grades here."""
         _start_run(judge, contexts)
-        grades: list[float | None] = []
-        for start in range(0, len(contexts), batch_size):
-            grades.extend(grade_chunk(judge, contexts[start : start + batch_size]))
-            progress(len(grades))
+        grades = _in_chunks(lambda chunk: grade_chunk(judge, chunk), contexts, batch_size, progress)
         return JudgeRun([verdict_of(judge, g) for g in grades], _run_stats(judge), grades)
 
     def rewrite(self, rewriter: Any, requests: Sequence[RewriteRequest], batch_size: int,
                 progress: Progress) -> RewriteRun:
         """The rewriter's query text for every request, in order, ``batch_size`` requests at a time."""
         _start_run(rewriter, requests)
-        texts: list[str | None] = []
-        for start in range(0, len(requests), batch_size):
-            texts.extend(rewrite_chunk(rewriter, requests[start : start + batch_size]))
-            progress(len(texts))
+        texts = _in_chunks(lambda chunk: rewrite_chunk(rewriter, chunk), requests, batch_size, progress)
         return RewriteRun(texts, _run_stats(rewriter))
 
     def metrics(self, metrics: Sequence[Metric], batches: Iterable[RankedBatch]) -> dict[str, np.ndarray]:
@@ -219,6 +213,17 @@ def verdict_of(judge: Any, grade: float | None) -> bool | None:
         return None
     cut = getattr(judge, "cut", None)
     return grade >= cut if cut is not None else grade > 0
+
+
+def _in_chunks(call: Callable[[Sequence[T]], list[R]], items: Sequence[T], batch_size: int,
+               progress: Progress) -> list[R]:
+    """``call`` on ``items`` ``batch_size`` at a time, the answers concatenated in order; ``progress`` is told how
+    many are done after each chunk."""
+    out: list[R] = []
+    for start in range(0, len(items), batch_size):
+        out.extend(call(items[start : start + batch_size]))
+        progress(len(out))
+    return out
 
 
 def _start_run(judge: Any, contexts: Sequence[Any]) -> None:
