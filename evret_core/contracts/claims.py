@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
+from evret_core.contracts.conversation import Turn
 from evret_core.contracts.generation import Claim, Context
 from evret_core.contracts.values import Value, value_type
 
@@ -20,13 +21,15 @@ class ClaimTask(Value):
     """One answer to judge: its question, its claims (with citations) and the contexts it was given.
 
     ``extract`` says the answer listed no claims (``claims`` are then its sentences): a judge that can extract
-    claims itself (the LLM claim judge) does so from ``answer_text`` instead."""
+    claims itself (the LLM claim judge) does so from ``answer_text`` instead. ``history``: for a turn of a
+    conversation, the messages before it that a claim may also rest on (empty for a single question)."""
 
     question: str
     claims: tuple[Claim, ...]
     contexts: tuple[Context, ...]
     answer_text: str = ""
     extract: bool = False
+    history: tuple[Turn, ...] = ()
 
 
 @value_type

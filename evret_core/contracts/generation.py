@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
+from evret_core.contracts.conversation import Turn
 from evret_core.contracts.values import Value, as_bool, as_dict, as_list, as_str, as_str_list, value_type
 
 
@@ -36,7 +37,8 @@ class Claim(Value):
 
 @value_type(kw_only=True)
 class Answer(Value):
-    """A generator's answer. ``refused``: it declined to answer; ``escalated``: it handed the question to a person.
+    """A generator's answer. ``refused``: it declined to answer; ``escalated``: it handed the question to a person;
+    ``clarified``: it asked the user which of several readings they meant (``text`` is that question).
     ``claims`` empty means the judge splits ``text`` into sentence claims without citations; a claim may be given
     as a mapping of :class:`Claim`'s fields. The field order is the key order of the answer in a results file."""
 
@@ -46,6 +48,7 @@ class Answer(Value):
     claims: list[Claim] = field(default_factory=list)
     refused: bool = False
     escalated: bool = False
+    clarified: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -53,6 +56,7 @@ class Answer(Value):
         object.__setattr__(self, "claims", as_list(self.claims, "claims", _claim))
         object.__setattr__(self, "refused", as_bool(self.refused, "refused"))
         object.__setattr__(self, "escalated", as_bool(self.escalated, "escalated"))
+        object.__setattr__(self, "clarified", as_bool(self.clarified, "clarified"))
         object.__setattr__(self, "metadata", as_dict(self.metadata, "metadata"))
 
 
@@ -78,12 +82,14 @@ def _claim(value: Any, where: str) -> Claim:
 
 @value_type
 class GenerationRequest(Value):
-    """What a generator is asked: the question under one condition, with that condition's contexts."""
+    """What a generator is asked: the question under one condition, with that condition's contexts. ``history``:
+    for a turn of a conversation, the messages before it, oldest first (empty for a single question)."""
 
     question_id: str
     question: str
     contexts: tuple[Context, ...]
     condition: str
+    history: tuple[Turn, ...] = ()
 
 
 class Generator:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_serializer
 
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer
@@ -71,6 +71,15 @@ class ConditionOutcome(BaseModel):
     correct: bool | None = None
     info: dict[str, Any] = Field(default_factory=dict)
     skipped: str | None = None
+
+    @field_serializer("answer", mode="wrap")
+    def _answer(self, answer: Answer | None, handler: SerializerFunctionWrapHandler) -> Any:
+        """The answer's fields in order; ``clarified`` only when true, so an answer that asks nothing back is
+        written as files before the field were (and such files write back byte for byte)."""
+        data = handler(answer)
+        if isinstance(data, dict) and not data.get("clarified", True):
+            del data["clarified"]
+        return data
 
 
 class QuestionOutcome(BaseModel):

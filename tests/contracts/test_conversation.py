@@ -91,3 +91,18 @@ class TestEchoConforms(RewriterConformance):
     @pytest.fixture
     def rewriter(self) -> Rewriter:
         return Echo()
+
+
+def test_a_generation_request_and_a_claim_task_carry_the_history_of_a_turn() -> None:
+    """A single question has no history (the default, so every request built before stays equal and hashes as
+    before); a turn of a conversation carries the messages before it, oldest first, as :class:`Turn` s."""
+    from evret_core.contracts.claims import ClaimTask
+    from evret_core.contracts.generation import Answer, GenerationRequest
+
+    history = (Turn("user", "Who wrote it?"), Turn("agent", "Jane Austen."))
+    single = GenerationRequest("q1", "When?", (), "gold")
+    turn = GenerationRequest("q1", "When?", (), "gold", history)
+    assert single.history == () and turn.history == history
+    assert single != turn and hash(single) == hash(GenerationRequest("q1", "When?", (), "gold"))
+    assert ClaimTask("When?", (), ()).history == () and ClaimTask("When?", (), (), history=history).history == history
+    assert Answer().clarified is False and Answer(text="Which one?", clarified=True).clarified is True

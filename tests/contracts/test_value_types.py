@@ -157,17 +157,17 @@ def test_judgment_contexts_are_hashable_values_with_the_models_repr() -> None:
 
 
 ANSWERS = [  # Answer(**kwargs) -> its repr, or the exception type
-    ({}, "Answer(text='', claims=[], refused=False, escalated=False, metadata={})"),
+    ({}, "Answer(text='', claims=[], refused=False, escalated=False, clarified=False, metadata={})"),
     ({"text": "t", "claims": [{"text": "c"}]},
-     "Answer(text='t', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, metadata={})"),
+     "Answer(text='t', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, clarified=False, metadata={})"),
     ({"claims": ({"text": "c", "citations": ("d1",)},)},
-     "Answer(text='', claims=[Claim(text='c', citations=['d1'])], refused=False, escalated=False, metadata={})"),
+     "Answer(text='', claims=[Claim(text='c', citations=['d1'])], refused=False, escalated=False, clarified=False, metadata={})"),
     ({"claims": [Claim(text="c")]},
-     "Answer(text='', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, metadata={})"),
+     "Answer(text='', claims=[Claim(text='c', citations=[])], refused=False, escalated=False, clarified=False, metadata={})"),
     ({"text": b"t", "refused": "yes", "escalated": 0, "metadata": OrderedDict(n=1)},
-     "Answer(text='t', claims=[], refused=True, escalated=False, metadata={'n': 1})"),
+     "Answer(text='t', claims=[], refused=True, escalated=False, clarified=False, metadata={'n': 1})"),
     ({"refused": 1.0, "escalated": np.True_},
-     "Answer(text='', claims=[], refused=True, escalated=True, metadata={})"),
+     "Answer(text='', claims=[], refused=True, escalated=True, clarified=False, metadata={})"),
     ({"text": None}, TypeError),
     ({"text": 1}, TypeError),
     ({"claims": None}, TypeError),

@@ -44,3 +44,17 @@ def test_an_answer_that_is_not_one_is_an_error(old: str, new: str) -> None:
     assert old in PINNED
     with pytest.raises(ValidationError):
         ConditionOutcome.model_validate_json(PINNED.replace(old, new, 1))
+
+
+def test_a_clarifying_answer_writes_its_flag_and_reads_back() -> None:
+    """``clarified`` is written only when true: a file without it (every file written before the field) reads back
+    with False and writes back byte for byte (above); one with it keeps it."""
+    outcome = ConditionOutcome(context_ids=[], expected_behaviour="clarify",
+                               answer=Answer(text="Which ocean do you mean?", clarified=True))
+    written = outcome.model_dump_json()
+    assert '"escalated":false,"clarified":true,"metadata":{}' in written
+    back = ConditionOutcome.model_validate_json(written)
+    assert back.answer is not None and back.answer.clarified is True
+    assert back.model_dump_json() == written
+    assert '"clarified"' not in ConditionOutcome(context_ids=[], expected_behaviour="answer",
+                                                 answer=Answer(text="x")).model_dump_json()
