@@ -32,8 +32,9 @@ class ScoreInput(Value):
 
     @property
     def prediction(self) -> str:
-        """The answer's text, or "" for a refusal or an escalation."""
-        return "" if self.answer.refused or self.answer.escalated else self.answer.text
+        """The answer's text, or "" for a refusal, an escalation or a clarifying question (it answers nothing)."""
+        a = self.answer
+        return "" if a.refused or a.escalated or a.clarified else a.text
 
     @property
     def golds(self) -> list[str]:

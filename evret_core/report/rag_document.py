@@ -164,6 +164,8 @@ def _answer_line(oc: Any) -> str:
         return f"no case: {oc.skipped}"
     if oc.answer is None:
         return "no answer (unmeasured)"
+    if oc.answer.clarified:
+        return f"asked back: {oc.answer.text}" if oc.answer.text else "asked back"
     if oc.answer.escalated:
         return "escalated"
     if oc.answer.refused:
@@ -182,7 +184,8 @@ VERDICT_FILTERS = (("right", RIGHT), ("wrong", WRONG), ("refused or escalated", 
 def verdict(oc: ConditionOutcome | None, family: Mapping[str, float]) -> dict[str, Any]:
     """How the page shows one question under one condition: ``cls`` (its colour), ``short`` (the chip's word),
     ``long`` (the sentence in the question's entry) and ``mask`` (the facts the filters test). The colour follows
-    the run's ``correct``; an answer that adopted a counterfactual's planted value or leaked an injection's canary
+    the run's ``correct``; an answer that asked the user back is ``clarified`` (right when a clarifying question was
+    expected), one that refused or escalated says so; an answer that adopted a counterfactual's planted value or leaked an injection's canary
     (``family``: :func:`~evret_core.rag.scores.adversarial_scores.outcome_scores`) is marked so whatever its
     ``correct`` says."""
     if oc is None:
@@ -194,8 +197,9 @@ def verdict(oc: ConditionOutcome | None, family: Mapping[str, float]) -> dict[st
         return {"cls": "v-u", "short": "n/a", "long": f"unmeasured ({why})", "mask": UNMEASURED}
     right = "right" if oc.correct else "wrong"
     mask = RIGHT if oc.correct else WRONG
-    declined = "escalated" if oc.answer.escalated else "refused" if oc.answer.refused else ""
-    if declined:
+    declined = ("clarified" if oc.answer.clarified else "escalated" if oc.answer.escalated
+                else "refused" if oc.answer.refused else "")
+    if declined and declined != "clarified":
         mask |= REFUSED
     if family.get("adopted") == 1.0:
         return {"cls": "v-a", "short": "adopted", "mask": mask | ADOPTED,

@@ -12,8 +12,9 @@ from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
 from evret_core.statistics.inference import format_interval
 
 HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
-            "wrong_refusal_rate", "correct_refusal_rate", "groundedness", "faithfulness", "citation_precision",
-            "citation_recall", "contradiction_rate", "answer_relevance", "answer_judge")
+            "wrong_refusal_rate", "correct_refusal_rate", "clarify_rate", "wrong_clarify_rate", "groundedness",
+            "faithfulness", "citation_precision", "citation_recall", "contradiction_rate", "answer_relevance",
+            "answer_judge")
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,
@@ -30,13 +31,15 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if title:
         print(visible(title), file=out)
     level = f"{results.confidence_level:.0%} CI"
-    # only questions to refuse or escalate may lack gold ids and answers (a question set refuses any other): they
-    # have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
+    # only questions to refuse, escalate or clarify may lack gold ids and answers (a question set refuses any other):
+    # they have nothing to retrieve, so leaving them out of retrieval is by design, said in the header, not a warning
     unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
     if results.retrieval:
         scored = len(results.per_question) - len(unlabelled)
-        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse or escalate "
-                f"have no gold" if unlabelled else "")
+        asked = any((q := results.per_question.get(qid)) is not None and q.expected_behaviour == "clarify"
+                    for qid in unlabelled)
+        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse"
+                f"{', escalate or clarify' if asked else ' or escalate'} have no gold" if unlabelled else "")
         print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
         print_table([[metric, format_interval(mean, results.retrieval_intervals.get(metric))]
                      for metric, mean in results.retrieval.items()], file=out, **_listing(sep))

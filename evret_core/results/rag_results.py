@@ -44,12 +44,36 @@ FAMILY_RATES: dict[str, tuple[str, ...]] = {
 }
 """The rates of each adversarial family (:mod:`evret_core.rag.scores.adversarial_scores` says what each means)."""
 
-DERIVED_SCORES: dict[str, tuple[bool, str]] = {
-    "has_ans_exact": (True, "exact"), "has_ans_f1": (True, "f1"), "no_ans_exact": (False, "exact"),
-    "no_ans_f1": (False, "f1"), "wrong_refusal_rate": (True, "refused"), "correct_refusal_rate": (False, "refused"),
+_ANSWER, _DECLINE, _CLARIFY = ("answer",), ("refuse", "escalate"), ("clarify",)
+
+DERIVED_SCORES: dict[str, tuple[tuple[str, ...], str]] = {
+    "has_ans_exact": (_ANSWER, "exact"), "has_ans_f1": (_ANSWER, "f1"), "no_ans_exact": (_DECLINE, "exact"),
+    "no_ans_f1": (_DECLINE, "f1"), "wrong_refusal_rate": (_ANSWER, "refused"),
+    "correct_refusal_rate": (_DECLINE, "refused"), "clarify_rate": (_CLARIFY, "clarified"),
+    "wrong_clarify_rate": (_ANSWER, "clarified"),
 }
-"""Generation rates over part of the questions: name -> (over those expected to be answered, or the others; the
-per-question score it averages)."""
+"""Generation rates over part of the questions: name -> (the expected behaviours of the questions it covers; the
+per-question value it averages, see :func:`outcome_value`)."""
+
+CLARIFY_RATES = ("clarify_rate", "wrong_clarify_rate")
+"""The rates a run has only when a question expects a clarifying question or an answer asks one (a run of single
+questions that never asks back has neither)."""
+
+
+def outcome_value(outcome: ConditionOutcome, name: str) -> float | None:
+    """The per-question value a generation mean averages: the score ``name``; ``clarified`` (not a stored score:
+    the answer says it) is 1.0 when the answer asked the user which one they mean, 0.0 when it did not, None when
+    the behaviour was not scored (no answer)."""
+    if name == "clarified":
+        scored = outcome.answer is not None and outcome.scores.get("behaviour_ok") is not None
+        return float(outcome.answer.clarified) if scored and outcome.answer is not None else None
+    return outcome.scores.get(name)
+
+
+def asks_back(questions: Iterable[QuestionOutcome]) -> bool:
+    """Whether a run has :data:`CLARIFY_RATES`: a question expects ``clarify`` or an answer asks the user back."""
+    return any(oc.expected_behaviour == "clarify" or (oc.answer is not None and oc.answer.clarified)
+               for q in questions for oc in q.conditions.values())
 
 
 class ClaimResult(BaseModel):
@@ -202,7 +226,7 @@ class RagResults(Results):
 UNIT_SCORES = frozenset({"exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
                          "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
                          "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "wrong_refusal_rate",
-                         "correct_refusal_rate"})
+                         "correct_refusal_rate", "clarify_rate", "wrong_clarify_rate"})
 """The built-in generation scores and rates, each in [0, 1]; a plugin's RAG score is only checked finite."""
 
 
@@ -255,13 +279,13 @@ def check_rag_results(results: RagResults, source: str) -> None:
 def generation_values(questions: Iterable[QuestionOutcome], condition: str, metric: str) -> list[float]:
     """The per-question values a generation mean covers: the questions measured under ``condition`` (those a
     derived rate covers, see :data:`DERIVED_SCORES`) that hold the score."""
-    answered, score = DERIVED_SCORES.get(metric, (None, metric))
+    behaviours, score = DERIVED_SCORES.get(metric, (None, metric))
     out = []
     for q in questions:
         outcome = q.conditions.get(condition)
-        if outcome is None or (answered is not None and (outcome.expected_behaviour == "answer") is not answered):
+        if outcome is None or (behaviours is not None and outcome.expected_behaviour not in behaviours):
             continue
-        value = outcome.scores.get(score)
+        value = outcome_value(outcome, score)
         if value is not None:
             out.append(float(value))
     return out
@@ -414,8 +438,9 @@ def check_adversarial(results: RagResults, check: ValueCheck) -> None:
         if check.count(entry.get("skipped"), f"{where}.skipped", len(questions)) != skipped:
             raise check.fail(f"{where}.skipped is {entry.get('skipped')} but {skipped} questions were skipped")
         _check_rates(entry, where, family, n, check)
-        for name, values in (("refused", [float(bool(oc.answer and (oc.answer.refused or oc.answer.escalated)))
-                                          for _, oc in measured]),
+        # refused or escalated, and not asking the user back (clarify beats both), as the behaviour score says
+        for name, values in (("refused", [float(bool(oc.answer and (oc.answer.refused or oc.answer.escalated)
+                                                     and not oc.answer.clarified)) for _, oc in measured]),
                              ("correct", [float(oc.correct) for _, oc in measured if oc.correct is not None])):
             if name in entry["rates"] and (name == "refused" or family != "counterfactual"):
                 check.mean(entry["rates"][name], values, name, f"{where}.rates.{name}")

@@ -4,6 +4,9 @@ kind of request deterministically, as a careful small model would:
 
 - generation: answers with the first sentence of the context sharing most words with the question, as one claim
   citing that context; refuses when no context shares a word;
+- generation for a turn of a conversation: the same, the question's words joined by those of the user's earlier
+  messages (what "it" refers to); when two contexts share the most words with different sentences, it asks the
+  user which one they mean (``clarified``) instead;
 - claim extraction: the answer's sentences;
 - claim verification: ``supported`` by the contexts that contain the claim's text, ``contradicted`` by one that
   contains it with a ``not`` removed or added, else ``unsupported``;
@@ -20,7 +23,7 @@ import re
 from typing import Any
 
 from evret_core.rag.claims.llm_judge import EXTRACT_SYSTEM_PROMPT, VERIFY_SYSTEM_PROMPT
-from evret_core.rag.generate.llm_generator import DEFAULT_SYSTEM_PROMPT
+from evret_core.rag.generate.llm_generator import CONVERSATION_SYSTEM_PROMPT, DEFAULT_SYSTEM_PROMPT
 from evret_core.rag.scores.relevance import RELEVANCE_SYSTEM_PROMPT
 from evret_core.testing.llm_stubs import StubReply, StubRequest, first_user_prompt
 
@@ -49,18 +52,34 @@ def parse_prompt(prompt: str) -> dict[str, Any]:
     return fields
 
 
-def _generate(fields: dict[str, Any]) -> dict[str, Any]:
+_HISTORY = re.compile(r"(User|Assistant):\n<message-([0-9a-f]{16})>\n(.*?)\n</message-\2>", re.DOTALL)
+
+
+def parse_history(prompt: str) -> list[tuple[str, str]]:
+    """The earlier messages of the ``llm`` generator's conversation prompt, oldest first: ``(label, text)``, the
+    label ``User`` or ``Assistant``."""
+    return [(label, text) for label, _, text in _HISTORY.findall(prompt)]
+
+
+def _generate(fields: dict[str, Any], conversation: bool = False) -> dict[str, Any]:
     asked = _words(fields.get("question", ""))
+    if conversation:
+        asked |= {w for label, text in fields["history"] if label == "User" for w in _words(text)}
     best: tuple[int, str, str] | None = None
+    tied: tuple[str, str] | None = None  # another context's sentence as good as the best one
     for doc_id, text in fields["contexts"]:
         shared = len(asked & _words(text))
+        sentence = next((s for s in _sentences(text) if asked & _words(s)), text)
+        if shared and best is not None and shared == best[0] and sentence != best[2]:
+            tied = (doc_id, sentence)
         if shared and (best is None or shared > best[0]):
-            sentence = next((s for s in _sentences(text) if asked & _words(s)), text)
-            best = (shared, doc_id, sentence)
+            best, tied = (shared, doc_id, sentence), None
+    stopped = {"refused": False, "escalated": False, **({"clarified": False} if conversation else {})}
     if best is None:
-        return {"answer": "", "claims": [], "refused": True, "escalated": False}
-    return {"answer": best[2], "claims": [{"text": best[2], "context_ids": [best[1]]}], "refused": False,
-            "escalated": False}
+        return {"answer": "", "claims": [], **stopped, "refused": True}
+    if conversation and tied is not None:
+        return {"answer": f"Do you mean: {best[2]} or: {tied[1]}?", "claims": [], **stopped, "clarified": True}
+    return {"answer": best[2], "claims": [{"text": best[2], "context_ids": [best[1]]}], **stopped}
 
 
 def _negations(claim: str) -> list[str]:
@@ -82,9 +101,12 @@ def _verify(fields: dict[str, Any]) -> dict[str, Any]:
 
 def answer_for(request: StubRequest) -> dict[str, Any]:
     """The JSON answer to one harness request (see the module)."""
-    fields = parse_prompt(first_user_prompt(request))
+    prompt = first_user_prompt(request)
+    fields = parse_prompt(prompt)
     if request.system.startswith(DEFAULT_SYSTEM_PROMPT):
         return _generate(fields)
+    if request.system.startswith(CONVERSATION_SYSTEM_PROMPT):
+        return _generate({**fields, "history": parse_history(prompt)}, conversation=True)
     if request.system.startswith(EXTRACT_SYSTEM_PROMPT):
         return {"claims": _sentences(fields.get("answer", ""))}
     if request.system.startswith(VERIFY_SYSTEM_PROMPT):
@@ -96,8 +118,10 @@ def answer_for(request: StubRequest) -> dict[str, Any]:
 
 
 def kind_of(request: StubRequest) -> str:
-    """``generate``, ``extract``, ``verify``, ``relevance`` or ``other``: which part sent ``request``."""
-    for kind, prompt in (("generate", DEFAULT_SYSTEM_PROMPT), ("extract", EXTRACT_SYSTEM_PROMPT),
+    """``generate``, ``extract``, ``verify``, ``relevance`` or ``other``: which part sent ``request`` (a turn of a
+    conversation is ``generate`` too)."""
+    for kind, prompt in (("generate", DEFAULT_SYSTEM_PROMPT), ("generate", CONVERSATION_SYSTEM_PROMPT),
+                         ("extract", EXTRACT_SYSTEM_PROMPT),
                          ("verify", VERIFY_SYSTEM_PROMPT), ("relevance", RELEVANCE_SYSTEM_PROMPT)):
         if request.system.startswith(prompt):
             return kind

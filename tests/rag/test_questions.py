@@ -40,8 +40,6 @@ def test_jsonl_answers_with_aliases_and_behaviours(tmp_path: Path) -> None:
     ('{"question": "x", "answers": ["a"], "colour": 1}', "q.jsonl:2: unknown field 'colour'"),
     ('{"question": "x"}', "q.jsonl:2: .*needs answers or gold_doc_ids"),
     ('{"question": "x", "answers": ["a"], "expected_behaviour": "shrug"}', "q.jsonl:2: expected_behaviour must be"),
-    ('{"question": "which one?", "expected_behaviour": "clarify"}',
-     "q.jsonl:2: expected_behaviour 'clarify' is not scored by evret rag yet"),
     ('{"question": "   ", "answers": ["a"]}', "q.jsonl:2: question: .*empty"),
     ('{"question": "x", "answers": [["a", ""]]}', "q.jsonl:2: answers: .*answer 0 is empty"),
     ('{"id": "q1", "question": "y", "answers": ["a"]}', "q.jsonl:2: duplicate question id 'q1' \\(first at"),
@@ -52,6 +50,15 @@ def test_jsonl_errors_name_file_and_line(tmp_path: Path, line: str, message: str
     path = write(tmp_path / "q.jsonl", {"id": "q1", "question": "ok?", "answers": ["a"]}, line)
     with pytest.raises(EvretError, match=message):
         QuestionSet.from_jsonl(path)
+
+
+def test_a_question_to_clarify_is_read_without_labels(tmp_path: Path) -> None:
+    """``clarify`` is scored (the generator must ask the user which one they mean), so a question set may hold it,
+    like a question to refuse, without answers or gold ids."""
+    qs = QuestionSet.from_jsonl(write(tmp_path / "q.jsonl", {"id": "q1", "question": "ok?", "answers": ["a"]},
+                                      {"id": "q2", "question": "And the other one?", "expected_behaviour": "clarify"}))
+    assert [(q.question_id, q.expected_behaviour, q.answers) for q in qs.questions] == [
+        ("q1", "answer", [["a"]]), ("q2", "clarify", [])]
 
 
 def test_gold_ids_must_be_in_the_corpus(tmp_path: Path) -> None:

@@ -31,15 +31,17 @@ from evret_core.text import split_sentences
 
 def claim_task(question: str, answer: Answer, contexts: Sequence[Context]) -> ClaimTask:
     """The :class:`ClaimTask` of one answer."""
-    extract = not answer.claims and not (answer.refused or answer.escalated) and bool(answer.text.strip())
+    extract = not answer.claims and not (answer.refused or answer.escalated or answer.clarified) and bool(
+        answer.text.strip())
     return ClaimTask(question, claims_of(answer), tuple(contexts), answer_text=answer.text, extract=extract)
 
 
 def claims_of(answer: Answer) -> tuple[Claim, ...]:
-    """The answer's claims; when it lists none, its sentences (without citations). A refusal makes no claims."""
+    """The answer's claims; when it lists none, its sentences (without citations). A refusal, an escalation or a
+    clarifying question makes no claims."""
     if answer.claims:
         return tuple(answer.claims)
-    if answer.refused or answer.escalated:
+    if answer.refused or answer.escalated or answer.clarified:
         return ()
     return tuple(Claim(text=s) for s in split_sentences(answer.text))
 

@@ -14,6 +14,10 @@ claims can fail them: the answer text is the span, and the claim restates the qu
 words ("the Normans in Normandy: 10th and 11th centuries"), citing the best sentence's context and the runner-up's
 (when another context holds it), as a paraphrasing model would; a claim whose question words its context does not
 hold is unsupported, and a runner-up citation that does not support it lowers citation precision.
+
+A turn of a conversation is answered from its own message alone: the generator ignores the history
+(``GenerationRequest.history``), never asks the user back, and so is the baseline a conversation-aware generator
+should beat on turns that refer to earlier ones.
 """
 
 from __future__ import annotations

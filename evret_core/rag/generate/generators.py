@@ -3,8 +3,11 @@
 A generator implements ``batch_generate(requests) -> list[Answer | None]`` (``None``: the answer could not be made,
 reported as unmeasured). Subclass :class:`Generator` and implement :meth:`Generator.generate`, or hand the harness
 a function ``(question, contexts) -> str | dict | Answer``, an object with ``generate``, or precomputed answers
-(:class:`PrecomputedGenerator`). Registered generators (``extractive``; ``llm`` once the LLM layer provides it)
-come from the ``register_generators`` hook.
+(:class:`PrecomputedGenerator`). Registered generators (``extractive``, ``llm``) come from the
+``register_generators`` hook. For a turn of a conversation the request carries the earlier messages
+(``GenerationRequest.history``): the ``llm`` generator puts them in its prompt; precomputed answers, the
+``extractive`` generator and a function of ``(question, contexts)`` ignore them (a function of one argument gets the
+whole request, history included).
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from evret_core.rag.questions.question_sets import QuestionSet
 
 def coerce_answer(raw: Any, where: str) -> Answer | None:
     """An :class:`Answer` from what a user's pipeline returned: an Answer, a string, a dict with Answer's fields
-    (``answer`` is accepted for ``text``; a claim may be a string), or None (unmeasured). A refused or escalated
-    answer with claims, and a blank claim, are errors naming ``where`` (see :func:`check_answer`)."""
+    (``answer`` is accepted for ``text``; a claim may be a string), or None (unmeasured). A refused, escalated or
+    clarifying answer with claims, one both clarifying and refused or escalated, and a blank claim, are errors
+    naming ``where`` (see :func:`check_answer`)."""
     if raw is None:
         return None
     if isinstance(raw, Answer):
@@ -62,12 +66,17 @@ def answer_from_mapping(data: Mapping[str, Any], where: str) -> Answer:
 
 
 def check_answer(answer: Answer, where: str) -> Answer:
-    """``answer`` if it is consistent, else an error naming ``where``: a refusal or an escalation makes no claims
-    (it would be scored as refused and as grounded at once), and a claim is a non-blank statement (a blank one
-    would be judged unsupported). A refusal's ``text`` is its message to the user: neither scored nor split into
-    claims."""
-    if (answer.refused or answer.escalated) and answer.claims:
+    """``answer`` if it is consistent, else an error naming ``where``: a refusal, an escalation or a clarifying
+    question makes no claims (it would be scored as refused and as grounded at once), an answer that asks the user
+    back neither refuses nor escalates (it would be one behaviour and another at once), and a claim is a non-blank
+    statement (a blank one would be judged unsupported). A refusal's ``text`` is its message to the user, a
+    clarifying answer's its question: neither scored nor split into claims."""
+    if answer.clarified and (answer.refused or answer.escalated):
         what = "refused" if answer.refused else "escalated"
+        raise EvretError(f"{where}: an answer is either 'clarified' (it asks the user which one they mean) or "
+                         f"'{what}', not both")
+    if (answer.refused or answer.escalated or answer.clarified) and answer.claims:
+        what = "clarified" if answer.clarified else "refused" if answer.refused else "escalated"
         raise EvretError(f"{where}: a {what} answer makes no claims, but this one has {len(answer.claims)}; give "
                          f"either '{what}': true or the claims")
     blank = next((i for i, c in enumerate(answer.claims) if not c.text.strip()), None)
@@ -91,8 +100,8 @@ def drop_unknown_citations(answer: Answer, contexts: Sequence[Context]) -> tuple
 
 
 class CallableGenerator(Generator):
-    """A user's function ``fn(question, contexts)`` (contexts: a list of :class:`Context`), or ``fn(request)``
-    when it takes one argument."""
+    """A user's function ``fn(question, contexts)`` (contexts: a list of :class:`Context`; a turn's history is not
+    passed), or ``fn(request)`` when it takes one argument (the request, ``history`` included)."""
 
     name = "callable"
 
@@ -128,7 +137,8 @@ class ObjectGenerator(CallableGenerator):
 
 
 class PrecomputedGenerator(Generator):
-    """Answers made elsewhere, looked up by question id and condition.
+    """Answers made elsewhere, looked up by question id and condition (a turn's history is not consulted: the
+    answer was made with whatever history the system had).
 
     Keys are ``(question_id, condition)``; a key with condition ``None`` answers every condition of that question.
     A request with no answer is unmeasured. As with the ``llm`` generator, a citation of an id that is not among
@@ -187,7 +197,8 @@ class PrecomputedGenerator(Generator):
     @classmethod
     def from_jsonl(cls, path: str | Path) -> PrecomputedGenerator:
         """One answer per line: ``question_id``, optional ``condition``, and the answer (``text`` or ``answer``,
-        ``claims`` with ``text`` and ``citations``, ``refused``, ``escalated``). Errors name the file and line."""
+        ``claims`` with ``text`` and ``citations``, ``refused``, ``escalated``, ``clarified``: it asked the user which
+        one they mean, ``text`` its question). Errors name the file and line."""
         answers: dict[tuple[str, str | None], Answer] = {}
         lines: dict[tuple[str, str | None], str] = {}
         for _lineno, where, record in iter_json_lines(path, what="answers file"):

@@ -31,9 +31,10 @@ class RagQuestion(BaseModel):
 
     ``answers`` holds one list per expected answer: its acceptable strings, the first canonical. ``gold_doc_ids``
     name the corpus documents that hold the answer (the gold context). A question expected to be answered needs
-    answers or gold ids; one expected to be refused or escalated may have neither. ``metadata`` carries what a
-    dataset knows beyond that (SQuAD: the answer spans with their offsets in the gold paragraph, and the plausible
-    wrong answers of an unanswerable question), for perturbations that need it. ``counterfactual_answers`` and
+    answers or gold ids; one expected to be refused, escalated or clarified (asking the user which one they mean)
+    may have neither. ``metadata`` carries what a dataset knows beyond that (SQuAD: the answer spans with their
+    offsets in the gold paragraph, and the plausible wrong answers of an unanswerable question), for perturbations
+    that need it. ``counterfactual_answers`` and
     ``counterfactual_passages`` are the question's own fake answer(s) and fact-altered passages (counterfactual
     robustness sets such as RGB's): the ``counterfactual`` family plants these instead of a value of its own.
     """
@@ -148,9 +149,6 @@ def question_from_record(record: Any, where: str) -> RagQuestion:
     behaviour = data.get("expected_behaviour", "answer")
     if behaviour not in BEHAVIOURS:
         raise EvretError(f"{where}: expected_behaviour must be one of {', '.join(BEHAVIOURS)}, got {behaviour!r}")
-    if behaviour == "clarify":  # no generator reports a clarifying question yet: scoring it would be a guess
-        raise EvretError(f"{where}: expected_behaviour 'clarify' is not scored by evret rag yet (no generator "
-                         f"reports a clarifying question); use answer, refuse or escalate")
     qid = data.get("question_id")
     data["question_id"] = record_id(None if qid == "" else qid, text, where, _spelling(record, "question_id"))
     try:

@@ -31,6 +31,7 @@ import numpy as np
 
 from evret_core.contracts.generation import Answer
 from evret_core.rag.perturb.perturbations import contains_answer
+from evret_core.rag.scores.answers import behaviour_of
 from evret_core.results.rag_results import FAMILY_RATES, ConditionOutcome, QuestionOutcome, RagResults
 
 _SOURCE = r"(?:document|source|passage|context|text|article|report|record|reference|information)s?"
@@ -74,7 +75,7 @@ def outcome_scores(outcome: ConditionOutcome, expected: Sequence[str] = ()) -> d
     answer = outcome.answer
     if family not in FAMILY_RATES or answer is None or outcome.skipped:
         return {}
-    refused = bool(answer.refused or answer.escalated)
+    refused = behaviour_of(answer.refused, answer.escalated, answer.clarified) in ("refuse", "escalate")
     correct = float(bool(outcome.correct)) if outcome.correct is not None else float("nan")
     text = _answer_texts(outcome)
     if family == "counterfactual":

@@ -1,4 +1,4 @@
-"""Answer correctness with the official SQuAD 2.0 semantics, and behaviour (answer / refuse / escalate).
+"""Answer correctness with the official SQuAD 2.0 semantics, and behaviour (answer / refuse / escalate / clarify).
 
 Exact match and token F1 follow the official SQuAD 2.0 evaluation script's definitions: both texts are normalised
 (lower case; punctuation removed; the articles a, an, the removed; whitespace collapsed), F1 is computed over the
@@ -187,17 +187,20 @@ def answer_is_correct(prediction: str, golds: Sequence[str], correct_f1: float =
     return False
 
 
-def behaviour_of(refused: bool, escalated: bool) -> str:
-    """What the generator did: ``escalate`` wins over ``refuse``, which wins over ``answer``."""
-    return "escalate" if escalated else "refuse" if refused else "answer"
+def behaviour_of(refused: bool, escalated: bool, clarified: bool = False) -> str:
+    """What the generator did: ``clarify`` (it asked the user which one they mean) wins over ``escalate``, which
+    wins over ``refuse``, which wins over ``answer``."""
+    return "clarify" if clarified else "escalate" if escalated else "refuse" if refused else "answer"
 
 
-def behaviour_ok(expected: str, refused: bool, escalated: bool) -> bool:
+def behaviour_ok(expected: str, refused: bool, escalated: bool, clarified: bool = False) -> bool:
     """Whether the behaviour is right: answer when expected to answer; refuse or escalate when expected to refuse;
-    escalate when expected to escalate."""
-    actual = behaviour_of(refused, escalated)
+    escalate when expected to escalate; ask the user back when expected to clarify."""
+    actual = behaviour_of(refused, escalated, clarified)
     if expected == "answer":
         return actual == "answer"
     if expected == "refuse":
         return actual in ("refuse", "escalate")
+    if expected == "clarify":
+        return actual == "clarify"
     return actual == "escalate"

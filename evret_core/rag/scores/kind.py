@@ -21,7 +21,7 @@ from evret_core.contracts.errors import EvretError
 from evret_core.contracts.rag_score import RagScore, ScoreInput
 from evret_core.rag.claims.claim_judges import claim_scores
 from evret_core.rag.scores.adversarial_scores import counterfactual_scores
-from evret_core.rag.scores.answers import answer_is_correct, behaviour_ok, squad_scores
+from evret_core.rag.scores.answers import answer_is_correct, behaviour_of, behaviour_ok, squad_scores
 
 BUILTIN_SCORES = ("claims", "answer-match", "behaviour", "answer-relevance", "correct")
 """The built-in scores, computed first and in this order (the results' per-question score order)."""
@@ -39,8 +39,8 @@ class ClaimScores(RagScore):
 
 
 class AnswerMatch(RagScore):
-    """SQuAD exact match and token F1 of the answer against the gold answers (a refusal answers ""); none for a
-    question without a label."""
+    """SQuAD exact match and token F1 of the answer against the gold answers (a refusal, an escalation or a
+    clarifying question answers ""); none for a question without a label."""
 
     name = "answer-match"
     metrics = ("exact", "f1")
@@ -54,15 +54,16 @@ class AnswerMatch(RagScore):
 
 
 class Behaviour(RagScore):
-    """Whether the answer refused (or escalated), and whether it behaved as expected."""
+    """Whether the answer refused (or escalated; an answer that asks the user back did neither: clarify beats
+    both), and whether it behaved as expected (:func:`~evret_core.rag.scores.answers.behaviour_ok`)."""
 
     name = "behaviour"
     metrics = ("refused", "behaviour_ok")
 
     def score(self, item: ScoreInput) -> Mapping[str, float | None]:
-        answer = item.answer
-        return {"refused": float(answer.refused or answer.escalated),
-                "behaviour_ok": float(behaviour_ok(item.expected_behaviour, answer.refused, answer.escalated))}
+        a = item.answer
+        return {"refused": float(behaviour_of(a.refused, a.escalated, a.clarified) in ("refuse", "escalate")),
+                "behaviour_ok": float(behaviour_ok(item.expected_behaviour, a.refused, a.escalated, a.clarified))}
 
 
 class AnswerRelevance(RagScore):
@@ -84,7 +85,8 @@ class AnswerRelevance(RagScore):
 
 class Correct(RagScore):
     """``answer_judge``: whether ``answer_judge`` (an Evret judge, optional) says the answer matches a gold answer
-    (for an answer, not a refusal, to a question with golds); ``correct``: whether the answer is right, for a
+    (for an answer, not a refusal nor a clarifying question, to a question with golds); ``correct``: whether the
+    answer is right, for a
     labelled question: it behaved as expected and, when an answer is expected,
     :func:`~evret_core.rag.scores.answers.answer_is_correct` at ``correct_f1`` or the answer judge says so; a
     counterfactual case's answer stating the planted value is never right, one correcting it is."""
@@ -100,11 +102,11 @@ class Correct(RagScore):
     def score(self, item: ScoreInput) -> Mapping[str, float | None]:
         q, answer, expected = item.question, item.answer, item.expected_behaviour
         scores: dict[str, float | None] = {}
-        refused = answer.refused or answer.escalated
+        refused = answer.refused or answer.escalated or answer.clarified  # nothing stated to judge
         prediction = item.prediction
         golds = item.golds
         has_label = bool(golds) or expected != "answer"
-        behaved = behaviour_ok(expected, answer.refused, answer.escalated)
+        behaved = behaviour_ok(expected, answer.refused, answer.escalated, answer.clarified)
         if self.answer_judge is not None and golds and not refused:
             scores["answer_judge"] = float(_judge_answer(self.answer_judge, q, prediction))
         if has_label:

@@ -1,7 +1,7 @@
 """Answer relevance: does the answer address the question (whether or not it is right)?
 
 Two scorers, reported per question and condition as ``answer_relevance`` in [0, 1] (``None`` for a refusal, an
-escalation or an empty answer, which address nothing and are scored by the behaviour metrics instead):
+escalation, a clarifying question or an empty answer, which address nothing and are scored by the behaviour metrics instead):
 
 - ``lexical`` (offline, the default): 1 when the answer has what the question asks for, else 0. What is asked
   for is read from the question's earliest cue: a number for when / how many / how long..., a capitalised name
@@ -42,7 +42,7 @@ _BARE_ANSWER = 4  # content words a direct answer may have without sharing one w
 
 def answer_text(answer: Answer) -> str | None:
     """What a relevance scorer reads (the text and its claims), or None when the answer addresses nothing."""
-    if answer.refused or answer.escalated:
+    if answer.refused or answer.escalated or answer.clarified:
         return None
     parts = [answer.text, *(c.text for c in answer.claims)]
     text = "\n".join(p for p in parts if p.strip())
@@ -72,8 +72,8 @@ def lexical_relevance(question: str, answer: str) -> float:
 
 def unmeasured_relevance(outcomes: Iterable[Any], condition: str) -> list[str]:
     """The question ids under ``condition`` whose answer addresses something (see :func:`answer_text`) but got no
-    relevance grade: the scorer failed on them (e.g. every retry of an LLM call). A refusal, an escalation or an
-    empty answer has no grade by design and is not counted."""
+    relevance grade: the scorer failed on them (e.g. every retry of an LLM call). A refusal, an escalation, a
+    clarifying question or an empty answer has no grade by design and is not counted."""
     out = []
     for q in outcomes:
         oc = q.conditions.get(condition)

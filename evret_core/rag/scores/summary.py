@@ -11,10 +11,13 @@ import numpy as np
 from evret_core.rag.scores.relevance import unmeasured_relevance
 from evret_core.results.rag_results import (
     ATTRIBUTIONS,
+    CLARIFY_RATES,
     DERIVED_SCORES,
     Difference,
     QuestionOutcome,
     RagResults,
+    asks_back,
+    outcome_value,
 )
 
 GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
@@ -23,14 +26,15 @@ DIFFERENCE_METRICS = ("exact", "f1", "correct")
 SLICE_METRICS = ("exact", "f1", "correct", "refused")
 
 
-def _expected_to_answer(answered: bool) -> Callable[[QuestionOutcome, str], bool]:
-    return lambda q, c: (q.conditions[c].expected_behaviour == "answer") is answered
+def _expected(behaviours: tuple[str, ...]) -> Callable[[QuestionOutcome, str], bool]:
+    return lambda q, c: q.conditions[c].expected_behaviour in behaviours
 
 
-# derived rates: name -> (the questions it covers, the per-question score it averages); results files are checked
-# against the same table (evret_core.results.rag_results.DERIVED_SCORES)
+# derived rates: name -> (the questions it covers, the per-question value it averages); results files are checked
+# against the same table (evret_core.results.rag_results.DERIVED_SCORES); clarify_rate (over the questions expected
+# to ask the user back) and wrong_clarify_rate (over those expected to be answered) only in a run that asks back
 _SUBSETS: dict[str, tuple[Callable[[QuestionOutcome, str], bool], str]] = {
-    name: (_expected_to_answer(answered), score) for name, (answered, score) in DERIVED_SCORES.items()}
+    name: (_expected(behaviours), score) for name, (behaviours, score) in DERIVED_SCORES.items()}
 
 DERIVED_METRICS = tuple(_SUBSETS)
 
@@ -42,7 +46,7 @@ def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
         oc = q.conditions.get(condition)
         if oc is None or (keep is not None and not keep(q, condition)):
             continue
-        value = oc.scores.get(metric)
+        value = outcome_value(oc, metric)
         if value is not None:
             out.append(float(value))
     return out
@@ -56,13 +60,14 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
 
     level = results.confidence_level
     outcomes = list(results.per_question.values())
+    subsets = {name: subset for name, subset in _SUBSETS.items() if name not in CLARIFY_RATES or asks_back(outcomes)}
     for condition in results.conditions:
         means: dict[str, float | None] = {}
         intervals: dict[str, list[float]] = {}
         counts: dict[str, int] = {}
         columns: dict[str, tuple[Callable[[QuestionOutcome, str], bool] | None, str]] = {
             m: (None, m) for m in GENERATION_METRICS}
-        columns.update({name: (keep, metric) for name, (keep, metric) in _SUBSETS.items()})
+        columns.update({name: (keep, metric) for name, (keep, metric) in subsets.items()})
         columns.update({m: (None, m) for m in extra_metrics if m not in columns})
         for name, (keep, metric) in columns.items():
             values = _values(outcomes, condition, metric, keep)
