@@ -13,11 +13,22 @@ from evret_core.version import __version__
 
 
 def _command_modules() -> list[str]:
-    """Every module of this package that defines ``add_parser``: one module per subcommand."""
-    import pkgutil
+    """Every public module of this package, in the order ``pkgutil.iter_modules`` lists them; each that defines
+    ``add_parser`` is one subcommand. (Read here: ``pkgutil`` imports ``inspect`` to name the files, and
+    ``inspect`` cost ``evret --help`` more than any command's module.)"""
+    import os
+    from importlib.machinery import all_suffixes
 
-    here = __path__
-    return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(here) if not m.name.startswith("_")]
+    suffixes = sorted(all_suffixes(), key=len, reverse=True)  # what inspect.getmodulename tries
+    names: list[str] = []
+    for folder in __path__:
+        for file in sorted(os.listdir(folder)):  # sorted: a package before a module of the same name
+            stem = next((file[:-len(s)] for s in suffixes if file.endswith(s)), None)
+            if stem is None and "." not in file and os.path.isfile(os.path.join(folder, file, "__init__.py")):
+                stem = file
+            if stem and "." not in stem and not stem.startswith("_") and stem not in names:
+                names.append(stem)
+    return [f"{__name__}.{name}" for name in names]
 
 
 class _Parser(argparse.ArgumentParser):

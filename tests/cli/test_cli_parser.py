@@ -56,3 +56,22 @@ def test_evret_plugins_imports_no_other_command() -> None:
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('evret_core.cli.'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["evret_core.cli.plugins_cmd"]
+
+
+def test_the_command_modules_are_the_public_modules_pkgutil_lists() -> None:
+    import pkgutil
+
+    import evret_core.cli as cli
+
+    listed = [f"{cli.__name__}.{m.name}" for m in pkgutil.iter_modules(cli.__path__) if not m.name.startswith("_")]
+    assert cli._command_modules() == listed
+
+
+def test_evret_help_loads_no_module_that_only_running_a_command_needs() -> None:
+    # inspect (pkgutil names files with it), tempfile (the output writer), dataclasses (the contracts' values)
+    code = ("import io, sys, contextlib; from evret_core.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+            "print(' '.join(sorted({'inspect', 'pkgutil', 'tempfile', 'dataclasses'} & set(sys.modules))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == []
