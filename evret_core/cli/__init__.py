@@ -13,11 +13,22 @@ from evret_core.version import __version__
 
 
 def _command_modules() -> list[str]:
-    """Every module of this package that defines ``add_parser``: one module per subcommand."""
-    import pkgutil
+    """Every public module of this package, in the order ``pkgutil.iter_modules`` lists them; each that defines
+    ``add_parser`` is one subcommand. (Read here: ``pkgutil`` imports ``inspect`` to name the files, and
+    ``inspect`` cost ``evret --help`` more than any command's module.)"""
+    import os
+    from importlib.machinery import all_suffixes
 
-    here = __path__
-    return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(here) if not m.name.startswith("_")]
+    suffixes = sorted(all_suffixes(), key=len, reverse=True)  # what inspect.getmodulename tries
+    names: list[str] = []
+    for folder in __path__:
+        for file in sorted(os.listdir(folder)):  # sorted: a package before a module of the same name
+            stem = next((file[:-len(s)] for s in suffixes if file.endswith(s)), None)
+            if stem is None and "." not in file and os.path.isfile(os.path.join(folder, file, "__init__.py")):
+                stem = file
+            if stem and "." not in stem and not stem.startswith("_") and stem not in names:
+                names.append(stem)
+    return [f"{__name__}.{name}" for name in names]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -47,7 +58,30 @@ def _unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace, ext
     chosen.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names when nothing but ``--debug`` comes before it, else None (``evret --help``,
+    ``evret --version``, no command: every subcommand's parser is needed)."""
+    for arg in argv:
+        if arg != "--debug":
+            return arg if arg.isidentifier() and not arg.startswith("_") else None
+    return None
+
+
+def _one_command_module(command: str) -> Any:
+    """The module of this package that defines ``command`` by its name (``plugins_cmd`` or ``plugins``), or None."""
+    for name in (f"{__name__}.{command}_cmd", f"{__name__}.{command}"):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``evret`` parser with every subcommand, or with ``command``'s alone when a module of this package is
+    named for it (what parsing a command line that names it needs: ``evret plugins`` imports no other command's
+    module and builds no other command's options)."""
     parser = _Parser(
         prog="evret", description="Evaluate RAG retrieval against expected answer texts."
     )
@@ -55,10 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show tracebacks for errors (known secrets masked)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in _command_modules():
-        module = importlib.import_module(module_name)
-        if hasattr(module, "add_parser"):
-            module.add_parser(sub)
+    module = _one_command_module(command) if command else None
+    if module is not None and hasattr(module, "add_parser"):
+        module.add_parser(sub)
+        if list(sub.choices) != [command]:  # a module that defines other commands: build them all
+            return build_parser()
+    else:
+        for module_name in _command_modules():
+            module = importlib.import_module(module_name)
+            if hasattr(module, "add_parser"):
+                module.add_parser(sub)
     for subparser in sub.choices.values():
         # `evret evaluate ... --debug` works as well as `evret --debug evaluate ...`
         if "--debug" not in subparser._option_string_actions:
@@ -70,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``evret`` console script; returns the exit status (2 for user errors)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(_command_of(argv))
     args, extras = parser.parse_known_args(argv)
     if extras:
         _unrecognized(parser, args, extras)

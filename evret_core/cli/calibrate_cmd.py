@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from evret_core.contracts.errors import EvretError, visible
-from evret_core.contracts.values import grade_key
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -160,6 +159,7 @@ def _graded(args: argparse.Namespace) -> int:
     """Graded calibration: the judge's grades of the qrels pairs against the qrels' grades."""
     from evret_core.calibration.grade_thresholds import calibrate_graded
     from evret_core.calibration.labels import derive_graded_labels
+    from evret_core.contracts.values import grade_key
     from evret_core.io.corpus import read_corpus
     from evret_core.io.trec import read_qrels_file, read_topics
 

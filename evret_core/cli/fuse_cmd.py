@@ -8,7 +8,6 @@ import sys
 from typing import Any
 
 from evret_core.contracts.errors import EvretError
-from evret_core.io.outputs import check_outputs
 from evret_core.limits import MAX_DEPTH
 
 # the names of evret_core.retrieve.fusion's METHODS and NORMS, which --help lists without loading numpy
@@ -41,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def run(args: argparse.Namespace) -> int:
-    # numpy and the run reader load only when the command runs (`evret --help` stays light)
+    # numpy, the run reader and the output writer load only when the command runs (`evret --help` stays light)
+    from evret_core.io.outputs import check_outputs
     from evret_core.io.trec import ranked_docs, read_run, write_run
     from evret_core.retrieve.fusion import FusionSettings, fuse_runs
 

@@ -7,7 +7,6 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from evret_core.contracts.errors import EvretError, visible
-from evret_core.io.outputs import write_output
 from evret_core.limits import MAX_DEPTH, check_float, check_int
 
 if TYPE_CHECKING:
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from evret_core.io.outputs import check_outputs
+    from evret_core.io.outputs import check_outputs, write_output
     from evret_core.report.api import make_report, report_data
 
     if args.max_k is not None:
@@ -108,6 +107,7 @@ def _report_conversation(args: argparse.Namespace, runs: list[Any]) -> int:
 
 def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
     """RAG runs: a Markdown or HTML report (with the comparison of the runs when there are several)."""
+    from evret_core.io.outputs import write_output
     from evret_core.report import RAG_FORMATS, RagReportData, render_report
     from evret_core.report.rag_compare import compare_rag
 
@@ -142,6 +142,7 @@ def _report_rag(args: argparse.Namespace, runs: dict[str, RagResults]) -> int:
 def _report_traces(args: argparse.Namespace, runs: dict[str, Any]) -> int:
     """Agent-trace runs (``evret trace``, ``runs``: name -> TraceResults): a Markdown or HTML report of each run's
     tables and traces."""
+    from evret_core.io.outputs import write_output
     from evret_core.report.render import render_report
     from evret_core.report.trace_tables import TraceReportData
 

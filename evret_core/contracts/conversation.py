@@ -10,8 +10,9 @@ under the form, never silently the raw message.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from evret_core.contracts.values import Value, value_type
 
 __all__ = ["ROLES", "RewriteRequest", "Rewriter", "Turn"]
 
@@ -19,8 +20,8 @@ ROLES = ("user", "agent")
 """Who says a message: the user, or the agent (the assistant) answering them."""
 
 
-@dataclass(frozen=True)
-class Turn:
+@value_type
+class Turn(Value):
     """One message of a conversation: who said it (``user`` or ``agent``) and what."""
 
     role: str
@@ -33,8 +34,8 @@ class Turn:
             raise ValueError(f"Turn.text must be a string, got {type(self.text).__name__}")
 
 
-@dataclass(frozen=True)
-class RewriteRequest:
+@value_type
+class RewriteRequest(Value):
     """Rewrite the user's ``message`` of turn ``turn_id`` into a standalone query, given ``history``: the
     conversation's earlier messages, oldest first (user and agent messages when the data has the agent's)."""
 

@@ -39,7 +39,6 @@ import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from evret_core.contracts.conversation import RewriteRequest
@@ -62,8 +61,8 @@ Progress = Callable[[int], None]
 """Called with how many items (queries, contexts) are done so far."""
 
 
-@dataclass(frozen=True)
-class JudgeRun:
+@value_type
+class JudgeRun(Value):
     """What :meth:`Executor.judge` returns: one verdict per context (None: unmeasured) and the judge's
     ``stats()`` for this run, or None when the judge keeps none. :meth:`Executor.grade` also fills ``grades``
     (one per context, None: unmeasured); the verdicts are then the grades at the judge's cut."""
@@ -73,8 +72,8 @@ class JudgeRun:
     grades: list[float | None] | None = None
 
 
-@dataclass(frozen=True)
-class RewriteRun:
+@value_type
+class RewriteRun(Value):
     """What :meth:`Executor.rewrite` returns: one query text per request (None: the rewriter could not make one)
     and the rewriter's ``stats()`` for this run, or None when it keeps none."""
 

@@ -25,6 +25,12 @@ class BuiltinPlugin:
                 register(entry, LazyFactory(target))
 
         setattr(self, hook, hookimpl(specname=hook)(register_all))
+        self._hook = hook
+
+    def __dir__(self) -> list[str]:
+        # pluggy looks for hook implementations among the names dir() lists: the one hook, not object's thirty
+        # attributes (each looked up statically, the most of what registering the built-ins cost)
+        return [self._hook]
 
     def __repr__(self) -> str:
         return f"BuiltinPlugin({self.name!r})"

@@ -172,8 +172,10 @@ class PluginRegistry:
                 continue
             seen.add(ep.name)
             dist = getattr(ep, "dist", None)
-            version = dist.version if dist is not None else None
-            dist_name = dist.metadata["Name"] if dist is not None else None
+            # read and parsed once (``dist.version`` reads and parses the whole file again)
+            meta = dist.metadata if dist is not None else None
+            version = meta["Version"] if meta is not None else None
+            dist_name = meta["Name"] if meta is not None else None
             info = PluginInfo(name=ep.name, version=version, module=ep.value, distribution=dist_name)
             if ep.name in block:
                 info.skipped = "disabled by EVRET_DISABLE_PLUGINS"

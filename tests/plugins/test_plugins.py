@@ -318,3 +318,16 @@ def test_the_exceptions_to_the_naming_rule_are_builtins() -> None:
     from evret_core.testing.suite import NAMED_OTHERWISE
 
     assert set(NAMED_OTHERWISE) <= {(kind, name) for kind, name, _ in _builtin_targets()}
+
+
+def test_a_builtin_plugin_shows_pluggy_its_hook_alone() -> None:
+    """pluggy looks up, statically, every name ``dir()`` lists on a plugin object: a built-in lists its one hook, not
+    the thirty attributes of ``object``, and registers through it."""
+    from evret_core.plugins.builtins import BUILTIN_PLUGINS
+
+    for plugin in BUILTIN_PLUGINS:
+        (hook,) = dir(plugin)
+        assert hook.startswith("register_") and callable(getattr(plugin, hook))
+    listed = {info.name: info for info in list_plugins()}
+    assert {p.name for p in BUILTIN_PLUGINS} == {n.removeprefix("evret-core:") for n in listed if listed[n].builtin}
+    assert all(listed[f"evret-core:{p.name}"].hooks == dir(p) for p in BUILTIN_PLUGINS)
