@@ -46,12 +46,13 @@ M = TypeVar("M", bound=BaseModel)
 FENCE_NAMES = ("question", "context", "answer", "claim")
 
 
-def fence_contexts(contexts: Sequence[Context], nonce: str) -> str:
-    """Each context as its id (JSON-quoted, so an id cannot break out either) above its fenced text."""
+def fence_contexts(contexts: Sequence[Context], nonce: str, names: Sequence[str] = FENCE_NAMES) -> str:
+    """Each context as its id (JSON-quoted, so an id cannot break out either) above its fenced text; ``names``: the
+    fence names of the prompt, whose look-alikes are cut from the texts."""
     if not contexts:
         return "(no context documents)"
     return "\n\n".join(f"Context id {json.dumps(c.doc_id, ensure_ascii=False)}:\n"
-                       f"{fence('context', c.text, nonce, FENCE_NAMES)}" for c in contexts)
+                       f"{fence('context', c.text, nonce, names)}" for c in contexts)
 
 
 def check_template(owner: str, option: str, template: str, fields: Sequence[str], required: Sequence[str]) -> str:
