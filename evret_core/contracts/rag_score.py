@@ -9,6 +9,7 @@ from dataclasses import field
 from typing import Any
 
 from evret_core.contracts.claims import ClaimVerdict
+from evret_core.contracts.conversation import Turn
 from evret_core.contracts.data import Question
 from evret_core.contracts.generation import Answer, Context
 from evret_core.contracts.values import Value, value_type
@@ -18,8 +19,9 @@ from evret_core.contracts.values import Value, value_type
 class ScoreInput(Value):
     """One answer to score: its question (with labels), the condition, the contexts the generator saw, the answer,
     the claim verdicts, the behaviour expected under this condition (``answer``, ``refuse``...), the answer's
-    relevance to the question (None when not measured) and what the condition recorded about the case (an
-    adversarial family's ``family``, ``planted_answer``...)."""
+    relevance to the question (None when not measured), what the condition recorded about the case (an
+    adversarial family's ``family``, ``planted_answer``...) and, for a turn of a conversation, the earlier messages
+    the claims were judged against (``ClaimTask.history``; empty for a single question)."""
 
     question: Question
     condition: str
@@ -29,6 +31,7 @@ class ScoreInput(Value):
     expected_behaviour: str
     relevance: float | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    history: tuple[Turn, ...] = ()
 
     @property
     def prediction(self) -> str:

@@ -13,8 +13,8 @@ from evret_core.statistics.inference import format_interval
 
 HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
             "wrong_refusal_rate", "correct_refusal_rate", "clarify_rate", "wrong_clarify_rate", "groundedness",
-            "faithfulness", "citation_precision", "citation_recall", "contradiction_rate", "answer_relevance",
-            "answer_judge")
+            "faithfulness", "citation_precision", "citation_recall", "contradiction_rate", "history_support_rate",
+            "answer_relevance", "answer_judge")
 
 
 def print_rag(results: RagResults, title: str | None = None, file: TextIO | None = None,

@@ -225,8 +225,8 @@ class RagResults(Results):
 
 UNIT_SCORES = frozenset({"exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
                          "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
-                         "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "wrong_refusal_rate",
-                         "correct_refusal_rate", "clarify_rate", "wrong_clarify_rate"})
+                         "history_support_rate", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1",
+                         "wrong_refusal_rate", "correct_refusal_rate", "clarify_rate", "wrong_clarify_rate"})
 """The built-in generation scores and rates, each in [0, 1]; a plugin's RAG score is only checked finite."""
 
 

@@ -5,7 +5,9 @@ What the RAG harness relies on: ``judge_claims(tasks)`` gives one list of
 claim with its text and citations, a verdict of :data:`~evret_core.contracts.claims.VERDICTS`, supporting ids among the
 task's contexts; a claim stated word for word by a context is supported by it, a claim judged against no context
 is not; judging tasks together or one at a time (and through ``ajudge_task`` when the judge has it) gives the same
-verdicts; the config is JSON with the judge's name; the harness runs the judge end to end.
+verdicts; a task with a conversation's history still gets one verdict per claim, whose citations stay the claim's
+(a message's ``history:{i}:{role}`` id may support a claim, never be a citation); the config is JSON with the
+judge's name; the harness runs the judge end to end.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 from evret_core.contracts import kinds
 from evret_core.contracts.claims import VERDICTS, ClaimTask, ClaimVerdict
+from evret_core.contracts.conversation import Turn
 from evret_core.contracts.generation import Claim, Context
 from evret_core.testing.suite import Conformance
 
@@ -71,6 +74,21 @@ class ClaimJudgeConformance(Conformance):
                 ids = {c.doc_id for c in t.contexts}
                 assert set(verdict.supporting) <= ids and set(verdict.contradicting) <= ids
                 assert bool(verdict.supporting) == (verdict.verdict == "supported")
+
+    def test_history_is_evidence_never_a_citation(self, claim_judge: Any) -> None:
+        history = (Turn("user", "Is the cafe open on Mondays?"), Turn("agent", "The cafe is closed on Mondays."),
+                   Turn("user", "And parking?"))
+        claims = (Claim(text="Parking costs 3 euros per hour", citations=["parking"]),
+                  Claim(text="The cafe is closed on Mondays", citations=["parking"]),
+                  Claim(text="Parking is free for bicycles"))
+        with_history = ClaimTask("How much is parking?", claims, (PARKING,), answer_text="", history=history)
+        [row] = claim_judge.judge_claims([with_history])
+        assert len(row) == len(claims)
+        ids = {PARKING.doc_id} | {f"history:{i}:{t.role}" for i, t in enumerate(history)}
+        for claim, verdict in zip(claims, row, strict=True):
+            assert verdict.claim == claim.text and verdict.citations == list(claim.citations)
+            assert verdict.verdict in VERDICTS
+            assert set(verdict.supporting) <= ids and set(verdict.contradicting) <= ids
 
     def test_a_stated_claim_is_supported_and_one_without_contexts_is_not(self, claim_judge: Any,
                                                                           tasks: list[ClaimTask]) -> None:

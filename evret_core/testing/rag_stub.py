@@ -8,8 +8,8 @@ kind of request deterministically, as a careful small model would:
   messages (what "it" refers to); when two contexts share the most words with different sentences, it asks the
   user which one they mean (``clarified``) instead;
 - claim extraction: the answer's sentences;
-- claim verification: ``supported`` by the contexts that contain the claim's text, ``contradicted`` by one that
-  contains it with a ``not`` removed or added, else ``unsupported``;
+- claim verification: ``supported`` by the contexts (and the conversation's messages, ``history:...``) that contain
+  the claim's text, ``contradicted`` by one that contains it with a ``not`` removed or added, else ``unsupported``;
 - answer relevance: 5 when the answer shares a word with the question, else 2.
 
 The prompts are recognised by their default system prompts (a custom prompt gets ``{"error": ...}``, which does
@@ -30,6 +30,8 @@ from evret_core.testing.llm_stubs import StubReply, StubRequest, first_user_prom
 _FENCED = re.compile(r"<(question|answer|claim|context)-([0-9a-f]{16})>\n(.*?)\n</\1-\2>", re.DOTALL)
 _CONTEXT = re.compile(r"Context id (\"(?:[^\"\\]|\\.)*\"):\n<context-([0-9a-f]{16})>\n(.*?)\n</context-\2>",
                       re.DOTALL)
+_MESSAGE = re.compile(r"Message id (\"(?:[^\"\\]|\\.)*\"):\n<message-([0-9a-f]{16})>\n(.*?)\n</message-\2>",
+                      re.DOTALL)
 _WORDS = re.compile(r"[a-z0-9]{4,}")
 
 
@@ -42,13 +44,14 @@ def _sentences(text: str) -> list[str]:
 
 
 def parse_prompt(prompt: str) -> dict[str, Any]:
-    """The fenced fields of a harness prompt: ``question``, ``answer``, ``claim`` (texts) and ``contexts``
-    (``[(id, text)]``)."""
+    """The fenced fields of a harness prompt: ``question``, ``answer``, ``claim`` (texts), ``contexts`` and the
+    conversation's ``messages`` (each ``[(id, text)]``)."""
     fields: dict[str, Any] = {}
     for name, _, text in _FENCED.findall(prompt):
         if name != "context":
             fields.setdefault(name, text)
     fields["contexts"] = [(json.loads(doc_id), text) for doc_id, _, text in _CONTEXT.findall(prompt)]
+    fields["messages"] = [(json.loads(doc_id), text) for doc_id, _, text in _MESSAGE.findall(prompt)]
     return fields
 
 
@@ -90,10 +93,11 @@ def _negations(claim: str) -> list[str]:
 
 def _verify(fields: dict[str, Any]) -> dict[str, Any]:
     claim = fields.get("claim", "").strip().rstrip(".")
-    supporting = [d for d, text in fields["contexts"] if claim and claim in text]
+    given = [*fields["contexts"], *fields.get("messages", [])]
+    supporting = [d for d, text in given if claim and claim in text]
     if supporting:
         return {"verdict": "supported", "supporting_context_ids": supporting}
-    contradicting = [d for d, text in fields["contexts"] if any(n in text for n in _negations(claim))]
+    contradicting = [d for d, text in given if any(n in text for n in _negations(claim))]
     if contradicting:
         return {"verdict": "contradicted", "contradicting_context_ids": contradicting}
     return {"verdict": "unsupported"}

@@ -422,6 +422,28 @@ def test_claim_judge_suite_catches_a_verdict_missing() -> None:
         ClaimJudgeConformance().test_one_verdict_per_claim_in_order(OneVerdictShort(), tasks)
 
 
+class CitesTheHistory:
+    """The ``lexical`` claim judge, adding each supporting message's ``history:...`` id to the claim's citations."""
+
+    name = "cites-history"
+
+    def __init__(self) -> None:
+        self.inner = create_claim_judge("lexical")
+
+    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        return [[dataclasses.replace(v, citations=[*v.citations, *(s for s in v.supporting if s.startswith("history:"))])
+                 for v in row] for row in self.inner.judge_claims(tasks)]
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name}
+
+
+def test_claim_judge_suite_catches_a_history_id_made_a_citation() -> None:
+    ClaimJudgeConformance().test_history_is_evidence_never_a_citation(create_claim_judge("lexical"))
+    with pytest.raises(AssertionError):
+        ClaimJudgeConformance().test_history_is_evidence_never_a_citation(CitesTheHistory())
+
+
 class UndeclaredScore(RagScore):
     """Declares ``length`` and returns ``words`` too."""
 

@@ -132,7 +132,9 @@ def test_a_questions_scores_come_in_the_pinned_order() -> None:
             register("context-count", ContextCount)
 
     register_plugin(Plugin(), name="p")
-    assert [m for s in run_scores(answer_judge="a judge") for m in s.metrics] == PINNED
+    # the claims score declares history_support_rate too, which only an answer judged against a conversation has
+    declared = [*PINNED[:5], "history_support_rate", *PINNED[5:]]
+    assert [m for s in run_scores(answer_judge="a judge") for m in s.metrics] == declared
     results = RagEvaluator(None, "extractive", conditions=["gold"], answer_judge="exact",
                            n_resamples=10).evaluate(QUESTIONS)
     assert list(results.per_question["q1"].conditions["gold"].scores) == PINNED

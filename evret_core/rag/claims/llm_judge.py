@@ -8,6 +8,11 @@ a ``contradicted`` without a contradicting id is sent back with the error. A cla
 client's retries is ``unmeasured``; an answer whose extraction fails is one unmeasured claim. A claim judged
 against no context at all is ``unsupported`` without a call.
 
+For a turn of a conversation (``ClaimTask.history``), the verification prompt starts with the conversation so far,
+each message fenced under its id ``history:{i}:{role}`` as contexts are (:data:`HISTORY_BLOCK`), the system prompt
+gains :data:`VERIFY_HISTORY_NOTE`, and those ids may be named as supporting or contradicting. A task without
+history is asked exactly as before (same prompt, same cache key).
+
 It plugs into the harness where the lexical judge does: ``RagEvaluator(claim_judge=LLMClaimJudge(...))`` or
 ``evret rag --claim-judge llm``. Prompts: :data:`EXTRACT_SYSTEM_PROMPT` / :data:`EXTRACT_TEMPLATE` (fields
 ``{question}``, ``{answer}``) and :data:`VERIFY_SYSTEM_PROMPT` / :data:`VERIFY_TEMPLATE` (``{question}``,
@@ -19,6 +24,7 @@ run (see :mod:`evret_core.rag.llm_part`): one WARNING line, the counts in ``stat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -33,7 +39,7 @@ from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
-from evret_core.rag.claims.claim_judges import LexicalClaimJudge
+from evret_core.rag.claims.claim_judges import LexicalClaimJudge, evidence, history_evidence
 from evret_core.rag.generate.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
 from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
 
@@ -52,6 +58,16 @@ VERIFY_SYSTEM_PROMPT = (
 )
 VERIFY_TEMPLATE = ("Question:\n{question}\n\nClaim:\n{claim}\n\nContext documents:\n{contexts}\n\n"
                    "Is the claim supported, contradicted or unsupported by these documents?")
+VERIFY_HISTORY_NOTE = (
+    " The messages of the conversation so far are evidence as the context documents are: a claim is also supported "
+    "when an earlier message states it or clearly implies it, and contradicted when one states something "
+    "incompatible with it; name those messages by their ids (such as history:0:user) among the supporting or "
+    "contradicting ids."
+)
+"""Appended to the verification system prompt for a claim of a conversation's turn."""
+HISTORY_BLOCK = "Conversation so far (oldest first):\n{history}\n\n"
+"""What precedes the verification prompt for a claim of a conversation's turn: the fenced messages."""
+HISTORY_FENCE_NAMES = (*FENCE_NAMES, "message")
 
 
 class ExtractedClaims(BaseModel):
@@ -76,6 +92,12 @@ class ClaimCheck(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> Any:
         return coerce_ids(value)
+
+
+def fence_history(task: ClaimTask, nonce: str) -> str:
+    """Each message of the task's history as its id (JSON-quoted) above its fenced text, oldest first."""
+    return "\n\n".join(f"Message id {json.dumps(m.doc_id, ensure_ascii=False)}:\n"
+                       f"{fence('message', m.text, nonce, HISTORY_FENCE_NAMES)}" for m in history_evidence(task.history))
 
 
 def check_schema(ids: Sequence[str]) -> type[ClaimCheck]:
@@ -130,13 +152,26 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
         return prompt, {"system": self.extract_system_prompt, "template": self.extract_template,
                         "question": task.question, "answer": task.answer_text}
 
+    def verify_system(self, task: ClaimTask) -> str:
+        """The verification system prompt for ``task``: with :data:`VERIFY_HISTORY_NOTE` when it has history."""
+        return self.verify_system_prompt + VERIFY_HISTORY_NOTE if task.history else self.verify_system_prompt
+
     def verify_call(self, task: ClaimTask, claim: str) -> tuple[str, dict[str, Any]]:
-        prompt = self.verify_template.format(question=fence("question", task.question, self.nonce, FENCE_NAMES),
-                                             claim=fence("claim", claim, self.nonce, FENCE_NAMES),
-                                             contexts=fence_contexts(task.contexts, self.nonce))
-        return prompt, {"system": self.verify_system_prompt, "template": self.verify_template,
-                        "question": task.question, "claim": claim,
-                        "contexts": [[c.doc_id, c.text] for c in task.contexts]}
+        if not task.history:  # a single question: today's prompt and cache key, byte for byte
+            prompt = self.verify_template.format(question=fence("question", task.question, self.nonce, FENCE_NAMES),
+                                                 claim=fence("claim", claim, self.nonce, FENCE_NAMES),
+                                                 contexts=fence_contexts(task.contexts, self.nonce))
+            return prompt, {"system": self.verify_system_prompt, "template": self.verify_template,
+                            "question": task.question, "claim": claim,
+                            "contexts": [[c.doc_id, c.text] for c in task.contexts]}
+        names = HISTORY_FENCE_NAMES  # every fence of the prompt, the messages' included, is cut from every text
+        prompt = HISTORY_BLOCK.format(history=fence_history(task, self.nonce)) + self.verify_template.format(
+            question=fence("question", task.question, self.nonce, names), claim=fence("claim", claim, self.nonce, names),
+            contexts=fence_contexts(task.contexts, self.nonce, names))
+        return prompt, {"system": self.verify_system(task), "template": self.verify_template,
+                        "history_template": HISTORY_BLOCK, "question": task.question, "claim": claim,
+                        "contexts": [[c.doc_id, c.text] for c in task.contexts],
+                        "history": [[m.doc_id, m.text] for m in history_evidence(task.history)]}
 
     async def extract(self, task: ClaimTask) -> list[Claim] | None:
         """The claims of an answer that lists none (None when extraction failed)."""
@@ -148,12 +183,13 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
         return [Claim(text=c) for c in dict.fromkeys(c.strip() for c in result.value.claims) if c]
 
     async def verify(self, task: ClaimTask, claim: Claim) -> ClaimVerdict:
-        if not task.contexts:
+        given = evidence(task)  # the contexts, then the history's messages
+        if not given:
             return ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict="unsupported")
-        self.scan_contexts([task.contexts])  # a no-op for texts prepare() or an earlier task scanned
+        self.scan_contexts([given])  # a no-op for texts prepare() or an earlier task scanned
         prompt, extra = self.verify_call(task, claim.text)
-        ids = [c.doc_id for c in task.contexts]
-        result = await self.ask(system=self.verify_system_prompt, prompt=prompt, schema=check_schema(ids),
+        ids = [c.doc_id for c in given]
+        result = await self.ask(system=self.verify_system(task), prompt=prompt, schema=check_schema(ids),
                                 extra=extra, check=_checker(ids))
         if result.value is None:
             return ClaimVerdict(claim=claim.text, citations=list(claim.citations), verdict="unmeasured")
@@ -174,7 +210,14 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
                 return [ClaimVerdict(claim=task.answer_text, citations=[], verdict="unmeasured")]
         return await gather_all([self.verify(task, c) for c in claims or []])
 
+    def prepare(self, requests: Sequence[Any]) -> None:
+        """Scan the contexts and the conversation's messages of every request (claim tasks, generation requests)
+        for prompt injections before the first call: the messages are sent as evidence too."""
+        self.scan_contexts((*r.contexts, *history_evidence(getattr(r, "history", ()))) for r in requests)
+
     def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        for task in tasks:
+            evidence(task)  # a context id that reads as a message's fails before any call
         self.prepare(tasks)
 
         async def go() -> list[list[ClaimVerdict]]:
@@ -218,12 +261,13 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
                         claims = [Claim(text=c) for c in dict.fromkeys(c.strip() for c in extracted.claims) if c]
                     if not count("extraction_calls", self.extract_system_prompt, prompt, ExtractedClaims, extra):
                         calls["estimated_claims"] += len(claims)
-                if not task.contexts:
+                given = evidence(task)
+                if not given:
                     continue
                 for claim in claims:
                     prompt, extra = self.verify_call(task, claim.text)
-                    count("verification_calls", self.verify_system_prompt, prompt,
-                          check_schema([c.doc_id for c in task.contexts]), extra)
+                    count("verification_calls", self.verify_system(task), prompt,
+                          check_schema([c.doc_id for c in given]), extra)
         except EvretError as exc:
             note = f"cache not checked ({exc})"
         n = calls["extraction_calls"] + calls["verification_calls"]

@@ -4,7 +4,8 @@ the question's labels (the ``rag_score`` kind, hook ``register_rag_scores``).
 A :class:`RagScore` declares the score names it gives (``metrics``) and returns them from :meth:`RagScore.score`
 for one :class:`ScoreInput`: a number (a mean is taken over questions, with a bootstrap interval) or None (not
 applicable, left out of the mean). The built-ins, registered through the same hook, are ``claims``
-(groundedness, faithfulness, contradiction rate, citation precision and recall, from the claim verdicts),
+(groundedness, faithfulness, contradiction rate, citation precision and recall, from the claim verdicts; the
+history support rate for a turn of a conversation),
 ``answer-match`` (SQuAD exact match and token F1 against the gold answers) and ``behaviour`` (refused,
 behaviour_ok), ``answer-relevance`` (the relevance the run measured) and ``correct`` (the answer judge's verdict
 and the ``correct`` verdict; built with the run's answer judge and ``correct_f1``). The harness computes every
@@ -29,13 +30,15 @@ BUILTIN_SCORES = ("claims", "answer-match", "behaviour", "answer-relevance", "co
 
 class ClaimScores(RagScore):
     """Groundedness, faithfulness, contradiction rate and citation precision / recall from the claim verdicts
-    (:func:`~evret_core.rag.claims.claim_judges.claim_scores`)."""
+    (:func:`~evret_core.rag.claims.claim_judges.claim_scores`), and the history support rate for an answer whose
+    claims were judged against a conversation's earlier messages too (none for a single question)."""
 
     name = "claims"
-    metrics = ("groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
+    metrics = ("groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
+               "history_support_rate")
 
     def score(self, item: ScoreInput) -> Mapping[str, float | None]:
-        return claim_scores(item.verdicts)
+        return claim_scores(item.verdicts, history=bool(item.history))
 
 
 class AnswerMatch(RagScore):

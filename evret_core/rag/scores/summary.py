@@ -21,7 +21,11 @@ from evret_core.results.rag_results import (
 )
 
 GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
-                      "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall")
+                      "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
+                      "history_support_rate")
+HISTORY_METRICS = ("history_support_rate",)
+"""Scores only an answer judged against a conversation's history has: a run without one has neither their row
+nor their count, so single-question results stay as they were."""
 DIFFERENCE_METRICS = ("exact", "f1", "correct")
 SLICE_METRICS = ("exact", "f1", "correct", "refused")
 
@@ -71,6 +75,9 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
         columns.update({m: (None, m) for m in extra_metrics if m not in columns})
         for name, (keep, metric) in columns.items():
             values = _values(outcomes, condition, metric, keep)
+            if not values and metric in HISTORY_METRICS and not any(
+                    metric in q.conditions[condition].scores for q in outcomes if condition in q.conditions):
+                continue
             counts[name] = len(values)
             if not values:
                 # an optional part that is off has no row; one that is on but measured nothing shows n/a (n=0)
