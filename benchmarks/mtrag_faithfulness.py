@@ -309,6 +309,9 @@ def main() -> None:
                               "uptime_start": uptime(), "responses": len(responses), "claims": claims,
                               "resamples": RESAMPLES, "seed": args.seed, "target": TARGET, "published": PUBLISHED,
                               "human_mean": float(np.mean([r.human for r in responses])),
+                              "human_mean_by_system": {system: float(np.mean([r.human for r in responses
+                                                                              if r.system == system]))
+                                                       for system in SYSTEMS},
                               "authors": {}, "judges": {}, "llm": None}
     judges: list[tuple[str, Any]] = []
     if "offline" in parts:
@@ -329,9 +332,10 @@ def main() -> None:
         for setting in SETTINGS:
             scores, _, elapsed = judged(judge, [r.with_history(setting) for r in responses])
             report["judges"][name][setting] = {
-                "seconds": elapsed,
+                "seconds": elapsed, "faithful": sum(s["faithfulness"] == 1.0 for s in scores),
                 **{score: correlations([s[score] for s in scores], responses, groups) for score in SCORES}}
-            print(f"  {name} / {SETTING_NAMES[setting]}: {elapsed:.1f} s", flush=True)
+            print(f"  {name} / {SETTING_NAMES[setting]}: {elapsed:.1f} s; "
+                  f"{report['judges'][name][setting]['faithful']} of {len(responses)} responses faithful", flush=True)
     if "llm" in parts:
         llm = run_llm(responses, args.cache, args.llm_tasks, args.seed, args.llm_replay)
         sample = llm["responses"]
@@ -358,6 +362,8 @@ def main() -> None:
 
 def print_tables(report: dict[str, Any]) -> None:
     """The Markdown tables docs/benchmarks.md quotes."""
+    print(f"\nmean human faithfulness (1-4): {report['human_mean']:.2f} over all responses; "
+          + ", ".join(f"{s} {m:.2f}" for s, m in report["human_mean_by_system"].items()))
     print("\nSpearman rho with the mean human faithfulness [95% bootstrap over responses] / [over conversations] (n)\n")
     if report["authors"]:
         print("| authors' metric | published | all responses | with passages |\n|---|---|---|---|")
