@@ -227,6 +227,7 @@ def run_llm(responses: list[Response], cache: Path, count: int, seed: int, repla
     chosen = [i for t in tasks for i, r in enumerate(responses) if r.task_id == t]
     scores: dict[int, dict[str, float]] = {}
     unmeasured = claims = 0
+    counts: dict[str, int] = {}
     done: list[str] = []
     started = time.perf_counter()
     for n, task_id in enumerate(tasks, start=1):
@@ -246,6 +247,8 @@ def run_llm(responses: list[Response], cache: Path, count: int, seed: int, repla
             scores[i] = s
             claims += len(v)
             unmeasured += sum(x.verdict == "unmeasured" for x in v)
+            for x in v:
+                counts[x.verdict] = counts.get(x.verdict, 0) + 1
         stats = judge.stats()
         print(f"  llm: {n}/{len(tasks)} tasks, {claims} claims ({unmeasured} unmeasured), "
               f"{stats.get('calls', 0)} model calls, {stats['cache_hits']} cache hits, "
@@ -254,7 +257,7 @@ def run_llm(responses: list[Response], cache: Path, count: int, seed: int, repla
     elapsed = time.perf_counter() - started
     stats = judge.stats()
     return {"tasks": tasks, "judged_tasks": done, "responses": [i for i in chosen if i in scores], "scores": scores,
-            "claims": claims, "unmeasured": unmeasured,
+            "claims": claims, "unmeasured": unmeasured, "verdicts": counts,
             "seconds": elapsed, "model_calls": stats.get("calls", 0), "cache_hits": stats["cache_hits"],
             "input_tokens": stats.get("input_tokens", 0), "output_tokens": stats.get("output_tokens", 0),
             "errors": stats["errors"], "unmeasured_by_reason": stats["unmeasured"]}
@@ -388,7 +391,7 @@ def print_tables(report: dict[str, Any]) -> None:
     if llm:
         print(f"\nllm claim judge (SmolLM2-135M, 1 thread): {len(llm['responses'])} responses of "
               f"{len(llm['judged_tasks'])} of the {len(llm['tasks'])} sampled tasks (3 responses each): "
-              f"{llm['claims']} claims, {llm['unmeasured']} unmeasured, {llm['model_calls']} model calls "
+              f"{llm['claims']} claims ({llm['verdicts']}), {llm['unmeasured']} unmeasured, {llm['model_calls']} model calls "
               f"({llm['cache_hits']} cache hits) in {llm['seconds']:.0f} s\n")
         print("| judge on the sample | score | rho [responses] / [conversations] (n) |\n|---|---|---|")
         for score in SCORES:
