@@ -32,12 +32,7 @@ from evret_core.results.conversation_results import ConversationResults, FormQue
 from evret_core.statistics.inference import check_confidence_level, check_resamples
 from evret_core.version import __version__
 
-__all__ = ["ConversationEvaluator", "default_forms"]
-
-
-def default_forms(rewriter: bool) -> list[str]:
-    """The forms a run uses when none are named: every form, ``rewriter`` only with a rewriter."""
-    return [f for f in FORMS if rewriter or f != "rewriter"]
+__all__ = ["ConversationEvaluator"]
 
 
 def _value(per_query: dict[str, Any], query: FormQuery | None, metric: str) -> float:
@@ -85,7 +80,9 @@ class ConversationEvaluator:
         elif rewriter_options:
             raise EvretError("rewriter_options apply to a rewriter given by name, not to a rewriter object")
         self.rewriter = rewriter
-        self.forms = list(forms) if forms is not None else default_forms(rewriter is not None)
+        # without named forms, every form (``rewriter`` only with a rewriter); the CLI names them from the data
+        # (forms.default_forms)
+        self.forms = list(forms) if forms is not None else [f for f in FORMS if rewriter is not None or f != "rewriter"]
         unknown = [f for f in self.forms if f not in FORMS]
         if unknown:
             raise EvretError(f"unknown query form {unknown[0]!r}; use {', '.join(FORMS)}")
