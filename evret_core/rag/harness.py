@@ -10,6 +10,11 @@
 4. every registered RAG score per answer, the built-ins first (:mod:`evret_core.rag.scores.kind`: ``correct`` and
    ``answer-relevance`` built with this run's answer judge, ``correct_f1`` and relevance), then behaviour,
    attribution and intervals (:mod:`evret_core.rag.scores.summary`).
+
+Over a conversation dataset (:class:`~evret_core.rag.turns.TurnQuestions`) each question is a turn: retrieval uses
+the chosen query form's text (``query_form``; a rewriter's through the executor's rewrite stage), every generation
+request carries the turn's reference history, the claim judges see it as ``claims_history`` says, and the
+intervals resample whole conversations.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from evret_core.contracts.generation import GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
 from evret_core.contracts.rag_score import ScoreInput
 from evret_core.contracts.retrieve import RetrievalResult
+from evret_core.conversation.forms import FORMS, HistoryWindow, unknown_form
 from evret_core.evaluation.retrieved import retrieve_run
 from evret_core.evaluation.run_rows import precomputed_rows
 from evret_core.io.datasets import EvaluationDataset
@@ -32,7 +38,7 @@ from evret_core.plugins.loading import plugin_exits_as_errors
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
 from evret_core.rag.generate.generators import resolve_generator
-from evret_core.rag.pipeline import Outcome, Runner, Slot, part_recipe
+from evret_core.rag.pipeline import Outcome, Slot, part_recipe, runner_class
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
@@ -41,7 +47,14 @@ from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS
 from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, check_correct_f1, run_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
-from evret_core.results.rag_results import ClaimResult, ConditionOutcome, QuestionOutcome, RagResults
+from evret_core.rag.turns import CLAIMS_HISTORY, TurnQuestions, query_texts, rewrite_requests, turn_fields
+from evret_core.results.rag_results import (
+    ClaimResult,
+    ConditionOutcome,
+    QuestionOutcome,
+    RagResults,
+    attribution_by_turn_index,
+)
 from evret_core.retrieve.retrievers import PrecomputedRetriever, resolve_retriever
 
 RETRIEVAL_CUTOFFS = (1, 3, 5, 10)
@@ -81,6 +94,10 @@ class RagEvaluator:
     :param progress: called as ``progress(stage, done, total)`` (:mod:`evret_core.progress`) while retrieving
         (``retrieve``, and ``judge`` for questions labelled by answer texts), generating (``generate``, per
         answer as it arrives), judging claims (``claims``) and scoring relevance (``relevance``).
+    :param query_form: for turns of a conversation dataset, the text they are retrieved with (``last_turn``,
+        ``full_history`` over ``history_window``, ``rewrite`` from the data, ``rewriter`` by ``rewriter``; see
+        :mod:`evret_core.conversation.forms`); the generator always sees the user's message.
+    :param claims_history: what the claim judges see of a turn's history: ``all`` (default), ``user`` or ``none``.
     """
 
     def __init__(
@@ -105,6 +122,10 @@ class RagEvaluator:
         n_resamples: int = 1000,
         seed: int = 0,
         progress: ProgressCallback | None = None,
+        query_form: str = "last_turn",
+        history_window: HistoryWindow | None = None,
+        rewriter: Any = None,
+        claims_history: str = "all",
     ) -> None:
         from evret_core.plugins.registry import create_judge
         from evret_core.statistics.inference import check_confidence_level, check_resamples
@@ -140,6 +161,19 @@ class RagEvaluator:
         self.progress = progress
         self.scores = run_scores(relevance=self.relevance is not None, answer_judge=self.answer_judge,
                                  correct_f1=self.correct_f1)
+        if query_form not in FORMS:
+            raise EvretError(unknown_form(query_form))
+        if (query_form == "rewriter") != (rewriter is not None):
+            raise EvretError("query form 'rewriter' needs a rewriter (--rewriter NAME), and a rewriter needs "
+                             "--query-form rewriter")
+        if claims_history not in CLAIMS_HISTORY:
+            raise EvretError(f"unknown claims history {claims_history!r}; use {', '.join(CLAIMS_HISTORY)}")
+        self.query_form = query_form
+        self.history_window = history_window or HistoryWindow()
+        self.rewriter = rewriter
+        self.claims_history = claims_history
+        self.rewriter_stats: dict[str, Any] | None = None
+        self.unasked: set[str] = set()  # the questions the last retrieve() had no query text for
 
     # -- stages ------------------------------------------------------------------------------------------------
     def retrieval_metrics(self) -> list[str]:
@@ -149,23 +183,30 @@ class RagEvaluator:
                  ) -> tuple[list[list[RetrievalResult]] | None, dict[str, Any]]:
         """The retrieved lists (None when no condition needs them) and the retrieval section (empty unless
         ``score``: scoring may call an LLM judge)."""
+        self.unasked = set()
         if not any(c.needs_retrieval for c in self.conditions):
             return None, {}
         from evret_core.evaluation.evaluator import Evaluator
 
         depth = max(10, self.k)
         retriever = resolve_retriever(self.retriever)
-        ids = [q.question_id for q in questions.questions]
+        texts = self.query_texts(questions)
+        asked = [(q.question_id, t) for q, t in zip(questions.questions, texts, strict=True) if t is not None]
+        ids = [qid for qid, _ in asked]
         if isinstance(retriever, PrecomputedRetriever):
             rows, _ = precomputed_rows(retriever.run, ids, depth)
         else:
-            rows = retrieve_run(retriever, ids, [q.question for q in questions.questions], depth, self.executor,
+            rows = retrieve_run(retriever, ids, [t for _, t in asked], depth, self.executor,
                                 RETRIEVAL_BATCH_SIZE, self.progress)
-        retrieved = rows.to_results()
-        labelled = [(q, r) for q, r in zip(questions.questions, retrieved, strict=True) if q.gold_doc_ids or q.answers]
+        by_id = dict(zip(ids, rows.to_results(), strict=True))
+        retrieved = [by_id.get(q.question_id, []) for q in questions.questions]
+        labelled = [(q, r) for q, r in zip(questions.questions, retrieved, strict=True)
+                    if (q.gold_doc_ids or q.answers) and q.question_id in by_id]
         section: dict[str, Any] = {"per_question": {}, "means": {}, "intervals": {},
                                    "unlabelled": [q.question_id for q in questions.questions
-                                                  if not (q.gold_doc_ids or q.answers)]}
+                                                  if not (q.gold_doc_ids or q.answers)],
+                                   "no_query": [q.question_id for q in questions.questions if q.question_id not in by_id]}
+        self.unasked = set(section["no_query"])
         if labelled and score:
             scoring = Evaluator({q.question_id: r for q, r in labelled}, metrics=self.retrieval_metrics(),
                                 judge=self.retrieval_judge, k=depth, confidence_level=self.confidence_level,
@@ -179,21 +220,49 @@ class RagEvaluator:
             section["unmeasured_judgments"] = scored.stats.get("unmeasured", {}).get("judgments", 0)
         return retrieved, section
 
+    def query_texts(self, questions: QuestionSet) -> list[str | None]:
+        """The text each question is retrieved with: its own, or for the turns of a conversation dataset the
+        ``query_form``'s (None: the form has none for the turn, which is then not retrieved; a rewriter's texts
+        come from the executor's rewrite stage, reported as ``rewrite``)."""
+        if not isinstance(questions, TurnQuestions):
+            return [q.question for q in questions.questions]
+        rewritten = None
+        if self.query_form == "rewriter":
+            requests = rewrite_requests(questions)
+            total = len(requests)
+            report_progress(self.progress, "rewrite", 0, total)
+            with plugin_exits_as_errors():
+                run = self.executor.rewrite(self.rewriter, requests, RETRIEVAL_BATCH_SIZE,
+                                            lambda done: report_progress(self.progress, "rewrite", done, total))
+            if len(run.texts) != total:
+                raise EvretError(f"the rewriter returned {len(run.texts)} texts for {total} turns")
+            rewritten = {r.turn_id: t for r, t in zip(requests, run.texts, strict=True)}
+            self.rewriter_stats = run.stats
+        return query_texts(questions, self.query_form, self.history_window, rewritten)
+
     def cases(self, questions: QuestionSet, retrieved: list[list[RetrievalResult]] | None
               ) -> dict[str, list[ConditionCase]]:
-        """Condition name -> one case per question."""
+        """Condition name -> one case per question (a turn that its query form gives no text is skipped under
+        the conditions that retrieve: it was not retrieved)."""
         out: dict[str, list[ConditionCase]] = {}
         for condition in self.conditions:
-            out[condition.name] = [
-                condition.case(q, questions, None if retrieved is None else retrieved[i], self.k, self.seed)
-                for i, q in enumerate(questions.questions)
-            ]
+            column = []
+            for i, q in enumerate(questions.questions):
+                if condition.needs_retrieval and q.question_id in self.unasked:
+                    column.append(ConditionCase([], skip=f"query form {self.query_form} has no text for the turn"))
+                    continue
+                column.append(condition.case(q, questions, None if retrieved is None else retrieved[i], self.k,
+                                             self.seed))
+            out[condition.name] = column
         return out
 
     def requests(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]
                  ) -> dict[Slot, GenerationRequest]:
-        """One generation request per (condition, question index) that has a case."""
-        return {(name, i): GenerationRequest(q.question_id, q.question, tuple(case.contexts), name)
+        """One generation request per (condition, question index) that has a case; a turn's request carries its
+        history."""
+        turns = questions.turns if isinstance(questions, TurnQuestions) else {}
+        return {(name, i): GenerationRequest(q.question_id, q.question, tuple(case.contexts), name,
+                                             **({"history": turns[q.question_id].history} if turns else {}))
                 for name, column in cases.items()
                 for i, (q, case) in enumerate(zip(questions.questions, column, strict=True)) if case.skip is None}
 
@@ -209,7 +278,7 @@ class RagEvaluator:
             here.append(True)
             report_progress(self.progress, stage, done, total)
 
-        runner = Runner(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined,
+        runner = runner_class(self.claims_history)(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined,
                         recipes=self.recipes, progress=progress if self.progress is not None else None)
         requests = self.requests(questions, cases)
         report_progress(self.progress, "generate", 0, len(requests))
@@ -226,6 +295,14 @@ class RagEvaluator:
         """Before any work, what would otherwise surface only after it, or never: each condition's and the
         generator's ``check_inputs(questions, condition_names)`` (gold ids without a corpus; answers or cases for
         questions or conditions that are not in the run)."""
+        if not isinstance(questions, TurnQuestions):
+            if self.query_form != "last_turn" or self.rewriter is not None:
+                raise EvretError(f"query form {self.query_form!r} applies to the turns of a conversation dataset; "
+                                 f"these are single questions")
+        elif self.query_form == "rewrite" and any(c.needs_retrieval for c in self.conditions) and not any(
+                query_texts(questions, "rewrite", self.history_window)):
+            raise EvretError(f"--query-form rewrite: none of the {len(questions)} turns has a 'rewrite' in the data; "
+                             f"use last_turn, full_history, or rewriter with --rewriter NAME")
         names = [c.name for c in self.conditions]
         for part in (*self.conditions, self.generator):
             check = getattr(part, "check_inputs", None)
@@ -254,7 +331,7 @@ class RagEvaluator:
                 question_id=q.question_id, question=q.question, tags=q.tags, expected_behaviour=q.expected_behaviour,
                 answers=q.answers, gold_doc_ids=q.gold_doc_ids,
                 retrieved_ids=[r.doc_id for r in retrieved[i]] if retrieved is not None else [],
-                retrieval=retrieval.get("per_question", {}).get(q.question_id),
+                retrieval=retrieval.get("per_question", {}).get(q.question_id), **turn_fields(questions, q.question_id),
             )
             if outcome.retrieval is not None:
                 outcome.gold_retrieved = outcome.retrieval.get(f"recall@{self.k}", 0.0) > 0
@@ -266,7 +343,12 @@ class RagEvaluator:
                              retrieval=retrieval.get("means", {}), retrieval_intervals=retrieval.get("intervals", {}),
                              per_question=per_question,
                              config={**self.config(), "question_set": questions.fingerprint()})
+        if isinstance(questions, TurnQuestions):
+            results.config["conversation"] = self.conversation_config(questions)
         summarise(results, retrieval, self.n_resamples, self.seed, extra_metrics=self.extra_metrics())
+        results.attribution_by_turn_index = attribution_by_turn_index(results)
+        if retrieval.get("no_query"):  # turns the query form has no text for: not retrieved, not generated
+            results.unmeasured["retrieval_no_query"] = list(retrieval["no_query"])
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
                          "generator_calls": len(outcomes),
@@ -281,9 +363,22 @@ class RagEvaluator:
                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
         if generated.stats is not None:  # the parts ran on the executor's workers: their counts, not ours
             llm = {role: generated.stats.get(role, stats) for role, stats in llm.items()}
+        if self.rewriter_stats is not None and self.query_form == "rewriter":
+            llm["rewriter"] = self.rewriter_stats
         if llm:
             results.stats["llm"] = llm
         return results
+
+    def conversation_config(self, questions: TurnQuestions) -> dict[str, Any]:
+        """What a results file records about a run over conversation turns: the query form (and its history
+        window and rewriter), the history source, what the claim judges see, and the conversations and turns."""
+        window = self.history_window
+        rewriter = getattr(self.rewriter, "config", None)
+        return {"query_form": self.query_form, "history": "reference", "claims_history": self.claims_history,
+                "history_window": {"turns": window.turns, "roles": window.roles, "max_words": window.max_words},
+                "rewriter": rewriter() if callable(rewriter) else None,
+                "conversations": len({t.conversation_id for t in questions.turns.values()}),
+                "turns": len(questions.turns)}
 
     def extra_metrics(self) -> list[str]:
         """The score names of the registered scores that are not built in (a plugin's), in order."""

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer
@@ -96,6 +96,27 @@ class QuestionOutcome(BaseModel):
     gold_retrieved: bool | None = None
     conditions: dict[str, ConditionOutcome] = Field(default_factory=dict)
     attribution: str | None = None
+    conversation_id: str | None = None
+    turn_index: int | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every field; the turn fields (``conversation_id``, ``turn_index``) only when set, so a question that is
+        not a conversation turn is written as files before them were."""
+        return _without_unset(handler(self), TURN_FIELDS)
+
+
+TURN_FIELDS = ("conversation_id", "turn_index")
+"""The fields of a :class:`QuestionOutcome` that only a turn of a conversation run has."""
+
+
+def _without_unset(data: Any, keys: tuple[str, ...]) -> Any:
+    """``data`` (a dumped model) without those of ``keys`` that are None or empty."""
+    if isinstance(data, dict):
+        for key in keys:
+            if key in data and data[key] in (None, {}, []):
+                del data[key]
+    return data
 
 
 class Difference(BaseModel):
@@ -108,6 +129,12 @@ class Difference(BaseModel):
     mean: float
     interval: list[float]
     n: int
+    p_value: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``p_value`` only when set (conversation runs: the conversation-clustered paired test)."""
+        return _without_unset(handler(self), ("p_value",))
 
 
 class RagResults(Results):
@@ -123,6 +150,7 @@ class RagResults(Results):
     generation_intervals: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
     generation_n: dict[str, dict[str, int]] = Field(default_factory=dict)
     attribution: dict[str, int] = Field(default_factory=dict)
+    attribution_by_turn_index: dict[str, dict[str, int]] = Field(default_factory=dict)
     differences: list[Difference] = Field(default_factory=list)
     slices: dict[str, dict[str, dict[str, dict[str, float | None]]]] = Field(default_factory=dict)
     adversarial: dict[str, Any] = Field(default_factory=dict)
@@ -132,6 +160,17 @@ class RagResults(Results):
     stats: dict[str, Any] = Field(default_factory=dict)
 
     model_config = {"populate_by_name": True}
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every field; ``attribution_by_turn_index`` only for a conversation run (files of single questions are
+        written as before it was)."""
+        return _without_unset(handler(self), ("attribution_by_turn_index",))
+
+    @property
+    def clustered(self) -> bool:
+        """Whether the questions are conversation turns: intervals and tests resample whole conversations."""
+        return any(q.conversation_id is not None for q in self.per_question.values())
 
     KIND: ClassVar[str] = "rag"
     LABEL: ClassVar[str] = "RAG results"
@@ -294,9 +333,24 @@ def check_generation(results: RagResults, check: ValueCheck) -> None:
                                  f"{condition}/{metric}")
 
 
+def attribution_by_turn_index(results: RagResults) -> dict[str, dict[str, int]]:
+    """Per turn index (as a string, in numeric order), the count of each attribution among the turns with that
+    index; empty unless the questions are conversation turns with attributions."""
+    out: dict[int, dict[str, int]] = {}
+    for q in results.per_question.values():
+        if q.turn_index is None or q.attribution is None:
+            continue
+        row = out.setdefault(q.turn_index, dict.fromkeys(ATTRIBUTIONS, 0))
+        row[q.attribution] = row.get(q.attribution, 0) + 1
+    return {str(index): out[index] for index in sorted(out)}
+
+
 def check_attribution(results: RagResults, check: ValueCheck) -> None:
     """The attribution counts are whole numbers that sum to the number of questions and count the per-question
-    attributions; every per-question attribution is one of :data:`ATTRIBUTIONS`."""
+    attributions; every per-question attribution is one of :data:`ATTRIBUTIONS`; the counts per turn index are
+    those of the turns' attributions."""
+    if results.attribution_by_turn_index != attribution_by_turn_index(results):
+        raise check.fail("attribution_by_turn_index does not count the per-question attributions by turn index")
     labels: dict[str, int] = {}
     for qid, q in results.per_question.items():
         if q.attribution is None:
@@ -349,6 +403,8 @@ def check_differences(results: RagResults, check: ValueCheck) -> None:
             raise check.fail(f"{where}.n is {d.n} but {len(diffs)} questions have both")
         check.mean(d.mean, diffs, name, f"{where}.mean")
         check.pair(d.interval, f"{where}.interval", span)
+        if d.p_value is not None:
+            check.number(d.p_value, f"{where}.p_value", (0.0, 1.0))
 
 
 def check_rag_slices(results: RagResults, check: ValueCheck) -> None:
