@@ -96,6 +96,9 @@ def _add_conversation_arguments(p: argparse.ArgumentParser) -> None:
                    help="full_history: at most N words in all, oldest dropped first (default 256)")
     g.add_argument("--rewriter", help="registered rewriter for --query-form rewriter, e.g. carry-terms or llm")
     g.add_argument("--rewriter-option", action="append", metavar="KEY=VALUE", help="rewriter option (repeatable)")
+    g.add_argument("--history", choices=["reference", "generated"],
+                   help="each turn's history: reference (default: the dataset's own replies, every turn independent) "
+                        "or generated (the system's own earlier answers under each condition, answered in waves)")
     g.add_argument("--claims-history", choices=["all", "user", "none"],
                    help="what the claim judges see of a turn's earlier messages: all (default, as MTRAG's raters "
                         "saw the conversation), user, none")

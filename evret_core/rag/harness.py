@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from evret_core.contracts.errors import EvretError
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.contracts.executor import GenerateRun
 from evret_core.contracts.generation import GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
@@ -47,8 +48,19 @@ from evret_core.rag.scores.answers import SHORT_ANSWER_EXTRA_WORDS
 from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, check_correct_f1, run_scores
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
-from evret_core.rag.turns import CLAIMS_HISTORY, TurnQuestions, query_texts, rewrite_requests, turn_fields
+from evret_core.rag.turns import (
+    CLAIMS_HISTORY,
+    HISTORY_SOURCES,
+    TurnQuestions,
+    generated_history,
+    query_texts,
+    reads_agent_replies,
+    rewrite_requests,
+    turn_fields,
+    waves,
+)
 from evret_core.results.rag_results import (
+    CARRIED_FAILURE,
     ClaimResult,
     ConditionOutcome,
     QuestionOutcome,
@@ -98,6 +110,10 @@ class RagEvaluator:
         ``full_history`` over ``history_window``, ``rewrite`` from the data, ``rewriter`` by ``rewriter``; see
         :mod:`evret_core.conversation.forms`); the generator always sees the user's message.
     :param claims_history: what the claim judges see of a turn's history: ``all`` (default), ``user`` or ``none``.
+    :param history: where a turn's history comes from: ``reference`` (default: the dataset's own replies, every
+        turn independent) or ``generated`` (under each condition the system's own earlier answers; generation runs
+        in waves, one executor call per wave, and a turn wrong under ``retrieved`` after an earlier wrong turn is
+        answered again with the reference history, for the ``carried_failure`` attribution).
     """
 
     def __init__(
@@ -126,6 +142,7 @@ class RagEvaluator:
         history_window: HistoryWindow | None = None,
         rewriter: Any = None,
         claims_history: str = "all",
+        history: str = "reference",
     ) -> None:
         from evret_core.plugins.registry import create_judge
         from evret_core.statistics.inference import check_confidence_level, check_resamples
@@ -168,8 +185,18 @@ class RagEvaluator:
                              "--query-form rewriter")
         if claims_history not in CLAIMS_HISTORY:
             raise EvretError(f"unknown claims history {claims_history!r}; use {', '.join(CLAIMS_HISTORY)}")
+        if history not in HISTORY_SOURCES:
+            raise EvretError(f"unknown history {history!r}{did_you_mean(history, HISTORY_SOURCES)}; use "
+                             f"{', '.join(HISTORY_SOURCES)}")
         self.query_form = query_form
         self.history_window = history_window or HistoryWindow()
+        if history == "generated" and reads_agent_replies(query_form, self.history_window):
+            raise EvretError(f"--history generated with --query-form {query_form}"
+                             f"{' --history-roles all' if query_form == 'full_history' else ''}: a query built from "
+                             f"the system's own replies is not supported; use --history-roles user, another query "
+                             f"form, or --history reference")
+        self.history = history
+        self.history_fallbacks = 0
         self.rewriter = rewriter
         self.claims_history = claims_history
         self.rewriter_stats: dict[str, Any] | None = None
@@ -272,15 +299,50 @@ class RagEvaluator:
         return outcomes
 
     def _generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> GenerateRun:
+        requests = self.requests(questions, cases)
+        if self.history == "generated" and isinstance(questions, TurnQuestions):
+            return self._generate_waves(questions, requests)
+        return self._run(requests)
+
+    def _generate_waves(self, questions: TurnQuestions, requests: dict[Slot, GenerationRequest]) -> GenerateRun:
+        """Generation with each condition's own history: wave by wave (:func:`~evret_core.rag.turns.waves`), one
+        executor call each, every request's history rebuilt from the answers of the waves before it under the
+        same condition."""
+        outcomes: dict[Slot, Outcome] = {}
+        stats: dict[str, dict[str, Any]] | None = None
+        answered: dict[str, dict[str, str | None]] = {}  # condition -> question id -> answer text
+        self.history_fallbacks = 0
+        for wave in waves(questions):
+            members = set(wave)
+            batch: dict[Slot, GenerationRequest] = {}
+            for (name, i), request in requests.items():
+                if i not in members:
+                    continue
+                history, fallbacks = generated_history(questions, request.question_id, answered.get(name, {}))
+                self.history_fallbacks += fallbacks
+                batch[(name, i)] = replace(request, history=history)
+            if not batch:
+                continue
+            run = self._run(batch)
+            outcomes.update(run.outcomes)
+            stats = _add_stats(stats, run.stats)
+            for (name, i), outcome in run.outcomes.items():
+                answer = outcome.answer
+                answered.setdefault(name, {})[questions.questions[i].question_id] = (
+                    None if answer is None else answer.text)
+        return GenerateRun({slot: outcomes[slot] for slot in requests if slot in outcomes}, stats)
+
+    def _run(self, requests: dict[Slot, GenerationRequest]) -> GenerateRun:
+        """One executor call: the outcome of every request."""
         here: list[bool] = []  # whether the runner ran in this process (and so reported its own progress)
 
         def progress(stage: str, done: int, total: int) -> None:
             here.append(True)
             report_progress(self.progress, stage, done, total)
 
-        runner = runner_class(self.claims_history)(self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined,
-                        recipes=self.recipes, progress=progress if self.progress is not None else None)
-        requests = self.requests(questions, cases)
+        runner = runner_class(self.claims_history)(
+            self.generator, self.claim_judge, self.relevance, pipelined=self.pipelined, recipes=self.recipes,
+            progress=progress if self.progress is not None else None)
         report_progress(self.progress, "generate", 0, len(requests))
         # an executor running the parts elsewhere reports whole questions done (every stage of each)
         with plugin_exits_as_errors():  # a plugin's sys.exit() in the stage is its PluginError
@@ -346,18 +408,26 @@ class RagEvaluator:
         if isinstance(questions, TurnQuestions):
             results.config["conversation"] = self.conversation_config(questions)
         summarise(results, retrieval, self.n_resamples, self.seed, extra_metrics=self.extra_metrics())
+        carried = None
+        if self.history == "generated" and isinstance(questions, TurnQuestions) and results.attribution:
+            carried = self._carry(questions, cases, results)
         results.attribution_by_turn_index = attribution_by_turn_index(results)
         if retrieval.get("no_query"):  # turns the query form has no text for: not retrieved, not generated
             results.unmeasured["retrieval_no_query"] = list(retrieval["no_query"])
         results.adversarial = summarise_adversarial(results, n_resamples=self.n_resamples, seed=self.seed)
         results.stats = {"num_questions": len(questions),
-                         "generator_calls": len(outcomes),
+                         "generator_calls": len(outcomes) + (0 if carried is None else len(carried.outcomes)),
                          "claims_judged": sum(len(o.verdicts or []) for o in outcomes.values()),
                          "pipelined": self.pipelined, "elapsed_s": round(time.time() - started, 6)}
         dropped = sum(int(o.answer.metadata.get("dropped_citations") or 0) for o in outcomes.values()
                       if o.answer is not None)
         if dropped:  # citations of ids the generator was not shown (llm generator, answers files), dropped
             results.stats["dropped_citations"] = dropped
+        if self.history == "generated" and isinstance(questions, TurnQuestions):
+            results.stats["history_fallbacks"] = self.history_fallbacks
+            results.stats["reference_history_answers"] = 0 if carried is None else len(carried.outcomes)
+            if carried is not None:
+                generated = GenerateRun(generated.outcomes, _add_stats(generated.stats, carried.stats))
         llm = {role: part.stats() for role, part in (("generator", self.generator), ("claim_judge", self.claim_judge),
                                                       ("relevance", self.relevance))
                if callable(getattr(part, "clients", None)) and callable(getattr(part, "stats", None))}
@@ -369,12 +439,44 @@ class RagEvaluator:
             results.stats["llm"] = llm
         return results
 
+    def _carry(self, questions: TurnQuestions, cases: dict[str, list[ConditionCase]],
+               results: RagResults) -> GenerateRun | None:
+        """``carried_failure`` (:data:`~evret_core.results.rag_results.CARRIED_FAILURE`): each turn attributed to
+        retrieval or context noise after an earlier turn of its conversation that was wrong under ``retrieved`` is
+        answered again under ``retrieved`` with the reference history (one executor call); right that way, its
+        attribution becomes ``carried_failure`` with ``carried_from`` the earliest such turn. Returns that call's
+        run (None when no turn qualifies); the attribution counts are recounted."""
+        per_question = results.per_question
+        first_wrong: dict[str, str] = {}  # conversation -> its earliest question wrong under retrieved
+        candidates: dict[int, str] = {}
+        for i, q in enumerate(questions.questions):
+            conversation = questions.turns[q.question_id].conversation_id
+            outcome = per_question[q.question_id]
+            if conversation in first_wrong and outcome.attribution in ("retrieval_failure", "context_noise"):
+                candidates[i] = first_wrong[conversation]
+            if outcome.conditions["retrieved"].correct is False:
+                first_wrong.setdefault(conversation, q.question_id)
+        results.attribution.setdefault(CARRIED_FAILURE, 0)
+        if not candidates:
+            return None
+        reference = self.requests(questions, cases)
+        run = self._run({("retrieved", i): reference[("retrieved", i)] for i in candidates})
+        for i, earlier in candidates.items():
+            q = questions.questions[i]
+            again = self._score(q, cases["retrieved"][i], run.outcomes.get(("retrieved", i)), "retrieved")
+            if again.correct:
+                outcome = per_question[q.question_id]
+                results.attribution[str(outcome.attribution)] -= 1
+                results.attribution[CARRIED_FAILURE] += 1
+                outcome.attribution, outcome.carried_from = CARRIED_FAILURE, earlier
+        return run
+
     def conversation_config(self, questions: TurnQuestions) -> dict[str, Any]:
         """What a results file records about a run over conversation turns: the query form (and its history
         window and rewriter), the history source, what the claim judges see, and the conversations and turns."""
         window = self.history_window
         rewriter = getattr(self.rewriter, "config", None)
-        return {"query_form": self.query_form, "history": "reference", "claims_history": self.claims_history,
+        return {"query_form": self.query_form, "history": self.history, "claims_history": self.claims_history,
                 "history_window": {"turns": window.turns, "roles": window.roles, "max_words": window.max_words},
                 "rewriter": rewriter() if callable(rewriter) else None,
                 "conversations": len({t.conversation_id for t in questions.turns.values()}),
@@ -479,3 +581,29 @@ def _retrieval_example(q: RagQuestion) -> QueryExample:
     return QueryExample(query_id=q.question_id, query_text=q.question, expected_answers=q.canonical_answers,
                         tags=q.tags)
 
+
+
+def _add_stats(total: dict[str, dict[str, Any]] | None, more: dict[str, dict[str, Any]] | None
+               ) -> dict[str, dict[str, Any]] | None:
+    """Per-part stats of executor calls added up: numbers summed (nested tables too), anything else the latest."""
+    if more is None:
+        return total
+    if total is None:
+        return {role: dict(stats) for role, stats in more.items()}
+    for role, stats in more.items():
+        total[role] = _sum_table(total.get(role, {}), stats)
+    return total
+
+
+def _sum_table(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = dict(a)
+    for key, value in b.items():
+        old = out.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(old, (int, float)) \
+                and not isinstance(old, bool):
+            out[key] = old + value
+        elif isinstance(value, dict) and isinstance(old, dict):
+            out[key] = _sum_table(old, value)
+        else:
+            out[key] = value
+    return out

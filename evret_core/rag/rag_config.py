@@ -21,8 +21,8 @@ In Python::
 
 Over a conversation dataset (``dataset_format = "conversations"`` or ``"mtrag"``, or a ``.jsonl`` whose records
 have ``turns``) the questions are the turns labelled for generation (:mod:`evret_core.rag.turns`), and
-``query_form``, ``history_turns``, ``history_roles``, ``history_max_words``, ``rewriter`` and ``claims_history``
-apply (docs/rag.md, "Conversations").
+``query_form``, ``history_turns``, ``history_roles``, ``history_max_words``, ``rewriter``, ``claims_history`` and
+``history`` apply (docs/rag.md, "Conversations").
 
 Errors name the file and option (``rag.toml: option 'k': has the wrong type (str)``), the flag (``--seed must be
 an integer from 0 to ...``), or the model (``RagConfig: option 'k': ...``).
@@ -57,8 +57,9 @@ __all__ = ["DATASET_FORMATS", "RagConfig", "load_questions"]
 DATASET_FORMATS = ("rgb", "conversations", "mtrag")
 CONVERSATION_FORMATS = ("conversations", "mtrag")
 CLAIMS_HISTORY = ("all", "user", "none")
+HISTORY_SOURCES = ("reference", "generated")
 CONVERSATION_SETTINGS = ("query_form", "history_turns", "history_roles", "history_max_words", "rewriter",
-                         "claims_history")
+                         "claims_history", "history")
 """The settings that apply to conversation datasets only."""
 BUILTIN_CONDITIONS = ("gold", "retrieved")
 PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "retrieval_judge", "executor")
@@ -68,7 +69,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "dataset": (str, Path), "corpus": (str, Path), "output": (str, Path), "conditions": (list, tuple),
     "k": int, "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int,
     "pipelined": bool, "adversarial": (list, tuple), "adversarial_base": str, "cases": (str, Path),
-    "write_cases": (str, Path), "dataset_format": str, "query_form": str, "claims_history": str,
+    "write_cases": (str, Path), "dataset_format": str, "query_form": str, "claims_history": str, "history": str,
     "history_roles": str, "history_turns": int, "history_max_words": int,
     **{part: (str, dict, ComponentSpec) for part in PARTS},
 }
@@ -88,7 +89,7 @@ class RagConfig(Config):
         "k": "-k", "correct_f1": "--correct-f1", "seed": "--seed", "n_resamples": "--resamples",
         "adversarial_base": "--adversarial-base", "cases": "--cases", "write_cases": "--write-cases",
         "conditions": "--conditions", "adversarial": "--adversarial", "pipelined": "--staged",
-        "query_form": "--query-form", "claims_history": "--claims-history", "history_turns": "--history-turns",
+        "query_form": "--query-form", "claims_history": "--claims-history", "history": "--history", "history_turns": "--history-turns",
         "history_roles": "--history-roles", "history_max_words": "--history-max-words"}
     FLAG_SEPARATOR: ClassVar[str] = " "
     REQUIRED: ClassVar[tuple[str, ...]] = ("dataset", "generator")
@@ -121,6 +122,7 @@ class RagConfig(Config):
     history_max_words: int = 256
     rewriter: ComponentSpec | None = None
     claims_history: str = "all"
+    history: str = "reference"
 
     @field_validator(*_TYPES, mode="before")
     @classmethod
@@ -156,11 +158,11 @@ class RagConfig(Config):
                              f"{', '.join(DATASET_FORMATS)}")
         return value
 
-    @field_validator("query_form", "claims_history", "history_roles")
+    @field_validator("query_form", "claims_history", "history_roles", "history")
     @classmethod
     def _choice(cls, value: str, info: ValidationInfo) -> str:
         choices = {"query_form": FORMS, "claims_history": CLAIMS_HISTORY,
-                   "history_roles": ("user", "all")}[str(info.field_name)]
+                   "history_roles": ("user", "all"), "history": HISTORY_SOURCES}[str(info.field_name)]
         if value not in choices:
             raise ValueError(f"unknown value {value!r}{did_you_mean(value, choices)}; use {', '.join(choices)}")
         return value
@@ -345,7 +347,7 @@ class RagConfig(Config):
             correct_f1=self.correct_f1, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
             seed=self.seed, progress=progress, query_form=self.query_form,
             history_window=HistoryWindow(self.history_turns, self.history_roles, self.history_max_words),
-            rewriter=rewriter, claims_history=self.claims_history)
+            rewriter=rewriter, claims_history=self.claims_history, history=self.history)
 
     def evaluate(self, progress: ProgressCallback | None = None) -> RagResults:
         """Check the outputs, read the question set, evaluate, and write ``write_cases`` and ``output`` when set."""

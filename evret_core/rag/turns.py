@@ -23,11 +23,12 @@ from evret_core.conversation.forms import HistoryWindow, history_text
 from evret_core.io.conversations import Conversation, ConversationSet, ConversationTurn
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
-__all__ = ["CLAIMS_HISTORY", "HISTORY_SOURCES", "TurnInfo", "TurnQuestions", "claims_history_of",
-           "is_generation_turn", "query_texts", "rewrite_requests", "turn_questions"]
+__all__ = ["CLAIMS_HISTORY", "HISTORY_SOURCES", "TurnInfo", "TurnQuestions", "generated_history", "is_generation_turn",
+           "query_texts", "reads_agent_replies", "rewrite_requests", "turn_fields", "turn_questions", "waves"]
 
-HISTORY_SOURCES = ("reference",)
-"""Where a turn's history comes from: ``reference``, the dataset's own earlier messages (MTRAG's protocol)."""
+HISTORY_SOURCES = ("reference", "generated")
+"""Where a turn's history comes from: ``reference``, the dataset's own earlier messages (MTRAG's protocol), or
+``generated``, the system's own earlier answers under each condition."""
 CLAIMS_HISTORY = ("all", "user", "none")
 """What the claim judges see of a turn's history: every earlier message (as MTRAG's raters did), the user's, none."""
 
@@ -129,19 +130,53 @@ def rewrite_requests(questions: TurnQuestions) -> list[RewriteRequest]:
             for q in questions.questions]
 
 
-def claims_history_of(history: tuple[Turn, ...], mode: str) -> tuple[Turn, ...]:
-    """What the claim judges see of ``history`` under ``mode`` (one of :data:`CLAIMS_HISTORY`)."""
-    if mode == "all":
-        return history
-    if mode == "user":
-        return tuple(t for t in history if t.role == "user")
-    if mode == "none":
-        return ()
-    raise EvretError(f"unknown claims history {mode!r}; use {', '.join(CLAIMS_HISTORY)}")
-
-
 def turn_fields(questions: Any, question_id: str) -> dict[str, Any]:
     """``conversation_id`` and ``turn_index`` of a question of a conversation run (empty otherwise), for its
     :class:`~evret_core.results.rag_results.QuestionOutcome`."""
     info = questions.turns.get(question_id) if isinstance(questions, TurnQuestions) else None
     return {} if info is None else {"conversation_id": info.conversation_id, "turn_index": info.turn_index}
+
+
+def waves(questions: TurnQuestions) -> list[list[int]]:
+    """The question indexes by wave: wave ``w`` holds the ``w``-th question (0-based, in turn order) of every
+    conversation, so that a turn is answered after every earlier turn of its conversation."""
+    position: dict[str, int] = {}
+    out: dict[int, list[int]] = {}
+    for i, q in enumerate(questions.questions):
+        conversation = questions.turns[q.question_id].conversation_id
+        wave = position.get(conversation, 0)
+        position[conversation] = wave + 1
+        out.setdefault(wave, []).append(i)
+    return [out[w] for w in sorted(out)]
+
+
+def reads_agent_replies(query_form: str, window: HistoryWindow) -> bool:
+    """Whether query ``form``'s text reads the agent's earlier replies (``rewriter``; ``full_history`` with
+    ``roles="all"``)."""
+    return query_form == "rewriter" or (query_form == "full_history" and window.roles == "all")
+
+
+def generated_history(questions: TurnQuestions, question_id: str,
+                      answer_of: Mapping[str, str | None]) -> tuple[tuple[Turn, ...], int]:
+    """The history of question ``question_id`` with the system's own replies: each earlier turn's user message,
+    then, for a turn that is a question of the run, its answer text in ``answer_of`` (by question id), else the
+    dataset's reply. Returns the history and how many earlier questions had no answer text (they fell back to the
+    dataset's reply)."""
+    info = questions.turns[question_id]
+    conversation = next(c for c in (questions.conversations.conversations if questions.conversations else ())
+                        if c.conversation_id == info.conversation_id)
+    out: list[Turn] = []
+    fallbacks = 0
+    for turn in conversation.turns:
+        if turn.index >= info.turn_index:
+            break
+        out.append(Turn("user", turn.user))
+        if turn.turn_id in questions.turns:
+            text = answer_of.get(turn.turn_id)
+            if text is not None and text.strip():
+                out.append(Turn("agent", text))
+                continue
+            fallbacks += 1
+        if turn.agent is not None:
+            out.append(Turn("agent", turn.agent))
+    return tuple(out), fallbacks

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from evret_core.contracts.errors import visible
 from evret_core.report.terminal import format_p, print_table
-from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
+from evret_core.results.rag_results import RagResults, attribution_labels
 from evret_core.statistics.inference import format_interval
 
 HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
@@ -49,15 +49,22 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if results.attribution:
         total = sum(results.attribution.values()) or 1
         print("\nattribution (gold vs retrieved context)", file=out)
-        counts = {label: results.attribution.get(label, 0) for label in ATTRIBUTIONS}
+        counts = {label: results.attribution.get(label, 0) for label in attribution_labels(results)}
         print_table([[label, str(n), f"{n / total:.1%}"] for label, n in counts.items()], file=out, align="<>>",
                     **_listing(sep, [22, 5, 7]))
     if results.attribution_by_turn_index:
         print("\nattribution by turn index (turns of each index)", file=out)
-        labels = [label for label in ATTRIBUTIONS
+        labels = [label for label in attribution_labels(results)
                   if any(row.get(label) for row in results.attribution_by_turn_index.values())]
         print_table(turn_index_rows(results, labels), ["turn", *labels], file=out, align="<" + ">" * len(labels),
                     **_listing(sep, [6, *[len(label) for label in labels]]))
+    pairs = carried_pairs(results)
+    if pairs:
+        print(f"\ncarried failures (earlier wrong turn -> the turn it carried into; {len(pairs)})", file=out)
+        for earlier, later in pairs[:10]:
+            print(f"  {visible(earlier)} -> {visible(later)}", file=out)
+        if len(pairs) > 10:
+            print(f"  ... {len(pairs) - 10} more in the results file (per_question[...].carried_from)", file=out)
     if compact and clean is not None:
         _differences_table(results, clean, level, out, sep)
     elif results.differences:
@@ -84,6 +91,11 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
 def clean_condition(conditions: list[str]) -> str | None:
     """The condition others are compared with: ``retrieved`` when the run has it, else ``gold``."""
     return next((c for c in ("retrieved", "gold") if c in conditions), None)
+
+
+def carried_pairs(results: RagResults) -> list[tuple[str, str]]:
+    """Each ``carried_failure`` turn as (the earlier wrong turn it carried from, the turn), in question order."""
+    return [(q.carried_from, qid) for qid, q in results.per_question.items() if q.carried_from is not None]
 
 
 def turn_index_rows(results: RagResults, labels: list[str]) -> list[list[str]]:

@@ -35,6 +35,18 @@ ATTRIBUTIONS = ("both_right", "retrieval_failure", "context_noise", "generator_f
 - ``unmeasured``: an answer or a judgment is missing, or the question has no correctness label.
 """
 
+CARRIED_FAILURE = "carried_failure"
+"""The attribution of a conversation turn answered with the system's own history (``--history generated``) that is
+right with gold, wrong under ``retrieved``, right again under ``retrieved`` with the dataset's reference history,
+after an earlier wrong turn of its conversation (``carried_from``, the earliest such turn): the earlier failure
+carried into it. Runs with generated history count it beside :data:`ATTRIBUTIONS`; other runs never have it."""
+
+
+def attribution_labels(results: RagResults) -> tuple[str, ...]:
+    """The attribution labels of ``results`` in order: :data:`ATTRIBUTIONS`, then ``carried_failure`` when the run
+    counts it."""
+    return (*ATTRIBUTIONS, CARRIED_FAILURE) if CARRIED_FAILURE in results.attribution else ATTRIBUTIONS
+
 
 FAMILY_RATES: dict[str, tuple[str, ...]] = {
     "counterfactual": ("adopted", "corrected", "flagged_conflict", "correct"),
@@ -98,15 +110,16 @@ class QuestionOutcome(BaseModel):
     attribution: str | None = None
     conversation_id: str | None = None
     turn_index: int | None = None
+    carried_from: str | None = None
 
     @model_serializer(mode="wrap")
     def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
-        """Every field; the turn fields (``conversation_id``, ``turn_index``) only when set, so a question that is
-        not a conversation turn is written as files before them were."""
+        """Every field; the turn fields (``conversation_id``, ``turn_index``, ``carried_from``) only when set, so a
+        question that is not a conversation turn is written as files before them were."""
         return _without_unset(handler(self), TURN_FIELDS)
 
 
-TURN_FIELDS = ("conversation_id", "turn_index")
+TURN_FIELDS = ("conversation_id", "turn_index", "carried_from")
 """The fields of a :class:`QuestionOutcome` that only a turn of a conversation run has."""
 
 
@@ -340,7 +353,7 @@ def attribution_by_turn_index(results: RagResults) -> dict[str, dict[str, int]]:
     for q in results.per_question.values():
         if q.turn_index is None or q.attribution is None:
             continue
-        row = out.setdefault(q.turn_index, dict.fromkeys(ATTRIBUTIONS, 0))
+        row = out.setdefault(q.turn_index, dict.fromkeys(attribution_labels(results), 0))
         row[q.attribution] = row.get(q.attribution, 0) + 1
     return {str(index): out[index] for index in sorted(out)}
 
@@ -352,24 +365,29 @@ def check_attribution(results: RagResults, check: ValueCheck) -> None:
     if results.attribution_by_turn_index != attribution_by_turn_index(results):
         raise check.fail("attribution_by_turn_index does not count the per-question attributions by turn index")
     labels: dict[str, int] = {}
+    known = attribution_labels(results)
     for qid, q in results.per_question.items():
+        if (q.carried_from is not None) != (q.attribution == CARRIED_FAILURE):
+            raise check.fail(f"question {qid!r}: carried_from is set exactly when the attribution is {CARRIED_FAILURE}")
+        if q.carried_from is not None and q.carried_from not in results.per_question:
+            raise check.fail(f"question {qid!r}: carried_from {q.carried_from!r} is not a question of the run")
         if q.attribution is None:
             continue
-        if q.attribution not in ATTRIBUTIONS:
-            raise check.fail(f"question {qid!r}: attribution {q.attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")
+        if q.attribution not in known:
+            raise check.fail(f"question {qid!r}: attribution {q.attribution!r} is not one of {', '.join(known)}")
         labels[q.attribution] = labels.get(q.attribution, 0) + 1
     if not results.attribution:
         return
     total = len(results.per_question)
     for label, count in results.attribution.items():
-        if label not in ATTRIBUTIONS:
-            raise check.fail(f"attribution.{label}: not an attribution (one of {', '.join(ATTRIBUTIONS)})")
+        if label not in known:
+            raise check.fail(f"attribution.{label}: not an attribution (one of {', '.join(known)})")
         check.count(count, f"attribution.{label}", total)
     if sum(results.attribution.values()) != total:
         raise check.fail(f"attribution counts sum to {sum(results.attribution.values())} but the run has {total} "
                          f"questions")
     if labels:
-        for label in ATTRIBUTIONS:
+        for label in known:
             if results.attribution.get(label, 0) != labels.get(label, 0):
                 raise check.fail(f"attribution.{label} is {results.attribution.get(label, 0)} but "
                                  f"{labels.get(label, 0)} questions' per-question attribution is {label}")

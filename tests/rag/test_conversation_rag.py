@@ -296,6 +296,7 @@ def _evret(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     (["--query-form", "full_history"], "--query-form (setting 'query_form') applies to conversation datasets"),
     (["--claims-history", "user"], "--claims-history (setting 'claims_history') applies to conversation datasets"),
     (["--rewriter", "carry-terms"], "--rewriter (setting 'rewriter') applies to conversation datasets"),
+    (["--history", "generated"], "--history (setting 'history') applies to conversation datasets"),
 ])
 def test_conversation_flags_on_a_question_set_are_one_line_and_exit_2(tmp_path: Path, args: list[str],
                                                                       message: str) -> None:
