@@ -265,11 +265,11 @@ class RagConfig(Config):
 
     def check_output(self, inputs: list[str] | None = None) -> None:
         """Fail now, before any work, when ``output`` or ``write_cases`` cannot be written or would overwrite an
-        input (see :mod:`evret_core.io.outputs`)."""
+        input (:meth:`input_files`: every file of an MTRAG copy too; see :mod:`evret_core.io.outputs`)."""
         from evret_core.io.outputs import check_outputs
 
         check_outputs({"--output": self.output, "--write-cases": self.write_cases},
-                      inputs=[self.dataset, self.corpus, self.cases, *(inputs or [])], options=self.part_values())
+                      inputs=[*self.input_files(), *(inputs or [])], options=self.part_values())
 
     def load_questions(self) -> QuestionSet:
         """The question set (:func:`load_questions`)."""

@@ -379,3 +379,19 @@ def test_the_docs_command_runs_on_the_shared_copy(tmp_path: Path) -> None:
     done = _evret("rag", *args, "--no-progress", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "turns of" in done.stdout and "attribution by turn index" in done.stdout
+
+
+def test_an_output_onto_a_file_of_the_mtrag_copy_is_refused_before_any_work(tmp_path: Path) -> None:
+    source = mtrag_un().parents[1]
+    copy = tmp_path / "mtrag"
+    (copy / "generation_tasks").mkdir(parents=True)
+    (copy / "evaluations").mkdir()
+    lines = (source / "generation_tasks" / "mtrag-un-reference.jsonl").read_text(encoding="utf-8").splitlines()[:2]
+    dataset = copy / "generation_tasks" / "mtrag-un-reference.jsonl"
+    dataset.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sibling = copy / "evaluations" / "notes.json"
+    sibling.write_text("{}", encoding="utf-8")
+    done = _evret("rag", "--dataset", str(dataset), "--dataset-format", "mtrag", "--generator", "extractive",
+                  "--conditions", "gold", "--output", str(sibling), cwd=tmp_path)
+    assert done.returncode == 2 and "--output" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert sibling.read_text(encoding="utf-8") == "{}"
