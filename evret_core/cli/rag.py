@@ -15,17 +15,20 @@ from evret_core.contracts.errors import EvretError, visible
 if TYPE_CHECKING:  # evret_core.rag.rag_config needs pydantic: imported when the command runs
     from evret_core.rag.rag_config import RagConfig
 
-DATASET_FORMATS = ("rgb",)
+DATASET_FORMATS = ("rgb", "conversations", "mtrag")
 BUILTIN_CONDITIONS = ("gold", "retrieved")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("rag", help="evaluate retrieval and generation of a RAG system, separately and jointly")
-    p.add_argument("--dataset", help="question set: .jsonl (with --corpus) or a SQuAD-format .json")
+    p.add_argument("--dataset", help="question set: .jsonl (with --corpus) or a SQuAD-format .json; or a conversation "
+                                     "dataset (a .jsonl whose records have 'turns', or --dataset-format mtrag)")
     p.add_argument("--corpus", help="corpus .jsonl that gold ids point into (for .jsonl question sets)")
     p.add_argument("--dataset-format", choices=DATASET_FORMATS,
                    help="read --dataset as this format instead of by its suffix: rgb (RGB's JSON lines: query, "
-                        "answer, positive, negative, and fakeanswer / positive_wrong for counterfactual robustness)")
+                        "answer, positive, negative, and fakeanswer / positive_wrong for counterfactual robustness), "
+                        "conversations (the conversation JSONL) or mtrag (MTRAG data): each turn labelled for "
+                        "generation is a question")
     p.add_argument("--retriever", help="registered retriever name, e.g. bm25 (indexes the corpus by default)")
     p.add_argument("--retriever-option", action="append", metavar="KEY=VALUE", help="retriever option (repeatable)")
     p.add_argument("--generator", help="registered generator name (extractive, llm) or a precomputed answers .jsonl")
@@ -69,6 +72,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--all-pairs", action="store_true",
                    help="print every condition's intervals, every pairwise condition difference and the adversarial "
                         "families' weakest slices (default with more than two conditions: a compact table)")
+    _add_conversation_arguments(p)
     add_end_of_run_arguments(p)
     add_gate_arguments(p, example="retrieved/correct=0.5")
     add_tracking_arguments(p)
@@ -79,6 +83,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.set_defaults(func=run)
 
 
+def _add_conversation_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("conversation datasets (docs/rag.md, Conversations)")
+    g.add_argument("--query-form", choices=["last_turn", "full_history", "rewrite", "rewriter"],
+                   help="the text each turn is retrieved with (default last_turn; the generator always sees the "
+                        "user's message)")
+    g.add_argument("--history-turns", type=int, metavar="N",
+                   help="full_history: the N turns before the current one (default all)")
+    g.add_argument("--history-roles", choices=["user", "all"],
+                   help="full_history: the user's messages (default) or the agent's replies too")
+    g.add_argument("--history-max-words", type=int, metavar="N",
+                   help="full_history: at most N words in all, oldest dropped first (default 256)")
+    g.add_argument("--rewriter", help="registered rewriter for --query-form rewriter, e.g. carry-terms or llm")
+    g.add_argument("--rewriter-option", action="append", metavar="KEY=VALUE", help="rewriter option (repeatable)")
+    g.add_argument("--history", choices=["reference", "generated"],
+                   help="each turn's history: reference (default: the dataset's own replies, every turn independent) "
+                        "or generated (the system's own earlier answers under each condition, answered in waves)")
+    g.add_argument("--claims-history", choices=["all", "user", "none"],
+                   help="what the claim judges see of a turn's earlier messages: all (default, as MTRAG's raters "
+                        "saw the conversation), user, none")
+
+
 def settings_from(args: argparse.Namespace) -> RagConfig:
     """The config file's settings, then the command line's on top, as a
     :class:`~evret_core.rag.rag_config.RagConfig` (:meth:`~evret_core.io.run_config.Config.from_args`); errors name
@@ -86,6 +111,7 @@ def settings_from(args: argparse.Namespace) -> RagConfig:
     from evret_core.rag.rag_config import RagConfig
 
     config = RagConfig.from_args(args)
+    config.check_settings()
     if "retrieved" in config.conditions and config.retriever is None:
         raise EvretError("the retrieved condition needs --retriever (or pass --conditions gold)")
     return config
@@ -136,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     # written first, printed after: a closed pipe on standard output must not lose the files
     config.write(evaluator, questions, results)
     table = sys.stderr if STDOUT in (config.output, config.write_cases) else sys.stdout
-    print_rag(results, title=f"{Path(config.dataset).name}: {len(questions)} questions", file=table,
+    print_rag(results, title=f"{Path(config.dataset).name}: {_count(questions)}", file=table,
               all_pairs=args.all_pairs, warnings=sys.stderr)
     from evret_core.rag.harness import uses_retrieval_judge
 
@@ -149,6 +175,15 @@ def run(args: argparse.Namespace) -> int:
     log_run(args, tracking, results)  # after the results files: a tracking failure must not lose them
     gates = run_gates(args, floors, results.score_view(), lambda _path: baseline)
     return end.report() or gates  # last: the line that says why the run failed is the last one
+
+
+def _count(questions: Any) -> str:
+    """``N questions``, or for a conversation dataset ``N turns of M conversations``."""
+    turns = getattr(questions, "turns", None)
+    if turns:
+        conversations = len({t.conversation_id for t in turns.values()})
+        return f"{len(questions)} turns of {conversations} conversation{'s' if conversations != 1 else ''}"
+    return f"{len(questions)} questions"
 
 
 def check_end_of_run(args: argparse.Namespace, evaluator: Any, results: Any) -> EndOfRun:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
@@ -85,7 +85,14 @@ class Runner:
 
     ``recipes`` (role -> :class:`~evret_core.plugins.recipes.Recipe`) says how each part was made, so that an
     executor can rebuild the same parts on its workers (:func:`build_parts`); by default each part is its own
-    recipe (:meth:`~evret_core.plugins.recipes.Recipe.of_object`). ``progress`` gets ``(stage, done, total)`` (see the module)."""
+    recipe (:meth:`~evret_core.plugins.recipes.Recipe.of_object`). ``progress`` gets ``(stage, done, total)`` (see the module).
+
+    A request's ``history`` (a conversation turn's earlier messages) reaches the claim judges as
+    ``ClaimTask.history``, filtered by :attr:`claims_history` (:func:`runner_class`)."""
+
+    claims_history: ClassVar[str] = "all"
+    """What the claim judges see of a request's history: ``all``, ``user`` (the user's messages) or ``none``; a
+    class attribute, so that an executor that ships the runner's class to its workers (Ray) keeps it."""
 
     def __init__(self, generator: Any, claim_judge: Any, relevance: Any, pipelined: bool = True,
                  recipes: dict[str, Recipe] | None = None, progress: ProgressCallback | None = None) -> None:
@@ -107,6 +114,10 @@ class Runner:
 
     def parts(self) -> dict[str, Any]:
         return {"generator": self.generator, "claim_judge": self.claim_judge, "relevance": self.relevance}
+
+    def task(self, request: GenerationRequest, answer: Answer) -> ClaimTask:
+        """The claim task of ``answer`` to ``request`` (:func:`claim_task_of` with :attr:`claims_history`)."""
+        return claim_task_of(request, answer, self.claims_history)
 
     async def arun(self, requests: dict[Slot, GenerationRequest], close: bool = True) -> dict[Slot, Outcome]:
         """:meth:`run` on the running event loop. ``close=False`` keeps the parts' connections open for the
@@ -148,8 +159,7 @@ class Runner:
         if judge:
             self._report("claims", 0, total)
             judged = _Counter(self, "claims", total, total - len(todo))  # no answer: nothing to judge
-            tasks = [claim_task(requests[s].question, out[s].answer, requests[s].contexts)  # type: ignore[arg-type]
-                     for s in todo]
+            tasks = [self.task(requests[s], out[s].answer) for s in todo]  # type: ignore[arg-type]
             ajudge = getattr(self.claim_judge, "ajudge_task", None)
             if callable(ajudge) and tasks:  # every call at once, each answer counted as its verdicts arrive
                 rows = judged.gather([ajudge(t) for t in tasks], self.claim_judge)
@@ -228,7 +238,7 @@ class Runner:
                     return
                 work = []
                 if callable(ajudge):
-                    work.append(ajudge(claim_task(request.question, outcome.answer, request.contexts)))
+                    work.append(ajudge(self.task(request, outcome.answer)))
                 if callable(ascore):
                     work.append(ascore(request.question, outcome.answer))
                 done = await gather_all(work)
@@ -269,6 +279,38 @@ class Runner:
                 generated.step(len(chunk))
         generated.finish()
         return out
+
+
+class UserHistoryRunner(Runner):
+    """A :class:`Runner` whose claim judges see the user's earlier messages only (``claims_history="user"``)."""
+
+    claims_history = "user"
+
+
+class NoHistoryRunner(Runner):
+    """A :class:`Runner` whose claim judges see no history (``claims_history="none"``)."""
+
+    claims_history = "none"
+
+
+def runner_class(claims_history: str = "all") -> type[Runner]:
+    """The runner class whose claim judges see ``claims_history`` of each request's history (``all``, ``user``,
+    ``none``)."""
+    classes: dict[str, type[Runner]] = {"all": Runner, "user": UserHistoryRunner, "none": NoHistoryRunner}
+    if claims_history not in classes:
+        raise EvretError(f"unknown claims history {claims_history!r}; use {', '.join(classes)}")
+    return classes[claims_history]
+
+
+def claim_task_of(request: GenerationRequest, answer: Answer, claims_history: str = "all") -> ClaimTask:
+    """:func:`~evret_core.rag.claims.claim_judges.claim_task` of ``answer`` over the request's contexts, with
+    ``ClaimTask.history`` the request's history as ``claims_history`` keeps it (``all``, ``user``, ``none``); a
+    request without history gives the task ``claim_task`` gives."""
+    task = claim_task(request.question, answer, request.contexts)
+    if not request.history or claims_history == "none":
+        return task
+    kept = request.history if claims_history == "all" else tuple(t for t in request.history if t.role == "user")
+    return replace(task, history=kept) if kept else task
 
 
 class _Counter:

@@ -15,9 +15,9 @@ from typing import Any
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer, GenerationRequest
 from evret_core.contracts.perturb import ConditionCase
-from evret_core.rag.claims.claim_judges import claim_task
 from evret_core.rag.generate.extractive import ExtractiveGenerator
 from evret_core.rag.generate.generators import PrecomputedGenerator
+from evret_core.rag.pipeline import claim_task_of
 from evret_core.rag.questions.question_sets import QuestionSet
 
 DEFAULT_CLAIMS_GUESS = 3
@@ -50,7 +50,8 @@ def plan_run(evaluator: Any, questions: QuestionSet, cases: Mapping[str, list[Co
     totals = {"calls": int(plan.get("generator", {}).get("calls", 0)),
               "estimated_input_tokens": int(plan.get("generator", {}).get("estimated_input_tokens", 0)),
               "estimated_output_tokens": int(plan.get("generator", {}).get("estimated_output_tokens", 0))}
-    tasks = [claim_task(requests[s].question, a, requests[s].contexts) for s, a in answered.items()]
+    claims_history = getattr(evaluator, "claims_history", "all")
+    tasks = [claim_task_of(requests[s], a, claims_history) for s, a in answered.items()]
     with_claims = [len(t.claims) for t in tasks if t.claims]
     claims_guess = sum(with_claims) / len(with_claims) if with_claims else DEFAULT_CLAIMS_GUESS
     if callable(getattr(judge, "plan", None)) and callable(getattr(judge, "clients", None)):

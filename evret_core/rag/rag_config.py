@@ -19,6 +19,11 @@ In Python::
     results = RagConfig(dataset="questions.jsonl", corpus="corpus.jsonl", generator="extractive",
                         conditions=["gold"]).evaluate()
 
+Over a conversation dataset (``dataset_format = "conversations"`` or ``"mtrag"``, or a ``.jsonl`` whose records
+have ``turns``) the questions are the turns labelled for generation (:mod:`evret_core.rag.turns`), and
+``query_form``, ``history_turns``, ``history_roles``, ``history_max_words``, ``rewriter``, ``claims_history`` and
+``history`` apply (docs/rag.md, "Conversations").
+
 Errors name the file and option (``rag.toml: option 'k': has the wrong type (str)``), the flag (``--seed must be
 an integer from 0 to ...``), or the model (``RagConfig: option 'k': ...``).
 """
@@ -32,11 +37,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ValidationInfo, field_validator
 
 from evret_core.contracts import kinds
-from evret_core.contracts.errors import EvretError
+from evret_core.contracts.errors import EvretError, did_you_mean
+from evret_core.conversation.forms import FORMS, HistoryWindow
+from evret_core.io.conversation_formats import load_conversations
+from evret_core.io.conversations import is_conversation_file
 from evret_core.io.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
 from evret_core.plugins import builder
 from evret_core.progress import ProgressCallback
+from evret_core.rag.turns import turn_questions
 
 if TYPE_CHECKING:
     from evret_core.rag.harness import RagEvaluator
@@ -45,7 +54,13 @@ if TYPE_CHECKING:
 
 __all__ = ["DATASET_FORMATS", "RagConfig", "load_questions"]
 
-DATASET_FORMATS = ("rgb",)
+DATASET_FORMATS = ("rgb", "conversations", "mtrag")
+CONVERSATION_FORMATS = ("conversations", "mtrag")
+CLAIMS_HISTORY = ("all", "user", "none")
+HISTORY_SOURCES = ("reference", "generated")
+CONVERSATION_SETTINGS = ("query_form", "history_turns", "history_roles", "history_max_words", "rewriter",
+                         "claims_history", "history")
+"""The settings that apply to conversation datasets only."""
 BUILTIN_CONDITIONS = ("gold", "retrieved")
 PARTS = ("retriever", "generator", "claim_judge", "answer_judge", "relevance", "retrieval_judge", "executor")
 
@@ -54,11 +69,13 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "dataset": (str, Path), "corpus": (str, Path), "output": (str, Path), "conditions": (list, tuple),
     "k": int, "correct_f1": (int, float), "confidence_level": float, "n_resamples": int, "seed": int,
     "pipelined": bool, "adversarial": (list, tuple), "adversarial_base": str, "cases": (str, Path),
-    "write_cases": (str, Path), "dataset_format": str,
+    "write_cases": (str, Path), "dataset_format": str, "query_form": str, "claims_history": str, "history": str,
+    "history_roles": str, "history_turns": int, "history_max_words": int,
     **{part: (str, dict, ComponentSpec) for part in PARTS},
 }
 
-_BOUNDS = {"k": (1, MAX_DEPTH), "n_resamples": (1, MAX_RESAMPLES), "seed": (0, MAX_SEED)}
+_BOUNDS = {"k": (1, MAX_DEPTH), "n_resamples": (1, MAX_RESAMPLES), "seed": (0, MAX_SEED),
+           "history_turns": (0, 10_000), "history_max_words": (1, 1_000_000)}
 
 
 class RagConfig(Config):
@@ -66,12 +83,14 @@ class RagConfig(Config):
     :class:`~evret_core.rag.RagEvaluator`."""
 
     PATHS: ClassVar[tuple[str, ...]] = ("dataset", "corpus", "output", "cases", "write_cases")
-    COMPONENTS: ClassVar[tuple[str, ...]] = PARTS
+    COMPONENTS: ClassVar[tuple[str, ...]] = (*PARTS, "rewriter")
     FLAGS: ClassVar[dict[str, str]] = {
         "dataset": "--dataset", "dataset_format": "--dataset-format", "corpus": "--corpus", "output": "--output",
         "k": "-k", "correct_f1": "--correct-f1", "seed": "--seed", "n_resamples": "--resamples",
         "adversarial_base": "--adversarial-base", "cases": "--cases", "write_cases": "--write-cases",
-        "conditions": "--conditions", "adversarial": "--adversarial", "pipelined": "--staged"}
+        "conditions": "--conditions", "adversarial": "--adversarial", "pipelined": "--staged",
+        "query_form": "--query-form", "claims_history": "--claims-history", "history": "--history", "history_turns": "--history-turns",
+        "history_roles": "--history-roles", "history_max_words": "--history-max-words"}
     FLAG_SEPARATOR: ClassVar[str] = " "
     REQUIRED: ClassVar[tuple[str, ...]] = ("dataset", "generator")
 
@@ -97,6 +116,13 @@ class RagConfig(Config):
     adversarial_base: str | None = None
     cases: str | None = None
     write_cases: str | None = None
+    query_form: str = "last_turn"
+    history_turns: int | None = None
+    history_roles: str = "user"
+    history_max_words: int = 256
+    rewriter: ComponentSpec | None = None
+    claims_history: str = "all"
+    history: str = "reference"
 
     @field_validator(*_TYPES, mode="before")
     @classmethod
@@ -128,7 +154,17 @@ class RagConfig(Config):
     @classmethod
     def _format(cls, value: str | None) -> str | None:
         if value is not None and value not in DATASET_FORMATS:
-            raise ValueError(f"unknown format {value!r}; use {', '.join(DATASET_FORMATS)}")
+            raise ValueError(f"unknown format {value!r}{did_you_mean(value, DATASET_FORMATS)}; use "
+                             f"{', '.join(DATASET_FORMATS)}")
+        return value
+
+    @field_validator("query_form", "claims_history", "history_roles", "history")
+    @classmethod
+    def _choice(cls, value: str, info: ValidationInfo) -> str:
+        choices = {"query_form": FORMS, "claims_history": CLAIMS_HISTORY,
+                   "history_roles": ("user", "all"), "history": HISTORY_SOURCES}[str(info.field_name)]
+        if value not in choices:
+            raise ValueError(f"unknown value {value!r}{did_you_mean(value, choices)}; use {', '.join(choices)}")
         return value
 
     @field_validator("correct_f1")
@@ -174,7 +210,9 @@ class RagConfig(Config):
     @classmethod
     def default_component(cls, kind: str) -> str | None:
         """As :meth:`Config.default_component`; ``--retrieval-judge-option`` alone goes to the default retrieval
-        judge."""
+        judge, ``--rewriter-option`` needs ``--rewriter``."""
+        if kind == "rewriter":
+            return None
         if kind == "retrieval_judge":
             from evret_core.rag.harness import DEFAULT_RETRIEVAL_JUDGE
 
@@ -182,30 +220,61 @@ class RagConfig(Config):
         return super().default_component(kind)
 
     # -- building ----------------------------------------------------------------------------------------------
+    @property
+    def conversation_run(self) -> bool:
+        """Whether the dataset is conversations: ``dataset_format`` names a conversation format, or none is given
+        and the dataset is a ``.jsonl`` whose first record has ``turns``."""
+        if self.dataset_format is not None:
+            return self.dataset_format in CONVERSATION_FORMATS
+        return is_conversation_file(self.dataset)
+
+    def check_settings(self) -> None:
+        """Before any work: the conversation settings given for a dataset of single questions, and a rewriter
+        without the ``rewriter`` query form (or the form without a rewriter), are errors naming the flag or
+        option."""
+        given = [key for key in CONVERSATION_SETTINGS if key in self.model_fields_set]
+        if given and not self.conversation_run:
+            key = given[0]
+            flag = self.FLAGS.get(key, f"--{key.replace('_', '-')}")
+            raise EvretError(f"{flag} (setting '{key}') applies to conversation datasets (--dataset-format "
+                             f"conversations or mtrag, or a .jsonl of conversations with 'turns')")
+        if self.query_form == "rewriter" and self.rewriter is None:
+            raise EvretError("--query-form rewriter needs --rewriter NAME (carry-terms, llm or a plugin's)")
+        if self.rewriter is not None and self.query_form != "rewriter":
+            raise EvretError(f"--rewriter {self.rewriter.name}: the rewriter makes the queries of --query-form "
+                             f"rewriter; give it (the query form is {self.query_form})")
+
     def input_files(self) -> list[str]:
         """The files this run reads (question set, corpus, cases, a precomputed answers file, files named by the
-        parts' options): never an output."""
+        parts' options, every file of an MTRAG copy): never an output."""
         from evret_core.io.outputs import files_named
 
         files = [f for f in (self.dataset, self.corpus, self.cases) if f]
+        if self.dataset_format == "mtrag":  # the reduced corpus is built from the MTRAG copy's sibling folders
+            root = Path(self.dataset).resolve()
+            for parent in [root, *root.parents][:4]:
+                if (parent / "generation_tasks").is_dir() and (parent / "evaluations").is_dir():
+                    files += [str(p) for p in sorted(parent.rglob("*")) if p.is_file()]
+                    break
         return files + files_named(self.part_values())
 
     def part_values(self) -> list[Any]:
         """Each part's name and options, for the output guard (a name may be a file: an answers ``.jsonl``)."""
-        specs = [getattr(self, part) for part in PARTS]
+        specs = [getattr(self, part) for part in self.COMPONENTS]
         return [s.name if s else None for s in specs] + [dict(s.options) if s else {} for s in specs]
 
     def check_output(self, inputs: list[str] | None = None) -> None:
         """Fail now, before any work, when ``output`` or ``write_cases`` cannot be written or would overwrite an
-        input (see :mod:`evret_core.io.outputs`)."""
+        input (:meth:`input_files`: every file of an MTRAG copy too; see :mod:`evret_core.io.outputs`)."""
         from evret_core.io.outputs import check_outputs
 
         check_outputs({"--output": self.output, "--write-cases": self.write_cases},
-                      inputs=[self.dataset, self.corpus, self.cases, *(inputs or [])], options=self.part_values())
+                      inputs=[*self.input_files(), *(inputs or [])], options=self.part_values())
 
     def load_questions(self) -> QuestionSet:
         """The question set (:func:`load_questions`)."""
-        return load_questions(self.dataset, self.corpus, self.dataset_format)
+        conversations = self.dataset_format is None and self.conversation_run  # a .jsonl of conversations
+        return load_questions(self.dataset, self.corpus, "conversations" if conversations else self.dataset_format)
 
     def run_conditions(self) -> list[Any]:
         """The run's conditions: the named ones, one per adversarial family, and those of the ``cases`` file
@@ -262,6 +331,10 @@ class RagConfig(Config):
         if self.retrieval_judge is not None:
             spec = self.retrieval_judge
             retrieval_judge = builder.build(kinds.JUDGE, spec.name, spec.options, sources=spec.sources())
+        rewriter = None
+        if self.rewriter is not None:
+            spec = self.rewriter
+            rewriter = builder.build(kinds.REWRITER, spec.name, spec.options, sources=spec.sources())
         return RagEvaluator(
             retriever=retriever, generator=self.generator.name,
             generator_options=dict(self.generator.options) or None,
@@ -272,10 +345,13 @@ class RagConfig(Config):
             executor=self.executor.name if self.executor else None,
             executor_options=dict(self.executor.options) or None if self.executor else None,
             correct_f1=self.correct_f1, confidence_level=self.confidence_level, n_resamples=self.n_resamples,
-            seed=self.seed, progress=progress)
+            seed=self.seed, progress=progress, query_form=self.query_form,
+            history_window=HistoryWindow(self.history_turns, self.history_roles, self.history_max_words),
+            rewriter=rewriter, claims_history=self.claims_history, history=self.history)
 
     def evaluate(self, progress: ProgressCallback | None = None) -> RagResults:
         """Check the outputs, read the question set, evaluate, and write ``write_cases`` and ``output`` when set."""
+        self.check_settings()
         conditions = self.run_conditions()
         self.check_output()
         questions = self.load_questions()
@@ -299,11 +375,14 @@ class RagConfig(Config):
 
 
 def load_questions(dataset: str, corpus: str | None = None, dataset_format: str | None = None) -> QuestionSet:
-    """The question set: by ``dataset_format`` when given (``rgb``), else by the dataset's suffix."""
+    """The question set: by ``dataset_format`` when given (``rgb``; ``conversations`` and ``mtrag``: the turns
+    labelled for generation, :func:`~evret_core.rag.turns.turn_questions`), else by the dataset's suffix."""
     from evret_core.rag.questions.question_sets import QuestionSet
 
     if dataset_format is None:
         return QuestionSet.load(dataset, corpus)
+    if dataset_format in CONVERSATION_FORMATS:
+        return turn_questions(load_conversations(dataset, corpus=corpus, dataset_format=dataset_format))
     if dataset_format not in DATASET_FORMATS:
         raise EvretError(f"dataset_format: unknown format {dataset_format!r}; use {', '.join(DATASET_FORMATS)}")
     if corpus:

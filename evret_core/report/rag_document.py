@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evret_core.rag.questions.question_sets import QuestionSet
-from evret_core.report.rag_tables import generation_rows
-from evret_core.results.rag_results import ATTRIBUTIONS, ConditionOutcome, RagResults
+from evret_core.report.rag_tables import carried_pairs, generation_rows, turn_index_rows
+from evret_core.results.rag_results import ConditionOutcome, RagResults, attribution_labels
 from evret_core.statistics.inference import Comparison, format_interval
 
 __all__ = ["PairDifference", "Section", "condition_differences", "question_drilldown", "rag_sections", "verdict"]
@@ -110,14 +110,24 @@ def _run_sections(name: str, r: RagResults) -> list[Section]:
         total = sum(r.attribution.values()) or 1
         out.append(Section(3, "Failure attribution", header=["outcome", "questions", "share"],
                            rows=[[label, str(r.attribution.get(label, 0)), f"{r.attribution.get(label, 0) / total:.1%}"]
-                                 for label in ATTRIBUTIONS]))
+                                 for label in attribution_labels(r)]))
+    if r.attribution_by_turn_index:
+        labels = [label for label in attribution_labels(r)
+                  if any(row.get(label) for row in r.attribution_by_turn_index.values())]
+        out.append(Section(3, "Failure attribution by turn index", "Turns of each index in their conversation.",
+                           header=["turn", *labels], rows=turn_index_rows(r, labels)))
+    if carried_pairs(r):
+        out.append(Section(3, "Carried failures", "Each turn wrong with the system's own history and right with the "
+                           "dataset's, after the earlier wrong turn it carried from.",
+                           header=["carried from", "turn"], rows=[list(p) for p in carried_pairs(r)]))
     pairs = condition_differences(r)
     if pairs:
         metrics = list(dict.fromkeys(m for p in pairs for m in p.cells))
         clean = pairs[0].b if pairs[0].against_clean else None
         others = ", then every other pair" if not pairs[-1].against_clean else ""
+        unit = "conversation-clustered bootstrap" if r.clustered else "paired bootstrap"
         note = (f"Each condition minus {clean}{others}; " if clean else "") + \
-            f"paired bootstrap {level} over the questions both conditions measured (n)."
+            f"{unit} {level} over the questions both conditions measured (n)."
         out.append(Section(3, "Differences between conditions", note, header=["difference", "n", *metrics],
                            rows=[[p.label, p.n_text] + [p.text(m) for m in metrics] for p in pairs]))
     for tag, values in r.slices.items():

@@ -7,8 +7,8 @@ import sys
 from typing import Any, TextIO
 
 from evret_core.contracts.errors import visible
-from evret_core.report.terminal import print_table
-from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
+from evret_core.report.terminal import format_p, print_table
+from evret_core.results.rag_results import RagResults, attribution_labels
 from evret_core.statistics.inference import format_interval
 
 HEADLINE = ("exact", "f1", "has_ans_exact", "has_ans_f1", "no_ans_exact", "no_ans_f1", "correct", "refused",
@@ -52,15 +52,30 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     if results.attribution:
         total = sum(results.attribution.values()) or 1
         print("\nattribution (gold vs retrieved context)", file=out)
-        counts = {label: results.attribution.get(label, 0) for label in ATTRIBUTIONS}
+        counts = {label: results.attribution.get(label, 0) for label in attribution_labels(results)}
         print_table([[label, str(n), f"{n / total:.1%}"] for label, n in counts.items()], file=out, align="<>>",
                     **_listing(sep, [22, 5, 7]))
+    if results.attribution_by_turn_index:
+        print("\nattribution by turn index (turns of each index)", file=out)
+        labels = [label for label in attribution_labels(results)
+                  if any(row.get(label) for row in results.attribution_by_turn_index.values())]
+        print_table(turn_index_rows(results, labels), ["turn", *labels], file=out, align="<" + ">" * len(labels),
+                    **_listing(sep, [6, *[len(label) for label in labels]]))
+    pairs = carried_pairs(results)
+    if pairs:
+        print(f"\ncarried failures (earlier wrong turn -> the turn it carried into; {len(pairs)})", file=out)
+        for earlier, later in pairs[:10]:
+            print(f"  {visible(earlier)} -> {visible(later)}", file=out)
+        if len(pairs) > 10:
+            print(f"  ... {len(pairs) - 10} more in the results file (per_question[...].carried_from)", file=out)
     if compact and clean is not None:
         _differences_table(results, clean, level, out, sep)
     elif results.differences:
-        print(f"\ndifferences between conditions (paired bootstrap, {level})", file=out)
+        unit = "conversation-clustered bootstrap" if results.clustered else "paired bootstrap"
+        print(f"\ndifferences between conditions ({unit}, {level})", file=out)
         pair = max(len(f"{d.b} - {d.a}") for d in results.differences) + 9  # the metric name padded to 8
-        print_table([[f"{d.b} - {d.a} {d.metric}", f"{format_interval(d.mean, d.interval)}  (n={d.n})"]
+        print_table([[f"{d.b} - {d.a} {d.metric}", f"{format_interval(d.mean, d.interval)}  (n={d.n})"
+                      + ("" if d.p_value is None else f"  p={format_p(d.p_value)}")]
                      for d in results.differences], file=out, **_listing(sep, [pair]))
     if results.adversarial:
         if compact:
@@ -81,10 +96,42 @@ def clean_condition(conditions: list[str]) -> str | None:
     return next((c for c in ("retrieved", "gold") if c in conditions), None)
 
 
+def carried_pairs(results: RagResults) -> list[tuple[str, str]]:
+    """Each ``carried_failure`` turn as (the earlier wrong turn it carried from, the turn), in question order."""
+    return [(q.carried_from, qid) for qid, q in results.per_question.items() if q.carried_from is not None]
+
+
+def turn_index_rows(results: RagResults, labels: list[str]) -> list[list[str]]:
+    """One row per turn index: the index and the count of each of ``labels`` among the turns with it."""
+    return [[index, *(str(row.get(label, 0)) for label in labels)]
+            for index, row in results.attribution_by_turn_index.items()]
+
+
+def conversation_note(results: RagResults) -> str | None:
+    """For a run over conversation turns: what the questions are, how the turns were retrieved and judged, and
+    that intervals and tests resample whole conversations, with each difference's clustered p-value."""
+    if not results.clustered:
+        return None
+    conversations = len({q.conversation_id for q in results.per_question.values()})
+    setup = results.config.get("conversation") or {}
+    line = (f"the questions are {len(results.per_question)} turns of {conversations} conversations (query form "
+            f"{setup.get('query_form', '?')}, {setup.get('history', '?')} history, claims history "
+            f"{setup.get('claims_history', '?')}); intervals resample whole conversations")
+    tested = [d for d in results.differences if d.p_value is not None]
+    if tested:
+        line += ("; conversation-clustered paired randomization tests: "
+                 + ", ".join(f"{d.b} - {d.a} {d.metric} p={format_p(d.p_value)}" for d in tested
+                             if d.p_value is not None))
+    return line
+
+
 def notes(results: RagResults) -> list[str]:
     """What a reader needs to read the scores right (which judge decided ``correct``, scores that are fixed by
-    construction), from the run's config."""
+    construction, the conversations behind the turns), from the run's config."""
     lines = [f"'correct' decided by: {correct_rule(results.config)}"] if results.config else []
+    conversation = conversation_note(results)
+    if conversation is not None:
+        lines.append(conversation)
     generator = results.config.get("generator")
     if isinstance(generator, dict) and generator.get("name") == "extractive" and generator.get("answer") != "paraphrase":
         lines.append("groundedness, faithfulness and citation precision are 1.000 by construction for the extractive "
@@ -176,7 +223,8 @@ def _differences_table(results: RagResults, clean: str, level: str, out: TextIO,
         return
     metrics = list(dict.fromkeys(m for cells in rows.values() for m in cells))
     width = max(len(c) for c in rows) + 2 - len(sep)
-    print(f"\ndifferences against {visible(clean)} (condition - {visible(clean)}; paired bootstrap, {level}; every "
+    unit = "conversation-clustered bootstrap" if results.clustered else "paired bootstrap"
+    print(f"\ndifferences against {visible(clean)} (condition - {visible(clean)}; {unit}, {level}; every "
           f"pair: --all-pairs)", file=out)
     print_table([[other, *(cells.get(m, "n/a") for m in metrics)] for other, cells in rows.items()],
                 ["condition", *metrics], file=out, **_listing(sep, [width, *[26 - len(sep)] * len(metrics)]))

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, field_serializer, model_serializer
 
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer
@@ -34,6 +34,18 @@ ATTRIBUTIONS = ("both_right", "retrieval_failure", "context_noise", "generator_f
 - ``generator_failure``: wrong even with the gold context;
 - ``unmeasured``: an answer or a judgment is missing, or the question has no correctness label.
 """
+
+CARRIED_FAILURE = "carried_failure"
+"""The attribution of a conversation turn answered with the system's own history (``--history generated``) that is
+right with gold, wrong under ``retrieved``, right again under ``retrieved`` with the dataset's reference history,
+after an earlier wrong turn of its conversation (``carried_from``, the earliest such turn): the earlier failure
+carried into it. Runs with generated history count it beside :data:`ATTRIBUTIONS`; other runs never have it."""
+
+
+def attribution_labels(results: RagResults) -> tuple[str, ...]:
+    """The attribution labels of ``results`` in order: :data:`ATTRIBUTIONS`, then ``carried_failure`` when the run
+    counts it."""
+    return (*ATTRIBUTIONS, CARRIED_FAILURE) if CARRIED_FAILURE in results.attribution else ATTRIBUTIONS
 
 
 FAMILY_RATES: dict[str, tuple[str, ...]] = {
@@ -120,6 +132,28 @@ class QuestionOutcome(BaseModel):
     gold_retrieved: bool | None = None
     conditions: dict[str, ConditionOutcome] = Field(default_factory=dict)
     attribution: str | None = None
+    conversation_id: str | None = None
+    turn_index: int | None = None
+    carried_from: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every field; the turn fields (``conversation_id``, ``turn_index``, ``carried_from``) only when set, so a
+        question that is not a conversation turn is written as files before them were."""
+        return _without_unset(handler(self), TURN_FIELDS)
+
+
+TURN_FIELDS = ("conversation_id", "turn_index", "carried_from")
+"""The fields of a :class:`QuestionOutcome` that only a turn of a conversation run has."""
+
+
+def _without_unset(data: Any, keys: tuple[str, ...]) -> Any:
+    """``data`` (a dumped model) without those of ``keys`` that are None or empty."""
+    if isinstance(data, dict):
+        for key in keys:
+            if key in data and data[key] in (None, {}, []):
+                del data[key]
+    return data
 
 
 class Difference(BaseModel):
@@ -132,6 +166,12 @@ class Difference(BaseModel):
     mean: float
     interval: list[float]
     n: int
+    p_value: float | None = None
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """``p_value`` only when set (conversation runs: the conversation-clustered paired test)."""
+        return _without_unset(handler(self), ("p_value",))
 
 
 class RagResults(Results):
@@ -147,6 +187,7 @@ class RagResults(Results):
     generation_intervals: dict[str, dict[str, list[float]]] = Field(default_factory=dict)
     generation_n: dict[str, dict[str, int]] = Field(default_factory=dict)
     attribution: dict[str, int] = Field(default_factory=dict)
+    attribution_by_turn_index: dict[str, dict[str, int]] = Field(default_factory=dict)
     differences: list[Difference] = Field(default_factory=list)
     slices: dict[str, dict[str, dict[str, dict[str, float | None]]]] = Field(default_factory=dict)
     adversarial: dict[str, Any] = Field(default_factory=dict)
@@ -156,6 +197,17 @@ class RagResults(Results):
     stats: dict[str, Any] = Field(default_factory=dict)
 
     model_config = {"populate_by_name": True}
+
+    @model_serializer(mode="wrap")
+    def _written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every field; ``attribution_by_turn_index`` only for a conversation run (files of single questions are
+        written as before it was)."""
+        return _without_unset(handler(self), ("attribution_by_turn_index",))
+
+    @property
+    def clustered(self) -> bool:
+        """Whether the questions are conversation turns: intervals and tests resample whole conversations."""
+        return any(q.conversation_id is not None for q in self.per_question.values())
 
     KIND: ClassVar[str] = "rag"
     LABEL: ClassVar[str] = "RAG results"
@@ -318,28 +370,48 @@ def check_generation(results: RagResults, check: ValueCheck) -> None:
                                  f"{condition}/{metric}")
 
 
+def attribution_by_turn_index(results: RagResults) -> dict[str, dict[str, int]]:
+    """Per turn index (as a string, in numeric order), the count of each attribution among the turns with that
+    index; empty unless the questions are conversation turns with attributions."""
+    out: dict[int, dict[str, int]] = {}
+    for q in results.per_question.values():
+        if q.turn_index is None or q.attribution is None:
+            continue
+        row = out.setdefault(q.turn_index, dict.fromkeys(attribution_labels(results), 0))
+        row[q.attribution] = row.get(q.attribution, 0) + 1
+    return {str(index): out[index] for index in sorted(out)}
+
+
 def check_attribution(results: RagResults, check: ValueCheck) -> None:
     """The attribution counts are whole numbers that sum to the number of questions and count the per-question
-    attributions; every per-question attribution is one of :data:`ATTRIBUTIONS`."""
+    attributions; every per-question attribution is one of :data:`ATTRIBUTIONS`; the counts per turn index are
+    those of the turns' attributions."""
+    if results.attribution_by_turn_index != attribution_by_turn_index(results):
+        raise check.fail("attribution_by_turn_index does not count the per-question attributions by turn index")
     labels: dict[str, int] = {}
+    known = attribution_labels(results)
     for qid, q in results.per_question.items():
+        if (q.carried_from is not None) != (q.attribution == CARRIED_FAILURE):
+            raise check.fail(f"question {qid!r}: carried_from is set exactly when the attribution is {CARRIED_FAILURE}")
+        if q.carried_from is not None and q.carried_from not in results.per_question:
+            raise check.fail(f"question {qid!r}: carried_from {q.carried_from!r} is not a question of the run")
         if q.attribution is None:
             continue
-        if q.attribution not in ATTRIBUTIONS:
-            raise check.fail(f"question {qid!r}: attribution {q.attribution!r} is not one of {', '.join(ATTRIBUTIONS)}")
+        if q.attribution not in known:
+            raise check.fail(f"question {qid!r}: attribution {q.attribution!r} is not one of {', '.join(known)}")
         labels[q.attribution] = labels.get(q.attribution, 0) + 1
     if not results.attribution:
         return
     total = len(results.per_question)
     for label, count in results.attribution.items():
-        if label not in ATTRIBUTIONS:
-            raise check.fail(f"attribution.{label}: not an attribution (one of {', '.join(ATTRIBUTIONS)})")
+        if label not in known:
+            raise check.fail(f"attribution.{label}: not an attribution (one of {', '.join(known)})")
         check.count(count, f"attribution.{label}", total)
     if sum(results.attribution.values()) != total:
         raise check.fail(f"attribution counts sum to {sum(results.attribution.values())} but the run has {total} "
                          f"questions")
     if labels:
-        for label in ATTRIBUTIONS:
+        for label in known:
             if results.attribution.get(label, 0) != labels.get(label, 0):
                 raise check.fail(f"attribution.{label} is {results.attribution.get(label, 0)} but "
                                  f"{labels.get(label, 0)} questions' per-question attribution is {label}")
@@ -373,6 +445,8 @@ def check_differences(results: RagResults, check: ValueCheck) -> None:
             raise check.fail(f"{where}.n is {d.n} but {len(diffs)} questions have both")
         check.mean(d.mean, diffs, name, f"{where}.mean")
         check.pair(d.interval, f"{where}.interval", span)
+        if d.p_value is not None:
+            check.number(d.p_value, f"{where}.p_value", (0.0, 1.0))
 
 
 def check_rag_slices(results: RagResults, check: ValueCheck) -> None:

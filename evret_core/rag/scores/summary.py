@@ -1,5 +1,9 @@
 """Aggregates of a RAG run: means and bootstrap intervals per condition, behaviour rates, attribution, paired
-differences between conditions, slices by tag, and what could not be measured."""
+differences between conditions, slices by tag, and what could not be measured.
+
+When the questions are conversation turns (``RagResults.clustered``), the intervals resample whole conversations
+and each condition difference gets the conversation-clustered paired randomization test's ``p_value``
+(:mod:`evret_core.statistics.clustered`); the means stay over turns."""
 
 from __future__ import annotations
 
@@ -19,6 +23,12 @@ from evret_core.results.rag_results import (
     asks_back,
     outcome_value,
 )
+from evret_core.statistics.clustered import (
+    cluster_bootstrap_intervals,
+    cluster_paired_p_value,
+    number_clusters,
+)
+from evret_core.statistics.inference import bootstrap_interval
 
 GENERATION_METRICS = ("exact", "f1", "correct", "behaviour_ok", "refused", "answer_judge", "answer_relevance",
                       "groundedness", "faithfulness", "contradiction_rate", "citation_precision", "citation_recall",
@@ -45,6 +55,12 @@ DERIVED_METRICS = tuple(_SUBSETS)
 
 def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
             keep: Callable[[QuestionOutcome, str], bool] | None = None) -> list[float]:
+    return [v for v, _ in _measured(outcomes, condition, metric, keep)]
+
+
+def _measured(outcomes: list[QuestionOutcome], condition: str, metric: str,
+              keep: Callable[[QuestionOutcome, str], bool] | None = None) -> list[tuple[float, str]]:
+    """Each value of ``metric`` under ``condition`` with its question's conversation (its id when none)."""
     out = []
     for q in outcomes:
         oc = q.conditions.get(condition)
@@ -52,19 +68,29 @@ def _values(outcomes: list[QuestionOutcome], condition: str, metric: str,
             continue
         value = outcome_value(oc, metric)
         if value is not None:
-            out.append(float(value))
+            out.append((float(value), q.conversation_id or q.question_id))
     return out
+
+
+def _interval(values: list[float], clusters: list[str] | None, level: float, n_resamples: int,
+              seed: int) -> list[float]:
+    """The percentile bootstrap interval of the mean of ``values``: questions resampled, or, with ``clusters``
+    (each value's conversation), whole conversations."""
+    if clusters is None:
+        return list(bootstrap_interval(values, level, n_resamples, seed))
+    numbered, _ = number_clusters(clusters)
+    return cluster_bootstrap_intervals({"v": np.asarray(values, dtype=np.float64)}, numbered, level, n_resamples,
+                                       seed)["v"]
 
 
 def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, seed: int,
               extra_metrics: Sequence[str] = ()) -> None:
     """Fill the summary sections of ``results`` (in place) from its per-question outcomes; ``extra_metrics`` are the
     score names of plugins' RAG scores (after the built-in ones)."""
-    from evret_core.statistics.inference import bootstrap_interval
-
     level = results.confidence_level
     outcomes = list(results.per_question.values())
     subsets = {name: subset for name, subset in _SUBSETS.items() if name not in CLARIFY_RATES or asks_back(outcomes)}
+    clustered = results.clustered
     for condition in results.conditions:
         means: dict[str, float | None] = {}
         intervals: dict[str, list[float]] = {}
@@ -74,7 +100,8 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
         columns.update({name: (keep, metric) for name, (keep, metric) in subsets.items()})
         columns.update({m: (None, m) for m in extra_metrics if m not in columns})
         for name, (keep, metric) in columns.items():
-            values = _values(outcomes, condition, metric, keep)
+            measured = _measured(outcomes, condition, metric, keep)
+            values = [v for v, _ in measured]
             if not values and metric in HISTORY_METRICS and not any(
                     metric in q.conditions[condition].scores for q in outcomes if condition in q.conditions):
                 continue
@@ -87,7 +114,8 @@ def summarise(results: RagResults, retrieval: dict[str, Any], n_resamples: int, 
                 means[name] = None
                 continue
             means[name] = float(np.mean(values))
-            intervals[name] = list(bootstrap_interval(values, level, n_resamples, seed))
+            intervals[name] = _interval(values, [c for _, c in measured] if clustered else None, level,
+                                        n_resamples, seed)
         results.generation[condition] = means
         results.generation_intervals[condition] = intervals
         results.generation_n[condition] = counts
@@ -119,21 +147,27 @@ def _attribute(results: RagResults) -> None:
 
 
 def _differences(results: RagResults, n_resamples: int, seed: int) -> list[Difference]:
-    from evret_core.statistics.inference import bootstrap_interval
-
     out = []
     names = results.conditions
+    clustered = results.clustered
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             for metric in DIFFERENCE_METRICS:
-                pairs = [(q.conditions[a].scores.get(metric), q.conditions[b].scores.get(metric))
-                         for q in results.per_question.values()]
-                diffs = [float(y) - float(x) for x, y in pairs if x is not None and y is not None]
+                pairs = [(q.conditions[a].scores.get(metric), q.conditions[b].scores.get(metric),
+                          q.conversation_id or q.question_id) for q in results.per_question.values()]
+                kept = [(float(x), float(y), c) for x, y, c in pairs if x is not None and y is not None]
+                diffs = [y - x for x, y, _ in kept]
                 if not diffs:
                     continue
-                low, high = bootstrap_interval(diffs, results.confidence_level, n_resamples, seed)
+                clusters = [c for _, _, c in kept] if clustered else None
+                low, high = _interval(diffs, clusters, results.confidence_level, n_resamples, seed)
+                p_value = None
+                if clusters is not None and len(set(clusters)) > 1:  # a test needs two conversations
+                    p_value = cluster_paired_p_value(np.asarray([x for x, _, _ in kept]),
+                                                     np.asarray([y for _, y, _ in kept]),
+                                                     number_clusters(clusters)[0], seed=seed)
                 out.append(Difference(a=a, b=b, metric=metric, mean=float(np.mean(diffs)), interval=[low, high],
-                                      n=len(diffs)))
+                                      n=len(diffs), p_value=p_value))
     return out
 
 
