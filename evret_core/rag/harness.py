@@ -39,7 +39,7 @@ from evret_core.plugins.loading import plugin_exits_as_errors
 from evret_core.progress import ProgressCallback, report_progress
 from evret_core.rag.claims.llm_judge import resolve_claim_judge
 from evret_core.rag.generate.generators import resolve_generator
-from evret_core.rag.pipeline import Outcome, Slot, part_recipe, runner_class
+from evret_core.rag.pipeline import Outcome, Slot, claims_history_of, part_recipe, runner_class
 from evret_core.rag.planning import plan_run
 from evret_core.rag.questions.conditions import Condition, resolve_conditions
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
@@ -197,6 +197,7 @@ class RagEvaluator:
                              f"form, or --history reference")
         self.history = history
         self.history_fallbacks = 0
+        self.sent: dict[Slot, GenerationRequest] = {}  # the last run's requests as sent (history included)
         self.rewriter = rewriter
         self.claims_history = claims_history
         self.rewriter_stats: dict[str, Any] | None = None
@@ -300,6 +301,7 @@ class RagEvaluator:
 
     def _generate(self, questions: QuestionSet, cases: dict[str, list[ConditionCase]]) -> GenerateRun:
         requests = self.requests(questions, cases)
+        self.sent = dict(requests)  # the requests as sent: generated history replaces each turn's below
         if self.history == "generated" and isinstance(questions, TurnQuestions):
             return self._generate_waves(questions, requests)
         return self._run(requests)
@@ -320,7 +322,7 @@ class RagEvaluator:
                     continue
                 history, fallbacks = generated_history(questions, request.question_id, answered.get(name, {}))
                 self.history_fallbacks += fallbacks
-                batch[(name, i)] = replace(request, history=history)
+                batch[(name, i)] = self.sent[(name, i)] = replace(request, history=history)
             if not batch:
                 continue
             run = self._run(batch)
@@ -398,7 +400,8 @@ class RagEvaluator:
             if outcome.retrieval is not None:
                 outcome.gold_retrieved = outcome.retrieval.get(f"recall@{self.k}", 0.0) > 0
             for name in cases:
-                outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)), name)
+                outcome.conditions[name] = self._score(q, cases[name][i], outcomes.get((name, i)), name,
+                                                       self.sent.get((name, i)))
             per_question[q.question_id] = outcome
         # the hashes of what the run read: a report's drill-down checks the files it is given against them
         results = RagResults(conditions=[c.name for c in self.conditions], confidence_level=self.confidence_level,
@@ -463,7 +466,8 @@ class RagEvaluator:
         run = self._run({("retrieved", i): reference[("retrieved", i)] for i in candidates})
         for i, earlier in candidates.items():
             q = questions.questions[i]
-            again = self._score(q, cases["retrieved"][i], run.outcomes.get(("retrieved", i)), "retrieved")
+            again = self._score(q, cases["retrieved"][i], run.outcomes.get(("retrieved", i)), "retrieved",
+                                reference[("retrieved", i)])
             if again.correct:
                 outcome = per_question[q.question_id]
                 results.attribution[str(outcome.attribution)] -= 1
@@ -495,8 +499,10 @@ class RagEvaluator:
         cases = self.cases(questions, retrieved)
         return plan_run(self, questions, cases, self.requests(questions, cases))
 
-    def _score(self, q: RagQuestion, case: ConditionCase, got: Outcome | None,
-               condition: str = "") -> ConditionOutcome:
+    def _score(self, q: RagQuestion, case: ConditionCase, got: Outcome | None, condition: str = "",
+               request: GenerationRequest | None = None) -> ConditionOutcome:
+        """The outcome of ``q`` under ``condition``: the answer, its verdicts and its scores; ``request`` (as sent)
+        gives the earlier messages the claims were judged against (none for a single question)."""
         expected = case.expected_behaviour or q.expected_behaviour
         answer = None if got is None else got.answer
         verdicts = None if got is None else got.verdicts
@@ -505,8 +511,9 @@ class RagEvaluator:
         if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
+        history = () if request is None else claims_history_of(request.history, self.claims_history)
         item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected,
-                          got.relevance, case.info)
+                          got.relevance, case.info, history)
         scores: dict[str, float | None] = {}
         apply_scores(self.scores, item, scores)  # the built-ins first, in order: the keys' order in the results
         if "correct" in scores:

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+from evret_core.contracts.conversation import Turn
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.generation import Answer, GenerationRequest
 from evret_core.llm.client import LLMClient, gather_all
@@ -307,10 +308,16 @@ def claim_task_of(request: GenerationRequest, answer: Answer, claims_history: st
     ``ClaimTask.history`` the request's history as ``claims_history`` keeps it (``all``, ``user``, ``none``); a
     request without history gives the task ``claim_task`` gives."""
     task = claim_task(request.question, answer, request.contexts)
-    if not request.history or claims_history == "none":
-        return task
-    kept = request.history if claims_history == "all" else tuple(t for t in request.history if t.role == "user")
+    kept = claims_history_of(request.history, claims_history)
     return replace(task, history=kept) if kept else task
+
+
+def claims_history_of(history: tuple[Turn, ...], claims_history: str = "all") -> tuple[Turn, ...]:
+    """The messages of ``history`` the claim judges see under ``claims_history``: all of them, the user's, or
+    none."""
+    if claims_history == "none":
+        return ()
+    return history if claims_history == "all" else tuple(t for t in history if t.role == "user")
 
 
 class _Counter:

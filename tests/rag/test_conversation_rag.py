@@ -395,3 +395,31 @@ def test_an_output_onto_a_file_of_the_mtrag_copy_is_refused_before_any_work(tmp_
                   "--conditions", "gold", "--output", str(sibling), cwd=tmp_path)
     assert done.returncode == 2 and "--output" in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert sibling.read_text(encoding="utf-8") == "{}"
+
+
+class SupportedByTheConversation:
+    """A claim judge that finds each claim of a turn with history supported by its first earlier message alone,
+    and each claim of a first turn by its contexts."""
+
+    name = "supported-by-the-conversation"
+
+    def judge_claims(self, tasks: Sequence[ClaimTask]) -> list[list[ClaimVerdict]]:
+        return [[ClaimVerdict(c.text, list(c.citations), "supported",
+                              supporting=[f"history:0:{t.history[0].role}"] if t.history else
+                              [t.contexts[0].doc_id]) for c in t.claims] for t in tasks]
+
+
+@pytest.mark.parametrize(("mode", "rate"), [("all", 1.0), ("none", None)])
+def test_the_history_support_rate_of_a_run_is_the_history_the_claims_were_judged_against(
+        turns: TurnQuestions, mode: str, rate: float | None) -> None:
+    """Two of the four labelled turns have earlier messages: under ``all`` their claims rest on the history alone
+    (rate 1 each; the first turns, judged without a history, have no such score); under ``none`` no claim was judged
+    against a history, so the run has no such score at all."""
+    results = RagEvaluator(Asked(), Recording(), k=2, n_resamples=20, claim_judge=SupportedByTheConversation(),
+                           claims_history=mode, relevance="none").evaluate(turns)
+    generation = results.generation["retrieved"]
+    assert generation.get("history_support_rate") == rate
+    per_turn = {q: o.conditions["retrieved"].scores.get("history_support_rate")
+                for q, o in results.per_question.items()}
+    assert sorted(v for v in per_turn.values() if v is not None) == ([1.0, 1.0] if rate else [])
+    assert generation["groundedness"] == 1.0
