@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evret_core.rag.questions.question_sets import QuestionSet
-from evret_core.report.rag_tables import carried_pairs, generation_rows, turn_index_rows
+from evret_core.report.rag_tables import carried_pairs, generation_rows, turn_index_labels, turn_index_rows
 from evret_core.results.rag_results import ConditionOutcome, RagResults, attribution_labels
 from evret_core.statistics.inference import Comparison, format_interval
 
@@ -112,8 +112,7 @@ def _run_sections(name: str, r: RagResults) -> list[Section]:
                            rows=[[label, str(r.attribution.get(label, 0)), f"{r.attribution.get(label, 0) / total:.1%}"]
                                  for label in attribution_labels(r)]))
     if r.attribution_by_turn_index:
-        labels = [label for label in attribution_labels(r)
-                  if any(row.get(label) for row in r.attribution_by_turn_index.values())]
+        labels = turn_index_labels(r)
         out.append(Section(3, "Failure attribution by turn index", "Turns of each index in their conversation.",
                            header=["turn", *labels], rows=turn_index_rows(r, labels)))
     if carried_pairs(r):

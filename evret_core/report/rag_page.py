@@ -25,13 +25,16 @@ from evret_core.report.rag_document import (
     condition_differences,
 )
 from evret_core.report.rag_tables import (
+    carried_pairs,
     clean_condition,
     correct_rule,
     generation_rows,
     notes,
+    turn_index_labels,
+    turn_index_rows,
     unmeasured_lines,
 )
-from evret_core.results.rag_results import ATTRIBUTIONS, RagResults
+from evret_core.results.rag_results import ATTRIBUTIONS, CARRIED_FAILURE, RagResults
 from evret_core.statistics.inference import Comparison, format_interval
 
 ATTRIBUTION_MEANINGS = {
@@ -40,6 +43,8 @@ ATTRIBUTION_MEANINGS = {
     "context_noise": "right with gold, wrong with retrieved although a gold document was retrieved",
     "generator_failure": "wrong even with the gold context",
     "unmeasured": "an answer or a judgment is missing, or the question has no correctness label",
+    CARRIED_FAILURE: "a turn of a conversation wrong with the system's own history, right with the dataset's, after "
+                     "an earlier wrong turn",
 }
 CHARTS_FIRST = ("correct", "f1", "exact", "refused", "wrong_refusal_rate", "correct_refusal_rate")
 MARKERS = ("circle", "square", "diamond", "triangle")
@@ -183,7 +188,11 @@ def _attribution(runs: Mapping[str, RagResults]) -> dict[str, Any] | None:
             cells.append({"count": n, "share": f"{n / total:.1%}", "width": round(100 * n / total, 1),
                           "key": attribution_key(name, label, several)})
         rows.append({"label": label, "cells": cells, "meaning": ATTRIBUTION_MEANINGS.get(label, "")})
-    return {"runs": list(counted), "rows": rows}
+    by_turn = [{"run": name, "header": ["turn", *labels], "rows": turn_index_rows(r, labels)}
+               for name, r in counted.items() if r.attribution_by_turn_index
+               for labels in [turn_index_labels(r)]]
+    carried = [{"run": name, "pairs": carried_pairs(r)} for name, r in counted.items() if carried_pairs(r)]
+    return {"runs": list(counted), "rows": rows, "by_turn": by_turn, "carried": carried}
 
 
 def _differences(runs: Mapping[str, RagResults]) -> list[dict[str, Any]]:

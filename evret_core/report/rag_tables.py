@@ -57,8 +57,7 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
                     **_listing(sep, [22, 5, 7]))
     if results.attribution_by_turn_index:
         print("\nattribution by turn index (turns of each index)", file=out)
-        labels = [label for label in attribution_labels(results)
-                  if any(row.get(label) for row in results.attribution_by_turn_index.values())]
+        labels = turn_index_labels(results)
         print_table(turn_index_rows(results, labels), ["turn", *labels], file=out, align="<" + ">" * len(labels),
                     **_listing(sep, [6, *[len(label) for label in labels]]))
     pairs = carried_pairs(results)
@@ -99,6 +98,12 @@ def clean_condition(conditions: list[str]) -> str | None:
 def carried_pairs(results: RagResults) -> list[tuple[str, str]]:
     """Each ``carried_failure`` turn as (the earlier wrong turn it carried from, the turn), in question order."""
     return [(q.carried_from, qid) for qid, q in results.per_question.items() if q.carried_from is not None]
+
+
+def turn_index_labels(results: RagResults) -> list[str]:
+    """The attribution labels that some turn index counts, in order (the columns of the by-turn-index table)."""
+    return [label for label in attribution_labels(results)
+            if any(row.get(label) for row in results.attribution_by_turn_index.values())]
 
 
 def turn_index_rows(results: RagResults, labels: list[str]) -> list[list[str]]:

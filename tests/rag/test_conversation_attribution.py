@@ -7,6 +7,7 @@ history."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,7 @@ def test_a_failure_carried_from_turn_2_into_turn_3_is_carried_failure(turns: Tur
 def test_the_report_lists_the_carried_pair(turns: TurnQuestions) -> None:
     import io
 
+    from evret_core.report.rag_compare import rag_html
     from evret_core.report.rag_document import rag_sections
     from evret_core.report.rag_tables import print_rag
 
@@ -161,6 +163,12 @@ def test_the_report_lists_the_carried_pair(turns: TurnQuestions) -> None:
     assert "  carried_failure            1" in out.getvalue()
     carried = next(s for s in rag_sections({"run": results}) if s.title == "Carried failures")
     assert carried.rows == [["c1:2", "c1:3"]]
+    # the HTML page shows the same pair and the same counts per turn index as the terminal and the Markdown
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", rag_html({"run": results})))
+    assert "carried failures (1)" in page and " c1:2 c1:3 " in page
+    by_turn = next(s for s in rag_sections({"run": results}) if s.title == "Failure attribution by turn index")
+    assert " ".join(["by turn index Turns of each index in their conversation.", *by_turn.header,
+                     *[v for row in by_turn.rows for v in row]]) in page
 
 
 def test_with_reference_history_nothing_is_carried(turns: TurnQuestions) -> None:
