@@ -32,6 +32,7 @@ from evret_core.report.rag_tables import (
     notes,
     turn_index_labels,
     turn_index_rows,
+    unlabelled_behaviours,
     unmeasured_lines,
 )
 from evret_core.results.rag_results import ATTRIBUTIONS, CARRIED_FAILURE, RagResults
@@ -163,7 +164,7 @@ def _retrieval(runs: Mapping[str, RagResults]) -> dict[str, Any] | None:
         unlabelled = r.unmeasured.get("retrieval_unlabelled") or []
         if unlabelled:
             notes_.append(f"{name}: {len(r.per_question) - len(unlabelled)} of {len(r.per_question)} questions; the "
-                          f"{len(unlabelled)} to refuse or escalate have no gold")
+                          f"{len(unlabelled)} to {unlabelled_behaviours(r, unlabelled)} have no gold")
     level = next(iter(scored.values())).confidence_level
     return {"header": ["metric", *scored], "rows": rows, "chart": chart, "notes": notes_,
             "level": f"{level:.0%} CI"}

@@ -36,10 +36,8 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
     unlabelled = results.unmeasured.get("retrieval_unlabelled") or []
     if results.retrieval:
         scored = len(results.per_question) - len(unlabelled)
-        asked = any((q := results.per_question.get(qid)) is not None and q.expected_behaviour == "clarify"
-                    for qid in unlabelled)
-        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to refuse"
-                f"{', escalate or clarify' if asked else ' or escalate'} have no gold" if unlabelled else "")
+        over = (f"; {scored} of {len(results.per_question)} questions, the {len(unlabelled)} to "
+                f"{unlabelled_behaviours(results, unlabelled)} have no gold" if unlabelled else "")
         print(f"\nretrieval (retrieved condition; {level}{over})", file=out)
         print_table([[metric, format_interval(mean, results.retrieval_intervals.get(metric))]
                      for metric, mean in results.retrieval.items()], file=out, **_listing(sep))
@@ -93,6 +91,14 @@ def print_rag(results: RagResults, title: str | None = None, file: TextIO | None
 def clean_condition(conditions: list[str]) -> str | None:
     """The condition others are compared with: ``retrieved`` when the run has it, else ``gold``."""
     return next((c for c in ("retrieved", "gold") if c in conditions), None)
+
+
+def unlabelled_behaviours(results: RagResults, unlabelled: list[str]) -> str:
+    """What the questions without gold are expected to do, for the retrieval header: refuse or escalate, and
+    clarify when one of them is to clarify."""
+    asked = any((q := results.per_question.get(qid)) is not None and q.expected_behaviour == "clarify"
+                for qid in unlabelled)
+    return "refuse, escalate or clarify" if asked else "refuse or escalate"
 
 
 def carried_pairs(results: RagResults) -> list[tuple[str, str]]:
