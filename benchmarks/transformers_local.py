@@ -16,14 +16,19 @@ and the grammar's states) apart, and the allowed tokens of the structural states
 found by the token trie against the first-character scan it replaced.
 
 ``--batch`` measures verdicts (the ``relevance`` judge's messages and schema on TREC DL 2019 pairs from
-../shared) sent all at once, at ``max_batch`` 1, 8 and 32: verdicts per second against one at a time, and how many
-answers equal the one-at-a-time ones; then, for each model in a child process of its own, the first constrained
+../shared) sent all at once: first the prompts' common token prefix (the ceiling of prefix sharing: prompt tokens
+against prompt tokens once the prefix is fed once), with the fence code fixed and drawn per verdict as the judge
+draws it, for the pairs and for as many passages of one query; then ``max_batch`` 1 (the peer: one at a time), 8
+and 32 with prefix sharing on and off (``--sizes``, default ``1,8,32``; ``--share``, default ``on,off``): wall
+and CPU time of this process (its torch threads included: the other processes on the machine slow the wall clock,
+less the CPU time) against the peer's, and how many answers equal the peer's; ``--no-jump`` skips the
+jump-forward rows (8 verdicts one at a time with it off and on); then (unless ``--no-children``), for each model in a child process of its own, the first constrained
 call with the token strings decoded (the saved file removed first) and read back from the file saved beside the
 conversion, and the child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between runs
 (default: a fresh temporary folder, so the first load converts).
 
-    python benchmarks/transformers_local.py [--real | --batch [--no-batches]] [--cache DIR] [--threads N] [--n N]
-        [smollm2-135m] [gemma3-270m]
+    python benchmarks/transformers_local.py [--real | --batch [--no-batches] [--no-jump] [--sizes 1,8,32]
+        [--share on,off] [--no-children]] [--cache DIR] [--threads N] [--n N] [smollm2-135m] [gemma3-270m]
         (needs evret-transformers installed; --real and --batch its [gguf] extra and the model packages)
 """
 
@@ -175,9 +180,10 @@ def measure_real(model: str) -> None:
         runtime._LOADED.clear()
 
 
-def dl19_messages(n: int) -> list[list[ChatMessage]]:
-    """The relevance judge's messages (system prompt with the schema sentence, fixed fence code) for ``n`` TREC
-    DL 2019 qrels pairs drawn with seed 0."""
+def dl19_messages(n: int, nonce: str | None = "0" * 16, one_query: bool = False) -> list[list[ChatMessage]]:
+    """The relevance judge's messages (system prompt with the schema sentence; the fence code ``nonce``, or drawn
+    per verdict as the judge draws it when None) for ``n`` TREC DL 2019 qrels pairs drawn with seed 0, or with
+    ``one_query`` the first ``n`` judged passages of the first drawn pair's query (pool judging)."""
     import json
     import random
 
@@ -188,6 +194,8 @@ def dl19_messages(n: int) -> list[list[ChatMessage]]:
     queries = dict(line.split("\t", 1) for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines())
     lines = (folder / "qrels-pass.txt").read_text(encoding="utf-8").splitlines()
     pairs = [(line.split()[0], line.split()[2]) for line in random.Random(0).sample(lines, n)]
+    if one_query:
+        pairs = [(line.split()[0], line.split()[2]) for line in lines if line.split()[0] == pairs[0][0]][:n]
     wanted = {docid for _, docid in pairs}
     texts: dict[str, str] = {}
     with (folder / "passages.jsonl").open(encoding="utf-8") as rows:
@@ -201,7 +209,7 @@ def dl19_messages(n: int) -> list[list[ChatMessage]]:
     out = []
     for qid, docid in pairs:
         context = reference_free_context(queries[qid].strip(), texts[docid])
-        messages = RelevanceJudge.messages(_JUDGE, context, nonce="0" * 16)
+        messages = RelevanceJudge.messages(_JUDGE, context, nonce=nonce)
         out.append([ChatMessage("system", messages[0].content + module._SCHEMA_SENTENCE + schema), messages[1]])
     return out
 
@@ -220,22 +228,43 @@ class _Judge:
 _JUDGE: Any = _Judge()
 
 
+def common_prefix(loaded: Any, n: int) -> None:
+    """The prompts' common token prefix and the prompt tokens fed with it shared, for the judge's prompts as
+    measured (fixed fence code) and as the judge sends them (a code per verdict), ``n`` pairs or one query's
+    ``n`` passages; printed."""
+    for label, nonce, one_query in (("pairs, fixed fence code", "0" * 16, False),
+                                    ("pairs, a fence code per verdict", None, False),
+                                    ("one query's passages, fixed fence code", "0" * 16, True),
+                                    ("one query's passages, a fence code per verdict", None, True)):
+        prompts = [runtime.prompt_ids(loaded.tokenizer, m) for m in dl19_messages(n, nonce, one_query)]
+        common = next((i for i in range(min(map(len, prompts))) if len({p[i] for p in prompts}) > 1),
+                      min(map(len, prompts)))
+        total = sum(map(len, prompts))
+        once = common + sum(len(p) - common for p in prompts)
+        print(f"  {len(prompts)} {label}: prompts {total / len(prompts):.0f} tokens on average, common prefix "
+              f"{common} tokens; prompt tokens {total} -> {once} with it fed once ({total / once:.2f}x)", flush=True)
+
+
 def measure_batches(model: str, threads: int, n: int) -> None:
-    """Verdicts per second at max_batch 1, 8 and 32 (all ``n`` calls sent at once), printed."""
+    """Verdicts per second at each ``--sizes`` and ``--share`` (all ``n`` calls sent at once), wall and CPU time
+    against one at a time, printed."""
     import os
+    import sys
 
     from evret_core.judge.relevance_judge import RelevanceAnswer
 
     schema = RelevanceAnswer.model_json_schema()
     conversations = dl19_messages(n)
     first: list[str] = []
-    base = 0.0
+    base = base_cpu = 0.0
     warm = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads)
     asyncio.run(warm.warmup())
     loaded = warm._loaded
+    common_prefix(loaded, n)
     asyncio.run(warm.acomplete(conversations[0], json_schema=schema))  # the index and states, once
     few = conversations[:8]
-    for jump in (False, True):  # one at a time, the forced text fed token by token, then in one pass
+    # one at a time, the forced text fed token by token, then in one pass
+    for jump in () if "--no-jump" in sys.argv[1:] else (False, True):
         before, started = loaded.forwards, time.perf_counter()
         texts = [runtime.submit(loaded, runtime.Call(messages=m, temperature=0.0, max_new_tokens=16, seed=0,
                                                      json_schema=schema, jump_forward=jump), 1, 0).result()[0]
@@ -247,25 +276,32 @@ def measure_batches(model: str, threads: int, n: int) -> None:
               f" ({plain_seconds / seconds:4.2f}x), {(loaded.forwards - before) / len(few):.1f} forward passes a "
               f"verdict; answers equal: {sum(a == b for a, b in zip(texts, plain, strict=True))}/{len(few)}; load "
               f"{os.getloadavg()[0]:.1f}", flush=True)
-    for size in (1, 8, 32):
-        provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads, max_batch=size,
-                                        batch_window_ms=50)
-        asyncio.run(provider.warmup())
+    sizes = [int(size) for size in _option("--sizes", "1,8,32").split(",")]
+    shares = [share == "on" for share in _option("--share", "on,off").split(",")]
+    for size in sizes:
+        for share in shares if size > 1 else [False]:
+            provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads, max_batch=size,
+                                            batch_window_ms=50, share_prefix=share)
+            asyncio.run(provider.warmup())
 
-        async def ask(provider: TransformersProvider = provider) -> list[Any]:
-            return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
+            async def ask(provider: TransformersProvider = provider) -> list[Any]:
+                return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
 
-        started = time.perf_counter()
-        answers = asyncio.run(ask())
-        seconds = time.perf_counter() - started
-        texts = [a.text for a in answers]
-        if size == 1:
-            first, base = texts, seconds
-        prompt = sum(a.input_tokens for a in answers) / n
-        load = os.getloadavg()[0]
-        print(f"  max_batch {size:2d}: {n} verdicts in {seconds:6.1f} s = {n / seconds:5.2f}/s ({base / seconds:4.2f}x"
-              f" one at a time); answers equal to one at a time: {sum(a == b for a, b in zip(texts, first, strict=True))}/{n};"
-              f" prompts {prompt:.0f} tokens on average; load {load:.1f}", flush=True)
+            fed, shared = loaded.fed, loaded.shared
+            started, cpu = time.perf_counter(), time.process_time()
+            answers = asyncio.run(ask())
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            texts = [a.text for a in answers]
+            if size == 1:
+                first, base, base_cpu = texts, seconds, cpu
+            prompt = sum(a.input_tokens for a in answers) / n
+            load = os.getloadavg()[0]
+            label = "(peer)" if size == 1 else f"sharing {'on ' if share else 'off'}"
+            print(f"  max_batch {size:2d} {label:11s}: {n} verdicts in {seconds:6.1f} s wall ({base / seconds:4.2f}x one "
+                  f"at a time), {cpu:6.1f} s CPU ({base_cpu / cpu:4.2f}x); answers equal to one at a time: "
+                  f"{sum(a == b for a, b in zip(texts, first, strict=True))}/{n}; prompts {prompt:.0f} tokens on "
+                  f"average, positions fed {loaded.fed - fed}, prompt tokens shared {loaded.shared - shared}; "
+                  f"load {load:.1f}", flush=True)
 
 
 def child(model: str, threads: int) -> None:
@@ -328,10 +364,11 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as fresh:
             os.environ["EVRET_CACHE_DIR"] = _option("--cache", fresh)
             for model in models or ["smollm2-135m", "gemma3-270m"]:
-                print(f"{model}, {threads} thread(s):", flush=True)
+                print(f"{model}, {threads} thread(s); uptime: {os.popen('uptime').read().strip()}", flush=True)
                 if "--no-batches" not in sys.argv[1:]:
                     measure_batches(model, threads, int(_option("--n", "32")))
-                measure_children(model, threads)
+                if "--no-children" not in sys.argv[1:]:
+                    measure_children(model, threads)
                 runtime._LOADED.clear()
         return
     if "--real" in sys.argv[1:]:

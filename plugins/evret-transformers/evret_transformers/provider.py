@@ -57,6 +57,8 @@ class TransformersProvider(LLMProvider):
         stop); also the calls :class:`~evret_core.llm.client.LLMClient` hands this provider at once (its own
         ``max_concurrency``, 16 by default, bounds them too). 1 runs calls one at a time.
     :param batch_window_ms: how long the first waiting call waits for others to join its batch (milliseconds).
+    :param share_prefix: in a batch, prefill the token prefix every prompt starts with once and copy its cache to
+        each row (a judge's system message and instructions); the answers are the ones each call gets alone.
     :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.client.LLMClient` enforces it.
     """
 
@@ -75,6 +77,7 @@ class TransformersProvider(LLMProvider):
         threads: int | None = None,
         max_batch: int = MAX_BATCH,
         batch_window_ms: float = BATCH_WINDOW_MS,
+        share_prefix: bool = True,
         timeout: float | None = None,
     ) -> None:
         super().__init__(model)
@@ -91,6 +94,10 @@ class TransformersProvider(LLMProvider):
             raise EvretError(f"transformers provider: option 'batch_window_ms' must be a number of milliseconds "
                              f"from 0 to 10000, got {batch_window_ms!r}")
         self.batch_window_ms = float(batch_window_ms)
+        if not isinstance(share_prefix, bool):
+            raise EvretError(f"transformers provider: option 'share_prefix' must be true or false, got "
+                             f"{share_prefix!r}")
+        self.share_prefix = share_prefix
         self.timeout = timeout
         # what would make every call fail is refused here, before any work: a broken folder, a budget beyond the
         # model's context, a device this machine lacks (a GGUF model's folder exists once converted: checked
@@ -170,7 +177,8 @@ class TransformersProvider(LLMProvider):
         budget = self.max_new_tokens if max_tokens is None else max(1, min(self.max_new_tokens, int(max_tokens)))
         cancel = threading.Event()
         call = runtime.Call(messages=list(messages), temperature=float(temperature), max_new_tokens=budget,
-                            seed=self.seed, json_schema=json_schema, cancel=cancel, threads=self.threads)
+                            seed=self.seed, json_schema=json_schema, cancel=cancel, threads=self.threads,
+                            share_prefix=self.share_prefix)
         try:
             text, used_in, used_out = await asyncio.wrap_future(
                 runtime.submit(self._loaded, call, self.max_batch, self.batch_window_ms / 1000))

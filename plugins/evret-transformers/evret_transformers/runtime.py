@@ -5,7 +5,7 @@ The generation loop is Evret's own (a KV-cached forward per step, asking for the
 token is chosen only, when the model's forward takes ``logits_to_keep``). Calls go through one queue per loaded
 model (:func:`submit`); a thread of its own takes the calls that arrived together as one batch
 (:func:`generate_many`: left-padded, an attention mask and per-row positions, each row its own grammar state,
-budget and stop). Under a JSON schema each step keeps only the tokens
+budget and stop; the prompts' common token prefix prefilled once and its cache copied to every row). Under a JSON schema each step keeps only the tokens
 :class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON can still be
 closed within the tokens left, so the answer is complete JSON even when the budget runs out; the text the grammar
 forces is fed in one pass and checked token by token (jump-forward). The answer's text is the concatenation of
@@ -46,6 +46,7 @@ class Call:
     cancel: threading.Event = field(default_factory=threading.Event)
     threads: int | None = None
     jump_forward: bool = True  # feed the text the grammar forces in one forward pass (see generate_many)
+    share_prefix: bool = True  # in a batch, prefill the prompts' common token prefix once (see generate_many)
 
 
 @dataclass
@@ -61,6 +62,8 @@ class Loaded:
     masks: dict[tuple[int, Any], tuple[Any, Any, int]] = field(default_factory=dict)
     drafts: dict[tuple[int, Any], list[int]] = field(default_factory=dict)
     forwards: int = 0  # forward passes run (tests and the benchmark read it)
+    fed: int = 0  # token positions fed to the model, padding included (tests and the benchmark read it)
+    shared: int = 0  # prompt tokens not fed because a batch's common prefix was prefilled once
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
     last_logits: bool = False  # the forward takes `logits_to_keep`: the lm_head runs on the last position only
@@ -325,6 +328,10 @@ def _cancelled() -> LLMCallError:
 def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     """Generate every row's answer in one batch and set its future.
 
+    When the rows' prompts start with the same tokens (a judge's system message and instructions: see
+    :func:`shared_prefix`), those are prefilled once, as a batch of one, and the cache is copied to every row;
+    each row is then fed only the rest of its prompt, after the shared slots (``[prefix][padding][own tokens]``,
+    the padding masked, positions counted on from the prefix), so it sees what it would see alone.
     Each step feeds every row its last chosen token and, under a schema, the text the grammar forces next (a
     *draft*: ``{"grade":`` at the start of a verdict, spelled in the vocabulary's longest tokens; jump-forward),
     left-padded to one width, with an attention mask over the whole cache and per-row positions, so each row sees
@@ -340,13 +347,25 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
     # one row without drafts runs as before batching: no mask, positions implied by the cache
     masked = len(rows) > 1 or jump
-    feeds = [list(row.ids) for row in rows]  # what each row is fed this step
     drafts: list[list[int]] = [[] for _ in rows]
-    starts = [0] * len(rows)  # each row's position of its first fed token
     mask: Any = None
     past = None
     live = list(rows)
     with torch.inference_mode():
+        common = shared_prefix(rows, window)
+        if common:
+            result = model(input_ids=torch.tensor([rows[0].ids[:common]], device=loaded.device), use_cache=True,
+                           **{loaded.cache_argument: None}, **({"logits_to_keep": 1} if loaded.last_logits else {}))
+            loaded.forwards += 1
+            loaded.fed += common
+            loaded.shared += common * (len(rows) - 1)
+            past = getattr(result, loaded.cache_argument)
+            if not _repeat_rows(past, len(rows)):  # pragma: no cover - every cache of transformers 5 can
+                common, past = 0, None
+            else:
+                mask = torch.ones((len(rows), common), dtype=torch.long, device=loaded.device)
+        feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed this step
+        starts = [common] * len(rows)  # each row's position of its first fed token
         while live:
             if jump:
                 cached = 0 if mask is None else mask.shape[1]
@@ -368,6 +387,7 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
                 extra["attention_mask"], extra["position_ids"] = mask, positions
             result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
             loaded.forwards += 1
+            loaded.fed += step_input.numel()
             past = getattr(result, loaded.cache_argument)
             scores = result.logits.float().cpu()
             keep: list[int] = []
@@ -403,6 +423,47 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
                 drafts = [drafts[j] for j in keep]
                 if mask is not None:
                     mask = mask[keep]
+
+
+#: the fewest common prompt tokens worth a forward pass of their own (below, the pass costs more than it saves)
+MIN_SHARED = 16
+#: room kept beyond the prompts when a sliding window is checked: jump-forward drafts (16 tokens at most)
+DRAFT_ROOM = 16
+
+
+def shared_prefix(rows: Sequence[_Row], window: int | None) -> int:
+    """How many leading prompt tokens the batch prefills once (0: none): the rows' longest common token
+    prefix, less one token when a prompt is all prefix (each row feeds at least one token of its own, whose scores
+    choose its first answer token); 0 for one row, for a row that asked not to share, for fewer than
+    :data:`MIN_SHARED` tokens, and, on a model with sliding-window layers (Gemma 3), when the prompts and the
+    longest budget could outgrow the window: the window counts cache slots, which the shared layout pads
+    differently from a row alone, so only a batch that stays within it sees exactly what each row sees alone."""
+    if len(rows) < 2 or not all(row.queued.call.share_prefix for row in rows):
+        return 0
+    first = rows[0].ids
+    common = min(len(row.ids) for row in rows) - 1
+    for row in rows[1:]:
+        ids = row.ids
+        for i in range(common):
+            if ids[i] != first[i]:
+                common = i
+                break
+    if common < MIN_SHARED:
+        return 0
+    if window is not None:
+        longest = max(len(row.ids) for row in rows) + max(row.queued.call.max_new_tokens for row in rows)
+        if longest + DRAFT_ROOM >= window:
+            return 0
+    return common
+
+
+def _repeat_rows(past: Any, rows: int) -> bool:
+    """Copy the cache of a batch of one to ``rows`` rows, in place; False when the cache cannot."""
+    repeat = getattr(past, "batch_repeat_interleave", None)
+    if repeat is None:
+        return False
+    repeat(rows)
+    return True
 
 
 def _draft(loaded: Loaded, row: _Row) -> list[int]:

@@ -1,6 +1,7 @@
 """Batched generation on a tiny random Llama: calls that arrive together run as one left-padded batch, and each
 call's answer is the one it gets alone (greedy: the same tokens), free or under a schema, whatever its prompt
-length, budget or stop; a call cancelled mid-batch leaves only its row."""
+length, budget or stop; a call cancelled mid-batch leaves only its row; the prompts' common prefix is prefilled
+once."""
 
 from __future__ import annotations
 
@@ -163,3 +164,86 @@ def test_jump_forward_gives_the_answers_of_token_by_token_decoding_in_fewer_pass
         verdicts, passes = run(True, 1, 0.0, RelevanceGrade.model_json_schema())
         plain, plain_passes = run(False, 1, 0.0, RelevanceGrade.model_json_schema())
         assert verdicts == plain and passes < plain_passes
+
+
+SYSTEM = "You are a strict relevance judge. Answer with exactly one word, YES or NO. " * 3
+SHARED_USERS = ["Query: bees?", "Query: how many eggs does a queen bee lay? Expected answer: two thousand.", "Hi.",
+                "The claim is supported by the context. The answer is refused when the context is missing."]
+
+
+def shared_calls(share: bool, temperature: float = 0.0) -> list[runtime.Call]:
+    """Four calls whose prompts start with one long system message: free and constrained, own seeds."""
+    schema = RelevanceGrade.model_json_schema()
+    return [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=temperature,
+                         max_new_tokens=40, seed=i, json_schema=schema if i % 2 else None, share_prefix=share)
+            for i, user in enumerate(SHARED_USERS)]
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_batch_prefills_its_common_prefix_once_and_each_call_gets_its_answer_alone(
+        tiny_model: Path, tiny_chat_model: Path, chat: bool) -> None:
+    """The system message every prompt starts with is prefilled once and its cache copied to the four rows: the
+    rows are fed a third fewer token positions, and each answer (greedy and sampled, free and under a schema) is
+    the one the call gets alone, as it is with sharing off."""
+    loaded = runtime.load(str((tiny_chat_model if chat else tiny_model).resolve()), "auto", "auto")
+    prompts = [runtime.prompt_ids(loaded.tokenizer, call.messages) for call in shared_calls(True)]
+    common = next(i for i in range(len(prompts[0])) if len({p[i] for p in prompts}) > 1)
+    assert common >= runtime.MIN_SHARED
+    for temperature in (0.0, 1.0):
+        alone = [runtime.submit(loaded, call, max_batch=1, window=0).result()
+                 for call in shared_calls(True, temperature)]
+        fed: dict[bool, int] = {}
+        for share in (True, False):
+            fed_before, shared_before = loaded.fed, loaded.shared
+            futures = [runtime.submit(loaded, call, max_batch=4, window=2.0)
+                       for call in shared_calls(share, temperature)]
+            assert [f.result() for f in futures] == alone, (share, temperature)
+            assert list(loaded.batcher.sizes)[-1] == 4
+            fed[share] = loaded.fed - fed_before
+            assert loaded.shared - shared_before == (3 * common if share else 0)
+        assert fed[True] <= fed[False] - 3 * common  # the prefix fed once, not four times (padding may differ)
+
+
+def _rows(*prompts: list[int], share: bool = True, budget: int = 8) -> list[runtime._Row]:
+    from concurrent.futures import Future
+
+    return [runtime._Row(runtime._Queued(runtime.Call(messages=[], temperature=0.0, max_new_tokens=budget, seed=0,
+                                                      share_prefix=share), Future(), 4, 0.0), ids, None, None, None)
+            for ids in prompts]
+
+
+def test_the_shared_prefix_is_the_common_tokens_within_the_rules() -> None:
+    head = list(range(100, 140))
+    assert runtime.shared_prefix(_rows(head + [1, 2], head + [3]), None) == 40
+    assert runtime.shared_prefix(_rows(head, head + [3, 4]), None) == 39  # each row keeps a token of its own
+    assert runtime.shared_prefix(_rows(head + [1]), None) == 0  # one row: nothing to share
+    assert runtime.shared_prefix(_rows(head[:10] + [1], head[:10] + [2]), None) == 0  # below MIN_SHARED
+    assert runtime.shared_prefix(_rows(head + [1], head + [2], share=False), None) == 0  # asked not to
+    # a sliding window is kept to batches that fit in it with the longest budget and the drafts' room
+    assert runtime.shared_prefix(_rows(head + [1], head + [2], budget=8), 41 + 8 + runtime.DRAFT_ROOM + 1) == 40
+    assert runtime.shared_prefix(_rows(head + [1], head + [2], budget=8), 41 + 8 + runtime.DRAFT_ROOM) == 0
+
+
+def test_a_sliding_window_model_shares_a_prefix_within_its_window(tiny_model: Path, tmp_path: Path) -> None:
+    """A random Mistral whose layers attend over a sliding window of 256 slots: a batch within it shares its
+    prefix and answers as alone; with a window of 64 the same batch does not share and still answers as alone."""
+    import torch
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    for window, shares in ((256, True), (64, False)):
+        folder = tmp_path / f"mistral-{window}"
+        torch.manual_seed(0)
+        MistralForCausalLM(MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                         sliding_window=window, max_position_embeddings=1024, bos_token_id=0,
+                                         eos_token_id=1, pad_token_id=2)).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        loaded = runtime.load(str(folder), "cpu", "auto")
+        calls = shared_calls(True)[:2]
+        assert max(len(runtime.prompt_ids(tokenizer, c.messages)) for c in calls) < 256 - 40 - runtime.DRAFT_ROOM
+        alone = [runtime.submit(loaded, call, max_batch=1, window=0).result() for call in shared_calls(True)[:2]]
+        before = loaded.shared
+        futures = [runtime.submit(loaded, call, max_batch=2, window=2.0) for call in shared_calls(True)[:2]]
+        assert [f.result() for f in futures] == alone
+        assert (loaded.shared > before) is shares

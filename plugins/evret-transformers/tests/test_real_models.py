@@ -178,9 +178,10 @@ def test_the_relevance_judge_grades_dl19_pairs_under_constraint_then_all_from_th
     assert replay["calls"] == 0 and replay["cache_hits"] == 3
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(180)
 def test_a_batch_of_verdicts_gives_the_tokens_of_one_at_a_time(smollm2: Path) -> None:
-    """Three relevance verdicts (prompts of different lengths, left-padded) as one batch of SmolLM2: each row's
+    """Three relevance verdicts (prompts of different lengths, left-padded) as one batch of SmolLM2, their common
+    prefix (the system message and the query) prefilled once and its cache copied to every row: each row's
     chosen tokens are the ones it gets alone. Padding changes no token here; the rows' scores may differ in the
     last bits (other matrix shapes), which a near tie could turn into another token: the test would say so."""
     from evret_core.contracts.provider import ChatMessage
@@ -190,15 +191,19 @@ def test_a_batch_of_verdicts_gives_the_tokens_of_one_at_a_time(smollm2: Path) ->
     conversations = [[ChatMessage(m.role, m.content) for m in judge.messages(c, nonce="0" * 16)]
                      for c in dl19_pairs()]
     lengths = set()
+    shared: list[int] = []
 
-    def ask(max_batch: int) -> list[tuple[str, int]]:
+    def ask(max_batch: int, share: bool = True) -> list[tuple[str, int]]:
         provider = TransformersProvider("smollm2-135m", **{**OPTIONS, "max_new_tokens": 16}, max_batch=max_batch,
-                                        batch_window_ms=2000)
+                                        batch_window_ms=2000, share_prefix=share)
 
         async def run() -> list[Any]:
             return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
 
+        asyncio.run(provider.warmup())
+        before = provider._loaded.shared
         answers = asyncio.run(run())
+        shared.append(provider._loaded.shared - before)
         lengths.update(a.input_tokens for a in answers)
         if max_batch > 1:
             assert list(provider._loaded.batcher.sizes)[-1] == len(conversations)
@@ -206,6 +211,8 @@ def test_a_batch_of_verdicts_gives_the_tokens_of_one_at_a_time(smollm2: Path) ->
 
     alone = ask(1)
     assert ask(3) == alone and len(lengths) == 3  # three prompt lengths: the batch was padded
+    assert shared[-1] > 2 * 250  # the system message and the query: over 250 tokens, fed once for three rows
+    assert ask(3, share=False) == alone and shared[-1] == 0
     assert all(json.loads(text)["grade"] in (0, 1, 2, 3) for text, _ in alone)
 
 
