@@ -17,7 +17,7 @@ from evret_core.contracts.conversation import RewriteRequest
 from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.io.conversations import Conversation, ConversationTurn
 
-__all__ = ["FORMS", "HistoryWindow", "check_forms", "default_forms", "form_texts", "history_text",
+__all__ = ["FORMS", "HistoryWindow", "check_forms", "default_forms", "form_text", "form_texts", "history_text",
            "rewrite_requests", "unknown_form"]
 
 FORMS: tuple[str, ...] = ("last_turn", "full_history", "rewrite", "rewriter")
@@ -120,17 +120,24 @@ def form_texts(conversations: Sequence[Conversation], forms: Sequence[str], wind
             if not turn.is_labelled:
                 continue
             for form in forms:
-                text: str | None
-                if form == "last_turn":
-                    text = turn.user
-                elif form == "full_history":
-                    text = history_text(conversation, turn, window)
-                elif form == "rewrite":
-                    text = turn.rewrite
-                else:
-                    text = None if rewritten is None else rewritten.get(turn.turn_id)
-                out[form][turn.turn_id] = text
+                out[form][turn.turn_id] = form_text(conversation, turn, form, window, rewritten)
     return out
+
+
+def form_text(conversation: Conversation, turn: ConversationTurn, form: str, window: HistoryWindow,
+              rewritten: Mapping[str, str | None] | None = None) -> str | None:
+    """The text ``turn`` is retrieved with under query ``form`` (None: missing): ``last_turn`` the user's message,
+    ``full_history`` :func:`history_text` over ``window``, ``rewrite`` the turn's rewrite in the data,
+    ``rewriter`` the ``rewritten`` text by turn id."""
+    if form == "last_turn":
+        return turn.user
+    if form == "full_history":
+        return history_text(conversation, turn, window)
+    if form == "rewrite":
+        return turn.rewrite
+    if form == "rewriter":
+        return None if rewritten is None else rewritten.get(turn.turn_id)
+    raise ValueError(unknown_form(form))
 
 
 def rewrite_requests(conversations: Sequence[Conversation]) -> list[RewriteRequest]:

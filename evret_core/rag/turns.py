@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from evret_core.contracts.conversation import RewriteRequest, Turn
 from evret_core.contracts.errors import EvretError
-from evret_core.conversation.forms import HistoryWindow, history_text
+from evret_core.conversation.forms import HistoryWindow, form_text
 from evret_core.io.conversations import Conversation, ConversationSet, ConversationTurn
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
@@ -97,28 +97,19 @@ def _turn_of(conversation: Conversation, index: int) -> ConversationTurn:
 
 def query_texts(questions: TurnQuestions, form: str, window: HistoryWindow,
                 rewritten: Mapping[str, str | None] | None = None) -> list[str | None]:
-    """The text each question is retrieved with under query ``form``, in question order (None: the form has no
-    text for the turn; it is then not retrieved): ``last_turn`` the user's message, ``full_history``
-    :func:`~evret_core.conversation.forms.history_text` over ``window``, ``rewrite`` the turn's rewrite in the data,
-    ``rewriter`` the ``rewritten`` text by turn id."""
+    """The text each question is retrieved with under query ``form``, in question order
+    (:func:`~evret_core.conversation.forms.form_text`; None, or a blank text: the form has no text for the turn,
+    which is then not retrieved)."""
     conversations = {c.conversation_id: c for c in (questions.conversations.conversations
                                                    if questions.conversations is not None else ())}
     out: list[str | None] = []
     for q in questions.questions:
         info = questions.turns[q.question_id]
         conversation = conversations[info.conversation_id]
-        turn = _turn_of(conversation, info.turn_index)
-        text: str | None
-        if form == "last_turn":
-            text = turn.user
-        elif form == "full_history":
-            text = history_text(conversation, turn, window)
-        elif form == "rewrite":
-            text = turn.rewrite
-        elif form == "rewriter":
-            text = None if rewritten is None else rewritten.get(turn.turn_id)
-        else:
-            raise EvretError(f"unknown query form {form!r}; use last_turn, full_history, rewrite or rewriter")
+        try:
+            text = form_text(conversation, _turn_of(conversation, info.turn_index), form, window, rewritten)
+        except ValueError as exc:
+            raise EvretError(str(exc)) from None
         out.append(text if text is None or text.strip() else None)
     return out
 
