@@ -28,6 +28,7 @@ from evret_core.conversation.turn_evaluator import ConversationEvaluator
 from evret_core.evaluation.config import FLAGS, EvaluateConfig
 from evret_core.io.conversation_formats import DATASET_FORMATS, load_conversations
 from evret_core.io.conversations import ConversationSet, is_conversation_file
+from evret_core.io.mtrag import mtrag_files
 from evret_core.io.run_config import ComponentSpec, int_in
 from evret_core.limits import MAX_RESAMPLES
 from evret_core.plugins import builder
@@ -124,11 +125,7 @@ class ConversationConfig(EvaluateConfig):
         files = super().input_files()
         files += [p for p in (self.corpus, self.qrels) if p]
         if self.dataset_format == "mtrag":  # the reduced corpus is built from the MTRAG copy's sibling folders
-            root = Path(self.dataset).resolve()
-            for parent in [root, *root.parents][:4]:
-                if (parent / "generation_tasks").is_dir() and (parent / "evaluations").is_dir():
-                    files += [str(p) for p in sorted(parent.rglob("*")) if p.is_file()]
-                    break
+            files += mtrag_files(self.dataset)
         return files
 
     def load_dataset(self) -> ConversationSet:  # type: ignore[override]

@@ -23,7 +23,7 @@ from evret_core.io.corpus import read_corpus
 from evret_core.io.dataset_files import read_beir_qrels
 from evret_core.io.jsonio import iter_json_lines, loads_json, read_text
 
-__all__ = ["DOMAINS", "mtrag_passages", "mtrag_responses", "mtrag_root", "read_mtrag"]
+__all__ = ["DOMAINS", "mtrag_files", "mtrag_passages", "mtrag_responses", "mtrag_root", "read_mtrag"]
 
 DOMAINS: tuple[str, ...] = ("clapnq", "cloud", "fiqa", "govt")
 """MTRAG's four corpora, as its retrieval task folders name them."""
@@ -72,6 +72,13 @@ def mtrag_root(path: str | Path) -> Path | None:
         if (folder / "generation_tasks").is_dir() and (folder / "evaluations").is_dir():
             return folder
     return None
+
+
+def mtrag_files(path: str | Path) -> list[str]:
+    """Every file of the MTRAG copy ``path`` lies in (:func:`mtrag_root`), sorted; none outside one. A run over
+    MTRAG data reads them all (the reduced corpus comes from the copy's sibling folders), so none is an output."""
+    root = mtrag_root(path)
+    return [] if root is None else [str(p) for p in sorted(root.rglob("*")) if p.is_file()]
 
 
 def mtrag_passages(root: str | Path) -> dict[str, dict[str, dict[str, str]]]:

@@ -41,6 +41,7 @@ from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.conversation.forms import FORMS, HistoryWindow
 from evret_core.io.conversation_formats import load_conversations
 from evret_core.io.conversations import is_conversation_file
+from evret_core.io.mtrag import mtrag_files
 from evret_core.io.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
 from evret_core.plugins import builder
@@ -251,11 +252,7 @@ class RagConfig(Config):
 
         files = [f for f in (self.dataset, self.corpus, self.cases) if f]
         if self.dataset_format == "mtrag":  # the reduced corpus is built from the MTRAG copy's sibling folders
-            root = Path(self.dataset).resolve()
-            for parent in [root, *root.parents][:4]:
-                if (parent / "generation_tasks").is_dir() and (parent / "evaluations").is_dir():
-                    files += [str(p) for p in sorted(parent.rglob("*")) if p.is_file()]
-                    break
+            files += mtrag_files(self.dataset)
         return files + files_named(self.part_values())
 
     def part_values(self) -> list[Any]:
