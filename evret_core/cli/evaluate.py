@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from evret_core.cli._conversation import add_history_window_arguments
 from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments, check_unmeasured_flags
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
@@ -81,14 +82,7 @@ def _add_conversation_arguments(p: argparse.ArgumentParser) -> None:
                    help="query forms to retrieve each turn with: last_turn, full_history, rewrite, rewriter "
                         "(default: all of them; rewriter with --rewriter)")
     g.add_argument("--baseline-form", help="the form the others are compared with (default last_turn)")
-    g.add_argument("--history-turns", type=int, metavar="N",
-                   help="full_history: the N turns before the current one (default: all)")
-    g.add_argument("--history-roles", choices=["user", "all"],
-                   help="full_history: the user's messages only (default) or the agent's replies too")
-    g.add_argument("--history-max-words", type=int, metavar="N",
-                   help="full_history: at most N words, the oldest dropped first (default 256)")
-    g.add_argument("--rewriter", help="registered rewriter for the rewriter form, e.g. carry-terms or llm")
-    g.add_argument("--rewriter-option", action="append", metavar="KEY=VALUE", help="rewriter option (repeatable)")
+    add_history_window_arguments(g, "registered rewriter for the rewriter form, e.g. carry-terms or llm")
     g.add_argument("--unit", choices=["conversation", "turn"],
                    help="what intervals and tests resample: whole conversations (default) or turns")
     g.add_argument("--test", choices=["randomization", "t", "bootstrap"],

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evret_core.cli._conversation import add_history_window_arguments
 from evret_core.cli._failures import EndOfRun, add_end_of_run_arguments
 from evret_core.cli._tracking import add_tracking_arguments, check_tracking_arguments, log_run, note_dry_run
 from evret_core.cli.gating import add_gate_arguments, check_gate_arguments, run_gates
@@ -88,14 +89,7 @@ def _add_conversation_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--query-form", choices=["last_turn", "full_history", "rewrite", "rewriter"],
                    help="the text each turn is retrieved with (default last_turn; the generator always sees the "
                         "user's message)")
-    g.add_argument("--history-turns", type=int, metavar="N",
-                   help="full_history: the N turns before the current one (default all)")
-    g.add_argument("--history-roles", choices=["user", "all"],
-                   help="full_history: the user's messages (default) or the agent's replies too")
-    g.add_argument("--history-max-words", type=int, metavar="N",
-                   help="full_history: at most N words in all, oldest dropped first (default 256)")
-    g.add_argument("--rewriter", help="registered rewriter for --query-form rewriter, e.g. carry-terms or llm")
-    g.add_argument("--rewriter-option", action="append", metavar="KEY=VALUE", help="rewriter option (repeatable)")
+    add_history_window_arguments(g, "registered rewriter for --query-form rewriter, e.g. carry-terms or llm")
     g.add_argument("--history", choices=["reference", "generated"],
                    help="each turn's history: reference (default: the dataset's own replies, every turn independent) "
                         "or generated (the system's own earlier answers under each condition, answered in waves)")
