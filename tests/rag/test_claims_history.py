@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,8 @@ from evret_core.rag.scores.kind import ClaimScores
 from evret_core.report.rag_compare import rag_html
 from evret_core.report.rag_tables import print_rag
 from evret_core.testing.llm_provider import stub_options
-from evret_core.testing.llm_stubs import StubLLMServer, StubReply, isolate_llm_env
-from evret_core.testing.rag_stub import kind_of, rag_responder
+from evret_core.testing.llm_stubs import StubLLMServer, StubReply
+from evret_core.testing.rag_stub import kind_of
 
 LIBRARY = Context("d1", "The library closes at 5 pm on Saturdays.")
 HISTORY = (Turn("user", "Does the library lend films?"), Turn("agent", "Films are lent for a week."),
@@ -45,15 +44,7 @@ CLAIMS = (Claim(text="Films are lent for a week", citations=["d1"]),
           Claim(text="The cafe serves soup every day"))
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
-
-
-@pytest.fixture
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer(rag_responder()) as server:
-        yield server
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 # -- the lexical judge ---------------------------------------------------------------------------------------------

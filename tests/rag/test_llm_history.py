@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,28 +23,18 @@ from evret_core.rag.generate.llm_generator import (
     DEFAULT_SYSTEM_PROMPT,
     LLMGenerator,
 )
-from evret_core.testing.llm_provider import PROVIDER_NAME, register_stub_provider, stub_options
-from evret_core.testing.llm_stubs import StubLLMServer, first_user_prompt, isolate_llm_env
-from evret_core.testing.rag_stub import kind_of, parse_history, rag_responder
+from evret_core.testing.llm_provider import PROVIDER_NAME, register_stub_provider
+from evret_core.testing.llm_stubs import StubLLMServer, first_user_prompt
+from evret_core.testing.rag_stub import kind_of, parse_history
+
+from .conftest import opts
 
 REPO = Path(__file__).resolve().parents[2]
 MUSEUM = ("a", "Museum hours: the museum opens at 9 am.")
 CAFE = ("b", "Cafe hours: the cafe opens at 10 am.")
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
-
-
-@pytest.fixture
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer(rag_responder()) as server:
-        yield server
-
-
-def opts(server: StubLLMServer, **more: Any) -> dict[str, Any]:
-    return {**stub_options(server), "cache": False, **more}
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def request(question: str, *contexts: tuple[str, str], history: tuple[Turn, ...] = (),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +24,12 @@ from evret_core.testing.llm_stubs import (
     StubReply,
     StubRequest,
     first_user_prompt,
-    isolate_llm_env,
 )
 from evret_core.testing.rag_stub import answer_for, kind_of, parse_prompt, rag_responder
 
-from .conftest import EXAMPLE
+from .conftest import EXAMPLE, opts
 
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolate_llm_env(monkeypatch, tmp_path, "EVRET_STUB_API_KEY")
-
-
-@pytest.fixture
-def stub() -> Iterator[StubLLMServer]:
-    with StubLLMServer(rag_responder()) as server:
-        yield server
-
-
-def opts(server: StubLLMServer, **more: Any) -> dict[str, Any]:
-    return {**stub_options(server), "cache": False, **more}
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def small_set() -> tuple[QuestionSet, dict[str, list[Any]]]:
