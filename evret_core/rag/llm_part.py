@@ -44,6 +44,8 @@ M = TypeVar("M", bound=BaseModel)
 
 # Every fence name a RAG prompt uses: a text may not forge the tags of any of them.
 FENCE_NAMES = ("question", "context", "answer", "claim")
+# ... and of a prompt holding a conversation's earlier messages (a history message is fenced as "message")
+CONVERSATION_FENCE_NAMES = (*FENCE_NAMES, "message")
 
 
 def fence_contexts(contexts: Sequence[Context], nonce: str, names: Sequence[str] = FENCE_NAMES) -> str:

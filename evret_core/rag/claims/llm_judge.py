@@ -41,7 +41,14 @@ from evret_core.llm.settings import LLMSettings
 from evret_core.llm.structured import AnswerError
 from evret_core.rag.claims.claim_judges import LexicalClaimJudge, evidence, history_evidence
 from evret_core.rag.generate.llm_generator import OUTPUT_TOKENS_GUESS, coerce_ids
-from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
+from evret_core.rag.llm_part import (
+    CONVERSATION_FENCE_NAMES,
+    FENCE_NAMES,
+    LLMPart,
+    check_template,
+    estimate_call_tokens,
+    fence_contexts,
+)
 
 EXTRACT_SYSTEM_PROMPT = (
     "You split an answer into its claims: the short, self-contained factual statements it makes, with pronouns "
@@ -67,7 +74,6 @@ VERIFY_HISTORY_NOTE = (
 """Appended to the verification system prompt for a claim of a conversation's turn."""
 HISTORY_BLOCK = "Conversation so far (oldest first):\n{history}\n\n"
 """What precedes the verification prompt for a claim of a conversation's turn: the fenced messages."""
-HISTORY_FENCE_NAMES = (*FENCE_NAMES, "message")
 
 
 class ExtractedClaims(BaseModel):
@@ -97,7 +103,7 @@ class ClaimCheck(BaseModel):
 def fence_history(task: ClaimTask, nonce: str) -> str:
     """Each message of the task's history as its id (JSON-quoted) above its fenced text, oldest first."""
     return "\n\n".join(f"Message id {json.dumps(m.doc_id, ensure_ascii=False)}:\n"
-                       f"{fence('message', m.text, nonce, HISTORY_FENCE_NAMES)}" for m in history_evidence(task.history))
+                       f"{fence('message', m.text, nonce, CONVERSATION_FENCE_NAMES)}" for m in history_evidence(task.history))
 
 
 def check_schema(ids: Sequence[str]) -> type[ClaimCheck]:
@@ -164,7 +170,7 @@ class LLMClaimJudge(LLMPart, ClaimJudge):
             return prompt, {"system": self.verify_system_prompt, "template": self.verify_template,
                             "question": task.question, "claim": claim,
                             "contexts": [[c.doc_id, c.text] for c in task.contexts]}
-        names = HISTORY_FENCE_NAMES  # every fence of the prompt, the messages' included, is cut from every text
+        names = CONVERSATION_FENCE_NAMES  # every fence of the prompt, the messages' included, is cut from every text
         prompt = HISTORY_BLOCK.format(history=fence_history(task, self.nonce)) + self.verify_template.format(
             question=fence("question", task.question, self.nonce, names), claim=fence("claim", claim, self.nonce, names),
             contexts=fence_contexts(task.contexts, self.nonce, names))

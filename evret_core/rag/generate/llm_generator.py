@@ -38,7 +38,14 @@ from evret_core.llm.client import gather_all
 from evret_core.llm.fencing import fence
 from evret_core.llm.settings import LLMSettings
 from evret_core.rag.generate.generators import drop_unknown_citations
-from evret_core.rag.llm_part import FENCE_NAMES, LLMPart, check_template, estimate_call_tokens, fence_contexts
+from evret_core.rag.llm_part import (
+    CONVERSATION_FENCE_NAMES,
+    FENCE_NAMES,
+    LLMPart,
+    check_template,
+    estimate_call_tokens,
+    fence_contexts,
+)
 
 DEFAULT_SYSTEM_PROMPT = (
     "You answer questions for a retrieval-augmented generation system, using only the context documents you are "
@@ -80,8 +87,6 @@ CONVERSATION_PROMPT_TEMPLATE = (
 CONVERSATION_FIELDS = ("history", "question", "contexts")
 ROLE_LABELS = {"user": "User", "agent": "Assistant"}
 """How each :class:`~evret_core.contracts.conversation.Turn` role is labelled in the conversation prompt."""
-# the fence of a history message; every text of a conversation prompt is cleaned of look-alikes of it too
-CONVERSATION_FENCE_NAMES = (*FENCE_NAMES, "message")
 OUTPUT_TOKENS_GUESS = 150  # for --dry-run estimates when max_tokens is not set
 
 
