@@ -13,6 +13,7 @@ the chosen tokens' strings, the very text the grammar accepted."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -79,6 +80,31 @@ class Batcher:
     ready: threading.Condition = field(default_factory=threading.Condition)
     running: bool = False
     sizes: deque[int] = field(default_factory=lambda: deque(maxlen=256))  # the last batches' sizes, as run
+    thread: threading.Thread | None = None  # the thread serving the queue, while ``running``
+    current: list[_Queued] = field(default_factory=list)  # the calls of the batch it runs now
+
+
+#: the batchers that ever started a thread, so that :func:`_stop_batchers` can end them at exit
+_BATCHERS: list[Batcher] = []
+#: how long the interpreter waits at exit for a batch still running (its calls are cancelled first)
+EXIT_WAIT = 60.0
+
+
+def _stop_batchers() -> None:
+    """At interpreter exit, before daemon threads are frozen: cancel every queued and running call and wait for
+    each batcher thread to end. A daemon thread still inside torch when Python 3.11 finalizes is ended by
+    ``pthread_exit`` through C++ frames that cannot unwind, and the process aborts ("terminate called without an
+    active exception") after its work is done; a cancelled batch ends at its next step."""
+    for batcher in list(_BATCHERS):
+        with batcher.ready:
+            for queued in [*batcher.queue, *batcher.current]:
+                queued.call.cancel.set()
+            thread = batcher.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(EXIT_WAIT)
+
+
+atexit.register(_stop_batchers)
 
 
 _LOADED: dict[tuple[str, str, str], Loaded] = {}
@@ -236,7 +262,11 @@ def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[
         batcher.ready.notify_all()
         if not batcher.running:
             batcher.running = True
-            threading.Thread(target=_serve, args=(loaded,), name="evret-transformers-batch", daemon=True).start()
+            if batcher not in _BATCHERS:
+                _BATCHERS.append(batcher)
+            batcher.thread = threading.Thread(target=_serve, args=(loaded,), name="evret-transformers-batch",
+                                              daemon=True)
+            batcher.thread.start()
     return future
 
 
@@ -268,12 +298,15 @@ def _serve(loaded: Loaded) -> None:
         with batcher.ready:
             if not batcher.queue:
                 batcher.running = False
+                batcher.thread = None
+                batcher.current = []
                 return
             first = batcher.queue[0]
             deadline = time.monotonic() + first.window
             while len(batcher.queue) < first.max_batch and (left := deadline - time.monotonic()) > 0:
                 batcher.ready.wait(left)
             taken = [batcher.queue.popleft() for _ in range(min(first.max_batch, len(batcher.queue)))]
+            batcher.current = taken
         # a call cancelled while queued is dropped; the others cannot be cancelled from here on (the flag is)
         taken = [q for q in taken if q.future.set_running_or_notify_cancel()]
         if taken:

@@ -202,6 +202,21 @@ def test_a_hub_id_is_loaded_from_the_local_cache_offline(tiny_model: Path, tmp_p
     assert done.stderr == ""  # no "Loading weights" bar (issue 33)
 
 
+def test_a_process_that_exits_while_a_batch_runs_exits_cleanly(tiny_model: Path) -> None:
+    """A process that leaves while the batcher thread is still generating (a call whose answer nobody waits for)
+    exits with its own status: the batch is cancelled and its thread joined at exit. A daemon thread left inside
+    torch when Python 3.11 finalizes aborts the process ("terminate called without an active exception")."""
+    script = ("import time; from evret_core.contracts.provider import ChatMessage; "
+              "from evret_transformers.runtime import Call, load, submit; "
+              f"loaded = load({str(tiny_model)!r}, 'cpu', 'float32'); "
+              "future = submit(loaded, Call([ChatMessage('user', 'hi')], 0.0, 3000, 0), max_batch=1, window=0.0); "
+              "time.sleep(1.0); print('running', not future.done())")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["running", "True"]  # it left with the batch still running
+    assert "terminate" not in done.stderr
+
+
 def test_a_criteria_judge_picks_one_of_its_options_on_the_first_try(tiny_model: Path) -> None:
     """The `direct` judge's schema lists the criterion's options (`with_choices`), so even a random model's
     constrained answer names one of them: every record measured, one call each."""
