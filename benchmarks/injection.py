@@ -19,9 +19,12 @@ working tree's ("after") in the same run; and how often an injected passage flip
    word boundaries), and a *fence-aware* one that obeys such an order only outside the data fences; both
    otherwise answer honestly (YES iff the expected answer is in the passage). A stub shows whether injected text
    stays inside its fence and whether the detector flags the flipped judgments; how often a real model obeys is
-   not something a stub can measure.
+   not something a stub can measure. Each stub's rate is given for each ``--fence-code`` of the judge (default
+   both: ``run``, one code for every judgment, and ``judgment``, one each), side by side; the flagged counts are
+   of the first value's flips.
 
 Usage: python benchmarks/injection.py [--shared ../shared] [--baseline REV] [--questions 30] [--repeat 3]
+    [--fence-code run judgment]
 """
 
 from __future__ import annotations
@@ -345,7 +348,7 @@ def fence_aware(request: StubRequest) -> str:
     return "YES" if ORDER.search(FENCED.sub("", request.prompt)) else honest(request)
 
 
-def flips(shared: Path, n_questions: int, before: Detector | None) -> None:
+def flips(shared: Path, n_questions: int, before: Detector | None, fence_codes: list[str]) -> None:
     rows = squad(shared)
     rng = random.Random(0)
     rng.shuffle(rows)
@@ -360,42 +363,47 @@ def flips(shared: Path, n_questions: int, before: Detector | None) -> None:
     injections = {"none (clean)": "", **{f"project:{k}": v for k, v in project_texts("YES").items()},
                   **{f"variant:{k}": v for k, v in VARIANTS.items()},
                   **{f"red-team:{k}": v for k, v in report.items()}}
+    codes = " / ".join(fence_codes)
     print(f"\n## Verdict flips: {len(cases)} SQuAD questions x a context without the answer x 3 positions\n")
-    print("| injection | judgments | gullible stub: YES | fence-aware stub: YES | gullible flips flagged before | "
-          "after | WARNING |")
+    print(f"| injection | judgments | gullible stub: YES ({codes}) | fence-aware stub: YES ({codes}) | "
+          "gullible flips flagged before | after | WARNING |")
     print("|---|---|---|---|---|---|---|")
-    totals = {"judgments": 0, "gullible": 0, "fence-aware": 0, "flips": 0, "before": 0, "after": 0}
+    stubs = (("gullible", gullible), ("fence-aware", fence_aware))
+    totals = {"judgments": 0, "flips": 0, "before": 0, "after": 0,
+              **{(s, c): 0 for s, _ in stubs for c in fence_codes}}
     for name, injection in injections.items():
         batch = [JudgmentContext(query=row["question"], expected_text=row["answer"],
                                  retrieved_text=insert(other, injection, pos) if injection else other)
                  for row, other in cases for pos in (("start", "middle", "end") if injection else ("clean",))]
-        yes: dict[str, list[bool | None]] = {}
+        yes: dict[tuple[str, str], list[bool | None]] = {}
         warned = 0
-        for stub_name, responder in (("gullible", gullible), ("fence-aware", fence_aware)):
-            with StubLLMServer(responder) as server:
-                judge = LLMJudge(**stub_options(server), cache=False, max_concurrency=16)
-                with contextlib.redirect_stderr(io.StringIO()) as err:  # the judge's WARNING line, counted below
-                    yes[stub_name] = judge.batch_judge(batch)
-                warned = err.getvalue().count("look like prompt injections")
+        for stub_name, responder in stubs:
+            for fence_code in fence_codes:
+                with StubLLMServer(responder) as server:
+                    judge = LLMJudge(**stub_options(server), cache=False, max_concurrency=16, fence_code=fence_code)
+                    with contextlib.redirect_stderr(io.StringIO()) as err:  # the judge's WARNING line, counted below
+                        yes[stub_name, fence_code] = judge.batch_judge(batch)
+                    warned = err.getvalue().count("look like prompt injections")
         shown = {k: sum(v is True for v in verdicts) for k, verdicts in yes.items()}
-        flipped = [batch[i].retrieved_text for i, v in enumerate(yes["gullible"]) if v is True]
+        flipped = [batch[i].retrieved_text for i, v in enumerate(yes["gullible", fence_codes[0]]) if v is True]
         flagged = {"before": sum(bool(before(t)) for t in flipped) if before else 0,
                    "after": sum(bool(find_injections(t)) for t in flipped)}
         if injection:
             totals["judgments"] += len(batch)
-            totals["gullible"] += shown["gullible"]
-            totals["fence-aware"] += shown["fence-aware"]
+            for key, count in shown.items():
+                totals[key] += count
             totals["flips"] += len(flipped)
             totals["before"] += flagged["before"]
             totals["after"] += flagged["after"]
+        rates = {s: " / ".join(_pct(shown[s, c], len(batch)) for c in fence_codes) for s, _ in stubs}
         b = f"{flagged['before']} of {len(flipped)}" if before else "-"
-        print(f"| {name} | {len(batch)} | {_pct(shown['gullible'], len(batch))} | "
-              f"{_pct(shown['fence-aware'], len(batch))} | {b} | {flagged['after']} of {len(flipped)} | "
-              f"{'yes' if warned else 'no'} |")
+        print(f"| {name} | {len(batch)} | {rates['gullible']} | {rates['fence-aware']} | {b} | "
+              f"{flagged['after']} of {len(flipped)} | {'yes' if warned else 'no'} |")
     t = totals
+    rates = {s: " / ".join(_pct(t[s, c], t["judgments"]) for c in fence_codes) for s, _ in stubs}
     b = f"**{t['before']} of {t['flips']}**" if before else "-"
-    print(f"| **all injected** | {t['judgments']} | **{_pct(t['gullible'], t['judgments'])}** | "
-          f"**{_pct(t['fence-aware'], t['judgments'])}** | {b} | **{t['after']} of {t['flips']}** | |")
+    print(f"| **all injected** | {t['judgments']} | **{rates['gullible']}** | **{rates['fence-aware']}** | {b} | "
+          f"**{t['after']} of {t['flips']}** | |")
 
 
 def main() -> None:
@@ -404,6 +412,8 @@ def main() -> None:
     parser.add_argument("--baseline", default=BASELINE, help="git revision whose detector is 'before'")
     parser.add_argument("--questions", type=int, default=30)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fence-code", nargs="+", choices=("run", "judgment"), default=["run", "judgment"],
+                        help="the llm judge's fence_code values the verdict flips are measured under")
     args = parser.parse_args()
     started = time.perf_counter()
     before = baseline_detector(args.baseline)
@@ -412,7 +422,7 @@ def main() -> None:
     recall(args.shared, before)
     false_positives(args.shared, before)
     speed(args.shared, before, args.repeat)
-    flips(args.shared, args.questions, before)
+    flips(args.shared, args.questions, before, args.fence_code)
     print(f"\n(total {time.perf_counter() - started:.1f} s)")
 
 

@@ -10,10 +10,19 @@ limits, retries with backoff, jitter and Retry-After) and answers through the pe
 ``system_prompt=`` and ``prompt_template=``. The template is a ``str.format`` string with the fields
 ``{query}``, ``{expected}`` and ``{retrieved}`` (``{{``/``}}`` for literal braces) and ``{nonce}`` in the system
 prompt. Each field is replaced by its text *fenced as data*: wrapped in ``<query-NONCE>...</query-NONCE>`` style
-tags whose NONCE is random per judgment (:mod:`evret_core.llm.fencing`), so a document cannot close its fence;
-the system message says that what is inside the fences is data, never instructions. When the expected answer has
-aliases (other acceptable strings, ``JudgmentContext.aliases``), ``{expected}`` lists them after the canonical
-text, each fenced, and any of them counts as the answer.
+tags whose NONCE is a random code (:mod:`evret_core.llm.fencing`), after every look-alike of those tags is cut
+from the text, so a document cannot close its fence; the system message says that what is inside the fences is
+data, never instructions. When the expected answer has aliases (other acceptable strings,
+``JudgmentContext.aliases``), ``{expected}`` lists them after the canonical text, each fenced, and any of them
+counts as the answer.
+
+**Fence code.** ``fence_code="run"`` (default): one code drawn (``secrets``) when the judge is built and used for
+every judgment it makes, so its prompts share their system message and instructions (a provider's prefix cache
+or batch prefill reuses them); a judge built again (a fresh process, a Ray worker building it from its name and
+options) draws its own, an unpickled one keeps its code. ``"judgment"``: a fresh code per judgment, kept across
+its retries. Either is safe here: the fenced texts (queries, expected answers, passages) exist before the code is
+drawn, so they cannot hold it, and each prompt's code is uniformly random either way. The code is not part of the
+cache key. A batch's calls are sent grouped by query, so that one query's passages go out together.
 
 **Parsing.** An answer whose first word is YES is a match and NO is not. Otherwise keywords decide: a negative
 (no, not, irrelevant, incorrect, false, mismatch...) means no match, else a positive (yes, relevant, matches,
@@ -63,6 +72,10 @@ DEFAULT_PROMPT_TEMPLATE = (
 )
 
 T = TypeVar("T")
+K = TypeVar("K")
+
+#: the values of the option ``fence_code``: one code per judge ("run"), or one per judgment
+FENCE_CODES = ("run", "judgment")
 
 _FIELDS = ("query", "expected", "retrieved")
 ALIASES_NOTE = "Other acceptable forms of the expected answer (any one of them counts as the expected answer):"
@@ -95,6 +108,7 @@ class LLMJudge(Judge):
     :param prompt_template: the user message template (fields ``{query}``, ``{expected}``, ``{retrieved}``).
     :param system_prompt: the system message (field ``{nonce}``: the fence code).
     :param max_tokens: the answer's token budget.
+    :param fence_code: ``"run"`` (one fence code for every judgment of this judge) or ``"judgment"`` (one each).
     :param settings: an :class:`~evret_core.llm.settings.LLMSettings`; options given by name (``api_key``, ``base_url``,
         ``temperature``, ``timeout``, ``max_retries``, ``max_concurrency``, ``requests_per_minute``,
         ``tokens_per_minute``, ``cache``...) update it. Every value is checked here, before any call.
@@ -112,9 +126,15 @@ class LLMJudge(Judge):
         prompt_template: str | None = None,
         system_prompt: str | None = None,
         max_tokens: int = 16,
+        fence_code: str = "run",
         settings: LLMSettings | None = None,
         **options: Any,
     ) -> None:
+        if not isinstance(fence_code, str) or fence_code not in FENCE_CODES:
+            raise EvretError(f"{self.owner}: option 'fence_code' must be 'run' or 'judgment', got {fence_code!r}")
+        self.fence_code = fence_code
+        #: the fence code of every judgment with ``fence_code="run"`` (None: a fresh one per judgment)
+        self.run_code: str | None = new_nonce() if fence_code == "run" else None
         self.prompt_template = DEFAULT_PROMPT_TEMPLATE if prompt_template is None else str(prompt_template)
         self.system_prompt = DEFAULT_SYSTEM_PROMPT if system_prompt is None else str(system_prompt)
         self._check_template()
@@ -206,6 +226,7 @@ class LLMJudge(Judge):
             "timeout": self.timeout,
             "prompt_template": None if self.prompt_template == DEFAULT_PROMPT_TEMPLATE else self.prompt_template,
             "system_prompt": None if self.system_prompt == DEFAULT_SYSTEM_PROMPT else self.system_prompt,
+            "fence_code": self.fence_code,
             "cache": None if self.cache is None else str(self.cache.path),
             # which detector scanned the judged texts, and how many of this run's texts it flagged
             "injection_scan": {"detector": self.injections.stats()["detector"], "flagged": self.injections.flagged},
@@ -213,8 +234,8 @@ class LLMJudge(Judge):
 
     # -- prompts -------------------------------------------------------------------------------------------
     def messages(self, context: JudgmentContext, nonce: str | None = None) -> list[ChatMessage]:
-        """The chat messages for one judgment, with a fresh random fence code unless ``nonce`` is given."""
-        nonce = nonce or new_nonce()
+        """The chat messages for one judgment, fenced with ``nonce``, else the judge's run code, else a fresh one."""
+        nonce = nonce or fence_code_of(self)
         expected = fence("expected", context.expected_text, nonce, _FIELDS)
         aliases = _aliases(context)
         if aliases:
@@ -336,8 +357,9 @@ class LLMJudge(Judge):
                 todo[key] = context
         if todo:
             client = self.client
-            texts = await gather_all([self._one(client, key, ctx) for key, ctx in todo.items()])
-            answers.update(zip(todo, texts, strict=True))
+            order = grouped_by_query(todo)
+            texts = await gather_all([self._one(client, key, todo[key]) for key in order])
+            answers.update(zip(order, texts, strict=True))
         out: list[bool | None] = []
         for key in keys:
             text = answers.get(key)
@@ -349,7 +371,7 @@ class LLMJudge(Judge):
         return out
 
     async def _one(self, client: LLMClient, key: str, context: JudgmentContext) -> str | None:
-        messages = self.messages(context)  # one fence code per judgment, kept across its retries
+        messages = self.messages(context)  # the run's code, or this judgment's, kept across its retries
         response = await client.attempt(messages, max_tokens=self.max_tokens)
         if not isinstance(response, LLMResponse):
             self._errors[response.label] = self._errors.get(response.label, 0) + 1
@@ -385,6 +407,21 @@ class LLMJudge(Judge):
         """Release the provider's connections (the judge stays usable: they reopen on the next call)."""
         if self._provider is not None:
             await self._provider.aclose()
+
+
+def fence_code_of(judge: Any) -> str:
+    """The fence code of ``judge``'s next judgment: its run code, or a fresh one. An object that only carries a
+    judge's prompt attributes (a benchmark calling :meth:`LLMJudge.messages` on it) gets a fresh one."""
+    return getattr(judge, "run_code", None) or new_nonce()
+
+
+def grouped_by_query(todo: dict[K, JudgmentContext]) -> list[K]:
+    """The keys of ``todo`` with each query's contexts together (queries in order of first appearance, contexts in
+    their order within a query), so that the calls sent in this order put one query's passages side by side."""
+    groups: dict[str, list[K]] = {}
+    for key, context in todo.items():
+        groups.setdefault(context.query, []).append(key)
+    return [key for keys in groups.values() for key in keys]
 
 
 def _aliases(context: JudgmentContext) -> tuple[str, ...]:

@@ -16,10 +16,13 @@ partial, unclear or among unrelated text; 1 = on the topic, no answer; 0 = nothi
 binary convention for passages); ``batch_score`` is grade / 3, and ``threshold`` = cut / 3, so ``judge(c) ==
 score >= threshold``. ``cut`` changes no answer, so it is not part of the cache key: changing it replays the cache.
 
-**Fencing.** ``"nonce"`` (default) puts the query and passage inside tags carrying a random code per judgment, as the
-``llm`` judge does; ``"plain"`` gives them after ``Query:`` / ``Passage:`` labels, no tags, the system message
-still saying they are data. Which agrees more with people, and which resists injected text better, is measured,
-not assumed (docs/relevance.md).
+**Fencing.** ``"nonce"`` (default) puts the query and passage inside tags carrying a random code, as the ``llm``
+judge does; ``"plain"`` gives them after ``Query:`` / ``Passage:`` labels, no tags, the system message still saying
+they are data. Which agrees more with people, and which resists injected text better, is measured, not assumed
+(docs/relevance.md). The code is the ``llm`` judge's ``fence_code``: ``"run"`` (default) one per judge, so the
+prompts share the system message, the schema and the instructions (and the query, for one query's passages,
+which a batch sends together), or ``"judgment"`` one per grade, kept across its repairs; the query and passage
+exist before the code is drawn, so they cannot hold it either way, and it is not part of the cache key.
 
 Calls, the cache, the injection scan, cost accounting and ``plan()`` are the ``llm`` judge's
 (:class:`~evret_core.judge.llm.LLMJudge`, which this judge extends).
@@ -37,7 +40,7 @@ from evret_core.contracts.aio import run_sync
 from evret_core.contracts.errors import EvretError
 from evret_core.contracts.judge import JudgmentContext
 from evret_core.contracts.provider import ChatMessage
-from evret_core.judge.llm import LLMJudge
+from evret_core.judge.llm import LLMJudge, fence_code_of, grouped_by_query
 from evret_core.limits import check_bool
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.llm.fencing import fence
@@ -114,7 +117,8 @@ class RelevanceJudge(LLMJudge):
     :param provider: a registered provider name or an :class:`~evret_core.contracts.provider.LLMProvider`.
     :param model: the provider's model (default: the provider's own).
     :param cut: the grade from which a passage counts as relevant (1, 2 or 3; default 2).
-    :param fencing: ``"nonce"`` (tags with a random code per judgment) or ``"plain"`` (labels, no tags).
+    :param fencing: ``"nonce"`` (tags with a random code) or ``"plain"`` (labels, no tags).
+    :param fence_code: ``"run"`` (one fence code for every grade of this judge, default) or ``"judgment"`` (one each).
     :param decompose: ask for ``intent`` and ``trust`` before ``grade``.
     :param system_prompt: the system message (field ``{nonce}``); default by ``fencing``.
     :param prompt_template: the user message (fields ``{query}`` and ``{passage}``).
@@ -135,6 +139,7 @@ class RelevanceJudge(LLMJudge):
         *,
         cut: int = 2,
         fencing: str = "nonce",
+        fence_code: str = "run",
         decompose: Any = False,
         prompt_template: str | None = None,
         system_prompt: str | None = None,
@@ -164,7 +169,7 @@ class RelevanceJudge(LLMJudge):
             prompt_template=DEFAULT_PROMPT_TEMPLATE if prompt_template is None else prompt_template,
             system_prompt=self.default_system_prompt if system_prompt is None else system_prompt,
             max_tokens=(48 if self.decompose else 16) if max_tokens is None else max_tokens,
-            settings=settings, **options)
+            fence_code=fence_code, settings=settings, **options)
 
     def _check_template(self) -> None:
         probe = {f: f"<{f}>" for f in _FIELDS}
@@ -195,9 +200,7 @@ class RelevanceJudge(LLMJudge):
     def messages(self, context: JudgmentContext, nonce: str | None = None) -> list[ChatMessage]:
         """The system and user messages for one grade (the schema is appended to the system one when sent);
         the expected answer is never in them."""
-        from evret_core.llm.fencing import new_nonce
-
-        nonce = nonce or new_nonce()
+        nonce = nonce or fence_code_of(self)
         if self.fencing == "nonce":
             fields = {f: fence(f, text, nonce, _FIELDS) for f, text in
                       (("query", context.query), ("passage", context.retrieved_text))}
@@ -218,7 +221,7 @@ class RelevanceJudge(LLMJudge):
         return self.structured_key(self.client, context)
 
     def structured_key(self, client: LLMClient, context: JudgmentContext) -> str:
-        # the key is made of key_inputs (not of the messages, which hold a random fence code)
+        # the key is made of key_inputs (not of the messages, which hold the random fence code)
         return structured_key(client, system="", prompt="", schema=self.schema,
                               cache_key_extra=self.key_inputs(context), max_tokens=self.max_tokens)
 
@@ -264,8 +267,9 @@ class RelevanceJudge(LLMJudge):
         got: dict[tuple[str, str], int | None] = {}
         if todo:
             client = self.client
-            grades = await gather_all([self._grade_one(client, c) for c in todo.values()])
-            got = dict(zip(todo, grades, strict=True))
+            order = grouped_by_query(todo)
+            grades = await gather_all([self._grade_one(client, todo[pair]) for pair in order])
+            got = dict(zip(order, grades, strict=True))
         out: list[float | None] = []
         for pair in pairs:
             grade = got[pair]
@@ -278,7 +282,7 @@ class RelevanceJudge(LLMJudge):
         return out
 
     async def _grade_one(self, client: LLMClient, context: JudgmentContext) -> int | None:
-        system, prompt = (m.content for m in self.messages(context))  # one fence code, kept across repairs
+        system, prompt = (m.content for m in self.messages(context))  # one fence code, kept across its repairs
         result = await structured_call(client, system=system, prompt=prompt, schema=self.schema,
                                        repairs=self.repairs, cache_key_extra=self.key_inputs(context),
                                        max_tokens=self.max_tokens)

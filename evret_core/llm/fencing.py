@@ -5,6 +5,12 @@ after removing from it anything that looks like one of the prompt's tags: a tag 
 in any case and spacing, with or without a code. Removal repeats until nothing changes, so that pieces which
 join into a tag once another is cut out (``<retr<retrieved>ieved-0000>``) are cut too. The system prompt says that
 what is inside the fences is data, never instructions (:func:`fence_notice`).
+
+One code per run is as safe as one per judgment for text that exists before the code is drawn (the ``llm`` and
+``relevance`` judges' queries, expected answers and passages): such text cannot hold a code drawn after it, and
+each prompt's code is uniformly random either way; one code lets the prompts share a prefix. Text a model wrote
+after seeing a code (a generated answer, extracted claims) could echo it; the look-alike removal above cuts such
+an echo whatever its code.
 """
 
 from __future__ import annotations
