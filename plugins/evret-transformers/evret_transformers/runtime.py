@@ -314,13 +314,13 @@ def _abandon(batcher: Batcher, error: BaseException) -> None:
 
 def _serve(loaded: Loaded) -> None:
     """The batcher's thread: takes batches off the queue until it is empty, then ends (the next call starts
-    another). If it fails itself, every call it holds fails (:func:`_abandon`), none is left waiting."""
+    another). If it fails itself, every call it holds fails with that error (:func:`_abandon`) and it ends: no
+    call is left waiting, and the next call starts a new thread."""
     try:
         _serve_queue(loaded)
-    except BaseException as exc:
+    except BaseException as exc:  # noqa: BLE001 - the error reaches every caller it concerns
         _abandon(loaded.batcher, LLMCallError(f"transformers: the thread that runs the model failed: "
                                               f"{type(exc).__name__}: {exc}", retryable=False))
-        raise
 
 
 def _serve_queue(loaded: Loaded) -> None:

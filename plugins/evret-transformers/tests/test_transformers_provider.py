@@ -443,6 +443,28 @@ def test_a_batcher_thread_that_cannot_start_leaves_no_call_waiting(tiny_model: P
     assert answered.result(timeout=120)[2] == 4
 
 
+def test_a_batcher_thread_that_fails_fails_the_calls_it_holds(tiny_model: Path) -> None:
+    """When the batcher thread itself fails (here a caller marked its future running, so the thread cannot), each
+    call it held gets the error and the next call starts a new thread, instead of waiting for ever."""
+    import asyncio
+    import dataclasses
+    import threading
+
+    from evret_core.contracts.provider import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    asyncio.run(provider.warmup())
+    loaded = dataclasses.replace(provider._loaded, batcher=runtime.Batcher(), lock=threading.Lock())
+    hijacked = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=2, window=5.0)
+    assert hijacked.set_running_or_notify_cancel()  # hostile: the batcher can no longer set it running
+    beside = runtime.submit(loaded, runtime.Call(_user("Hello."), 0.0, 4, 0), max_batch=2, window=5.0)
+    for future in (hijacked, beside):
+        with pytest.raises(LLMCallError, match="the thread that runs the model failed: RuntimeError"):
+            future.result(timeout=60)
+    answered = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=1, window=0.0)
+    assert answered.result(timeout=120)[2] == 4
+
+
 def test_a_call_that_cannot_be_prepared_fails_alone_in_its_batch(tiny_model: Path) -> None:
     """An unexpected error while one call is prepared (here a schema that is not JSON) fails that call only; the
     other call of its batch is answered."""
