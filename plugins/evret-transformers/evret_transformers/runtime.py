@@ -254,8 +254,9 @@ def complete(source: str, device: str, dtype: str, call: Call) -> tuple[str, int
 
 def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[tuple[str, int, int]]:
     """Queue ``call`` on the model's batcher: calls queued within ``window`` seconds of the first waiting one, up
-    to ``max_batch`` (the first one's), run as one batched generation. The future holds ``(text, prompt tokens,
-    answer tokens)`` or the call's :class:`LLMCallError`."""
+    to ``max_batch`` (the first one's), run as one batched generation; the call's ``timeout`` counts from when its
+    batch starts. The future holds ``(text, prompt tokens, answer tokens)`` or the call's :class:`LLMCallError`,
+    always: nothing leaves it waiting."""
     future: Future[tuple[str, int, int]] = Future()
     batcher = loaded.batcher
     with batcher.ready:
