@@ -74,6 +74,12 @@ class LLMProvider(ABC):
     #: the most calls the provider can serve at once (an in-process model: 1), or None for no bound of its own;
     #: :class:`~evret_core.llm.client.LLMClient` queues calls beyond it before their timeout starts.
     max_concurrency: int | None = None
+    #: True when :meth:`acomplete` takes ``timeout=`` (seconds, or None for no limit) and enforces it itself,
+    #: counting the call's own work only (an in-process model: from when its batch starts, not while it waits for
+    #: the model), raising :class:`LLMCallError` with ``kind="timeout"`` and its own ``retryable``.
+    #: :class:`~evret_core.llm.client.LLMClient` then passes its timeout and does not cancel the call; for other
+    #: providers (False: hosted APIs) it cancels an attempt after ``timeout`` seconds and retries it.
+    enforces_timeout: bool = False
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model or self.default_model

@@ -3,7 +3,8 @@
 At most ``max_concurrency`` calls in flight (with ``adaptive_concurrency``, halved on a 429 and grown back on
 success), and within a shared :class:`~evret_core.contracts.executor.InFlightLimiter` when one is installed
 (a cluster-wide bound); optional requests-per-minute and tokens-per-minute budgets, a ``timeout`` per
-attempt, and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
+attempt (a provider that :attr:`~evret_core.contracts.provider.LLMProvider.enforces_timeout` is handed it and
+counts its own work; any other is cancelled after it), and up to ``retries`` retries with exponential backoff and jitter on retryable failures (429, 5xx,
 connection errors, timeouts), waiting at least what a Retry-After header asked. A 429 that says how long
 (Retry-After) pauses every caller of the client, not just the one that got it.
 
@@ -183,6 +184,10 @@ class LLMClient:
         extra: dict[str, Any] = {}
         if json_schema is not None and self.provider.constrains_json:
             extra["json_schema"] = json_schema
+        # a provider that times its own work gets the timeout; the others are cancelled after it
+        own_clock = self.provider.enforces_timeout
+        if own_clock:
+            extra["timeout"] = self.timeout
         estimate = estimate_tokens(messages) + (max_tokens or 0)
         if not self._warm:
             await self._warm_up()
@@ -209,7 +214,8 @@ class LLMClient:
                 self.usage.calls += 1
                 try:
                     call = self.provider.acomplete(messages, temperature=temperature, max_tokens=max_tokens, **extra)
-                    response = await (asyncio.wait_for(call, self.timeout) if self.timeout else call)
+                    response = await (asyncio.wait_for(call, self.timeout) if self.timeout and not own_clock
+                                      else call)
                 except asyncio.TimeoutError:
                     error = LLMCallError(f"{self.provider.name}: no answer within {self.timeout:g} s",
                                          retryable=True, kind="timeout")

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from evret_core import EvretError, create_evaluator
 from evret_core.contracts.judge import JudgmentContext
+from evret_core.contracts.provider import ChatMessage, LLMCallError, LLMProvider, LLMResponse
 from evret_core.criteria import DirectJudge, PairwiseJudge
 from evret_core.judge.llm import LLMJudge
 from evret_core.llm.cache import JudgmentCache, judgment_key
@@ -106,6 +107,61 @@ def test_criteria_judges_take_timeout_and_retries(stub: StubLLMServer) -> None:
     assert results.unmeasured == [0] and "no answer within 0.3 s" in (results.results[0].error or "")
     assert len(stub.requests) == 2  # one attempt and one retry
     assert judge.usage()["retries"] == 1
+
+
+# -- timeouts: the client's clock, or the provider's own ------------------------------------------------------
+
+def test_a_hosted_provider_is_cancelled_at_the_timeout_and_retried(stub: StubLLMServer) -> None:
+    """A provider that does not time its own work (an API behind the network) gets the client's clock: the attempt
+    is cancelled after ``timeout`` seconds and retried (a timeout is retryable)."""
+    stub.responder = always("YES", delay=30)  # a hanging server
+    provider = WireProvider(base_url=stub.openai_base_url, api_key="sk-stub")
+    assert provider.enforces_timeout is False
+    client = LLMClient(provider, timeout=0.3, max_retries=1, backoff_base=0.01, backoff_max=0.02)
+    started = time.monotonic()
+    with pytest.raises(LLMCallError, match=r"no answer within 0\.3 s") as info:
+        asyncio.run(client.complete([ChatMessage("user", "hi")]))
+    assert time.monotonic() - started < 10
+    assert info.value.kind == "timeout" and info.value.retryable
+    assert len(stub.requests) == 2 and client.usage.retries == 1 and client.usage.failed == 1
+
+
+class OwnClock(LLMProvider):
+    """A provider that times its own work (as an in-process model does): it records the timeout it is handed,
+    works ``work`` seconds, then answers, or fails as its own clock says when ``late``."""
+
+    name = "own-clock"
+    enforces_timeout = True
+
+    def __init__(self, work: float = 0.0, late: bool = False) -> None:
+        super().__init__("clock-model")
+        self.work, self.late = work, late
+        self.given: list[float | None] = []
+
+    async def acomplete(self, messages: Any, *, temperature: float = 0.0, max_tokens: int | None = None,
+                        timeout: float | None = None) -> LLMResponse:
+        self.given.append(timeout)
+        await asyncio.sleep(self.work)
+        if self.late:
+            raise LLMCallError(f"own-clock: no answer within {timeout} s of its own work", retryable=False,
+                               kind="timeout")
+        return LLMResponse(text="YES", input_tokens=3, output_tokens=1)
+
+
+def test_a_provider_that_times_its_own_work_is_handed_the_timeout_and_not_cancelled() -> None:
+    """``enforces_timeout``: the client passes its ``timeout`` and does not cancel the call itself (an in-process
+    model's queue is not counted); the provider's timeout error is counted, and retried only if it says so."""
+    slow = OwnClock(work=0.6)
+    client = LLMClient(slow, timeout=0.2, max_retries=2)
+    answer = asyncio.run(client.complete([ChatMessage("user", "hi")]))
+    assert answer.text == "YES" and slow.given == [0.2]
+    late = OwnClock(late=True)
+    judge = LLMJudge(provider=late, cache=False, timeout=0.2, max_retries=2)
+    assert judge.batch_judge([ctx(0)]) == [None]
+    assert late.given == [0.2]  # one attempt: the provider said its timeout is not worth retrying
+    stats = judge.stats()
+    assert stats["errors"] == {"timeout": 1} and stats["unmeasured"] == 1
+    assert judge.client.usage.retries == 0 and judge.client.usage.failed == 1
 
 
 # -- adaptive concurrency and the token budget -----------------------------------------------------------------

@@ -9,7 +9,9 @@ converted, once, into a cached folder) by :meth:`TransformersProvider.warmup`, w
 call with ``json_schema`` (what :func:`~evret_core.llm.structured.structured_call` passes to providers that
 :attr:`constrains_json`) is decoded under that schema's grammar, so its answer always parses and validates; other
 calls generate freely. Calls that arrive together run as one batch (:func:`evret_transformers.runtime.submit`,
-up to ``max_batch``), so :attr:`max_concurrency` is ``max_batch``.
+up to ``max_batch``), so :attr:`max_concurrency` is ``max_batch``. The provider :attr:`enforces_timeout`: a call's
+timeout counts from when its batch starts, not while it waits for earlier batches, and a call past it leaves its
+batch (the other rows go on) with an error of kind ``timeout`` that is not retried.
 """
 
 from __future__ import annotations
@@ -59,13 +61,16 @@ class TransformersProvider(LLMProvider):
     :param batch_window_ms: how long the first waiting call waits for others to join its batch (milliseconds).
     :param share_prefix: in a batch, prefill the token prefix every prompt starts with once and copy its cache to
         each row (a judge's system message and instructions); the answers are the ones each call gets alone.
-    :param timeout: accepted for the LLM settings' sake; :class:`~evret_core.llm.client.LLMClient` enforces it.
+    :param timeout: seconds a call's own generation may take, counted from when its batch starts (the wait for
+        the model is not counted); None: no limit. :class:`~evret_core.llm.client.LLMClient` hands each call its
+        own ``timeout`` instead (:attr:`enforces_timeout`).
     """
 
     name = "transformers"
     default_model = DEFAULT_MODEL
     constrains_json = True
     max_concurrency = MAX_BATCH
+    enforces_timeout = True  # the batcher times each call's own work; a client's clock would count the queue
 
     def __init__(
         self,
@@ -98,7 +103,11 @@ class TransformersProvider(LLMProvider):
             raise EvretError(f"transformers provider: option 'share_prefix' must be true or false, got "
                              f"{share_prefix!r}")
         self.share_prefix = share_prefix
-        self.timeout = timeout
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not 0 < timeout < float("inf")):
+            raise EvretError(f"transformers provider: option 'timeout' must be a number of seconds above 0, got "
+                             f"{timeout!r}")
+        self.timeout = None if timeout is None else float(timeout)
         # what would make every call fail is refused here, before any work: a broken folder, a budget beyond the
         # model's context, a device this machine lacks (a GGUF model's folder exists once converted: checked
         # then, at warm-up)
@@ -168,7 +177,10 @@ class TransformersProvider(LLMProvider):
         temperature: float = 0.0,
         max_tokens: int | None = None,
         json_schema: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> LLMResponse:
+        """One completion, batched with the calls that arrive with it; ``timeout`` (default the provider's) counts
+        from when its batch starts, and a call past it fails with kind ``timeout``, not retryable."""
         if json_schema is not None:
             self._check_schema(json_schema)  # before the model is loaded or run
         from evret_transformers import runtime
@@ -178,7 +190,7 @@ class TransformersProvider(LLMProvider):
         cancel = threading.Event()
         call = runtime.Call(messages=list(messages), temperature=float(temperature), max_new_tokens=budget,
                             seed=self.seed, json_schema=json_schema, cancel=cancel, threads=self.threads,
-                            share_prefix=self.share_prefix)
+                            share_prefix=self.share_prefix, timeout=self.timeout if timeout is None else timeout)
         try:
             text, used_in, used_out = await asyncio.wrap_future(
                 runtime.submit(self._loaded, call, self.max_batch, self.batch_window_ms / 1000))

@@ -21,7 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ class Call:
     threads: int | None = None
     jump_forward: bool = True  # feed the text the grammar forces in one forward pass (see generate_many)
     share_prefix: bool = True  # in a batch, prefill the prompts' common token prefix once (see generate_many)
+    timeout: float | None = None  # seconds from when its batch starts (the wait for earlier batches not counted)
 
 
 @dataclass
@@ -253,8 +254,9 @@ def complete(source: str, device: str, dtype: str, call: Call) -> tuple[str, int
 
 def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[tuple[str, int, int]]:
     """Queue ``call`` on the model's batcher: calls queued within ``window`` seconds of the first waiting one, up
-    to ``max_batch`` (the first one's), run as one batched generation. The future holds ``(text, prompt tokens,
-    answer tokens)`` or the call's :class:`LLMCallError`."""
+    to ``max_batch`` (the first one's), run as one batched generation; the call's ``timeout`` counts from when its
+    batch starts. The future holds ``(text, prompt tokens, answer tokens)`` or the call's :class:`LLMCallError`,
+    always: nothing leaves it waiting."""
     future: Future[tuple[str, int, int]] = Future()
     batcher = loaded.batcher
     with batcher.ready:
@@ -266,7 +268,12 @@ def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[
                 _BATCHERS.append(batcher)
             batcher.thread = threading.Thread(target=_serve, args=(loaded,), name="evret-transformers-batch",
                                               daemon=True)
-            batcher.thread.start()
+            try:
+                batcher.thread.start()
+            except BaseException as exc:  # no thread ("can't start new thread"): nothing would ever serve the
+                # queue, and every later call would wait behind ``running`` for ever
+                _abandon(batcher, LLMCallError(f"transformers: cannot start the thread that runs the model: "
+                                               f"{type(exc).__name__}: {exc}", retryable=False))
     return future
 
 
@@ -276,6 +283,7 @@ class _Queued:
     future: Future[tuple[str, int, int]]
     max_batch: int
     window: float
+    deadline: float | None = None  # when the call's batch started plus its timeout (time.monotonic)
 
 
 @dataclass
@@ -290,9 +298,33 @@ class _Row:
     out: list[int] = field(default_factory=list)
 
 
+def _abandon(batcher: Batcher, error: BaseException) -> None:
+    """Fail every call queued or running on ``batcher`` with ``error`` and mark it idle (the next call starts a
+    thread): what a batcher does when it cannot serve, so that no caller waits for an answer that never comes."""
+    with batcher.ready:
+        stranded = [*batcher.current, *batcher.queue]
+        batcher.queue.clear()
+        batcher.current = []
+        batcher.running = False
+        batcher.thread = None
+    for queued in stranded:
+        with contextlib.suppress(InvalidStateError):  # answered, or cancelled by its caller, in the meantime
+            if not queued.future.done():
+                queued.future.set_exception(error)
+
+
 def _serve(loaded: Loaded) -> None:
     """The batcher's thread: takes batches off the queue until it is empty, then ends (the next call starts
-    another)."""
+    another). If it fails itself, every call it holds fails with that error (:func:`_abandon`) and it ends: no
+    call is left waiting, and the next call starts a new thread."""
+    try:
+        _serve_queue(loaded)
+    except BaseException as exc:  # noqa: BLE001 - the error reaches every caller it concerns
+        _abandon(loaded.batcher, LLMCallError(f"transformers: the thread that runs the model failed: "
+                                              f"{type(exc).__name__}: {exc}", retryable=False))
+
+
+def _serve_queue(loaded: Loaded) -> None:
     batcher = loaded.batcher
     while True:
         with batcher.ready:
@@ -313,11 +345,19 @@ def _serve(loaded: Loaded) -> None:
             batcher.sizes.append(len(taken))
             try:
                 with loaded.lock:
+                    started = time.monotonic()  # each call's timeout counts from here: its own batch's work
+                    for queued in taken:
+                        if queued.call.timeout is not None:
+                            queued.deadline = started + queued.call.timeout
                     _run_batch(loaded, taken)
             except BaseException as exc:  # noqa: BLE001 - a model that cannot run fails every call of the batch
                 for queued in taken:
                     if not queued.future.done():
                         queued.future.set_exception(exc)
+            for queued in taken:  # every call of the batch leaves it answered or failed, never waiting
+                if not queued.future.done():
+                    queued.future.set_exception(LLMCallError("transformers: the batch ended without an answer "
+                                                             "for this call", retryable=False))
 
 
 def _run_batch(loaded: Loaded, taken: list[_Queued]) -> None:
@@ -331,6 +371,9 @@ def _run_batch(loaded: Loaded, taken: list[_Queued]) -> None:
             rows.append(_prepare(loaded, queued))
         except LLMCallError as exc:
             queued.future.set_exception(exc)
+        except Exception as exc:  # a call that cannot be prepared (its schema, its messages) fails alone
+            queued.future.set_exception(LLMCallError(f"transformers: this call cannot run: {type(exc).__name__}: "
+                                                     f"{exc}", retryable=False))
     if rows:
         generate_many(loaded, rows)
 
@@ -356,6 +399,15 @@ def _prepare(loaded: Loaded, queued: _Queued) -> _Row:
 
 def _cancelled() -> LLMCallError:
     return LLMCallError("transformers: cancelled (timeout)", retryable=True, kind="timeout")
+
+
+def _timed_out(call: Call) -> LLMCallError:
+    """The error of a call whose own generation ran past its timeout: not retried, since the same work on the same
+    machine would take as long again (and hold the model from the calls behind it)."""
+    return LLMCallError(f"transformers: no answer within {call.timeout:g} s of its own generation (counted from "
+                        f"when its batch started; the wait for the model is not counted): not retried, the same "
+                        f"work would take as long again; raise the LLM option timeout (or lower max_new_tokens)",
+                        retryable=False, kind="timeout")
 
 
 def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
@@ -536,6 +588,8 @@ def _next_token(loaded: Loaded, row: _Row, logits: Any) -> int | None:
     call, rules = row.queued.call, row.rules
     if call.cancel.is_set():
         raise _cancelled()
+    if row.queued.deadline is not None and time.monotonic() > row.queued.deadline:
+        raise _timed_out(call)  # the row leaves the batch; the other rows go on
     if rules is None:
         token = _pick(logits, call.temperature, row.generator)
         if token in loaded.eos:

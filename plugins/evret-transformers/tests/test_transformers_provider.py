@@ -349,3 +349,145 @@ def test_last_position_logits_give_the_same_greedy_tokens_as_full_logits(tiny_mo
     finally:
         loaded.last_logits = True
     assert last == full and all(free and constrained for free, constrained in last)
+
+
+# -- issue 35: the provider times each call's own work; no call is left waiting ------------------------------------
+def _user(text: str) -> list[ChatMessage]:
+    return [ChatMessage("user", text)]
+
+
+def test_a_queued_call_is_not_timed_while_an_earlier_batch_runs(tiny_model: Path) -> None:
+    """A call that waits behind a batch running longer than its timeout is answered: its clock starts when its own
+    batch starts (a client-side clock counted the queue, and under load calls timed out while queued, again and
+    again)."""
+    import asyncio
+    import time
+
+    from evret_core.llm.client import LLMClient
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=2000, max_batch=1, batch_window_ms=0)
+    client = LLMClient(provider, timeout=0.5, max_retries=0)
+
+    async def run() -> tuple[Any, Any, float]:
+        await provider.warmup()
+        batcher = provider._loaded.batcher
+        long = asyncio.ensure_future(provider.acomplete(_user("Say a lot."), max_tokens=2000))  # no timeout
+        while not any(q.call.max_new_tokens == 2000 for q in batcher.current):  # its batch has started
+            await asyncio.sleep(0.005)
+        started = time.monotonic()
+        short = await client.complete(_user("Hi."), max_tokens=4)
+        return await long, short, time.monotonic() - started
+
+    long, short, waited = asyncio.run(run())
+    assert waited > 0.5  # it waited longer than its timeout, behind the long batch
+    assert short.output_tokens == 4 and long.output_tokens > 0
+    assert client.usage.to_dict()["failed"] == 0
+
+
+def test_a_call_past_its_timeout_leaves_its_batch_and_the_others_answer(tiny_model: Path) -> None:
+    """The row whose own generation outlives the timeout fails with kind ``timeout``, is not retried (the same work
+    would take as long again) and leaves the batch at its next token; the other rows of its batch are answered."""
+    import asyncio
+
+    from evret_core.contracts.provider import LLMCallError
+    from evret_core.llm.client import LLMClient
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=3000, max_batch=4, batch_window_ms=300)
+    client = LLMClient(provider, timeout=0.5, max_retries=3)
+    asyncio.run(provider.warmup())
+    loaded = provider._loaded
+    forwards = loaded.forwards
+
+    async def run() -> list[Any]:
+        return await asyncio.gather(client.complete(_user("Say a lot."), max_tokens=3000),
+                                    client.complete(_user("Hi."), max_tokens=4),
+                                    client.complete(_user("Hello there."), max_tokens=4), return_exceptions=True)
+
+    long, first, second = asyncio.run(run())
+    assert list(loaded.batcher.sizes)[-1] == 3  # one batch
+    assert isinstance(long, LLMCallError) and long.kind == "timeout" and not long.retryable, long
+    assert "no answer within 0.5 s of its own generation" in str(long)
+    assert first.output_tokens == 4 and second.output_tokens == 4
+    usage = client.usage.to_dict()
+    assert (usage["calls"], usage["succeeded"], usage["failed"], usage["retries"]) == (3, 2, 1, 0)
+    assert loaded.forwards - forwards < 3000  # the long row left the batch before its budget was spent
+
+
+def test_a_batcher_thread_that_cannot_start_leaves_no_call_waiting(tiny_model: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread that cannot start ("can't start new thread") fails the call at once, and the next call starts
+    a thread: the batcher is not left marked as running with nobody serving its queue (every later call would
+    wait for ever)."""
+    import asyncio
+    import dataclasses
+    import threading
+
+    from evret_core.contracts.provider import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    asyncio.run(provider.warmup())
+    loaded = dataclasses.replace(provider._loaded, batcher=runtime.Batcher(), lock=threading.Lock())
+
+    class NoThread(threading.Thread):
+        def start(self) -> None:
+            raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(threading, "Thread", NoThread)
+        failed = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=1, window=0.0)
+    with pytest.raises(LLMCallError, match="cannot start the thread that runs the model: RuntimeError: can't "
+                                           "start new thread") as info:
+        failed.result(timeout=5)
+    assert not info.value.retryable
+    answered = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=1, window=0.0)
+    assert answered.result(timeout=120)[2] == 4
+
+
+def test_a_batcher_thread_that_fails_fails_the_calls_it_holds(tiny_model: Path) -> None:
+    """When the batcher thread itself fails (here a caller marked its future running, so the thread cannot), each
+    call it held gets the error and the next call starts a new thread, instead of waiting for ever."""
+    import asyncio
+    import dataclasses
+    import threading
+
+    from evret_core.contracts.provider import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    asyncio.run(provider.warmup())
+    loaded = dataclasses.replace(provider._loaded, batcher=runtime.Batcher(), lock=threading.Lock())
+    hijacked = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=2, window=5.0)
+    assert hijacked.set_running_or_notify_cancel()  # hostile: the batcher can no longer set it running
+    beside = runtime.submit(loaded, runtime.Call(_user("Hello."), 0.0, 4, 0), max_batch=2, window=5.0)
+    for future in (hijacked, beside):
+        with pytest.raises(LLMCallError, match="the thread that runs the model failed: RuntimeError"):
+            future.result(timeout=60)
+    answered = runtime.submit(loaded, runtime.Call(_user("Hi."), 0.0, 4, 0), max_batch=1, window=0.0)
+    assert answered.result(timeout=120)[2] == 4
+
+
+def test_a_call_that_cannot_be_prepared_fails_alone_in_its_batch(tiny_model: Path) -> None:
+    """An unexpected error while one call is prepared (here a schema that is not JSON) fails that call only; the
+    other call of its batch is answered."""
+    import asyncio
+    import dataclasses
+    import threading
+
+    from evret_core.contracts.provider import LLMCallError
+
+    provider = TransformersProvider(str(tiny_model), max_new_tokens=8)
+    asyncio.run(provider.warmup())
+    loaded = dataclasses.replace(provider._loaded, batcher=runtime.Batcher(), lock=threading.Lock())
+    bad = runtime.Call(_user("Hi."), 0.0, 8, 0, json_schema={"type": "string", "const": object()})
+    good = runtime.Call(_user("Hello."), 0.0, 4, 0)
+    futures = [runtime.submit(loaded, call, max_batch=2, window=5.0) for call in (bad, good)]
+    with pytest.raises(LLMCallError, match="this call cannot run: TypeError") as info:
+        futures[0].result(timeout=120)
+    assert not info.value.retryable
+    assert futures[1].result(timeout=120)[2] == 4
+    assert list(loaded.batcher.sizes) == [2]
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), "soon", True])
+def test_a_bad_timeout_is_refused_when_the_provider_is_built(tiny_model: Path, timeout: Any) -> None:
+    with pytest.raises(EvretError, match="option 'timeout' must be a number of seconds above 0"):
+        TransformersProvider(str(tiny_model), timeout=timeout)
