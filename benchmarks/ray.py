@@ -52,6 +52,7 @@ from evret_ray.executor import RayExecutor  # noqa: E402
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
 from evret_core.plugins.loading import get_registry, register_plugin  # noqa: E402
+from evret_core.sdk import recipe_of  # noqa: E402
 from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
 from evret_core.testing.llm_stubs import StubLLMServer, StubReply, StubRequest, always, first_user_prompt  # noqa: E402
 
@@ -116,7 +117,7 @@ def _judge_worker_start(workers: int) -> float:
 
     with StubLLMServer(always("YES")) as stub:
         executor = RayExecutor(workers=workers, worker_cpus=0)
-        spec, _ = executor._ship(create_judge("llm", cache=False, **stub_options(stub)), "judge")
+        spec, _ = executor._ship(recipe_of("judge", create_judge("llm", cache=False, **stub_options(stub))))
         start = time.perf_counter()
         actor = ray.remote(JudgeWorker).options(num_cpus=0)
         actors = [actor.remote(spec, None, register_stub_provider) for _ in range(workers)]
@@ -253,7 +254,7 @@ def _semantic_worker_start() -> tuple[float, int]:
     from evret_core.contracts.judge import JudgmentContext
 
     executor = RayExecutor(workers=1)
-    spec, _ = executor._ship(create_judge("semantic", cache=False), "judge")
+    spec, _ = executor._ship(recipe_of("judge", create_judge("semantic", cache=False)))
     start = time.perf_counter()
     worker = ray.remote(JudgeWorker).options(num_cpus=1).remote(spec, None, None)
     ray.get(worker.judge_batch.remote([JudgmentContext(query="q", expected_text="a", retrieved_text="a b")]))
