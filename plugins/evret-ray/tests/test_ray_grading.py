@@ -242,3 +242,53 @@ def test_query_similarity_grades_on_ray_equal_local() -> None:
         q: r.relevant_ids for q, r in local.per_query.items()}
     assert on_ray.scores == local.scores and on_ray.stats["judged"] == local.stats["judged"]
     assert len(on_ray.stats["judged"]["histogram"]) > 1  # the case grades on more than one level
+
+
+def test_workers_that_cannot_build_the_judge_say_why_in_one_line(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # the stub provider is registered here only (no worker_setup): the workers cannot build the judge, and Ray
+    # hands their EvretError back as traceback text only; it reads as the error, for grading and judging alike
+    (tmp_path / "topics.tsv").write_text("q1\tbees\n", encoding="utf-8")
+    (tmp_path / "corpus.jsonl").write_text(json.dumps({"id": "d1", "text": "bees at level 2"}) + "\n",
+                                           encoding="utf-8")
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 1.0 a\n", encoding="utf-8")
+    why = ("ray worker: could not build judge 'relevance' (unknown llm provider 'stub'; known llm providers: ")
+    with StubLLMServer(graded) as stub:
+        options = stub_options(stub)
+        assert main(["judge", "--queries", str(tmp_path / "topics.tsv"), "--corpus", str(tmp_path / "corpus.jsonl"),
+                     "--run", str(tmp_path / "a.run"), "-o", str(tmp_path / "x.qrels"), "--no-progress",
+                     *[arg for key, value in options.items() for arg in ("--judge-option", f"{key}={value}")],
+                     "--executor", "ray", "--executor-option", "workers=1", "--executor-option", "worker_cpus=0"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"evret: error: {why}") and err.count("\n") == 1
+        assert "register it in the executor's worker_setup" in err and not (tmp_path / "x.qrels").exists()
+        executor = RayExecutor(workers=1, worker_cpus=0)
+        contexts = [JudgmentContext(query="bees", expected_text="", retrieved_text="bees at level 2")]
+        try:
+            with pytest.raises(EvretError, match=re.escape(why)):
+                executor.judge(create_judge("relevance", **options), contexts, 1, lambda done: None)
+        finally:
+            executor.shutdown()
+
+
+class _Died(Exception):
+    """What Ray raises when an actor's creation task failed: no cause, the traceback as text."""
+
+    cause = None
+
+    def __init__(self, error_msg: str) -> None:
+        super().__init__(error_msg)
+        self.error_msg = error_msg
+
+
+def test_the_error_an_actor_was_built_with_is_read_from_its_traceback() -> None:
+    from evret_ray.remote_errors import _init_error
+
+    chained = ("Traceback (most recent call last):\n  File \"x.py\", line 1, in build\n"
+               "evret_core.contracts.errors.EvretError: an earlier error\n\nDuring handling of the above exception, "
+               "another exception occurred:\n\nTraceback (most recent call last):\n  File \"w.py\", line 9\n"
+               "evret_core.contracts.errors.PluginError: plugin 'x' failed:\nsecond line\n")
+    assert _init_error(_Died(chained)) == "plugin 'x' failed:\nsecond line"
+    assert _init_error(_Died("Traceback ...\nValueError: not ours\n")) is None
+    assert _init_error(_Died("Traceback ...\nevret_core.nowhere.Missing: gone\n")) is None
+    assert _init_error(_Died("evret_core.contracts.judge.Judge: not an error class\n")) is None
