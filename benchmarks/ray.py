@@ -6,6 +6,11 @@
   ceil(N / 40) x 0.2 s; the stub counts the requests in flight and reports the most it saw. The in-process
   executor with ``max_concurrency=40`` is measured as the peer; Ray twice with one executor (the first run starts
   the workers, the second finds them kept), with the limiter actor's call count.
+- ``grade``: graded judging (``Executor.grade``) of G distinct (query, passage) pairs of queries without labels by
+  the ``relevance`` judge against the stub answering ``{"grade": g}`` after 200 ms, with a limit of 20 requests
+  in flight (the local client's ``max_concurrency``; Ray's ``max_in_flight``, 2 workers of 0 CPUs). The ideal
+  time is ceil(G / 20) x 0.2 s; local, then Ray twice with one executor (workers started, then kept); the grades
+  of every run must be equal.
 - ``metrics``: an id-labelled precomputed run of Q queries x 100 documents, metrics ndcg@10, recall@100, mrr@10
   computed in chunks of 2,048 queries as Ray tasks (at most 2 x workers chunks out at once) against the local
   executor; the per-query values must be equal (checked on every query, not a sample), and each Ray worker's peak
@@ -21,8 +26,8 @@
   10,000 queries is regenerated in memory and scored in-process with ``evaluate_run``: the largest difference is
   printed (and must be below 1e-12). Use ``--parts`` with no other part to run it alone.
 
-Run: ``python benchmarks/ray.py [--parts llm metrics semantic] [--llm-contexts 2000] [--queries 50000]
-[--pairs 5000] [--cpus 2] [--big 0] [--shards S] [--sample-blocks 5]``
+Run: ``python benchmarks/ray.py [--parts llm grade metrics semantic] [--llm-contexts 2000] [--grade-contexts 400]
+[--queries 50000] [--pairs 5000] [--cpus 2] [--big 0] [--shards S] [--sample-blocks 5]``
 """
 
 from __future__ import annotations
@@ -47,8 +52,9 @@ from evret_ray.executor import RayExecutor  # noqa: E402
 
 from evret_core import EvaluationDataset, Evaluator, QueryExample, create_judge  # noqa: E402
 from evret_core.plugins.loading import get_registry, register_plugin  # noqa: E402
+from evret_core.sdk import recipe_of  # noqa: E402
 from evret_core.testing.llm_provider import register_stub_provider, stub_options  # noqa: E402
-from evret_core.testing.llm_stubs import StubLLMServer, always  # noqa: E402
+from evret_core.testing.llm_stubs import StubLLMServer, StubReply, StubRequest, always, first_user_prompt  # noqa: E402
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10"]
 
@@ -111,7 +117,7 @@ def _judge_worker_start(workers: int) -> float:
 
     with StubLLMServer(always("YES")) as stub:
         executor = RayExecutor(workers=workers, worker_cpus=0)
-        spec, _ = executor._ship(create_judge("llm", cache=False, **stub_options(stub)), "judge")
+        spec, _ = executor._ship(recipe_of("judge", create_judge("llm", cache=False, **stub_options(stub))))
         start = time.perf_counter()
         actor = ray.remote(JudgeWorker).options(num_cpus=0)
         actors = [actor.remote(spec, None, register_stub_provider) for _ in range(workers)]
@@ -120,6 +126,50 @@ def _judge_worker_start(workers: int) -> float:
         for a in actors:
             ray.kill(a)
     return took
+
+
+def part_grade(contexts: int) -> None:
+    limit, workers, latency = 20, 2, 0.2
+    n_queries = max(1, contexts // 10)
+    queries = [QueryExample(query_id=f"q{q}", query_text=f"question {q} about bees") for q in range(n_queries)]
+    run = {f"q{q}": [{"doc_id": f"d{q}-{d}", "score": float(10 - d), "text": f"passage {q}-{d} at level {(q + d) % 4}"}
+                     for d in range(10)] for q in range(n_queries)}
+    dataset, total = EvaluationDataset(queries=queries), n_queries * 10
+    ideal = math.ceil(total / limit) * latency
+    print(f"\n## Graded judging (relevance): {total} distinct (query, passage) pairs, stub latency "
+          f"{latency * 1000:.0f} ms, limit {limit} in flight")
+
+    def graded(request: StubRequest) -> StubReply:
+        level = first_user_prompt(request).split(" at level ")[1][0]
+        return StubReply(text=f'{{"grade": {level}}}', delay=latency)
+
+    ray_executor = RayExecutor(workers=workers, worker_cpus=0, max_in_flight=limit,
+                               worker_setup=register_stub_provider)
+    rows = [("local (one client, max_concurrency=20)", "local"),
+            (f"ray, first run ({workers} workers started in the run, cluster-wide limit {limit})", ray_executor),
+            ("ray, second run of the same executor (workers kept)", ray_executor)]
+    results_rows = []
+    with StubLLMServer(graded) as stub:
+        for label, executor in rows:
+            judge = create_judge("relevance", cache=False, max_concurrency=limit, **stub_options(stub))
+            before, stub.max_in_flight = len(stub.requests), 0
+            start = time.perf_counter()
+            results = Evaluator(run, metrics=["ndcg@10"], judge=judge, judge_batch_size=1024,
+                                executor=executor, n_resamples=1).evaluate(dataset)
+            took = time.perf_counter() - start
+            assert len(stub.requests) - before == total, (len(stub.requests) - before, total)
+            assert stub.max_in_flight <= limit, stub.max_in_flight
+            grades = {q: r.relevant_ids for q, r in results.per_query.items()}
+            results_rows.append((label, took, stub.max_in_flight, grades, results.scores["ndcg@10"]))
+    ray_executor.shutdown()
+    local = results_rows[0][1]
+    print("| executor | time | x ideal | x local | most in flight (stub) |\n|---|---|---|---|---|")
+    for label, took, peak, _, _ in results_rows:
+        print(f"| {label} | {took:.2f} s | {took / ideal:.2f}x | {took / local:.2f}x | {peak} |")
+    same = all(r[3] == results_rows[0][3] and r[4] == results_rows[0][4] for r in results_rows)
+    print(f"ideal: ceil({total}/{limit}) x {latency} s = {ideal:.2f} s; same grades and ndcg@10 "
+          f"({results_rows[0][4]:.4f}) in every run: {same}")
+    assert same
 
 
 def id_case(n_queries: int, seed: int = 1) -> tuple[EvaluationDataset, dict[str, dict[str, float]]]:
@@ -204,7 +254,7 @@ def _semantic_worker_start() -> tuple[float, int]:
     from evret_core.contracts.judge import JudgmentContext
 
     executor = RayExecutor(workers=1)
-    spec, _ = executor._ship(create_judge("semantic", cache=False), "judge")
+    spec, _ = executor._ship(recipe_of("judge", create_judge("semantic", cache=False)))
     start = time.perf_counter()
     worker = ray.remote(JudgeWorker).options(num_cpus=1).remote(spec, None, None)
     ray.get(worker.judge_batch.remote([JudgmentContext(query="q", expected_text="a", retrieved_text="a b")]))
@@ -278,8 +328,9 @@ def part_big(n: int, shards: int | None, sample_blocks: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="*", default=["llm", "metrics", "semantic"])
+    parser.add_argument("--parts", nargs="*", default=["llm", "grade", "metrics", "semantic"])
     parser.add_argument("--llm-contexts", type=int, default=2000)
+    parser.add_argument("--grade-contexts", type=int, default=400)
     parser.add_argument("--queries", type=int, default=50_000)
     parser.add_argument("--pairs", type=int, default=5000)
     parser.add_argument("--cpus", type=int, default=2)
@@ -298,6 +349,8 @@ def main() -> None:
     try:
         if "llm" in args.parts:
             part_llm(args.llm_contexts)
+        if "grade" in args.parts:
+            part_grade(args.grade_contexts)
         if "metrics" in args.parts:
             part_metrics(args.queries)
         if "semantic" in args.parts:

@@ -22,10 +22,12 @@ from evret_core.contracts.executor import (
     JudgeRun,
     RewriteRun,
     batch_retrieve,
+    grade_chunk,
     judge_chunk,
     metric_values,
     rewrite_chunk,
     use_shared_limiter,
+    verdict_of,
 )
 from evret_core.contracts.generation import Answer, Claim, Context, GenerationRequest, Generator
 from evret_core.contracts.hooks import Register, hookimpl, lazy
@@ -119,6 +121,7 @@ __all__ = [
     "corpus_batches",
     "default_cache_dir",
     "distance_result",
+    "grade_chunk",
     "hookimpl",
     "hub_endpoint",
     "hub_reachable",
@@ -140,4 +143,5 @@ __all__ = [
     "rewrite_chunk",
     "run_sync",
     "use_shared_limiter",
+    "verdict_of",
 ]

@@ -4,7 +4,8 @@ and write the grades as TREC qrels (a judged pool).
 The pool is :func:`evret_core.judge.pooling.pool_runs` (best rank first, so a run stopped half way has judged
 shallow pools of every query); each pair is judged on ``(query, passage text)``
 (:func:`~evret_core.contracts.judge.reference_free_context`) through the judge's own cache, so a rerun sends
-nothing already answered. Pairs whose grade could not be made are left out of the qrels and counted.
+nothing already answered, in the executor's ``grade`` stage (``--executor ray`` spreads it over Ray workers).
+Pairs whose grade could not be made are left out of the qrels and counted.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p.add_argument("--judge-option", action="append", metavar="KEY=VALUE", help="judge option (repeatable)")
     p.add_argument("--skip-judged", metavar="QRELS", help="leave out the pairs this qrels file already judges")
     p.add_argument("--judge-batch-size", type=int, default=1024, help="contexts per batch_grade call (default 1024)")
+    p.add_argument("--executor", help="where the grading runs: local (default) or a plugin's executor, e.g. ray "
+                                      "(evret-ray)")
+    p.add_argument("--executor-option", action="append", metavar="KEY=VALUE",
+                   help="executor option (repeatable), e.g. address=auto or max_in_flight=40 for ray")
     p.add_argument("-o", "--output", metavar="QRELS", help="write the judged pool here as TREC qrels ('-': stdout)")
     p.add_argument("--dry-run", action="store_true",
                    help="pool and plan: print what the judge would send (after dedupe and cache), without judging")
@@ -53,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from evret_core.contracts import kinds
     from evret_core.contracts.judge import reference_free_context
     from evret_core.contracts.values import grade_key
+    from evret_core.evaluation.executors import resolve_executor
     from evret_core.io import trec
     from evret_core.io.options import parse_options
     from evret_core.io.outputs import check_outputs
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     if not getattr(judge, "reference_free", False):
         raise EvretError(f"--judge {args.judge}: judge {name!r} needs expected answers; evret judge grades "
                          f"(query, passage) pairs alone: give a reference-free judge such as relevance")
+    executor = resolve_executor(args.executor, parse_options(args.executor_option, "--executor-option"))
     topics = _queries(args.queries, trec)
     runs = [_rankings(path, trec) for path in args.run]
     judged = trec.read_qrels(args.skip_judged) if args.skip_judged else None
@@ -95,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                   + (f", {pool.skipped} already judged" if pool.skipped else ""))
             _print_plan(shown)
         return 0
-    grades, judge_stats = _grade(judge, distinct, batch_size, args.no_progress)
+    grades, judge_stats = _grade(executor, judge, distinct, batch_size, args.no_progress)
     grade_of = dict(zip(distinct, grades, strict=True))
     qrels: dict[str, dict[str, float]] = {}
     unmeasured = 0
@@ -173,9 +180,10 @@ def _texts(path: str, wanted: set[str]) -> dict[str, str]:
     return texts
 
 
-def _grade(judge: Any, contexts: list[Any], batch_size: int, quiet: bool) -> tuple[list[float | None], Any]:
-    """The judge's grade of each context through the local executor's ``grade`` (the judge's own cache)."""
-    from evret_core.contracts.executor import Executor
+def _grade(executor: Any, judge: Any, contexts: list[Any], batch_size: int,
+           quiet: bool) -> tuple[list[float | None], Any]:
+    """The judge's grade of each context through the executor's ``grade`` stage (the judge's own cache); an
+    executor that keeps workers (``ray``) is shut down after."""
     from evret_core.contracts.judge import judge_progress
     from evret_core.plugins.loading import plugin_exits_as_errors
     from evret_core.progress import after_a_while, report_progress, terminal_progress
@@ -187,12 +195,18 @@ def _grade(judge: Any, contexts: list[Any], batch_size: int, quiet: bool) -> tup
     report_progress(progress, "judge", 0, len(contexts))
     try:
         with judge_progress(progress), plugin_exits_as_errors():
-            run = Executor().grade(judge, contexts, batch_size,
-                                                  lambda done: report_progress(progress, "judge", done, len(contexts)))
+            run = executor.grade(judge, contexts, batch_size,
+                                 lambda done: report_progress(progress, "judge", done, len(contexts)))
     finally:
         if bar is not None:
             bar.close()
-    return list(run.grades or []), run.stats
+        shutdown = getattr(executor, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+    if run.grades is None or len(run.grades) != len(contexts):
+        got = "no" if run.grades is None else len(run.grades)
+        raise EvretError(f"executor {executor.name!r} returned {got} grades for {len(contexts)} contexts")
+    return list(run.grades), run.stats
 
 
 def _print_summary(summary: dict[str, Any], out: Any) -> None:

@@ -168,6 +168,8 @@ def test_a_results_file_is_a_run(files: Path) -> None:
     ([], "--output QRELS is needed (or --dry-run to plan without judging)"),
     (["--depth", "0", "-o", "x.qrels"], "--depth must be an integer from 1"),
     (["-o", "-", "--json"], "--output - and --json would both write to standard output"),
+    (["--executor", "nosuch", "-o", "x.qrels"], "unknown executor 'nosuch'; known executors: local"),
+    (["--executor-option", "workers", "-o", "x.qrels"], "--executor-option 'workers': write it as KEY=VALUE"),
 ])
 def test_bad_input_is_one_line_before_any_judging(files: Path, capsys: pytest.CaptureFixture[str],
                                                   extra: list[str], message: str) -> None:

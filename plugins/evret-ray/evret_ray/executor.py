@@ -1,4 +1,5 @@
-"""``RayExecutor``: an evaluation's retrieval batches, judging, rewriting and metric chunks as Ray actors and tasks.
+"""``RayExecutor``: an evaluation's retrieval batches, judging, grading, rewriting and metric chunks as Ray actors
+and tasks.
 
 - **Workers are kept.** The actors of a stage (judging, retrieval) are started once, all at once, and kept across
   stages and across runs of the same executor, keyed by how the part is built: the judge's (or retriever's)
@@ -10,9 +11,13 @@
   a worker starts its next batch as soon as one ends. Each actor builds the judge once from the name and options
   it was created with (its :class:`~evret_core.sdk.Recipe`, rebuilt by :func:`~evret_core.sdk.rebuild`: an
   embedding model is loaded on the worker, never pickled), or unpickles a judge object that was not made by
-  name. An LLM judge's batches run concurrently on the actor's event loop (one client, its connections kept); other judges run one batch at a time. The judge's
-  answer cache (SQLite, WAL) is the same file on every worker of one machine or a shared filesystem, so answers
-  paid for by a killed run are reused by the next.
+  name. An LLM judge's batches run concurrently on the actor's event loop (one client, its connections kept);
+  other judges run one batch at a time. The judge's answer cache (SQLite, WAL) is the same file on every worker
+  of one machine or a shared filesystem, so answers paid for by a killed run are reused by the next.
+- **Grading** (a graded judge, e.g. ``relevance``, over queries without labels or a judged pool): the same, each
+  batch graded by ``batch_grade`` (``abatch_grade`` on the event loop) and checked on the worker as locally
+  (:func:`~evret_core.sdk.grade_chunk`); the verdicts are the grades at the judge's cut, and an LLM judge's texts
+  are scanned for injections in the driver, once for the run.
 - **LLM calls** obey ``max_in_flight``: one cluster-wide bound on requests in flight, held by an
   :class:`~evret_ray.limiter.InFlightActor` that every worker's LLM client acquires from through a
   :class:`~evret_ray.limiter.LeasedLimiter` (slots leased in bulk and handed on inside a worker).
@@ -56,6 +61,7 @@ from evret_core.sdk import (
     RewriteRequest,
     RewriteRun,
     recipe_of,
+    verdict_of,
 )
 from evret_ray.remote_errors import errors_as_evret
 
@@ -343,35 +349,65 @@ class RayExecutor(Executor):
               progress: Callable[[int], None]) -> JudgeRun:
         from evret_ray.workers import JudgeWorker
 
-        with self._stage() as ray:
-            spec, key = self._ship(recipe_of("judge", judge))
-            workers = self.worker_count()
-            # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
-            # worker idles while another still starts or finishes a long batch
-            size = max(1, min(batch_size, math.ceil(len(contexts) / (8 * workers))))
-            # columns travel as columns: a slice pickles as the answers and texts it uses plus two index arrays,
-            # and the judge on the worker reads them as it would locally (no JudgmentContext built for it)
-            columns = isinstance(contexts, ContextColumns)
-            batches = [contexts[i : i + size] if columns else list(contexts[i : i + size])
-                       for i in range(0, len(contexts), size)]
-            limiter = self._limiter_actor()
-            actor = ray.remote(JudgeWorker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
-                                                    max_concurrency=self.batches_per_worker + 2)
-            actors = self._actors("judge", f"{key}:{self.max_in_flight}",
-                                  lambda: actor.remote(spec, limiter, self.worker_setup), min(workers, len(batches)))
-            ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
-            verdicts: list[bool | None] = []
-            for got in self._dispatch(actors, lambda a, batch: a.judge_batch.remote(batch), batches,
-                                      self.batches_per_worker):
-                verdicts.extend(got)
-                progress(len(verdicts))
-            stats: dict[str, Any] | None = None
-            for got_stats in ray.get([a.stats.remote() for a in actors]):
-                if got_stats is not None:
-                    stats = got_stats if stats is None else merge_stats(stats, got_stats)
-            if limiter is not None:
-                self.last_limiter_stats = ray.get(limiter.stats.remote())
+        with self._stage():
+            verdicts, stats = self._judging("judge", JudgeWorker, "judge_batch", judge, contexts, batch_size,
+                                            progress)
         return JudgeRun(verdicts, stats)
+
+    def grade(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int,
+              progress: Callable[[int], None]) -> JudgeRun:
+        """A graded judge's grade of every context, in batches over ``workers`` actors as :meth:`judge`'s (the
+        judge rebuilt once per worker from its recipe, an LLM judge's cache pinned to this process's file, its calls
+        under ``max_in_flight``); each batch's grades checked on the worker as locally, the verdicts the grades at
+        the judge's cut. An LLM judge's texts are scanned for injections here, once, as locally."""
+        from evret_ray.workers import GradeWorker, scans_on_driver
+
+        if not contexts:
+            return super().grade(judge, contexts, batch_size, progress)
+        with self._stage():
+            scans = scans_on_driver(judge)
+            if scans:  # one WARNING line and one count of distinct texts for the run, as locally
+                judge.reset_stats()
+                judge.prepare(contexts)
+            grades, stats = self._judging("grade", GradeWorker, "grade_batch", judge, contexts, batch_size,
+                                          progress)
+            if scans and stats is not None:
+                stats["injection"] = judge.injections.stats()
+        return JudgeRun([verdict_of(judge, g) for g in grades], stats, grades)
+
+    def _judging(self, role: str, worker: type, method: str, judge: Any, contexts: Sequence[JudgmentContext],
+                 batch_size: int, progress: Callable[[int], None]) -> tuple[list[Any], dict[str, Any] | None]:
+        """``worker.method`` over batches of ``contexts`` on the ``role`` pool: the answers in order, and the
+        workers' judge stats for the run merged (:func:`merge_stats`)."""
+        ray = self._ray()
+        spec, key = self._ship(recipe_of("judge", judge))
+        workers = self.worker_count()
+        # about eight batches per worker at most: a worker that starts (or finishes) early takes more, so no
+        # worker idles while another still starts or finishes a long batch
+        size = max(1, min(batch_size, math.ceil(len(contexts) / (8 * workers))))
+        # columns travel as columns: a slice pickles as the answers and texts it uses plus two index arrays,
+        # and the judge on the worker reads them as it would locally (no JudgmentContext built for it)
+        columns = isinstance(contexts, ContextColumns)
+        batches = [contexts[i : i + size] if columns else list(contexts[i : i + size])
+                   for i in range(0, len(contexts), size)]
+        limiter = self._limiter_actor()
+        actor = ray.remote(worker).options(num_cpus=self.worker_cpus, num_gpus=self.worker_gpus,
+                                           max_concurrency=self.batches_per_worker + 2)
+        actors = self._actors(role, f"{key}:{self.max_in_flight}",
+                              lambda: actor.remote(spec, limiter, self.worker_setup), min(workers, len(batches)))
+        ray.get([a.reset.remote() for a in actors] + ([limiter.reset_peak.remote()] if limiter else []))
+        answers: list[Any] = []
+        for got in self._dispatch(actors, lambda a, batch: getattr(a, method).remote(batch), batches,
+                                  self.batches_per_worker):
+            answers.extend(got)
+            progress(len(answers))
+        stats: dict[str, Any] | None = None
+        for got_stats in ray.get([a.stats.remote() for a in actors]):
+            if got_stats is not None:
+                stats = got_stats if stats is None else merge_stats(stats, got_stats)
+        if limiter is not None:
+            self.last_limiter_stats = ray.get(limiter.stats.remote())
+        return answers, stats
 
     def rewrite(self, rewriter: Any, requests: Sequence[RewriteRequest], batch_size: int,
                 progress: Callable[[int], None]) -> RewriteRun:

@@ -1,4 +1,4 @@
-"""What runs inside Ray workers: the judging, retrieval, rewriting and generation actors (each builds its part once and
+"""What runs inside Ray workers: the judging, grading, retrieval, rewriting and generation actors (each builds its part once and
 keeps it for every batch and every run it serves) and the metric task."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from evret_core.sdk import (
     Recipe,
     RewriteRequest,
     batch_retrieve,
+    grade_chunk,
     judge_chunk,
     metric_values,
     rebuild,
@@ -106,6 +107,77 @@ class JudgeWorker:
         if callable(prepare):  # e.g. encode every distinct text of the batch in one pass
             prepare(contexts)
         return judge_chunk(self.judge, contexts)
+
+
+class GradeWorker(JudgeWorker):
+    """One grading worker: a :class:`JudgeWorker` whose batches are graded (``batch_grade``), each batch's grades
+    checked by :func:`~evret_core.sdk.grade_chunk` as the local executor checks them (one per context, None or
+    within the judge's scale), so a bad grade is refused with the same error. A judge with ``abatch_grade`` (the
+    ``relevance`` judge) runs several batches at once on the actor's event loop; any other grades one batch at a
+    time in a thread. The driver scans the run's texts for prompt injections once
+    (:meth:`~evret_ray.executor.RayExecutor.grade`), so this worker's judge does not."""
+
+    def __init__(self, spec: Recipe, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
+        super().__init__(spec, limiter, setup)
+        if scans_on_driver(self.judge):  # an LLM judge: its scan is the driver's (one count, one WARNING)
+            self.judge.injections = _NoScan()
+
+    async def grade_batch(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        judge = self.judge
+        abatch = getattr(judge, "abatch_grade", None)
+        if callable(abatch):
+            prepare = getattr(judge, "prepare", None)
+            if callable(prepare):
+                prepare(contexts)
+            return grade_chunk(_Graded(judge, list(await abatch(contexts))), contexts)
+        if self._one_at_a_time is None:
+            self._one_at_a_time = asyncio.Lock()
+        async with self._one_at_a_time:  # a sync judge is not asked to be thread-safe
+            return await asyncio.to_thread(self._sync_grades, contexts)
+
+    def _sync_grades(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
+        prepare = getattr(self.judge, "prepare", None)
+        if callable(prepare):  # e.g. encode every distinct text of the batch in one pass
+            prepare(contexts)
+        return grade_chunk(self.judge, contexts)
+
+
+def scans_on_driver(judge: Any) -> bool:
+    """Whether ``judge`` scans its texts for prompt injections (an LLM judge: ``injections`` and ``prepare``), a
+    scan :meth:`~evret_ray.executor.RayExecutor.grade` makes in the driver, once for the run."""
+    return hasattr(judge, "injections") and callable(getattr(judge, "prepare", None))
+
+
+class _Graded:
+    """A batch's grades, already made, for :func:`~evret_core.sdk.grade_chunk` to check as the judge's own (its
+    scale and its name in the error)."""
+
+    def __init__(self, judge: Any, grades: list[Any]) -> None:
+        self.judge = judge
+        self.grades = getattr(judge, "grades", None)
+        self.answers = grades
+
+    def batch_grade(self, contexts: Sequence[JudgmentContext]) -> list[Any]:
+        return self.answers
+
+    def __repr__(self) -> str:
+        return repr(self.judge)
+
+
+class _NoScan:
+    """Stands in for an LLM judge's injection scan on a worker: the driver scans the run's texts (and reports them)
+    once, so the worker flags nothing and counts nothing."""
+
+    flagged = 0
+
+    def reset(self) -> None:
+        pass
+
+    def add(self, texts: Any) -> list[dict[str, str]]:
+        return []
+
+    def stats(self) -> dict[str, Any]:
+        return {}
 
 
 class RewriteWorker:
@@ -216,4 +288,5 @@ def metrics_task(metrics: Sequence[Metric], batch: RankedBatch) -> list[np.ndarr
     return metric_values(metrics, batch)
 
 
-__all__ = ["GenerateWorker", "JudgeWorker", "RetrieveWorker", "RewriteWorker", "build", "install_limiter", "metrics_task"]
+__all__ = ["GenerateWorker", "GradeWorker", "JudgeWorker", "RetrieveWorker", "RewriteWorker", "build", "install_limiter",
+           "metrics_task", "scans_on_driver"]
