@@ -184,3 +184,42 @@ def test_generated_history_with_a_query_built_from_replies_is_refused() -> None:
                      history_window=HistoryWindow(roles="all"))
     with pytest.raises(EvretError, match="unknown history 'generate' \\(did you mean generated\\?\\)"):
         RagEvaluator(Everything(), Scripted(), history="generate")
+
+
+class WrongFirst(Scripted):
+    """Wrong under retrieved at ``capital?`` (the first turn of c1 and of c2), and wherever it is carried; it plans
+    its calls as an LLM generator does (one a request)."""
+
+    def generate(self, request: GenerationRequest) -> Answer | None:
+        if request.question == "capital?" and request.condition == "retrieved":
+            self.requests.append(request)
+            return Answer(text="WRONG")
+        return super().generate(request)
+
+    def plan(self, requests: list[GenerationRequest]) -> dict[str, int]:
+        return {"calls": len(requests), "estimated_input_tokens": 10 * len(requests), "estimated_output_tokens": 0}
+
+
+def wrong_first(history: str) -> RagEvaluator:
+    return RagEvaluator(Everything(), WrongFirst(), k=3, n_resamples=20, history=history, relevance="none")
+
+
+def test_the_dry_run_bounds_the_reanswers_of_generated_history(turns: TurnQuestions) -> None:
+    import io
+
+    from evret_core.report.rag_tables import print_plan
+
+    plan = wrong_first("generated").dry_run(turns)
+    # c1:2 and c1:3 follow an earlier turn of c1 under retrieved; c2:2 is its conversation's first question
+    assert (plan["generator_calls"], plan["reanswers_at_most"], plan["generator_calls_at_most"]) == (8, 2, 10)
+    assert plan["llm_total"]["calls"] == 8 and plan["llm_total"]["calls_at_most_with_reanswers"] == 10
+    out = io.StringIO()
+    print_plan(plan, file=out)
+    assert "--history generated: at most 2 more generator call(s) (10 in all)" in out.getvalue()
+    assert "calls_at_most_with_reanswers: 10" in out.getvalue()
+    # the bound is reached: c1:1 wrong under retrieved carries into c1:2 and c1:3, both answered again
+    results = wrong_first("generated").evaluate(turns)
+    assert results.stats["reference_history_answers"] == 2 and results.stats["generator_calls"] == 10
+    assert results.attribution["carried_failure"] == 2
+    reference = wrong_first("reference").dry_run(turns)
+    assert "reanswers_at_most" not in reference and "calls_at_most_with_reanswers" not in reference["llm_total"]
