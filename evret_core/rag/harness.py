@@ -511,6 +511,10 @@ class RagEvaluator:
         if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
+        # the history the claims were judged against, rebuilt from the request as sent, as the runner built it
+        # (claim_task_of): an outcome does not carry its claim task, so that every executor's outcomes (Ray's
+        # come back pickled from its workers; a third party's are its own) score alike without shipping each
+        # answer's contexts back to the driver
         history = () if request is None else claims_history_of(request.history, self.claims_history)
         item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected,
                           got.relevance, case.info, history)

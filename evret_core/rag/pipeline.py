@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,12 +42,12 @@ between calls)."""
 
 @dataclass
 class Outcome:
-    """What one (question, condition) got: the answer (None: unmeasured), its verdicts and its relevance."""
+    """What one (question, condition) got: the answer (None: unmeasured), its verdicts and its relevance. The
+    claim task is not kept: the driver rebuilds its history from the request as sent (``RagEvaluator._score``)."""
 
     answer: Answer | None
     verdicts: list[ClaimVerdict] | None = None
     relevance: float | None = None
-    task: ClaimTask | None = field(default=None, repr=False)
 
 
 def check_answer(answer: Any, request: GenerationRequest) -> Answer | None:
