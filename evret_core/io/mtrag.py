@@ -85,7 +85,17 @@ def mtrag_passages(root: str | Path) -> dict[str, dict[str, dict[str, str]]]:
     """The passages an MTRAG copy has text for (the MTRAG-UN contexts and the evaluation documents), by domain:
     domain -> id -> ``{"title", "text"}``. A passage's domain is that of the qrels file judging it, else the
     ``Collection`` of a task citing it (``ibmcloud`` is ``cloud``)."""
-    root = Path(root)
+    return _passages(Path(root), _evaluation_file(Path(root)))
+
+
+def _evaluation_file(root: Path) -> Any:
+    """The parsed evaluation file of the MTRAG copy at ``root``; a load reads it once (it holds ``\\u`` surrogate
+    escapes, so parsing it also re-encodes it whole: :func:`~evret_core.io.jsonio.loads_json`)."""
+    return loads_json(read_text(root / _EVAL_FILE, what="MTRAG evaluation file"), root / _EVAL_FILE)
+
+
+def _passages(root: Path, data: Any) -> dict[str, dict[str, dict[str, str]]]:
+    """:func:`mtrag_passages` with the evaluation file's ``data`` already read."""
     judged: dict[str, str] = {}
     for domain in DOMAINS:
         qrels = root / "retrieval_tasks" / domain / "qrels" / "dev.tsv"
@@ -99,7 +109,6 @@ def mtrag_passages(root: str | Path) -> dict[str, dict[str, dict[str, str]]]:
         for context in record.get("contexts") or []:
             texts.setdefault(str(context["document_id"]), _passage(context))
             cited.setdefault(str(context["document_id"]), _domain(str(record.get("Collection", ""))))
-    data = loads_json(read_text(root / _EVAL_FILE, what="MTRAG evaluation file"), root / _EVAL_FILE)
     for document in data.get("documents") or []:
         texts.setdefault(str(document["document_id"]), _passage(document))
     for task in data.get("tasks") or []:
@@ -150,12 +159,15 @@ def mtrag_responses(path: str | Path) -> dict[str, list[dict[str, Any]]]:
 def _read_retrieval(folders: list[Path], given: Corpus | None, path: Path) -> ConversationSet:
     root = mtrag_root(path)
     notes: list[str] = []
+    evaluation = None  # read once: the reduced corpus and the agent replies both come from it
+    if root is not None and (given is None or (root / _EVAL_FILE).is_file()):
+        evaluation = _evaluation_file(root)
     if given is None:
         if root is None:
             raise EvretError(f"{path}: MTRAG retrieval tasks need the passage corpus: give --corpus CORPUS.jsonl "
                              "(the upstream corpora/<domain>.jsonl) or keep the MTRAG folder whole "
                              "(generation_tasks/ and evaluations/ give 1,488 passages)")
-        passages = mtrag_passages(root)
+        passages = _passages(root, evaluation)
         corpus: dict[str, Mapping[str, Any]] = {}
         for folder in folders:
             corpus.update(passages.get(folder.name, {}))
@@ -164,8 +176,8 @@ def _read_retrieval(folders: list[Path], given: Corpus | None, path: Path) -> Co
     conversations: list[Conversation] = []
     for folder in folders:
         conversations.extend(_domain_conversations(folder, len(folders) > 1))
-    if root is not None:
-        conversations = _with_evaluation_replies(conversations, root / _EVAL_FILE)
+    if root is not None and evaluation is not None:
+        conversations = _with_evaluation_replies(conversations, evaluation, root / _EVAL_FILE)
     conversations, labelled, dropped_turns, dropped_pairs, mapped = _judged_in(conversations, corpus)
     if given is None:
         which = "" if len(folders) == len(DOMAINS) else f" of {', '.join(f.name for f in folders)}"
@@ -300,12 +312,9 @@ def _judged_in(conversations: list[Conversation], corpus: Mapping[str, Any]
     return out, labelled, dropped_turns, dropped_pairs, mapped
 
 
-def _with_evaluation_replies(conversations: list[Conversation], path: Path) -> list[Conversation]:
-    """The conversations of the evaluation file with its reference agent replies (its longest input of each) and
-    its tasks' tags (answerability, question_type, multi_turn)."""
-    if not path.is_file():
-        return conversations
-    data = loads_json(read_text(path, what="MTRAG evaluation file"), path)
+def _with_evaluation_replies(conversations: list[Conversation], data: Any, path: Path) -> list[Conversation]:
+    """The conversations of the evaluation file (``data``, read from ``path``) with its reference agent replies (its
+    longest input of each) and its tasks' tags (answerability, question_type, multi_turn)."""
     inputs: dict[str, list[Any]] = {}
     tags: dict[str, dict[str, str]] = {}
     for i, task in enumerate(data.get("tasks") or []):

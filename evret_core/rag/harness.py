@@ -49,7 +49,6 @@ from evret_core.rag.scores.kind import BUILTIN_SCORES, apply_scores, check_corre
 from evret_core.rag.scores.relevance import resolve_relevance
 from evret_core.rag.scores.summary import DERIVED_METRICS, GENERATION_METRICS, summarise
 from evret_core.rag.turns import (
-    CLAIMS_HISTORY,
     HISTORY_SOURCES,
     TurnQuestions,
     generated_history,
@@ -183,8 +182,7 @@ class RagEvaluator:
         if (query_form == "rewriter") != (rewriter is not None):
             raise EvretError("query form 'rewriter' needs a rewriter (--rewriter NAME), and a rewriter needs "
                              "--query-form rewriter")
-        if claims_history not in CLAIMS_HISTORY:
-            raise EvretError(f"unknown claims history {claims_history!r}; use {', '.join(CLAIMS_HISTORY)}")
+        runner_class(claims_history)  # checks the value, before any work
         if history not in HISTORY_SOURCES:
             raise EvretError(f"unknown history {history!r}{did_you_mean(history, HISTORY_SOURCES)}; use "
                              f"{', '.join(HISTORY_SOURCES)}")
@@ -511,6 +509,10 @@ class RagEvaluator:
         if answer is None or got is None:
             return outcome
         outcome.claims = [ClaimResult(**vars(v)) for v in verdicts or []]
+        # the history the claims were judged against, rebuilt from the request as sent, as the runner built it
+        # (claim_task_of): an outcome does not carry its claim task, so that every executor's outcomes (Ray's
+        # come back pickled from its workers; a third party's are its own) score alike without shipping each
+        # answer's contexts back to the driver
         history = () if request is None else claims_history_of(request.history, self.claims_history)
         item = ScoreInput(q, condition, tuple(case.contexts), answer, tuple(verdicts or []), expected,
                           got.relevance, case.info, history)

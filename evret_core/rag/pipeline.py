@@ -18,14 +18,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from evret_core.contracts.aio import run_sync
 from evret_core.contracts.claims import ClaimTask, ClaimVerdict
 from evret_core.contracts.conversation import Turn
-from evret_core.contracts.errors import EvretError
+from evret_core.contracts.errors import EvretError, did_you_mean
 from evret_core.contracts.generation import Answer, GenerationRequest
 from evret_core.llm.client import LLMClient, gather_all
 from evret_core.plugins.builder import rebuild
@@ -42,12 +42,12 @@ between calls)."""
 
 @dataclass
 class Outcome:
-    """What one (question, condition) got: the answer (None: unmeasured), its verdicts and its relevance."""
+    """What one (question, condition) got: the answer (None: unmeasured), its verdicts and its relevance. The
+    claim task is not kept: the driver rebuilds its history from the request as sent (``RagEvaluator._score``)."""
 
     answer: Answer | None
     verdicts: list[ClaimVerdict] | None = None
     relevance: float | None = None
-    task: ClaimTask | None = field(default=None, repr=False)
 
 
 def check_answer(answer: Any, request: GenerationRequest) -> Answer | None:
@@ -294,13 +294,22 @@ class NoHistoryRunner(Runner):
     claims_history = "none"
 
 
+RUNNER_CLASSES: dict[str, type[Runner]] = {cls.claims_history: cls
+                                           for cls in (Runner, UserHistoryRunner, NoHistoryRunner)}
+"""The runner class of each ``claims_history`` value."""
+
+CLAIMS_HISTORY: tuple[str, ...] = tuple(RUNNER_CLASSES)
+"""What the claim judges may see of a turn's history (``--claims-history``): every earlier message (as MTRAG's
+raters did), the user's, none; the one list of these values (the CLI's choices are tested against it)."""
+
+
 def runner_class(claims_history: str = "all") -> type[Runner]:
     """The runner class whose claim judges see ``claims_history`` of each request's history (``all``, ``user``,
-    ``none``)."""
-    classes: dict[str, type[Runner]] = {"all": Runner, "user": UserHistoryRunner, "none": NoHistoryRunner}
-    if claims_history not in classes:
-        raise EvretError(f"unknown claims history {claims_history!r}; use {', '.join(classes)}")
-    return classes[claims_history]
+    ``none``); the one check of the value (an :class:`EvretError` naming the choices)."""
+    if claims_history not in RUNNER_CLASSES:
+        raise EvretError(f"unknown claims history {claims_history!r}{did_you_mean(str(claims_history), CLAIMS_HISTORY)}"
+                         f"; use {', '.join(CLAIMS_HISTORY)}")
+    return RUNNER_CLASSES[claims_history]
 
 
 def claim_task_of(request: GenerationRequest, answer: Answer, claims_history: str = "all") -> ClaimTask:

@@ -5,6 +5,13 @@ offline generators themselves (``extractive``, precomputed answers files), which
 calls of those answers are counted exactly (minus what their caches hold). For an answer that would have to be
 generated first, they are estimated: as many claims as the known answers make on average (3 when none is
 known), each a verification over the request's contexts, plus one relevance call.
+
+With ``history="generated"`` a turn's history holds the system's own earlier answers, unknown before they are
+made: its requests are planned with the reference history. A turn wrong under ``retrieved`` after an earlier
+wrong turn is answered once more with the reference history (``carried_failure``); which turns those are is known
+only after the answers, so the plan gives the bound (:func:`reanswer_slots`): ``reanswers_at_most``,
+``generator_calls_at_most``, and in ``llm_total`` ``calls_at_most_with_reanswers`` (each re-answer costed as an
+answer still to be generated).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from evret_core.rag.generate.extractive import ExtractiveGenerator
 from evret_core.rag.generate.generators import PrecomputedGenerator
 from evret_core.rag.pipeline import claim_task_of
 from evret_core.rag.questions.question_sets import QuestionSet
+from evret_core.rag.turns import TurnQuestions
 
 DEFAULT_CLAIMS_GUESS = 3
 PROMPT_OVERHEAD_TOKENS = 250  # system prompt, schema and instructions of one judge call
@@ -31,6 +39,12 @@ def plan_run(evaluator: Any, questions: QuestionSet, cases: Mapping[str, list[Co
     plan: dict[str, Any] = {"questions": len(questions), "conditions": list(cases),
                             "generator_calls": len(requests),
                             "contexts": sum(len(case.contexts) for c in cases.values() for case in c)}
+    again: list[tuple[str, int]] = []  # the slots that may be answered again (history="generated")
+    if getattr(evaluator, "history", "reference") == "generated" and isinstance(questions, TurnQuestions):
+        again = reanswer_slots(questions, requests)
+        plan["history"] = "generated"
+        plan["reanswers_at_most"] = len(again)
+        plan["generator_calls_at_most"] = len(requests) + len(again)
     known: dict[tuple[str, int], Answer | None] = {}
     if isinstance(generator, (ExtractiveGenerator, PrecomputedGenerator)):  # offline: answering costs nothing
         slots = list(requests)
@@ -54,6 +68,7 @@ def plan_run(evaluator: Any, questions: QuestionSet, cases: Mapping[str, list[Co
     tasks = [claim_task_of(requests[s], a, claims_history) for s, a in answered.items()]
     with_claims = [len(t.claims) for t in tasks if t.claims]
     claims_guess = sum(with_claims) / len(with_claims) if with_claims else DEFAULT_CLAIMS_GUESS
+    extra = len(again) if "generator" in plan else 0  # LLM calls of the re-answers, at most
     if callable(getattr(judge, "plan", None)) and callable(getattr(judge, "clients", None)):
         judged = dict(judge.plan(tasks))
         guess = round(claims_guess * sum(bool(requests[s].contexts) for s in unknown))
@@ -62,20 +77,42 @@ def plan_run(evaluator: Any, questions: QuestionSet, cases: Mapping[str, list[Co
         judged["answers_not_yet_generated"] = len(unknown)
         judged["estimated_calls_for_those"] = guess
         plan["claim_judge"] = judged
+        extra += round(claims_guess * sum(bool(requests[s].contexts) for s in again))
         _add(totals, judged["calls"] + guess, judged["estimated_input_tokens"] + guess_tokens,
              judged["estimated_output_tokens"] + guess * 50)
     if relevance is not None and callable(getattr(relevance, "plan", None)):
         scored = dict(relevance.plan([(requests[s].question, a) for s, a in answered.items()]))
         scored["estimated_calls_for_not_yet_generated"] = len(unknown)
         plan["relevance"] = scored
+        extra += len(again)
         _add(totals, scored["calls"] + len(unknown), scored["estimated_input_tokens"] + 200 * len(unknown),
              scored["estimated_output_tokens"] + 40 * len(unknown))
     if any(key in plan for key in ("generator", "claim_judge", "relevance")):
         plan["llm_total"] = totals
+        if "reanswers_at_most" in plan:
+            totals["calls_at_most_with_reanswers"] = totals["calls"] + extra
     else:
         plan["note"] = (f"generator {getattr(generator, 'name', type(generator).__name__)!r} and the claim judge "
                         f"make no LLM calls")
     return plan
+
+
+def reanswer_slots(questions: TurnQuestions, requests: Mapping[tuple[str, int], GenerationRequest]
+                   ) -> list[tuple[str, int]]:
+    """The ``retrieved`` slots a run with generated history may answer again with the reference history
+    (``RagEvaluator._carry``): a turn with a ``gold`` and a ``retrieved`` request (only such a turn can be right
+    under ``gold`` and wrong under ``retrieved``) after an earlier turn of its conversation with a ``retrieved``
+    request (one that can be wrong there)."""
+    seen: set[str] = set()  # conversations with an earlier turn answered under retrieved
+    out: list[tuple[str, int]] = []
+    for i, q in enumerate(questions.questions):
+        if ("retrieved", i) not in requests:
+            continue
+        conversation = questions.turns[q.question_id].conversation_id
+        if conversation in seen and ("gold", i) in requests:
+            out.append(("retrieved", i))
+        seen.add(conversation)
+    return out
 
 
 def _tokens(request: GenerationRequest) -> int:

@@ -46,7 +46,8 @@ from evret_core.io.run_config import ComponentSpec, Config, int_in, relative
 from evret_core.limits import MAX_DEPTH, MAX_RESAMPLES, MAX_SEED
 from evret_core.plugins import builder
 from evret_core.progress import ProgressCallback
-from evret_core.rag.turns import turn_questions
+from evret_core.rag.pipeline import CLAIMS_HISTORY
+from evret_core.rag.turns import HISTORY_SOURCES, turn_questions
 
 if TYPE_CHECKING:
     from evret_core.rag.harness import RagEvaluator
@@ -57,8 +58,6 @@ __all__ = ["DATASET_FORMATS", "RagConfig", "load_questions"]
 
 DATASET_FORMATS = ("rgb", "conversations", "mtrag")
 CONVERSATION_FORMATS = ("conversations", "mtrag")
-CLAIMS_HISTORY = ("all", "user", "none")
-HISTORY_SOURCES = ("reference", "generated")
 CONVERSATION_SETTINGS = ("query_form", "history_turns", "history_roles", "history_max_words", "rewriter",
                          "claims_history", "history")
 """The settings that apply to conversation datasets only."""

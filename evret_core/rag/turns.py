@@ -23,14 +23,12 @@ from evret_core.conversation.forms import HistoryWindow, form_text
 from evret_core.io.conversations import Conversation, ConversationSet, ConversationTurn
 from evret_core.rag.questions.question_sets import QuestionSet, RagQuestion
 
-__all__ = ["CLAIMS_HISTORY", "HISTORY_SOURCES", "TurnInfo", "TurnQuestions", "generated_history", "is_generation_turn",
+__all__ = ["HISTORY_SOURCES", "TurnInfo", "TurnQuestions", "generated_history", "is_generation_turn",
            "query_texts", "reads_agent_replies", "rewrite_requests", "turn_fields", "turn_questions", "waves"]
 
 HISTORY_SOURCES = ("reference", "generated")
 """Where a turn's history comes from: ``reference``, the dataset's own earlier messages (MTRAG's protocol), or
 ``generated``, the system's own earlier answers under each condition."""
-CLAIMS_HISTORY = ("all", "user", "none")
-"""What the claim judges see of a turn's history: every earlier message (as MTRAG's raters did), the user's, none."""
 
 
 @dataclass(frozen=True)

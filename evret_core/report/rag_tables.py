@@ -302,6 +302,11 @@ def print_plan(plan: dict[str, Any], file: TextIO | None = None) -> None:
     print(visible(f"dry run: {plan['questions']} question(s) x {len(plan['conditions'])} condition(s) "
                   f"({', '.join(plan['conditions'])}): {plan['generator_calls']} generator call(s) over "
                   f"{plan['contexts']} context(s)"), file=out)
+    if "reanswers_at_most" in plan:
+        print(f"  --history generated: at most {plan['reanswers_at_most']} more generator call(s) "
+              f"({plan['generator_calls_at_most']} in all), the turns wrong under retrieved after an earlier wrong "
+              f"turn answered again with the reference history (carried_failure); each turn is planned with the "
+              f"reference history, its own earlier answers being unknown before the run", file=out)
     for part in ("generator", "claim_judge", "relevance", "llm_total"):
         section = plan.get(part) or {}
         if section:

@@ -15,6 +15,7 @@ import pytest
 from evret_core.contracts.errors import EvretError
 from evret_core.conversation.forms import HistoryWindow, history_text
 from evret_core.io.conversations import ConversationSet
+from evret_core.io.jsonio import loads_json
 from evret_core.io.mtrag import DOMAINS, mtrag_passages, mtrag_responses, mtrag_root, read_mtrag
 from evret_core.testing.shared_data import shared_data
 
@@ -91,6 +92,25 @@ def test_the_evaluation_subset_gives_replies_and_tags_to_its_conversations(retri
     assert sum(t.is_labelled for t in tagged) == 150  # every rated retrieval task is a kept turn
     with_replies = [c for c in retrieval.conversations if any(t.agent for t in c.turns)]
     assert len(with_replies) == 20
+
+
+def test_a_load_parses_the_evaluation_file_once(mtrag: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reduced corpus and the agent replies both come from it; each parse re-encodes it whole (0.07 s)
+    import evret_core.io.mtrag as module
+
+    parsed: list[str] = []
+
+    def counting(text: str, source: str | Path, line: int | None = None) -> Any:
+        parsed.append(Path(source).name)
+        return loads_json(text, source, line)
+
+    monkeypatch.setattr(module, "loads_json", counting)
+    dataset = read_mtrag(mtrag / "retrieval_tasks")
+    assert parsed.count("reference_subset_with_human_evaluations.json") == 1
+    assert len(dataset.corpus or {}) == 1488 and sum(any(t.agent for t in c.turns) for c in dataset.conversations) == 20
+    parsed.clear()
+    read_mtrag(mtrag / "retrieval_tasks" / "govt", corpus={"x": {"title": "", "text": "x"}} | dict(dataset.corpus or {}))
+    assert parsed.count("reference_subset_with_human_evaluations.json") == 1
 
 
 def test_a_given_corpus_maps_ids_without_chunk_offsets(mtrag: Path, tmp_path: Path) -> None:

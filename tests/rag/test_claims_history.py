@@ -255,3 +255,23 @@ def test_a_single_question_run_has_no_history_row() -> None:
     out = StringIO()
     print_rag(results, file=out)
     assert "history_support_rate" not in out.getvalue()
+
+
+def test_the_claims_history_values_are_listed_and_checked_in_one_place() -> None:
+    import argparse
+
+    import evret_core.rag.turns as turns
+    from evret_core.cli.rag import add_parser
+    from evret_core.rag import rag_config
+    from evret_core.rag.pipeline import CLAIMS_HISTORY, RUNNER_CLASSES
+
+    assert CLAIMS_HISTORY == ("all", "user", "none")
+    assert {name: cls.claims_history for name, cls in RUNNER_CLASSES.items()} == {n: n for n in CLAIMS_HISTORY}
+    assert rag_config.CLAIMS_HISTORY is CLAIMS_HISTORY and not hasattr(turns, "CLAIMS_HISTORY")
+    sub = argparse.ArgumentParser().add_subparsers()
+    add_parser(sub)
+    (action,) = [a for a in sub.choices["rag"]._actions if "--claims-history" in a.option_strings]
+    assert tuple(action.choices or ()) == CLAIMS_HISTORY  # the CLI keeps its own list (no rag import at startup)
+    with pytest.raises(EvretError, match=r"unknown claims history 'users' \(did you mean user\?\); use all, user, "
+                                         r"none"):
+        RagEvaluator(generator="extractive", conditions=["gold"], claims_history="users")

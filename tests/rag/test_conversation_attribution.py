@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,94 @@ def test_generated_history_with_a_query_built_from_replies_is_refused() -> None:
                      history_window=HistoryWindow(roles="all"))
     with pytest.raises(EvretError, match="unknown history 'generate' \\(did you mean generated\\?\\)"):
         RagEvaluator(Everything(), Scripted(), history="generate")
+
+
+class WrongFirst(Scripted):
+    """Wrong under retrieved at ``capital?`` (the first turn of c1 and of c2), and wherever it is carried; it plans
+    its calls as an LLM generator does (one a request)."""
+
+    def generate(self, request: GenerationRequest) -> Answer | None:
+        if request.question == "capital?" and request.condition == "retrieved":
+            self.requests.append(request)
+            return Answer(text="WRONG")
+        return super().generate(request)
+
+    def plan(self, requests: list[GenerationRequest]) -> dict[str, int]:
+        return {"calls": len(requests), "estimated_input_tokens": 10 * len(requests), "estimated_output_tokens": 0}
+
+
+def wrong_first(history: str) -> RagEvaluator:
+    return RagEvaluator(Everything(), WrongFirst(), k=3, n_resamples=20, history=history, relevance="none")
+
+
+def test_the_dry_run_bounds_the_reanswers_of_generated_history(turns: TurnQuestions) -> None:
+    import io
+
+    from evret_core.report.rag_tables import print_plan
+
+    plan = wrong_first("generated").dry_run(turns)
+    # c1:2 and c1:3 follow an earlier turn of c1 under retrieved; c2:2 is its conversation's first question
+    assert (plan["generator_calls"], plan["reanswers_at_most"], plan["generator_calls_at_most"]) == (8, 2, 10)
+    assert plan["llm_total"]["calls"] == 8 and plan["llm_total"]["calls_at_most_with_reanswers"] == 10
+    out = io.StringIO()
+    print_plan(plan, file=out)
+    assert "--history generated: at most 2 more generator call(s) (10 in all)" in out.getvalue()
+    assert "calls_at_most_with_reanswers: 10" in out.getvalue()
+    # the bound is reached: c1:1 wrong under retrieved carries into c1:2 and c1:3, both answered again
+    results = wrong_first("generated").evaluate(turns)
+    assert results.stats["reference_history_answers"] == 2 and results.stats["generator_calls"] == 10
+    assert results.attribution["carried_failure"] == 2
+    reference = wrong_first("reference").dry_run(turns)
+    assert "reanswers_at_most" not in reference and "calls_at_most_with_reanswers" not in reference["llm_total"]
+
+
+class Pickling(Executor):
+    """The local executor whose outcomes come back pickled, as a Ray worker's do."""
+
+    def generate(self, runner: Any, requests: dict[Any, Any], progress: Any) -> GenerateRun:
+        import pickle
+
+        run = super().generate(runner, requests, progress)
+        return GenerateRun(pickle.loads(pickle.dumps(run.outcomes)), run.stats)  # noqa: S301 - our own bytes
+
+
+def test_scores_see_the_history_the_claims_were_judged_against(turns: TurnQuestions) -> None:
+    import dataclasses
+    from collections.abc import Iterable, Mapping
+
+    from evret_core.contracts.claims import ClaimTask, ClaimVerdict
+    from evret_core.contracts.rag_score import RagScore, ScoreInput
+    from evret_core.rag.claims.claim_judges import LexicalClaimJudge
+    from evret_core.rag.pipeline import Outcome
+
+    judged: list[tuple[str, str, tuple[Turn, ...]]] = []  # (question, answer, history)
+    scored: list[tuple[str, str, tuple[Turn, ...]]] = []
+
+    class Recording(LexicalClaimJudge):
+        def judge_claims(self, tasks: Iterable[ClaimTask]) -> list[list[ClaimVerdict]]:
+            tasks = list(tasks)
+            judged.extend((t.question, t.answer_text, t.history) for t in tasks)
+            return list(super().judge_claims(tasks))
+
+    class Seen(RagScore):
+        name, metrics = "seen", ("history_messages",)
+
+        def score(self, item: ScoreInput) -> Mapping[str, float | None]:
+            scored.append((item.question.question, item.answer.text, item.history))
+            return {"history_messages": float(len(item.history))}
+
+    for executor in (None, Pickling()):
+        judged.clear()
+        scored.clear()
+        evaluator = RagEvaluator(Everything(), Scripted(inject=True), claim_judge=Recording("token-overlap"), k=3,
+                                 n_resamples=20, history="generated", claims_history="user", executor=executor,
+                                 relevance="none")
+        evaluator.scores.append(Seen())
+        results = evaluator.evaluate(turns)
+        # every answer scored, the carried re-answer (c1:3 with the reference history) included
+        assert results.stats["reference_history_answers"] == 1 and len(scored) == 9
+        assert Counter(scored) == Counter(judged)
+        assert ("tower height?", "WRONG again", (Turn("user", "capital?"), Turn("user", "population?"))) in scored
+        assert ("capital?", "Paris (gold)", (Turn("user", "hello"),)) in scored  # c2:2, after a history-only turn
+    # the outcome keeps no claim task: the scores rebuild its history from the request as sent
+    assert [f.name for f in dataclasses.fields(Outcome)] == ["answer", "verdicts", "relevance"]
