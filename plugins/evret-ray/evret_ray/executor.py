@@ -14,7 +14,9 @@ and tasks.
   name. An LLM judge's batches run concurrently on the actor's event loop (one client, its connections kept);
   other judges run one batch at a time. The judge's answer cache (SQLite, WAL) is the same file on every worker
   of one machine or a shared filesystem, so answers paid for by a killed run are reused by the next. An LLM
-  judge's texts are scanned for injections in the driver, once for the run (its workers scan nothing).
+  judge's texts are scanned for injections in the driver, once for the run (its workers scan nothing). A
+  ``cascade`` judge's LLM stages get the driver's cache file too; a cascade with a budgeted stage is refused
+  before any work (each worker would count the budget alone).
 - **Grading** (a graded judge, e.g. ``relevance``, over queries without labels or a judged pool): the same, each
   batch graded by ``batch_grade`` (``abatch_grade`` on the event loop) and checked on the worker as locally
   (:func:`~evret_core.sdk.grade_chunk`); the verdicts are the grades at the judge's cut, and an LLM judge's texts
@@ -356,6 +358,7 @@ class RayExecutor(Executor):
 
         if not contexts:
             return super().judge(judge, contexts, batch_size, progress)
+        _refuse_budgets(judge)
         with self._stage():
             scans = self._scan_here(judge, contexts)
             verdicts, stats = self._judging("judge", JudgeWorker, "judge_batch", judge, contexts, batch_size,
@@ -374,6 +377,7 @@ class RayExecutor(Executor):
 
         if not contexts:
             return super().grade(judge, contexts, batch_size, progress)
+        _refuse_budgets(judge)
         with self._stage():
             scans = self._scan_here(judge, contexts)
             grades, stats = self._judging("grade", GradeWorker, "grade_batch", judge, contexts, batch_size,
@@ -556,6 +560,19 @@ class RayExecutor(Executor):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address, "workers": self.workers,
                 "max_in_flight": self.max_in_flight}
+
+
+def _refuse_budgets(judge: Any) -> None:
+    """Refuse a judge whose stages have a budget (a ``cascade`` stage's ``max_judgments`` or ``max_tokens``) before
+    any work: each worker would count it alone, so the run could spend workers x the budget."""
+    stages = getattr(judge, "stages", None)
+    for index, stage in enumerate(stages if isinstance(stages, (list, tuple)) else ()):
+        for key in ("max_judgments", "max_tokens"):
+            if getattr(stage, key, None) is not None:
+                raise EvretError(
+                    f"executor 'ray': {getattr(judge, 'name', type(judge).__name__)} judge stage {index + 1} "
+                    f"({getattr(stage, 'name', '?')!r}) has {key}={getattr(stage, key)}, a budget each worker would "
+                    f"spend on its own; drop the budget or judge on the local executor")
 
 
 def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:
