@@ -20,7 +20,7 @@ against running the last stage alone; :meth:`CascadeJudge.settled_by` says which
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,6 +320,27 @@ class CascadeJudge(Judge):
         if cost:
             out["cost"] = cost
         return out
+
+    def pinned_options(self, options: Mapping[str, Any],
+                       pin: Callable[[Any, Mapping[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """``options`` (this cascade's, as it was made by name) with each stage made by name given as a table whose
+        ``options`` are ``pin(stage judge, its options)``: how a recipe pins an LLM stage's answer cache to the file
+        this process uses (:func:`~evret_core.plugins.recipes.recipe_of`), so that every worker shares it."""
+        specs = options.get("stages")
+        if isinstance(specs, (str, bytes)) or not isinstance(specs, Sequence) or len(specs) != len(self.stages):
+            return dict(options)
+        out: list[Any] = []
+        for spec, stage in zip(specs, self.stages, strict=True):
+            table: Any = {"name": spec} if isinstance(spec, str) else spec
+            if not isinstance(table, Mapping) or not isinstance(table.get("name"), str):
+                out.append(spec)  # a judge object travels as itself
+                continue
+            inner = dict(table.get("options") or {})
+            inner.update({k: v for k, v in table.items() if k not in _STAGE_KEYS})  # as _stage reads them
+            pinned = pin(stage.judge, inner)
+            out.append(spec if pinned == inner and isinstance(spec, str) else
+                       {**{k: v for k, v in table.items() if k in _STAGE_KEYS}, "options": pinned})
+        return {**options, "stages": out}
 
     def config(self) -> dict[str, Any]:
         stages = []

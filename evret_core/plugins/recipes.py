@@ -80,7 +80,7 @@ def recipe_of(kind: str, part: Any, name: str | None = None, options: dict[str, 
     ``cache`` set to
     that file's absolute path, and an LLM part (with ``clients()``) without one gets ``cache=False``: every worker
     reads and writes the file this process uses, or none; so does an LLM part nested in it (the ``rerank``
-    retriever's reranker, :func:`_pinned`)."""
+    retriever's reranker, an LLM stage of a ``cascade`` judge: :func:`_pinned`)."""
     if name is None:
         made = recipe(part)
         if made is None or made.kind != kind:
@@ -92,8 +92,13 @@ def recipe_of(kind: str, part: Any, name: str | None = None, options: dict[str, 
 def _pinned(part: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """``options`` with ``part``'s answer cache pinned, and so for each part nested in it: an option that names a
     registered part (a name, or a table ``{name, options}``) kept under an attribute of the same name (the
-    ``rerank`` retriever's ``reranker``) becomes a table with that part's cache pinned in its options."""
+    ``rerank`` retriever's ``reranker``) becomes a table with that part's cache pinned in its options. A part
+    whose options list parts in a form of its own (the ``cascade`` judge's ``stages``) pins them itself:
+    ``part.pinned_options(options, _pinned)``."""
     pinned = dict(options)
+    own = getattr(part, "pinned_options", None)
+    if callable(own):
+        pinned = dict(own(pinned, _pinned))
     cache = getattr(part, "cache", None)
     if isinstance(cache, _FileCache):
         pinned["cache"] = str(Path(cache.path).resolve())

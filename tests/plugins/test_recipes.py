@@ -83,6 +83,30 @@ def test_a_rerank_retrievers_llm_reranker_gets_its_cache_pinned(tmp_path: Path,
     assert str(Path(again.reranker.cache.path).resolve()) == pinned
 
 
+def test_a_cascades_llm_stages_get_their_caches_pinned(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    middle = {"name": "llm", "band": [0.2, 0.9], "max_judgments": 5, "options": {**stub_options(NOWHERE)},
+              "cache": "middle.sqlite3"}  # a judge option beside the stage keys, as a stage table may hold it
+    last = {"name": "llm", "options": {**stub_options(NOWHERE), "cache": "last.sqlite3"}}
+    stages = [{"name": "token-overlap", "band": [0.1, 0.8]}, middle, last]
+    cascade = create_judge("cascade", stages=stages)
+    made = recipe_of("judge", cascade)
+    assert made.options["stages"][0] == {**stages[0], "options": {}}  # no answer cache: as given
+    assert made.options["stages"][1] == {"name": "llm", "band": [0.2, 0.9], "max_judgments": 5, "options": {
+        **stub_options(NOWHERE), "cache": str((tmp_path / "middle.sqlite3").resolve())}}
+    assert made.options["stages"][2] == {"name": "llm", "options": {
+        **last["options"], "cache": str((tmp_path / "last.sqlite3").resolve())}}
+    assert stages[1] == middle and cascade.stages[1].max_judgments == 5  # the part's own options are left alone
+    again = rebuild(travelled(made))
+    for before, after in zip(cascade.stages, again.stages, strict=True):
+        assert (after.band, after.max_judgments) == (before.band, before.max_judgments)
+    assert [Path(s.judge.cache.path).resolve() for s in again.stages[1:]] == [
+        (tmp_path / "middle.sqlite3").resolve(), (tmp_path / "last.sqlite3").resolve()]
+    # a stage given by name alone keeps its form when nothing is pinned
+    plain = recipe_of("judge", create_judge("cascade", stages=[{"name": "exact", "band": [0.0, 0.5]}, "contains"]))
+    assert plain.options["stages"][1] == "contains"
+
+
 def test_retriever_round_trip(tmp_path: Path) -> None:
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"q1": {"d1": 2.0, "d2": 1.0}}), encoding="utf-8")

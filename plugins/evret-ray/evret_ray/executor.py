@@ -13,7 +13,10 @@ and tasks.
   embedding model is loaded on the worker, never pickled), or unpickles a judge object that was not made by
   name. An LLM judge's batches run concurrently on the actor's event loop (one client, its connections kept);
   other judges run one batch at a time. The judge's answer cache (SQLite, WAL) is the same file on every worker
-  of one machine or a shared filesystem, so answers paid for by a killed run are reused by the next.
+  of one machine or a shared filesystem, so answers paid for by a killed run are reused by the next. An LLM
+  judge's texts are scanned for injections in the driver, once for the run (its workers scan nothing). A
+  ``cascade`` judge's LLM stages get the driver's cache file too; a cascade with a budgeted stage is refused
+  before any work (each worker would count the budget alone).
 - **Grading** (a graded judge, e.g. ``relevance``, over queries without labels or a judged pool): the same, each
   batch graded by ``batch_grade`` (``abatch_grade`` on the event loop) and checked on the worker as locally
   (:func:`~evret_core.sdk.grade_chunk`); the verdicts are the grades at the judge's cut, and an LLM judge's texts
@@ -347,11 +350,21 @@ class RayExecutor(Executor):
 
     def judge(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int,
               progress: Callable[[int], None]) -> JudgeRun:
+        """The judge's verdict on every context, in batches over ``workers`` actors that rebuild the judge once from
+        its recipe (an LLM judge's cache pinned to this process's file, its calls under ``max_in_flight``). An LLM
+        judge's texts are scanned for injections here, once, as locally: one WARNING line, one count per distinct
+        text in the stats and the manifest."""
         from evret_ray.workers import JudgeWorker
 
+        if not contexts:
+            return super().judge(judge, contexts, batch_size, progress)
+        _refuse_budgets(judge)
         with self._stage():
+            scans = self._scan_here(judge, contexts)
             verdicts, stats = self._judging("judge", JudgeWorker, "judge_batch", judge, contexts, batch_size,
                                             progress)
+            if scans and stats is not None:
+                stats["injection"] = judge.injections.stats()
         return JudgeRun(verdicts, stats)
 
     def grade(self, judge: Any, contexts: Sequence[JudgmentContext], batch_size: int,
@@ -360,20 +373,31 @@ class RayExecutor(Executor):
         judge rebuilt once per worker from its recipe, an LLM judge's cache pinned to this process's file, its calls
         under ``max_in_flight``); each batch's grades checked on the worker as locally, the verdicts the grades at
         the judge's cut. An LLM judge's texts are scanned for injections here, once, as locally."""
-        from evret_ray.workers import GradeWorker, scans_on_driver
+        from evret_ray.workers import GradeWorker
 
         if not contexts:
             return super().grade(judge, contexts, batch_size, progress)
+        _refuse_budgets(judge)
         with self._stage():
-            scans = scans_on_driver(judge)
-            if scans:  # one WARNING line and one count of distinct texts for the run, as locally
-                judge.reset_stats()
-                judge.prepare(contexts)
+            scans = self._scan_here(judge, contexts)
             grades, stats = self._judging("grade", GradeWorker, "grade_batch", judge, contexts, batch_size,
                                           progress)
             if scans and stats is not None:
                 stats["injection"] = judge.injections.stats()
         return JudgeRun([verdict_of(judge, g) for g in grades], stats, grades)
+
+    @staticmethod
+    def _scan_here(judge: Any, contexts: Sequence[JudgmentContext]) -> bool:
+        """Whether ``judge`` scans its texts for prompt injections (:func:`~evret_ray.workers.scans_on_driver`),
+        having scanned every text of the run here: one WARNING line and one count of distinct texts, as locally;
+        its workers leave the scan to this process."""
+        from evret_ray.workers import scans_on_driver
+
+        if not scans_on_driver(judge):
+            return False
+        judge.reset_stats()
+        judge.prepare(contexts)
+        return True
 
     def _judging(self, role: str, worker: type, method: str, judge: Any, contexts: Sequence[JudgmentContext],
                  batch_size: int, progress: Callable[[int], None]) -> tuple[list[Any], dict[str, Any] | None]:
@@ -536,6 +560,19 @@ class RayExecutor(Executor):
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "address": self.address, "workers": self.workers,
                 "max_in_flight": self.max_in_flight}
+
+
+def _refuse_budgets(judge: Any) -> None:
+    """Refuse a judge whose stages have a budget (a ``cascade`` stage's ``max_judgments`` or ``max_tokens``) before
+    any work: each worker would count it alone, so the run could spend workers x the budget."""
+    stages = getattr(judge, "stages", None)
+    for index, stage in enumerate(stages if isinstance(stages, (list, tuple)) else ()):
+        for key in ("max_judgments", "max_tokens"):
+            if getattr(stage, key, None) is not None:
+                raise EvretError(
+                    f"executor 'ray': {getattr(judge, 'name', type(judge).__name__)} judge stage {index + 1} "
+                    f"({getattr(stage, 'name', '?')!r}) has {key}={getattr(stage, key)}, a budget each worker would "
+                    f"spend on its own; drop the budget or judge on the local executor")
 
 
 def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:

@@ -63,12 +63,16 @@ class JudgeWorker:
     """One judging worker, an async Ray actor: builds the judge once, then judges the batches it is given, several
     at once. A judge with ``abatch_judge`` (the LLM judge) runs on the actor's one event loop, so its client and
     connections live as long as the worker; any other judge runs one batch at a time in a thread. With a
-    cluster-wide limiter, the worker's LLM clients acquire from it around every request."""
+    cluster-wide limiter, the worker's LLM clients acquire from it around every request. The driver scans the run's
+    texts for prompt injections once (:meth:`~evret_ray.executor.RayExecutor.judge`), so this worker's judge does
+    not."""
 
     def __init__(self, spec: Recipe, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
         if setup is not None:
             setup()
         self.judge = build(spec)
+        if scans_on_driver(self.judge):  # an LLM judge: its scan is the driver's (one count, one WARNING)
+            self.judge.injections = _NoScan()
         install_limiter(limiter)
         self._one_at_a_time: asyncio.Lock | None = None
 
@@ -114,13 +118,8 @@ class GradeWorker(JudgeWorker):
     checked by :func:`~evret_core.sdk.grade_chunk` as the local executor checks them (one per context, None or
     within the judge's scale), so a bad grade is refused with the same error. A judge with ``abatch_grade`` (the
     ``relevance`` judge) runs several batches at once on the actor's event loop; any other grades one batch at a
-    time in a thread. The driver scans the run's texts for prompt injections once
-    (:meth:`~evret_ray.executor.RayExecutor.grade`), so this worker's judge does not."""
+    time in a thread. As a judging worker's, its judge leaves the injection scan to the driver."""
 
-    def __init__(self, spec: Recipe, limiter: Any = None, setup: Callable[[], None] | None = None) -> None:
-        super().__init__(spec, limiter, setup)
-        if scans_on_driver(self.judge):  # an LLM judge: its scan is the driver's (one count, one WARNING)
-            self.judge.injections = _NoScan()
 
     async def grade_batch(self, contexts: Sequence[JudgmentContext]) -> list[float | None]:
         judge = self.judge
@@ -144,7 +143,7 @@ class GradeWorker(JudgeWorker):
 
 def scans_on_driver(judge: Any) -> bool:
     """Whether ``judge`` scans its texts for prompt injections (an LLM judge: ``injections`` and ``prepare``), a
-    scan :meth:`~evret_ray.executor.RayExecutor.grade` makes in the driver, once for the run."""
+    scan :meth:`~evret_ray.executor.RayExecutor.judge` and ``grade`` make in the driver, once for the run."""
     return hasattr(judge, "injections") and callable(getattr(judge, "prepare", None))
 
 
