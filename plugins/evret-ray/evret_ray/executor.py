@@ -587,17 +587,26 @@ def _scan_on_driver(runner: Any, requests: dict[Any, Any]) -> dict[str, Any]:
 
 
 def merge_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two batches' judge stats as one: numbers added, nested dicts merged, other values kept from ``a``."""
+    """Two batches' judge stats as one: numbers added, nested dicts merged, lists of dicts of one length (a
+    cascade's ``stages``) merged item by item, other values kept from ``a``. A share is not a count, so the
+    cascade's ``last_judge_fraction`` is computed again from the merged counts (added, two batches' 0.6 and 0.7
+    would read 1.3)."""
     out = dict(a)
     for key, value in b.items():
         mine = out.get(key)
         if isinstance(mine, dict) and isinstance(value, dict):
             out[key] = merge_stats(mine, value)
+        elif (isinstance(mine, list) and isinstance(value, list) and len(mine) == len(value)
+              and all(isinstance(x, dict) for x in (*mine, *value))):
+            out[key] = [merge_stats(x, y) for x, y in zip(mine, value, strict=True)]
         elif (isinstance(mine, (int, float)) and isinstance(value, (int, float))
               and not isinstance(mine, bool) and not isinstance(value, bool)):
             out[key] = mine + value
         elif key not in out:
             out[key] = value
+    if "last_judge_fraction" in out and isinstance(out.get("judgments"), int):
+        total = out["judgments"]
+        out["last_judge_fraction"] = out.get("last_judge_calls", 0) / total if total else 0.0
     return out
 
 

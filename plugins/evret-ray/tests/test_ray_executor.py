@@ -236,6 +236,34 @@ def test_bad_options_and_workers_that_cannot_build_the_judge() -> None:
         "cost": {"p": {"calls": 3, "model": "m"}}, "n": 5}
 
 
+def test_a_cascades_stats_merged_over_batches_are_the_stats_of_one_run() -> None:
+    """Workers judge a cascade's contexts in batches; their stats merged must be what one judge over every
+    context reports: each stage's counts added stage by stage (not the first batch's list), and the last stage's
+    share computed again, not added."""
+    from evret_core.contracts.judge import JudgmentContext
+    from evret_core.judge.cascade import CascadeJudge
+
+    def ctx(expected: str, retrieved: str) -> JudgmentContext:
+        return JudgmentContext(query="q", expected_text=expected, retrieved_text=retrieved)
+
+    contexts = [ctx("alpha beta gamma", "alpha beta gamma"), ctx("alpha beta gamma", "Alpha and beta"),
+                ctx("x y z w", "x then y"), ctx("alpha beta gamma", "nothing in common"),
+                ctx("one two three four", "one two then"), ctx("a b c d", "a b then")]
+
+    def cascade() -> CascadeJudge:
+        return CascadeJudge([{"name": "token-overlap", "band": [0.3, 0.9], "query_boost": False}, "exact"])
+
+    whole = cascade()
+    whole.batch_judge(contexts)
+    halves = []
+    for part in (contexts[:3], contexts[3:]):
+        judge = cascade()
+        judge.batch_judge(part)
+        halves.append(judge.stats())
+    assert halves[0]["last_judge_fraction"] + halves[1]["last_judge_fraction"] > 1  # a sum would not be a share
+    assert merge_stats(*halves) == whole.stats()
+
+
 def test_workers_are_kept_across_runs_replaced_when_killed_and_rebuilt_when_the_judge_changes() -> None:
     dataset = EvaluationDataset(queries=TEXT_QUERIES[:6])
     run = run_of(dataset.queries)
