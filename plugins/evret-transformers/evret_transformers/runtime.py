@@ -5,16 +5,18 @@ The generation loop is Evret's own (a KV-cached forward per step, asking for the
 token is chosen only, when the model's forward takes ``logits_to_keep``). Calls go through one queue per loaded
 model (:func:`submit`); a thread of its own takes the calls that arrived together as one batch
 (:func:`generate_many`: left-padded, an attention mask and per-row positions, each row its own grammar state,
-budget and stop; the prompts' common token prefix prefilled once and its cache copied to every row). Under a JSON schema each step keeps only the tokens
-:class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON can still be
-closed within the tokens left, so the answer is complete JSON even when the budget runs out; the text the grammar
-forces is fed in one pass and checked token by token (jump-forward). The answer's text is the concatenation of
-the chosen tokens' strings, the very text the grammar accepted."""
+budget and stop; the prompts' common token prefix prefilled once and its cache copied to every row; the rows run
+in groups of similar length, so a short prompt is not padded to the batch's longest). Under a JSON schema each step
+keeps only the tokens :class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after
+which the JSON can still be closed within the tokens left, so the answer is complete JSON even when the budget runs
+out; the text the grammar forces is fed in one pass and checked token by token (jump-forward). The answer's text
+is the concatenation of the chosen tokens' strings, the very text the grammar accepted."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -65,6 +67,7 @@ class Loaded:
     forwards: int = 0  # forward passes run (tests and the benchmark read it)
     fed: int = 0  # token positions fed to the model, padding included (tests and the benchmark read it)
     shared: int = 0  # prompt tokens not fed because a batch's common prefix was prefilled once
+    prefilled: int = 0  # token positions fed by the prompts' passes (shared prefix, each group's first), padding in
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
     last_logits: bool = False  # the forward takes `logits_to_keep`: the lm_head runs on the last position only
@@ -362,9 +365,64 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     """Generate every row's answer in one batch and set its future.
 
     When the rows' prompts start with the same tokens (a judge's system message and instructions: see
-    :func:`shared_prefix`), those are prefilled once, as a batch of one, and the cache is copied to every row;
-    each row is then fed only the rest of its prompt, after the shared slots (``[prefix][padding][own tokens]``,
-    the padding masked, positions counted on from the prefix), so it sees what it would see alone.
+    :func:`shared_prefix`), those are prefilled once, as a batch of one. The rows are then split into groups of
+    similar own length (the tokens after the shared prefix: :func:`own_length_groups`), so that a short prompt is
+    not padded to the longest of the whole batch; each group gets a copy of the prefix's cache, one per row, and is
+    generated as one batch (:func:`_generate_group`), the groups one after the other."""
+    window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
+    with torch.inference_mode():
+        common = shared_prefix(rows, window)
+        prefix = None
+        if common:
+            result = loaded.model(input_ids=torch.tensor([rows[0].ids[:common]], device=loaded.device),
+                                  use_cache=True, **{loaded.cache_argument: None},
+                                  **({"logits_to_keep": 1} if loaded.last_logits else {}))
+            loaded.forwards += 1
+            loaded.fed += common
+            loaded.prefilled += common
+            loaded.shared += common * (len(rows) - 1)
+            prefix = getattr(result, loaded.cache_argument)
+        groups = own_length_groups([len(row.ids) - common for row in rows])
+        for number, group in enumerate(groups):
+            past = None
+            if prefix is not None:  # the last group takes the prefix's cache itself, the others a copy
+                past = prefix if number == len(groups) - 1 else copy.deepcopy(prefix)
+                if not _repeat_rows(past, len(group)):  # pragma: no cover - every cache of transformers 5 can
+                    past = None
+            _generate_group(loaded, [rows[i] for i in group], past, common if past is not None else 0, window)
+
+
+#: what one more group costs, in token positions fed: its own 2-3 forward passes' fixed work (30 layers' kernel
+#: launches and Python), the copy of the prefix's cache and its rows' grammar steps run apart from the others
+GROUP_COST = 32
+
+
+def own_length_groups(lengths: Sequence[int], cost: int = GROUP_COST) -> list[list[int]]:
+    """The rows (their indices) split into groups of similar length, each group to be padded to its longest:
+    the split of the rows sorted by length that feeds the fewest positions, counting ``cost`` positions for each
+    group (``len(group) * longest + cost`` summed; an exact dynamic programme over the sorted lengths). Groups are
+    listed shortest first; a row's index order is kept within its group."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    size = len(order)
+    best = [0] + [0] * size  # best[k]: the least cost of the first k sorted rows
+    cut = [0] * (size + 1)  # cut[k]: where the last group of that best split starts
+    for end in range(1, size + 1):
+        longest = lengths[order[end - 1]]
+        best[end], cut[end] = min((best[start] + (end - start) * longest + cost, start) for start in range(end))
+    groups: list[list[int]] = []
+    end = size
+    while end > 0:
+        groups.append(sorted(order[cut[end]:end]))
+        end = cut[end]
+    return groups[::-1]
+
+
+def _generate_group(loaded: Loaded, rows: list[_Row], past: Any, common: int, window: int | None) -> None:
+    """Generate one group's answers as one batch and set their futures; ``past`` holds the shared prefix's cache
+    (``common`` tokens) copied to every row, or is None.
+
+    Each row is fed the rest of its prompt after the shared slots (``[prefix][padding][own tokens]``, the padding
+    masked, positions counted on from the prefix), so it sees what it would see alone.
     Each step feeds every row its last chosen token and, under a schema, the text the grammar forces next (a
     *draft*: ``{"grade":`` at the start of a verdict, spelled in the vocabulary's longest tokens; jump-forward),
     left-padded to one width, with an attention mask over the whole cache and per-row positions, so each row sees
@@ -376,86 +434,75 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     model = loaded.model
     pad = loaded.tokenizer.pad_token_id
     pad = pad if isinstance(pad, int) else next(iter(loaded.eos), 0)
-    window = getattr(model.config.get_text_config(), "sliding_window", None)
     jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
     # one row without drafts runs as before batching: no mask, positions implied by the cache
     masked = len(rows) > 1 or jump
     drafts: list[list[int]] = [[] for _ in rows]
-    mask: Any = None
-    past = None
+    mask: Any = torch.ones((len(rows), common), dtype=torch.long, device=loaded.device) if common and masked else None
     live = list(rows)
-    with torch.inference_mode():
-        common = shared_prefix(rows, window)
-        if common:
-            result = model(input_ids=torch.tensor([rows[0].ids[:common]], device=loaded.device), use_cache=True,
-                           **{loaded.cache_argument: None}, **({"logits_to_keep": 1} if loaded.last_logits else {}))
-            loaded.forwards += 1
-            loaded.fed += common
-            loaded.shared += common * (len(rows) - 1)
-            past = getattr(result, loaded.cache_argument)
-            if not _repeat_rows(past, len(rows)):  # pragma: no cover - every cache of transformers 5 can
-                common, past = 0, None
-            else:
-                mask = torch.ones((len(rows), common), dtype=torch.long, device=loaded.device)
-        feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed this step
-        starts = [common] * len(rows)  # each row's position of its first fed token
-        while live:
-            if jump:
-                cached = 0 if mask is None else mask.shape[1]
-                for j, row in enumerate(live):
-                    drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
-                    if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
-                        drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
-                    feeds[j] = feeds[j] + drafts[j]
-            width = max(len(f) for f in feeds)
-            step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
-            extra: dict[str, Any] = {}
-            if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
-                extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
-            if masked:
-                step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
-                positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
-                                          for j, f in enumerate(feeds)], device=loaded.device)
-                mask = step_mask if mask is None else torch.cat([mask, step_mask], dim=1)
-                extra["attention_mask"], extra["position_ids"] = mask, positions
-            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
-            loaded.forwards += 1
-            loaded.fed += step_input.numel()
-            past = getattr(result, loaded.cache_argument)
-            scores = result.logits.float().cpu()
-            keep: list[int] = []
+    feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed this step
+    starts = [common] * len(rows)  # each row's position of its first fed token
+    prompt_pass = True
+    while live:
+        if jump:
+            cached = 0 if mask is None else mask.shape[1]
             for j, row in enumerate(live):
-                draft = drafts[j]
-                token: int | None = None
-                taken = 0
-                try:
-                    for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
-                        token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
-                        if token is None or k == len(draft) or token != draft[k]:
-                            break
-                        taken += 1
-                except LLMCallError as exc:
-                    row.queued.future.set_exception(exc)
-                    continue
-                if token is None:
-                    continue
-                if taken < len(draft):  # the refused draft's slots: masked from now on
-                    mask[j, mask.shape[1] - (len(draft) - taken):] = 0
-                starts[j] += len(feeds[j]) - (len(draft) - taken)
-                feeds[j] = [token]
-                keep.append(j)
-            if len(keep) < len(live):
-                if not keep:
-                    break
-                if not _drop_rows(past, keep):  # pragma: no cover - every cache of transformers 5 can
-                    raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
-                                       "calls; use max_batch=1", retryable=False)
-                live = [live[j] for j in keep]
-                feeds = [feeds[j] for j in keep]
-                starts = [starts[j] for j in keep]
-                drafts = [drafts[j] for j in keep]
-                if mask is not None:
-                    mask = mask[keep]
+                drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
+                if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
+                    drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
+                feeds[j] = feeds[j] + drafts[j]
+        width = max(len(f) for f in feeds)
+        step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
+        extra: dict[str, Any] = {}
+        if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
+            extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
+        if masked:
+            step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
+            positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
+                                      for j, f in enumerate(feeds)], device=loaded.device)
+            mask = step_mask if mask is None else torch.cat([mask, step_mask], dim=1)
+            extra["attention_mask"], extra["position_ids"] = mask, positions
+        result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
+        loaded.forwards += 1
+        loaded.fed += step_input.numel()
+        if prompt_pass:
+            loaded.prefilled += step_input.numel()
+        prompt_pass = False
+        past = getattr(result, loaded.cache_argument)
+        scores = result.logits.float().cpu()
+        keep: list[int] = []
+        for j, row in enumerate(live):
+            draft = drafts[j]
+            token: int | None = None
+            taken = 0
+            try:
+                for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
+                    token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
+                    if token is None or k == len(draft) or token != draft[k]:
+                        break
+                    taken += 1
+            except LLMCallError as exc:
+                row.queued.future.set_exception(exc)
+                continue
+            if token is None:
+                continue
+            if taken < len(draft):  # the refused draft's slots: masked from now on
+                mask[j, mask.shape[1] - (len(draft) - taken):] = 0
+            starts[j] += len(feeds[j]) - (len(draft) - taken)
+            feeds[j] = [token]
+            keep.append(j)
+        if len(keep) < len(live):
+            if not keep:
+                break
+            if not _drop_rows(past, keep):  # pragma: no cover - every cache of transformers 5 can
+                raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
+                                   "calls; use max_batch=1", retryable=False)
+            live = [live[j] for j in keep]
+            feeds = [feeds[j] for j in keep]
+            starts = [starts[j] for j in keep]
+            drafts = [drafts[j] for j in keep]
+            if mask is not None:
+                mask = mask[keep]
 
 
 #: the fewest common prompt tokens worth a forward pass of their own (below, the pass costs more than it saves)

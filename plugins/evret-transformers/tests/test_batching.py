@@ -247,3 +247,50 @@ def test_a_sliding_window_model_shares_a_prefix_within_its_window(tiny_model: Pa
         futures = [runtime.submit(loaded, call, max_batch=2, window=2.0) for call in shared_calls(True)[:2]]
         assert [f.result() for f in futures] == alone
         assert (loaded.shared > before) is shares
+
+
+def test_rows_are_grouped_by_length_to_feed_the_fewest_positions() -> None:
+    """Sorted by length and split where a group's padding costs more than another group's passes."""
+    assert runtime.own_length_groups([10, 200, 12, 190, 11, 400], cost=32) == [[0, 2, 4], [1, 3], [5]]
+    assert runtime.own_length_groups([177] * 32, cost=32) == [list(range(32))]  # equal lengths: one group
+    assert runtime.own_length_groups([10, 20, 30], cost=1000) == [[0, 1, 2]]  # groups too dear: one group
+    assert runtime.own_length_groups([10, 20, 30], cost=0) == [[0], [1], [2]]  # free groups: no padding at all
+    assert runtime.own_length_groups([5, 5, 100, 5], cost=32) == [[0, 1, 3], [2]]  # index order kept in a group
+    assert runtime.own_length_groups([]) == []
+    lengths = [97, 380, 120, 64, 301, 333, 250, 88, 190, 260, 400, 75]
+    groups = runtime.own_length_groups(lengths, cost=32)
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
+    cost = sum(len(group) * max(lengths[i] for i in group) + 32 for group in groups)
+    assert cost < len(lengths) * max(lengths) + 32  # fewer positions than one batch padded to the longest
+
+
+LONG_USERS = ["Hi.", "Yes?", "First long question: " + "how many eggs does a queen bee lay in a day in spring? " * 4,
+              "Second long question: " + "how many eggs does a queen bee lay in a day in summer? " * 4]
+
+
+@pytest.mark.parametrize("chat", [False, True])
+def test_a_batch_of_mixed_lengths_runs_in_groups_and_each_call_gets_its_answer_alone(
+        tiny_model: Path, tiny_chat_model: Path, chat: bool) -> None:
+    """Two short and two long prompts after one shared system message: the short pair and the long pair are
+    prefilled as two groups, each padded to its own longest (not the short rows to the longest of the four), with
+    the prefix prefilled once; every answer, free or under a schema, is the one the call gets alone."""
+    loaded = runtime.load(str((tiny_chat_model if chat else tiny_model).resolve()), "auto", "auto")
+
+    def calls(schema: Any) -> list[runtime.Call]:
+        return [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=0.0,
+                             max_new_tokens=24, seed=i, json_schema=schema) for i, user in enumerate(LONG_USERS)]
+
+    prompts = [runtime.prompt_ids(loaded.tokenizer, call.messages) for call in calls(None)]
+    common = next(i for i in range(len(prompts[0])) if len({p[i] for p in prompts}) > 1)
+    own = [len(p) - common for p in prompts]
+    assert runtime.own_length_groups(own) == [[0, 1], [2, 3]]
+    for schema in (None, RelevanceGrade.model_json_schema()):
+        alone = [runtime.submit(loaded, call, max_batch=1, window=0).result() for call in calls(schema)]
+        before, forwards = loaded.prefilled, loaded.forwards
+        futures = [runtime.submit(loaded, call, max_batch=4, window=2.0) for call in calls(schema)]
+        assert [f.result() for f in futures] == alone, schema
+        assert list(loaded.batcher.sizes)[-1] == 4
+        if schema is None:  # free text: each group's first pass is its rows' own prompt tokens, left-padded
+            grouped = common + 2 * max(own[:2]) + 2 * max(own[2:])
+            assert loaded.prefilled - before == grouped < common + 4 * max(own)
+            assert loaded.forwards - forwards > 2  # the prefix, then each group's passes of its own
