@@ -15,20 +15,25 @@ scores only against every position's, and milliseconds per answer token free and
 and the grammar's states) apart, and the allowed tokens of the structural states on a path through each schema
 found by the token trie against the first-character scan it replaced.
 
-``--batch`` measures verdicts (the ``relevance`` judge's messages and schema on TREC DL 2019 pairs from
-../shared) sent all at once: first the prompts' common token prefix (the ceiling of prefix sharing: prompt tokens
-against prompt tokens once the prefix is fed once), with the fence code fixed and drawn per verdict as the judge
-draws it, for the pairs and for as many passages of one query; then ``max_batch`` 1 (the peer: one at a time), 8
-and 32 with prefix sharing on and off (``--sizes``, default ``1,8,32``; ``--share``, default ``on,off``): wall
-and CPU time of this process (its torch threads included: the other processes on the machine slow the wall clock,
-less the CPU time) against the peer's, and how many answers equal the peer's; ``--no-jump`` skips the
-jump-forward rows (8 verdicts one at a time with it off and on); then (unless ``--no-children``), for each model in a child process of its own, the first constrained
-call with the token strings decoded (the saved file removed first) and read back from the file saved beside the
-conversion, and the child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between runs
-(default: a fresh temporary folder, so the first load converts).
+``--batch`` measures verdicts (the ``relevance`` judge's messages, one fence code, and its schema on TREC DL 2019
+pairs from ../shared) sent all at once: first the prompts' common token prefix (the ceiling of prefix sharing:
+prompt tokens against prompt tokens once the prefix is fed once), with the fence code fixed and drawn per verdict
+as the judge draws it, for the pairs and for as many passages of one query; then, for each workload
+(``--workloads``, default ``pairs,query``: ``--n`` pairs of different queries, and the first ``--n`` judged
+passages of the first pair's query, as pool judging grades them), ``max_batch`` 1 (the peer: one at a time), 8
+and 32 (``--sizes``, default ``1,8,32``) with prefix sharing on (``--share``, default ``on``; ``on,off`` adds
+the rows without it): wall and CPU time of this process (its torch threads included: the other processes on the
+machine slow the wall clock, less the CPU time) against the peer's in the same run, how many answers equal the
+peer's, the token positions fed (padding included; those of the prompts' passes apart) and the forward passes;
+``--no-jump`` skips the jump-forward rows (8 verdicts one at a time with it off and on); then (unless
+``--no-children``), for each model in a child process of its own, the first constrained call with the token
+strings decoded (the saved file removed first) and read back from the file saved beside the conversion, and the
+child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between
+runs (default: a fresh temporary folder, so the first load converts).
 
     python benchmarks/transformers_local.py [--real | --batch [--no-batches] [--no-jump] [--sizes 1,8,32]
-        [--share on,off] [--no-children]] [--cache DIR] [--threads N] [--n N] [smollm2-135m] [gemma3-270m]
+        [--share on,off] [--workloads pairs,query] [--no-children]] [--cache DIR] [--threads N] [--n N]
+        [smollm2-135m] [gemma3-270m]
         (needs evret-transformers installed; --real and --batch its [gguf] extra and the model packages)
 """
 
