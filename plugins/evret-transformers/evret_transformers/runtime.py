@@ -367,8 +367,10 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     When the rows' prompts start with the same tokens (a judge's system message and instructions: see
     :func:`shared_prefix`), those are prefilled once, as a batch of one. The rows are then split into groups of
     similar own length (the tokens after the shared prefix: :func:`own_length_groups`), so that a short prompt is
-    not padded to the longest of the whole batch; each group gets a copy of the prefix's cache, one per row, and is
-    generated as one batch (:func:`_generate_group`), the groups one after the other."""
+    not padded to the longest of the whole batch: each group gets a copy of the prefix's cache, one per row, and
+    its prompt pass of its own. The groups' caches are then joined into one batch (:func:`_join`: each group's
+    slots left-padded to the widest, the padding masked), which decodes the rest in one pass a step; a cache
+    whose layers keep more than keys and values (sliding windows) is not joined, and its groups decode apart."""
     window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
     with torch.inference_mode():
         common = shared_prefix(rows, window)
@@ -383,17 +385,27 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
             loaded.shared += common * (len(rows) - 1)
             prefix = getattr(result, loaded.cache_argument)
         groups = own_length_groups([len(row.ids) - common for row in rows])
+        batches: list[_Batch] = []
         for number, group in enumerate(groups):
             past = None
             if prefix is not None:  # the last group takes the prefix's cache itself, the others a copy
                 past = prefix if number == len(groups) - 1 else copy.deepcopy(prefix)
                 if not _repeat_rows(past, len(group)):  # pragma: no cover - every cache of transformers 5 can
                     past = None
-            _generate_group(loaded, [rows[i] for i in group], past, common if past is not None else 0, window)
+            batch = _Batch(loaded, [rows[i] for i in group], past, common if past is not None else 0)
+            _step(loaded, batch, window)  # the group's prompt pass
+            loaded.prefilled += batch.fed
+            if batch.live:
+                batches.append(batch)
+        if len(batches) > 1 and all(_joinable(batch.past) for batch in batches):
+            batches = [_join(batches)]
+        for batch in batches:
+            while batch.live:
+                _step(loaded, batch, window)
 
 
-#: what one more group costs, in token positions fed: its own 2-3 forward passes' fixed work (30 layers' kernel
-#: launches and Python), the copy of the prefix's cache and its rows' grammar steps run apart from the others
+#: what one more group costs, in token positions fed: its prompt pass's fixed work (30 layers' kernel launches
+#: and Python) and the copy of the prefix's cache (a pass of 1-3 tokens costs as much as ~35 positions on SmolLM2)
 GROUP_COST = 32
 
 
@@ -417,92 +429,132 @@ def own_length_groups(lengths: Sequence[int], cost: int = GROUP_COST) -> list[li
     return groups[::-1]
 
 
-def _generate_group(loaded: Loaded, rows: list[_Row], past: Any, common: int, window: int | None) -> None:
-    """Generate one group's answers as one batch and set their futures; ``past`` holds the shared prefix's cache
-    (``common`` tokens) copied to every row, or is None.
+class _Batch:
+    """Rows generated together: the live rows, their cache (``past``), what each is fed next and from which
+    position, the drafts fed last step, and the attention mask over the cache (None while not ``masked``)."""
+
+    def __init__(self, loaded: Loaded, rows: list[_Row], past: Any, common: int) -> None:
+        self.live = list(rows)
+        self.past = past
+        self.jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
+        # one row without drafts runs as before batching: no mask, positions implied by the cache
+        self.masked = len(rows) > 1 or self.jump
+        self.mask: Any = (torch.ones((len(rows), common), dtype=torch.long, device=loaded.device)
+                          if common and self.masked else None)
+        self.feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed next step
+        self.starts = [common] * len(rows)  # each row's position of its first fed token
+        self.drafts: list[list[int]] = [[] for _ in rows]
+        self.fed = 0  # token positions fed by the last step
+
+
+def _joinable(past: Any) -> bool:
+    """Whether the cache's layers hold nothing but keys and values (not a sliding window's slot count)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    return type(past) is DynamicCache and all(type(layer) is DynamicLayer for layer in past.layers)
+
+
+def _join(batches: list[_Batch]) -> _Batch:
+    """One batch of the groups' rows: each group's cache slots and mask left-padded (masked) to the widest."""
+    sizes = [batch.past.layers[0].keys.shape[-2] for batch in batches]
+    width = max(sizes)
+    joined = batches[0]
+    masks = []
+    for batch, size in zip(batches, sizes, strict=True):
+        mask = batch.mask if batch.mask is not None else torch.ones((len(batch.live), size), dtype=torch.long,
+                                                                       device=batch.past.layers[0].keys.device)
+        masks.append(torch.nn.functional.pad(mask, (width - size, 0)))
+    for number, layer in enumerate(joined.past.layers):
+        for name in ("keys", "values"):
+            setattr(layer, name, torch.cat([torch.nn.functional.pad(getattr(batch.past.layers[number], name),
+                                                                     (0, 0, width - size, 0))
+                                            for batch, size in zip(batches, sizes, strict=True)]))
+    joined.mask = torch.cat(masks)
+    joined.masked = True
+    joined.jump = any(batch.jump for batch in batches)
+    for batch in batches[1:]:
+        joined.live += batch.live
+        joined.feeds += batch.feeds
+        joined.starts += batch.starts
+        joined.drafts += batch.drafts
+    return joined
+
+
+def _step(loaded: Loaded, batch: _Batch, window: int | None) -> None:
+    """One forward pass of the batch, each row's next token chosen; a row that ends leaves the batch.
 
     Each row is fed the rest of its prompt after the shared slots (``[prefix][padding][own tokens]``, the padding
-    masked, positions counted on from the prefix), so it sees what it would see alone.
-    Each step feeds every row its last chosen token and, under a schema, the text the grammar forces next (a
-    *draft*: ``{"grade":`` at the start of a verdict, spelled in the vocabulary's longest tokens; jump-forward),
-    left-padded to one width, with an attention mask over the whole cache and per-row positions, so each row sees
-    only its own tokens at the positions it would have alone. The draft is checked as decoding one token at a time
-    would: the row's token is chosen from the scores after each fed token, and the draft is kept up to the first
-    token that differs (that chosen token is fed next; the refused draft's cache slots are masked), so the answer
-    is the one of token-by-token decoding. A row that ends (EOS, JSON complete, budget spent, cancelled) leaves
-    the batch, its cache rows dropped. Greedy at temperature 0, else sampled with a generator seeded per call."""
+    masked, positions counted on from the prefix), so it sees what it would see alone; then its last chosen token
+    and, under a schema, the text the grammar forces next (a *draft*: ``{"grade":`` at the start of a verdict,
+    spelled in the vocabulary's longest tokens; jump-forward), left-padded to one width, with an attention mask
+    over the whole cache and per-row positions, so each row sees only its own tokens at the positions it would
+    have alone. The draft is checked as decoding one token at a time would: the row's token is chosen from the
+    scores after each fed token, and the draft is kept up to the first token that differs (that chosen token is fed
+    next; the refused draft's cache slots are masked), so the answer is the one of token-by-token decoding. A row
+    that ends (EOS, JSON complete, budget spent, cancelled) leaves the batch, its cache rows dropped. Greedy at
+    temperature 0, else sampled with a generator seeded per call."""
     model = loaded.model
     pad = loaded.tokenizer.pad_token_id
     pad = pad if isinstance(pad, int) else next(iter(loaded.eos), 0)
-    jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
-    # one row without drafts runs as before batching: no mask, positions implied by the cache
-    masked = len(rows) > 1 or jump
-    drafts: list[list[int]] = [[] for _ in rows]
-    mask: Any = torch.ones((len(rows), common), dtype=torch.long, device=loaded.device) if common and masked else None
-    live = list(rows)
-    feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed this step
-    starts = [common] * len(rows)  # each row's position of its first fed token
-    prompt_pass = True
-    while live:
-        if jump:
-            cached = 0 if mask is None else mask.shape[1]
-            for j, row in enumerate(live):
-                drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
-                if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
-                    drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
-                feeds[j] = feeds[j] + drafts[j]
-        width = max(len(f) for f in feeds)
-        step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
-        extra: dict[str, Any] = {}
-        if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
-            extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
-        if masked:
-            step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
-            positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
-                                      for j, f in enumerate(feeds)], device=loaded.device)
-            mask = step_mask if mask is None else torch.cat([mask, step_mask], dim=1)
-            extra["attention_mask"], extra["position_ids"] = mask, positions
-        result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
-        loaded.forwards += 1
-        loaded.fed += step_input.numel()
-        if prompt_pass:
-            loaded.prefilled += step_input.numel()
-        prompt_pass = False
-        past = getattr(result, loaded.cache_argument)
-        scores = result.logits.float().cpu()
-        keep: list[int] = []
+    live, feeds, starts, drafts = batch.live, batch.feeds, batch.starts, batch.drafts
+    if batch.jump:
+        cached = 0 if batch.mask is None else batch.mask.shape[1]
         for j, row in enumerate(live):
-            draft = drafts[j]
-            token: int | None = None
-            taken = 0
-            try:
-                for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
-                    token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
-                    if token is None or k == len(draft) or token != draft[k]:
-                        break
-                    taken += 1
-            except LLMCallError as exc:
-                row.queued.future.set_exception(exc)
-                continue
-            if token is None:
-                continue
-            if taken < len(draft):  # the refused draft's slots: masked from now on
-                mask[j, mask.shape[1] - (len(draft) - taken):] = 0
-            starts[j] += len(feeds[j]) - (len(draft) - taken)
-            feeds[j] = [token]
-            keep.append(j)
-        if len(keep) < len(live):
-            if not keep:
-                break
-            if not _drop_rows(past, keep):  # pragma: no cover - every cache of transformers 5 can
-                raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
-                                   "calls; use max_batch=1", retryable=False)
-            live = [live[j] for j in keep]
-            feeds = [feeds[j] for j in keep]
-            starts = [starts[j] for j in keep]
-            drafts = [drafts[j] for j in keep]
-            if mask is not None:
-                mask = mask[keep]
+            drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
+            if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
+                drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
+            feeds[j] = feeds[j] + drafts[j]
+    width = max(len(f) for f in feeds)
+    step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
+    extra: dict[str, Any] = {}
+    if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
+        extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
+    if batch.masked:
+        step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
+        positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
+                                  for j, f in enumerate(feeds)], device=loaded.device)
+        batch.mask = step_mask if batch.mask is None else torch.cat([batch.mask, step_mask], dim=1)
+        extra["attention_mask"], extra["position_ids"] = batch.mask, positions
+    result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: batch.past}, **extra)
+    loaded.forwards += 1
+    loaded.fed += step_input.numel()
+    batch.fed = step_input.numel()
+    batch.past = getattr(result, loaded.cache_argument)
+    scores = result.logits.float().cpu()
+    keep: list[int] = []
+    for j, row in enumerate(live):
+        draft = drafts[j]
+        token: int | None = None
+        taken = 0
+        try:
+            for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
+                token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
+                if token is None or k == len(draft) or token != draft[k]:
+                    break
+                taken += 1
+        except LLMCallError as exc:
+            row.queued.future.set_exception(exc)
+            continue
+        if token is None:
+            continue
+        if taken < len(draft):  # the refused draft's slots: masked from now on
+            batch.mask[j, batch.mask.shape[1] - (len(draft) - taken):] = 0
+        starts[j] += len(feeds[j]) - (len(draft) - taken)
+        feeds[j] = [token]
+        keep.append(j)
+    if len(keep) < len(live):
+        if not keep:
+            batch.live = []
+            return
+        if not _drop_rows(batch.past, keep):  # pragma: no cover - every cache of transformers 5 can
+            raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
+                               "calls; use max_batch=1", retryable=False)
+        batch.live = [live[j] for j in keep]
+        batch.feeds = [feeds[j] for j in keep]
+        batch.starts = [starts[j] for j in keep]
+        batch.drafts = [drafts[j] for j in keep]
+        if batch.mask is not None:
+            batch.mask = batch.mask[keep]
 
 
 #: the fewest common prompt tokens worth a forward pass of their own (below, the pass costs more than it saves)

@@ -227,18 +227,11 @@ def test_the_shared_prefix_is_the_common_tokens_within_the_rules() -> None:
 def test_a_sliding_window_model_shares_a_prefix_within_its_window(tiny_model: Path, tmp_path: Path) -> None:
     """A random Mistral whose layers attend over a sliding window of 256 slots: a batch within it shares its
     prefix and answers as alone; with a window of 64 the same batch does not share and still answers as alone."""
-    import torch
-    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     for window, shares in ((256, True), (64, False)):
-        folder = tmp_path / f"mistral-{window}"
-        torch.manual_seed(0)
-        MistralForCausalLM(MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                         sliding_window=window, max_position_embeddings=1024, bos_token_id=0,
-                                         eos_token_id=1, pad_token_id=2)).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+        folder = sliding_mistral(tiny_model, tmp_path / f"mistral-{window}", window)
         loaded = runtime.load(str(folder), "cpu", "auto")
         calls = shared_calls(True)[:2]
         assert max(len(runtime.prompt_ids(tokenizer, c.messages)) for c in calls) < 256 - 40 - runtime.DRAFT_ROOM
@@ -268,13 +261,31 @@ LONG_USERS = ["Hi.", "Yes?", "First long question: " + "how many eggs does a que
               "Second long question: " + "how many eggs does a queen bee lay in a day in summer? " * 4]
 
 
-@pytest.mark.parametrize("chat", [False, True])
+def sliding_mistral(tokenizer_folder: Path, folder: Path, window: int) -> Path:
+    """A random Mistral whose layers attend over a sliding window of ``window`` slots, saved in ``folder``."""
+    import torch
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    torch.manual_seed(0)
+    MistralForCausalLM(MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                     sliding_window=window, max_position_embeddings=1024, bos_token_id=0,
+                                     eos_token_id=1, pad_token_id=2)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["plain", "chat", "sliding"])
 def test_a_batch_of_mixed_lengths_runs_in_groups_and_each_call_gets_its_answer_alone(
-        tiny_model: Path, tiny_chat_model: Path, chat: bool) -> None:
+        tiny_model: Path, tiny_chat_model: Path, tmp_path: Path, kind: str) -> None:
     """Two short and two long prompts after one shared system message: the short pair and the long pair are
     prefilled as two groups, each padded to its own longest (not the short rows to the longest of the four), with
-    the prefix prefilled once; every answer, free or under a schema, is the one the call gets alone."""
-    loaded = runtime.load(str((tiny_chat_model if chat else tiny_model).resolve()), "auto", "auto")
+    the prefix prefilled once; the groups' caches are then joined and decode as one batch (a sliding-window
+    Mistral's cache is not joined: its groups decode apart); every answer, free or under a schema, is the one the
+    call gets alone."""
+    folder = {"plain": tiny_model, "chat": tiny_chat_model}.get(kind) or sliding_mistral(tiny_model, tmp_path, 512)
+    loaded = runtime.load(str(folder.resolve()), "auto", "auto")
 
     def calls(schema: Any) -> list[runtime.Call]:
         return [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=0.0,
@@ -293,4 +304,6 @@ def test_a_batch_of_mixed_lengths_runs_in_groups_and_each_call_gets_its_answer_a
         if schema is None:  # free text: each group's first pass is its rows' own prompt tokens, left-padded
             grouped = common + 2 * max(own[:2]) + 2 * max(own[2:])
             assert loaded.prefilled - before == grouped < common + 4 * max(own)
-            assert loaded.forwards - forwards > 2  # the prefix, then each group's passes of its own
+            assert [f.result()[2] for f in futures] == [24] * 4  # every row writes its whole budget
+            # the prefix, each group's prompt pass, then 23 decoding passes: the groups joined, or apart
+            assert loaded.forwards - forwards == 1 + 2 + (2 * 23 if kind == "sliding" else 23)
