@@ -368,31 +368,40 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     :func:`shared_prefix`), those are prefilled once, as a batch of one. The rows are then split into groups of
     similar own length (the tokens after the shared prefix: :func:`own_length_groups`), so that a short prompt is
     not padded to the longest of the whole batch: each group gets a copy of the prefix's cache, one per row, and
-    its prompt pass of its own. The groups' caches are then joined into one batch (:func:`_join`: each group's
-    slots left-padded to the widest, the padding masked), which decodes the rest in one pass a step; a cache
-    whose layers keep more than keys and values (sliding windows) is not joined, and its groups decode apart."""
+    its prompt pass of its own. On a model with sliding-window layers, only the rows whose prompt, budget and
+    drafts fit in the window share the prefix; the others are grouped by their whole prompt's length. The groups'
+    caches are then joined into one batch (:func:`_join`: each group's slots left-padded to the widest, the
+    padding masked), which decodes the rest in one pass a step; a cache whose layers keep more than keys and
+    values (sliding windows) is not joined, and its groups decode apart."""
     window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
     with torch.inference_mode():
-        common = shared_prefix(rows, window)
+        # on a sliding window, the rows that fit in it share their prefix; the others are grouped without it
+        fit = [row for row in rows if window is None or len(row.ids) + row.queued.call.max_new_tokens
+               + DRAFT_ROOM < window]
+        common = shared_prefix(fit, window)
+        sharing = fit if common else []
+        rest = [row for row in rows if not any(row is other for other in sharing)]
         prefix = None
         if common:
-            result = loaded.model(input_ids=torch.tensor([rows[0].ids[:common]], device=loaded.device),
+            result = loaded.model(input_ids=torch.tensor([sharing[0].ids[:common]], device=loaded.device),
                                   use_cache=True, **{loaded.cache_argument: None},
                                   **({"logits_to_keep": 1} if loaded.last_logits else {}))
             loaded.forwards += 1
             loaded.fed += common
             loaded.prefilled += common
-            loaded.shared += common * (len(rows) - 1)
+            loaded.shared += common * (len(sharing) - 1)
             prefix = getattr(result, loaded.cache_argument)
-        groups = own_length_groups([len(row.ids) - common for row in rows])
+        groups = [[sharing[i] for i in group] for group in own_length_groups([len(r.ids) - common for r in sharing])]
+        last = len(groups) - 1
+        groups += [[rest[i] for i in group] for group in own_length_groups([len(row.ids) for row in rest])]
         batches: list[_Batch] = []
         for number, group in enumerate(groups):
             past = None
-            if prefix is not None:  # the last group takes the prefix's cache itself, the others a copy
-                past = prefix if number == len(groups) - 1 else copy.deepcopy(prefix)
+            if prefix is not None and number <= last:  # the last sharing group takes the prefix's cache itself
+                past = prefix if number == last else copy.deepcopy(prefix)
                 if not _repeat_rows(past, len(group)):  # pragma: no cover - every cache of transformers 5 can
                     past = None
-            batch = _Batch(loaded, [rows[i] for i in group], past, common if past is not None else 0)
+            batch = _Batch(loaded, group, past, common if past is not None else 0)
             _step(loaded, batch, window)  # the group's prompt pass
             loaded.prefilled += batch.fed
             if batch.live:

@@ -307,3 +307,27 @@ def test_a_batch_of_mixed_lengths_runs_in_groups_and_each_call_gets_its_answer_a
             assert [f.result()[2] for f in futures] == [24] * 4  # every row writes its whole budget
             # the prefix, each group's prompt pass, then 23 decoding passes: the groups joined, or apart
             assert loaded.forwards - forwards == 1 + 2 + (2 * 23 if kind == "sliding" else 23)
+
+
+def test_on_a_sliding_window_the_rows_that_fit_share_the_prefix_and_the_others_do_not(tiny_model: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A window that holds the two short prompts with their budget and drafts but not the two long ones: the short
+    pair shares the system message (fed once for two rows), the long pair is grouped without it, and every answer
+    is the one the call gets alone."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    calls = [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=0.0,
+                          max_new_tokens=24, seed=i, json_schema=RelevanceGrade.model_json_schema() if i % 2 else None)
+             for i, user in enumerate(LONG_USERS)]
+    prompts = [runtime.prompt_ids(tokenizer, call.messages) for call in calls]
+    window = max(map(len, prompts[:2])) + 24 + runtime.DRAFT_ROOM + 1
+    assert min(map(len, prompts[2:])) + 24 + runtime.DRAFT_ROOM >= window  # the long pair does not fit
+    common = next(i for i in range(len(prompts[0])) if prompts[0][i] != prompts[1][i])
+    loaded = runtime.load(str(sliding_mistral(tiny_model, tmp_path / "mistral", window)), "cpu", "auto")
+    alone = [runtime.submit(loaded, call, max_batch=1, window=0).result() for call in calls]
+    before = loaded.shared
+    futures = [runtime.submit(loaded, call, max_batch=4, window=2.0) for call in calls]
+    assert [f.result() for f in futures] == alone
+    assert list(loaded.batcher.sizes)[-1] == 4
+    assert loaded.shared - before == common  # the prefix fed once for the two short rows, not at all for the long
