@@ -266,8 +266,8 @@ def measure_batches(model: str, threads: int, n: int) -> None:
     common_prefix(loaded, n)
     window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
     if window is not None:
-        print(f"  sliding window of {window} slots: a batch shares its prefix only when its longest prompt, "
-              f"16 answer tokens and {runtime.DRAFT_ROOM} of drafts stay within it", flush=True)
+        print(f"  sliding window of {window} slots: only the rows whose prompt, 16 answer tokens and "
+              f"{runtime.DRAFT_ROOM} of drafts stay within it share the prefix", flush=True)
     asyncio.run(warm.acomplete(dl19_messages(1)[0], json_schema=schema))  # the index and states, once
     few = dl19_messages(8)
     # one at a time, the forced text fed token by token, then in one pass
