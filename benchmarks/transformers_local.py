@@ -15,20 +15,25 @@ scores only against every position's, and milliseconds per answer token free and
 and the grammar's states) apart, and the allowed tokens of the structural states on a path through each schema
 found by the token trie against the first-character scan it replaced.
 
-``--batch`` measures verdicts (the ``relevance`` judge's messages and schema on TREC DL 2019 pairs from
-../shared) sent all at once: first the prompts' common token prefix (the ceiling of prefix sharing: prompt tokens
-against prompt tokens once the prefix is fed once), with the fence code fixed and drawn per verdict as the judge
-draws it, for the pairs and for as many passages of one query; then ``max_batch`` 1 (the peer: one at a time), 8
-and 32 with prefix sharing on and off (``--sizes``, default ``1,8,32``; ``--share``, default ``on,off``): wall
-and CPU time of this process (its torch threads included: the other processes on the machine slow the wall clock,
-less the CPU time) against the peer's, and how many answers equal the peer's; ``--no-jump`` skips the
-jump-forward rows (8 verdicts one at a time with it off and on); then (unless ``--no-children``), for each model in a child process of its own, the first constrained
-call with the token strings decoded (the saved file removed first) and read back from the file saved beside the
-conversion, and the child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between runs
-(default: a fresh temporary folder, so the first load converts).
+``--batch`` measures verdicts (the ``relevance`` judge's messages, one fence code, and its schema on TREC DL 2019
+pairs from ../shared) sent all at once: first the prompts' common token prefix (the ceiling of prefix sharing:
+prompt tokens against prompt tokens once the prefix is fed once), with the fence code fixed and drawn per verdict
+as the judge draws it, for the pairs and for as many passages of one query; then, for each workload
+(``--workloads``, default ``pairs,query``: ``--n`` pairs of different queries, and the first ``--n`` judged
+passages of the first pair's query, as pool judging grades them), ``max_batch`` 1 (the peer: one at a time), 8
+and 32 (``--sizes``, default ``1,8,32``) with prefix sharing on (``--share``, default ``on``; ``on,off`` adds
+the rows without it): wall and CPU time of this process (its torch threads included: the other processes on the
+machine slow the wall clock, less the CPU time) against the peer's in the same run, how many answers equal the
+peer's, the token positions fed (padding included; those of the prompts' passes apart) and the forward passes;
+``--no-jump`` skips the jump-forward rows (8 verdicts one at a time with it off and on); then (unless
+``--no-children``), for each model in a child process of its own, the first constrained call with the token
+strings decoded (the saved file removed first) and read back from the file saved beside the conversion, and the
+child's peak resident memory (``--no-batches``: those only). ``--cache DIR`` keeps the conversions in DIR between
+runs (default: a fresh temporary folder, so the first load converts).
 
     python benchmarks/transformers_local.py [--real | --batch [--no-batches] [--no-jump] [--sizes 1,8,32]
-        [--share on,off] [--no-children]] [--cache DIR] [--threads N] [--n N] [smollm2-135m] [gemma3-270m]
+        [--share on,off] [--workloads pairs,query] [--no-children]] [--cache DIR] [--threads N] [--n N]
+        [smollm2-135m] [gemma3-270m]
         (needs evret-transformers installed; --real and --batch its [gguf] extra and the model packages)
 """
 
@@ -247,22 +252,24 @@ def common_prefix(loaded: Any, n: int) -> None:
 
 def measure_batches(model: str, threads: int, n: int) -> None:
     """Verdicts per second at each ``--sizes`` and ``--share`` (all ``n`` calls sent at once), wall and CPU time
-    against one at a time, printed."""
+    against one at a time measured in the same run, for each ``--workloads`` (``pairs``: ``n`` DL19 pairs of
+    different queries; ``query``: one query's ``n`` passages), one fence code; printed."""
     import os
     import sys
 
     from evret_core.judge.relevance_judge import RelevanceAnswer
 
     schema = RelevanceAnswer.model_json_schema()
-    conversations = dl19_messages(n)
-    first: list[str] = []
-    base = base_cpu = 0.0
     warm = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads)
     asyncio.run(warm.warmup())
     loaded = warm._loaded
     common_prefix(loaded, n)
-    asyncio.run(warm.acomplete(conversations[0], json_schema=schema))  # the index and states, once
-    few = conversations[:8]
+    window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
+    if window is not None:
+        print(f"  sliding window of {window} slots: only the rows whose prompt, 16 answer tokens and "
+              f"{runtime.DRAFT_ROOM} of drafts stay within it share the prefix", flush=True)
+    asyncio.run(warm.acomplete(dl19_messages(1)[0], json_schema=schema))  # the index and states, once
+    few = dl19_messages(8)
     # one at a time, the forced text fed token by token, then in one pass
     for jump in () if "--no-jump" in sys.argv[1:] else (False, True):
         before, started = loaded.forwards, time.perf_counter()
@@ -277,31 +284,39 @@ def measure_batches(model: str, threads: int, n: int) -> None:
               f"verdict; answers equal: {sum(a == b for a, b in zip(texts, plain, strict=True))}/{len(few)}; load "
               f"{os.getloadavg()[0]:.1f}", flush=True)
     sizes = [int(size) for size in _option("--sizes", "1,8,32").split(",")]
-    shares = [share == "on" for share in _option("--share", "on,off").split(",")]
-    for size in sizes:
-        for share in shares if size > 1 else [False]:
-            provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads, max_batch=size,
-                                            batch_window_ms=50, share_prefix=share)
-            asyncio.run(provider.warmup())
+    shares = [share == "on" for share in _option("--share", "on").split(",")]
+    for workload in _option("--workloads", "pairs,query").split(","):
+        conversations = dl19_messages(n, one_query=workload == "query")
+        print(f"  {n} {'pairs of different queries' if workload == 'pairs' else 'passages of one query'}, "
+              f"one fence code:", flush=True)
+        first: list[str] = []
+        base = base_cpu = 0.0
+        for size in sizes:
+            for share in shares if size > 1 else [False]:
+                provider = TransformersProvider(model, max_new_tokens=16, device="cpu", threads=threads,
+                                                max_batch=size, batch_window_ms=50, share_prefix=share)
+                asyncio.run(provider.warmup())
 
-            async def ask(provider: TransformersProvider = provider) -> list[Any]:
-                return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
+                async def ask(provider: TransformersProvider = provider, conversations: Any = conversations
+                              ) -> list[Any]:
+                    return await asyncio.gather(*(provider.acomplete(m, json_schema=schema) for m in conversations))
 
-            fed, shared = loaded.fed, loaded.shared
-            started, cpu = time.perf_counter(), time.process_time()
-            answers = asyncio.run(ask())
-            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
-            texts = [a.text for a in answers]
-            if size == 1:
-                first, base, base_cpu = texts, seconds, cpu
-            prompt = sum(a.input_tokens for a in answers) / n
-            load = os.getloadavg()[0]
-            label = "(peer)" if size == 1 else f"sharing {'on ' if share else 'off'}"
-            print(f"  max_batch {size:2d} {label:11s}: {n} verdicts in {seconds:6.1f} s wall ({base / seconds:4.2f}x one "
-                  f"at a time), {cpu:6.1f} s CPU ({base_cpu / cpu:4.2f}x); answers equal to one at a time: "
-                  f"{sum(a == b for a, b in zip(texts, first, strict=True))}/{n}; prompts {prompt:.0f} tokens on "
-                  f"average, positions fed {loaded.fed - fed}, prompt tokens shared {loaded.shared - shared}; "
-                  f"load {load:.1f}", flush=True)
+                fed, shared, prefilled, forwards = loaded.fed, loaded.shared, loaded.prefilled, loaded.forwards
+                started, cpu = time.perf_counter(), time.process_time()
+                answers = asyncio.run(ask())
+                seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+                texts = [a.text for a in answers]
+                if size == 1:
+                    first, base, base_cpu = texts, seconds, cpu
+                prompt = sum(a.input_tokens for a in answers) / n
+                load = os.getloadavg()[0]
+                label = "(peer)" if size == 1 else f"sharing {'on ' if share else 'off'}"
+                print(f"    max_batch {size:2d} {label:11s}: {n} verdicts in {seconds:6.1f} s wall ({base / seconds:4.2f}x "
+                      f"one at a time), {cpu:6.1f} s CPU ({base_cpu / cpu:4.2f}x); answers equal to one at a time: "
+                      f"{sum(a == b for a, b in zip(texts, first, strict=True))}/{n}; prompts {prompt:.0f} tokens on "
+                      f"average, positions fed {loaded.fed - fed} (prompt passes {loaded.prefilled - prefilled}), "
+                      f"forward passes {loaded.forwards - forwards}, prompt tokens shared {loaded.shared - shared}; "
+                      f"load {load:.1f}", flush=True)
 
 
 def child(model: str, threads: int) -> None:

@@ -5,16 +5,18 @@ The generation loop is Evret's own (a KV-cached forward per step, asking for the
 token is chosen only, when the model's forward takes ``logits_to_keep``). Calls go through one queue per loaded
 model (:func:`submit`); a thread of its own takes the calls that arrived together as one batch
 (:func:`generate_many`: left-padded, an attention mask and per-row positions, each row its own grammar state,
-budget and stop; the prompts' common token prefix prefilled once and its cache copied to every row). Under a JSON schema each step keeps only the tokens
-:class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after which the JSON can still be
-closed within the tokens left, so the answer is complete JSON even when the budget runs out; the text the grammar
-forces is fed in one pass and checked token by token (jump-forward). The answer's text is the concatenation of
-the chosen tokens' strings, the very text the grammar accepted."""
+budget and stop; the prompts' common token prefix prefilled once and its cache copied to every row; the rows run
+in groups of similar length, so a short prompt is not padded to the batch's longest). Under a JSON schema each step
+keeps only the tokens :class:`~evret_transformers.tokens.TokenConstraint` allows and, of those, the ones after
+which the JSON can still be closed within the tokens left, so the answer is complete JSON even when the budget runs
+out; the text the grammar forces is fed in one pass and checked token by token (jump-forward). The answer's text
+is the concatenation of the chosen tokens' strings, the very text the grammar accepted."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import copy
 import json
 import os
 import threading
@@ -66,6 +68,7 @@ class Loaded:
     forwards: int = 0  # forward passes run (tests and the benchmark read it)
     fed: int = 0  # token positions fed to the model, padding included (tests and the benchmark read it)
     shared: int = 0  # prompt tokens not fed because a batch's common prefix was prefilled once
+    prefilled: int = 0  # token positions fed by the prompts' passes (shared prefix, each group's first), padding in
     eos: frozenset[int] = frozenset()
     cache_argument: str = "cache"  # transformers 5 names the KV cache `cache`, earlier releases `past_key_values`
     last_logits: bool = False  # the forward takes `logits_to_keep`: the lm_head runs on the last position only
@@ -414,100 +417,205 @@ def generate_many(loaded: Loaded, rows: list[_Row]) -> None:
     """Generate every row's answer in one batch and set its future.
 
     When the rows' prompts start with the same tokens (a judge's system message and instructions: see
-    :func:`shared_prefix`), those are prefilled once, as a batch of one, and the cache is copied to every row;
-    each row is then fed only the rest of its prompt, after the shared slots (``[prefix][padding][own tokens]``,
-    the padding masked, positions counted on from the prefix), so it sees what it would see alone.
-    Each step feeds every row its last chosen token and, under a schema, the text the grammar forces next (a
-    *draft*: ``{"grade":`` at the start of a verdict, spelled in the vocabulary's longest tokens; jump-forward),
-    left-padded to one width, with an attention mask over the whole cache and per-row positions, so each row sees
-    only its own tokens at the positions it would have alone. The draft is checked as decoding one token at a time
-    would: the row's token is chosen from the scores after each fed token, and the draft is kept up to the first
-    token that differs (that chosen token is fed next; the refused draft's cache slots are masked), so the answer
-    is the one of token-by-token decoding. A row that ends (EOS, JSON complete, budget spent, cancelled) leaves
-    the batch, its cache rows dropped. Greedy at temperature 0, else sampled with a generator seeded per call."""
+    :func:`shared_prefix`), those are prefilled once, as a batch of one. The rows are then split into groups of
+    similar own length (the tokens after the shared prefix: :func:`own_length_groups`), so that a short prompt is
+    not padded to the longest of the whole batch: each group gets a copy of the prefix's cache, one per row, and
+    its prompt pass of its own. On a model with sliding-window layers, only the rows whose prompt, budget and
+    drafts fit in the window share the prefix; the others are grouped by their whole prompt's length. The groups'
+    caches are then joined into one batch (:func:`_join`: each group's slots left-padded to the widest, the
+    padding masked), which decodes the rest in one pass a step; a cache whose layers keep more than keys and
+    values (sliding windows) is not joined, and its groups decode apart."""
+    window = getattr(loaded.model.config.get_text_config(), "sliding_window", None)
+    with torch.inference_mode():
+        # on a sliding window, the rows that fit in it share their prefix; the others are grouped without it
+        fit = [row for row in rows if window is None or len(row.ids) + row.queued.call.max_new_tokens
+               + DRAFT_ROOM < window]
+        common = shared_prefix(fit, window)
+        sharing = fit if common else []
+        rest = [row for row in rows if not any(row is other for other in sharing)]
+        prefix = None
+        if common:
+            result = loaded.model(input_ids=torch.tensor([sharing[0].ids[:common]], device=loaded.device),
+                                  use_cache=True, **{loaded.cache_argument: None},
+                                  **({"logits_to_keep": 1} if loaded.last_logits else {}))
+            loaded.forwards += 1
+            loaded.fed += common
+            loaded.prefilled += common
+            loaded.shared += common * (len(sharing) - 1)
+            prefix = getattr(result, loaded.cache_argument)
+        groups = [[sharing[i] for i in group] for group in own_length_groups([len(r.ids) - common for r in sharing])]
+        last = len(groups) - 1
+        groups += [[rest[i] for i in group] for group in own_length_groups([len(row.ids) for row in rest])]
+        batches: list[_Batch] = []
+        for number, group in enumerate(groups):
+            past = None
+            if prefix is not None and number <= last:  # the last sharing group takes the prefix's cache itself
+                past = prefix if number == last else copy.deepcopy(prefix)
+                if not _repeat_rows(past, len(group)):  # pragma: no cover - every cache of transformers 5 can
+                    past = None
+            batch = _Batch(loaded, group, past, common if past is not None else 0)
+            _step(loaded, batch, window)  # the group's prompt pass
+            loaded.prefilled += batch.fed
+            if batch.live:
+                batches.append(batch)
+        if len(batches) > 1 and all(_joinable(batch.past) for batch in batches):
+            batches = [_join(batches)]
+        for batch in batches:
+            while batch.live:
+                _step(loaded, batch, window)
+
+
+#: what one more group costs, in token positions fed: its prompt pass's fixed work (30 layers' kernel launches
+#: and Python) and the copy of the prefix's cache (a pass of 1-3 tokens costs as much as ~35 positions on SmolLM2)
+GROUP_COST = 32
+
+
+def own_length_groups(lengths: Sequence[int], cost: int = GROUP_COST) -> list[list[int]]:
+    """The rows (their indices) split into groups of similar length, each group to be padded to its longest:
+    the split of the rows sorted by length that feeds the fewest positions, counting ``cost`` positions for each
+    group (``len(group) * longest + cost`` summed; an exact dynamic programme over the sorted lengths). Groups are
+    listed shortest first; a row's index order is kept within its group."""
+    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+    size = len(order)
+    best = [0] + [0] * size  # best[k]: the least cost of the first k sorted rows
+    cut = [0] * (size + 1)  # cut[k]: where the last group of that best split starts
+    for end in range(1, size + 1):
+        longest = lengths[order[end - 1]]
+        best[end], cut[end] = min((best[start] + (end - start) * longest + cost, start) for start in range(end))
+    groups: list[list[int]] = []
+    end = size
+    while end > 0:
+        groups.append(sorted(order[cut[end]:end]))
+        end = cut[end]
+    return groups[::-1]
+
+
+class _Batch:
+    """Rows generated together: the live rows, their cache (``past``), what each is fed next and from which
+    position, the drafts fed last step, and the attention mask over the cache (None while not ``masked``)."""
+
+    def __init__(self, loaded: Loaded, rows: list[_Row], past: Any, common: int) -> None:
+        self.live = list(rows)
+        self.past = past
+        self.jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
+        # one row without drafts runs as before batching: no mask, positions implied by the cache
+        self.masked = len(rows) > 1 or self.jump
+        self.mask: Any = (torch.ones((len(rows), common), dtype=torch.long, device=loaded.device)
+                          if common and self.masked else None)
+        self.feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed next step
+        self.starts = [common] * len(rows)  # each row's position of its first fed token
+        self.drafts: list[list[int]] = [[] for _ in rows]
+        self.fed = 0  # token positions fed by the last step
+
+
+def _joinable(past: Any) -> bool:
+    """Whether the cache's layers hold nothing but keys and values (not a sliding window's slot count)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    return type(past) is DynamicCache and all(type(layer) is DynamicLayer for layer in past.layers)
+
+
+def _join(batches: list[_Batch]) -> _Batch:
+    """One batch of the groups' rows: each group's cache slots and mask left-padded (masked) to the widest."""
+    sizes = [batch.past.layers[0].keys.shape[-2] for batch in batches]
+    width = max(sizes)
+    joined = batches[0]
+    masks = []
+    for batch, size in zip(batches, sizes, strict=True):
+        mask = batch.mask if batch.mask is not None else torch.ones((len(batch.live), size), dtype=torch.long,
+                                                                       device=batch.past.layers[0].keys.device)
+        masks.append(torch.nn.functional.pad(mask, (width - size, 0)))
+    for number, layer in enumerate(joined.past.layers):
+        for name in ("keys", "values"):
+            setattr(layer, name, torch.cat([torch.nn.functional.pad(getattr(batch.past.layers[number], name),
+                                                                     (0, 0, width - size, 0))
+                                            for batch, size in zip(batches, sizes, strict=True)]))
+    joined.mask = torch.cat(masks)
+    joined.masked = True
+    joined.jump = any(batch.jump for batch in batches)
+    for batch in batches[1:]:
+        joined.live += batch.live
+        joined.feeds += batch.feeds
+        joined.starts += batch.starts
+        joined.drafts += batch.drafts
+    return joined
+
+
+def _step(loaded: Loaded, batch: _Batch, window: int | None) -> None:
+    """One forward pass of the batch, each row's next token chosen; a row that ends leaves the batch.
+
+    Each row is fed the rest of its prompt after the shared slots (``[prefix][padding][own tokens]``, the padding
+    masked, positions counted on from the prefix), so it sees what it would see alone; then its last chosen token
+    and, under a schema, the text the grammar forces next (a *draft*: ``{"grade":`` at the start of a verdict,
+    spelled in the vocabulary's longest tokens; jump-forward), left-padded to one width, with an attention mask
+    over the whole cache and per-row positions, so each row sees only its own tokens at the positions it would
+    have alone. The draft is checked as decoding one token at a time would: the row's token is chosen from the
+    scores after each fed token, and the draft is kept up to the first token that differs (that chosen token is fed
+    next; the refused draft's cache slots are masked), so the answer is the one of token-by-token decoding. A row
+    that ends (EOS, JSON complete, budget spent, cancelled) leaves the batch, its cache rows dropped. Greedy at
+    temperature 0, else sampled with a generator seeded per call."""
     model = loaded.model
     pad = loaded.tokenizer.pad_token_id
     pad = pad if isinstance(pad, int) else next(iter(loaded.eos), 0)
-    window = getattr(model.config.get_text_config(), "sliding_window", None)
-    jump = any(row.rules is not None and row.queued.call.jump_forward for row in rows)
-    # one row without drafts runs as before batching: no mask, positions implied by the cache
-    masked = len(rows) > 1 or jump
-    drafts: list[list[int]] = [[] for _ in rows]
-    mask: Any = None
-    past = None
-    live = list(rows)
-    with torch.inference_mode():
-        common = shared_prefix(rows, window)
-        if common:
-            result = model(input_ids=torch.tensor([rows[0].ids[:common]], device=loaded.device), use_cache=True,
-                           **{loaded.cache_argument: None}, **({"logits_to_keep": 1} if loaded.last_logits else {}))
-            loaded.forwards += 1
-            loaded.fed += common
-            loaded.shared += common * (len(rows) - 1)
-            past = getattr(result, loaded.cache_argument)
-            if not _repeat_rows(past, len(rows)):  # pragma: no cover - every cache of transformers 5 can
-                common, past = 0, None
-            else:
-                mask = torch.ones((len(rows), common), dtype=torch.long, device=loaded.device)
-        feeds = [list(row.ids[common:]) for row in rows]  # what each row is fed this step
-        starts = [common] * len(rows)  # each row's position of its first fed token
-        while live:
-            if jump:
-                cached = 0 if mask is None else mask.shape[1]
-                for j, row in enumerate(live):
-                    drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
-                    if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
-                        drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
-                    feeds[j] = feeds[j] + drafts[j]
-            width = max(len(f) for f in feeds)
-            step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
-            extra: dict[str, Any] = {}
-            if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
-                extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
-            if masked:
-                step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
-                positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
-                                          for j, f in enumerate(feeds)], device=loaded.device)
-                mask = step_mask if mask is None else torch.cat([mask, step_mask], dim=1)
-                extra["attention_mask"], extra["position_ids"] = mask, positions
-            result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: past}, **extra)
-            loaded.forwards += 1
-            loaded.fed += step_input.numel()
-            past = getattr(result, loaded.cache_argument)
-            scores = result.logits.float().cpu()
-            keep: list[int] = []
-            for j, row in enumerate(live):
-                draft = drafts[j]
-                token: int | None = None
-                taken = 0
-                try:
-                    for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
-                        token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
-                        if token is None or k == len(draft) or token != draft[k]:
-                            break
-                        taken += 1
-                except LLMCallError as exc:
-                    row.queued.future.set_exception(exc)
-                    continue
-                if token is None:
-                    continue
-                if taken < len(draft):  # the refused draft's slots: masked from now on
-                    mask[j, mask.shape[1] - (len(draft) - taken):] = 0
-                starts[j] += len(feeds[j]) - (len(draft) - taken)
-                feeds[j] = [token]
-                keep.append(j)
-            if len(keep) < len(live):
-                if not keep:
+    live, feeds, starts, drafts = batch.live, batch.feeds, batch.starts, batch.drafts
+    if batch.jump:
+        cached = 0 if batch.mask is None else batch.mask.shape[1]
+        for j, row in enumerate(live):
+            drafts[j] = _draft(loaded, row) if row.queued.call.jump_forward else []
+            if window is not None and cached + max(len(f) for f in feeds) + len(drafts[j]) > window:
+                drafts[j] = []  # a sliding window counts cache slots: keep it to what a row has alone
+            feeds[j] = feeds[j] + drafts[j]
+    width = max(len(f) for f in feeds)
+    step_input = torch.tensor([[pad] * (width - len(f)) + f for f in feeds], device=loaded.device)
+    extra: dict[str, Any] = {}
+    if loaded.last_logits:  # the scores of the positions whose next token is chosen, no more: the
+        extra["logits_to_keep"] = 1 + max(len(d) for d in drafts)  # prefill's lm_head skips the prompt
+    if batch.masked:
+        step_mask = torch.tensor([[0] * (width - len(f)) + [1] * len(f) for f in feeds], device=loaded.device)
+        positions = torch.tensor([[0] * (width - len(f)) + list(range(starts[j], starts[j] + len(f)))
+                                  for j, f in enumerate(feeds)], device=loaded.device)
+        batch.mask = step_mask if batch.mask is None else torch.cat([batch.mask, step_mask], dim=1)
+        extra["attention_mask"], extra["position_ids"] = batch.mask, positions
+    result = model(input_ids=step_input, use_cache=True, **{loaded.cache_argument: batch.past}, **extra)
+    loaded.forwards += 1
+    loaded.fed += step_input.numel()
+    batch.fed = step_input.numel()
+    batch.past = getattr(result, loaded.cache_argument)
+    scores = result.logits.float().cpu()
+    keep: list[int] = []
+    for j, row in enumerate(live):
+        draft = drafts[j]
+        token: int | None = None
+        taken = 0
+        try:
+            for k in range(len(draft) + 1):  # the scores after the last fed token but len(draft) - k
+                token = _next_token(loaded, row, scores[j, scores.shape[1] - 1 - len(draft) + k])
+                if token is None or k == len(draft) or token != draft[k]:
                     break
-                if not _drop_rows(past, keep):  # pragma: no cover - every cache of transformers 5 can
-                    raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
-                                       "calls; use max_batch=1", retryable=False)
-                live = [live[j] for j in keep]
-                feeds = [feeds[j] for j in keep]
-                starts = [starts[j] for j in keep]
-                drafts = [drafts[j] for j in keep]
-                if mask is not None:
-                    mask = mask[keep]
+                taken += 1
+        except LLMCallError as exc:
+            row.queued.future.set_exception(exc)
+            continue
+        if token is None:
+            continue
+        if taken < len(draft):  # the refused draft's slots: masked from now on
+            batch.mask[j, batch.mask.shape[1] - (len(draft) - taken):] = 0
+        starts[j] += len(feeds[j]) - (len(draft) - taken)
+        feeds[j] = [token]
+        keep.append(j)
+    if len(keep) < len(live):
+        if not keep:
+            batch.live = []
+            return
+        if not _drop_rows(batch.past, keep):  # pragma: no cover - every cache of transformers 5 can
+            raise LLMCallError("transformers: this model's KV cache cannot drop the rows of finished "
+                               "calls; use max_batch=1", retryable=False)
+        batch.live = [live[j] for j in keep]
+        batch.feeds = [feeds[j] for j in keep]
+        batch.starts = [starts[j] for j in keep]
+        batch.drafts = [drafts[j] for j in keep]
+        if batch.mask is not None:
+            batch.mask = batch.mask[keep]
 
 
 #: the fewest common prompt tokens worth a forward pass of their own (below, the pass costs more than it saves)

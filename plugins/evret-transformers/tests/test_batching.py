@@ -227,18 +227,11 @@ def test_the_shared_prefix_is_the_common_tokens_within_the_rules() -> None:
 def test_a_sliding_window_model_shares_a_prefix_within_its_window(tiny_model: Path, tmp_path: Path) -> None:
     """A random Mistral whose layers attend over a sliding window of 256 slots: a batch within it shares its
     prefix and answers as alone; with a window of 64 the same batch does not share and still answers as alone."""
-    import torch
-    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     for window, shares in ((256, True), (64, False)):
-        folder = tmp_path / f"mistral-{window}"
-        torch.manual_seed(0)
-        MistralForCausalLM(MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                                         sliding_window=window, max_position_embeddings=1024, bos_token_id=0,
-                                         eos_token_id=1, pad_token_id=2)).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+        folder = sliding_mistral(tiny_model, tmp_path / f"mistral-{window}", window)
         loaded = runtime.load(str(folder), "cpu", "auto")
         calls = shared_calls(True)[:2]
         assert max(len(runtime.prompt_ids(tokenizer, c.messages)) for c in calls) < 256 - 40 - runtime.DRAFT_ROOM
@@ -247,3 +240,94 @@ def test_a_sliding_window_model_shares_a_prefix_within_its_window(tiny_model: Pa
         futures = [runtime.submit(loaded, call, max_batch=2, window=2.0) for call in shared_calls(True)[:2]]
         assert [f.result() for f in futures] == alone
         assert (loaded.shared > before) is shares
+
+
+def test_rows_are_grouped_by_length_to_feed_the_fewest_positions() -> None:
+    """Sorted by length and split where a group's padding costs more than another group's passes."""
+    assert runtime.own_length_groups([10, 200, 12, 190, 11, 400], cost=32) == [[0, 2, 4], [1, 3], [5]]
+    assert runtime.own_length_groups([177] * 32, cost=32) == [list(range(32))]  # equal lengths: one group
+    assert runtime.own_length_groups([10, 20, 30], cost=1000) == [[0, 1, 2]]  # groups too dear: one group
+    assert runtime.own_length_groups([10, 20, 30], cost=0) == [[0], [1], [2]]  # free groups: no padding at all
+    assert runtime.own_length_groups([5, 5, 100, 5], cost=32) == [[0, 1, 3], [2]]  # index order kept in a group
+    assert runtime.own_length_groups([]) == []
+    lengths = [97, 380, 120, 64, 301, 333, 250, 88, 190, 260, 400, 75]
+    groups = runtime.own_length_groups(lengths, cost=32)
+    assert sorted(i for group in groups for i in group) == list(range(len(lengths)))
+    cost = sum(len(group) * max(lengths[i] for i in group) + 32 for group in groups)
+    assert cost < len(lengths) * max(lengths) + 32  # fewer positions than one batch padded to the longest
+
+
+LONG_USERS = ["Hi.", "Yes?", "First long question: " + "how many eggs does a queen bee lay in a day in spring? " * 4,
+              "Second long question: " + "how many eggs does a queen bee lay in a day in summer? " * 4]
+
+
+def sliding_mistral(tokenizer_folder: Path, folder: Path, window: int) -> Path:
+    """A random Mistral whose layers attend over a sliding window of ``window`` slots, saved in ``folder``."""
+    import torch
+    from transformers import AutoTokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    torch.manual_seed(0)
+    MistralForCausalLM(MistralConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                     num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                     sliding_window=window, max_position_embeddings=1024, bos_token_id=0,
+                                     eos_token_id=1, pad_token_id=2)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("kind", ["plain", "chat", "sliding"])
+def test_a_batch_of_mixed_lengths_runs_in_groups_and_each_call_gets_its_answer_alone(
+        tiny_model: Path, tiny_chat_model: Path, tmp_path: Path, kind: str) -> None:
+    """Two short and two long prompts after one shared system message: the short pair and the long pair are
+    prefilled as two groups, each padded to its own longest (not the short rows to the longest of the four), with
+    the prefix prefilled once; the groups' caches are then joined and decode as one batch (a sliding-window
+    Mistral's cache is not joined: its groups decode apart); every answer, free or under a schema, is the one the
+    call gets alone."""
+    folder = {"plain": tiny_model, "chat": tiny_chat_model}.get(kind) or sliding_mistral(tiny_model, tmp_path, 512)
+    loaded = runtime.load(str(folder.resolve()), "auto", "auto")
+
+    def calls(schema: Any) -> list[runtime.Call]:
+        return [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=0.0,
+                             max_new_tokens=24, seed=i, json_schema=schema) for i, user in enumerate(LONG_USERS)]
+
+    prompts = [runtime.prompt_ids(loaded.tokenizer, call.messages) for call in calls(None)]
+    common = next(i for i in range(len(prompts[0])) if len({p[i] for p in prompts}) > 1)
+    own = [len(p) - common for p in prompts]
+    assert runtime.own_length_groups(own) == [[0, 1], [2, 3]]
+    for schema in (None, RelevanceGrade.model_json_schema()):
+        alone = [runtime.submit(loaded, call, max_batch=1, window=0).result() for call in calls(schema)]
+        before, forwards = loaded.prefilled, loaded.forwards
+        futures = [runtime.submit(loaded, call, max_batch=4, window=2.0) for call in calls(schema)]
+        assert [f.result() for f in futures] == alone, schema
+        assert list(loaded.batcher.sizes)[-1] == 4
+        if schema is None:  # free text: each group's first pass is its rows' own prompt tokens, left-padded
+            grouped = common + 2 * max(own[:2]) + 2 * max(own[2:])
+            assert loaded.prefilled - before == grouped < common + 4 * max(own)
+            assert [f.result()[2] for f in futures] == [24] * 4  # every row writes its whole budget
+            # the prefix, each group's prompt pass, then 23 decoding passes: the groups joined, or apart
+            assert loaded.forwards - forwards == 1 + 2 + (2 * 23 if kind == "sliding" else 23)
+
+
+def test_on_a_sliding_window_the_rows_that_fit_share_the_prefix_and_the_others_do_not(tiny_model: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A window that holds the two short prompts with their budget and drafts but not the two long ones: the short
+    pair shares the system message (fed once for two rows), the long pair is grouped without it, and every answer
+    is the one the call gets alone."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    calls = [runtime.Call(messages=[ChatMessage("system", SYSTEM), ChatMessage("user", user)], temperature=0.0,
+                          max_new_tokens=24, seed=i, json_schema=RelevanceGrade.model_json_schema() if i % 2 else None)
+             for i, user in enumerate(LONG_USERS)]
+    prompts = [runtime.prompt_ids(tokenizer, call.messages) for call in calls]
+    window = max(map(len, prompts[:2])) + 24 + runtime.DRAFT_ROOM + 1
+    assert min(map(len, prompts[2:])) + 24 + runtime.DRAFT_ROOM >= window  # the long pair does not fit
+    common = next(i for i in range(len(prompts[0])) if prompts[0][i] != prompts[1][i])
+    loaded = runtime.load(str(sliding_mistral(tiny_model, tmp_path / "mistral", window)), "cpu", "auto")
+    alone = [runtime.submit(loaded, call, max_batch=1, window=0).result() for call in calls]
+    before = loaded.shared
+    futures = [runtime.submit(loaded, call, max_batch=4, window=2.0) for call in calls]
+    assert [f.result() for f in futures] == alone
+    assert list(loaded.batcher.sizes)[-1] == 4
+    assert loaded.shared - before == common  # the prefix fed once for the two short rows, not at all for the long
