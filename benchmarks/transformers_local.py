@@ -190,30 +190,17 @@ def dl19_messages(n: int, nonce: str | None = "0" * 16, one_query: bool = False)
     per verdict as the judge draws it when None) for ``n`` TREC DL 2019 qrels pairs drawn with seed 0, or with
     ``one_query`` the first ``n`` judged passages of the first drawn pair's query (pool judging)."""
     import json
-    import random
 
-    from evret_core.contracts.judge import reference_free_context
+    from fence_code import workloads  # benchmarks/: the DL19 pairs and one query's passages, drawn once
+
     from evret_core.judge.relevance_judge import RelevanceJudge
 
-    folder = Path(__file__).parents[1].parent / "shared" / "datasets" / "trec-dl-2019"
-    queries = dict(line.split("\t", 1) for line in (folder / "queries.tsv").read_text(encoding="utf-8").splitlines())
-    lines = (folder / "qrels-pass.txt").read_text(encoding="utf-8").splitlines()
-    pairs = [(line.split()[0], line.split()[2]) for line in random.Random(0).sample(lines, n)]
-    if one_query:
-        pairs = [(line.split()[0], line.split()[2]) for line in lines if line.split()[0] == pairs[0][0]][:n]
-    wanted = {docid for _, docid in pairs}
-    texts: dict[str, str] = {}
-    with (folder / "passages.jsonl").open(encoding="utf-8") as rows:
-        for row in rows:
-            record = json.loads(row)
-            if record["docid"] in wanted:
-                texts[record["docid"]] = record["doc"]
+    pairs, passages = workloads(Path(__file__).parents[1].parent / "shared", n).values()
     from evret_core.judge import relevance_judge as module
 
     schema = json.dumps(module.RelevanceAnswer.model_json_schema(), separators=(",", ":"))
     out = []
-    for qid, docid in pairs:
-        context = reference_free_context(queries[qid].strip(), texts[docid])
+    for context in passages if one_query else pairs:
         messages = RelevanceJudge.messages(_JUDGE, context, nonce=nonce)
         out.append([ChatMessage("system", messages[0].content + module._SCHEMA_SENTENCE + schema), messages[1]])
     return out
