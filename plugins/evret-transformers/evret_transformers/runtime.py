@@ -148,6 +148,7 @@ def load(source: str, device: str, dtype: str, strings_file: Path | None = None)
                                                                   dtype=resolve_dtype(dtype, where))
             model.to(where)
             model.eval()
+            _grouped_attention(model)
             import inspect
 
             parameters = inspect.signature(model.forward).parameters
@@ -157,6 +158,48 @@ def load(source: str, device: str, dtype: str, strings_file: Path | None = None)
         if strings_file is not None and loaded.strings_file is None:
             loaded.strings_file = strings_file
         return loaded
+
+
+#: the attention function :func:`_grouped_attention` registers: SDPA, key/value heads passed as they are
+GROUPED = "evret_sdpa_grouped"
+
+
+def _grouped_attention(model: Any) -> None:
+    """On a CPU model under SDPA, attention over the key/value heads as they are (``enable_gqa``) instead of a copy
+    of each repeated to its query heads: transformers copies them whenever a mask is given (every pass of a batch,
+    and of one call under jump-forward), a copy of the whole cache per layer; the kernel reads the heads grouped.
+    The scores are the same kernel's on the same numbers. Other devices and implementations are left as they are
+    (on CUDA, a mask with grouped heads falls back to the math kernel)."""
+    config = getattr(model, "config", None)
+    if getattr(config, "_attn_implementation", None) != "sdpa" or str(model.device) != "cpu":
+        return
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    AttentionInterface.register(GROUPED, grouped_sdpa)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(GROUPED, sdpa_mask)
+    model.set_attn_implementation(GROUPED)
+
+
+def grouped_sdpa(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0,
+                 scaling: float | None = None, is_causal: bool | None = None, **kwargs: Any) -> tuple[Any, None]:
+    """transformers' SDPA attention, the key/value heads grouped in the kernel (``enable_gqa``) rather than copied;
+    a single query position, a position bias and a model without grouped heads go to transformers' own."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    length = query.shape[2]
+    if (getattr(module, "num_key_value_groups", 1) <= 1 or length == 1 or kwargs.get("position_bias") is not None
+            or kwargs.get("softcap") is not None or kwargs.get("output_attentions", False)):
+        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                      is_causal=is_causal, **kwargs)
+    causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
+    causal = attention_mask is None and causal
+    if causal and key.shape[2] > length:  # an empty static cache's prefill: the first slots are the prompt's
+        key, value = key[:, :, :length, :], value[:, :, :length, :]
+    output = torch.nn.functional.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask,
+                                                              dropout_p=dropout, scale=scaling, is_causal=causal,
+                                                              enable_gqa=True)
+    return output.transpose(1, 2).contiguous(), None
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:

@@ -331,3 +331,27 @@ def test_on_a_sliding_window_the_rows_that_fit_share_the_prefix_and_the_others_d
     assert [f.result() for f in futures] == alone
     assert list(loaded.batcher.sizes)[-1] == 4
     assert loaded.shared - before == common  # the prefix fed once for the two short rows, not at all for the long
+
+
+def test_attention_reads_the_grouped_key_value_heads_without_copying_them(tiny_model: Path) -> None:
+    """On CPU under SDPA the model's attention passes the key/value heads (2 for 4 query heads here) to the kernel
+    grouped, not copied to each query head: the output is transformers' own SDPA's, with a padding mask (a batch's
+    pass) and without (causal), and a single query position goes to transformers' own."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    loaded = runtime.load(str(tiny_model.resolve()), "cpu", "auto")
+    assert loaded.model.config._attn_implementation == runtime.GROUPED
+    module = loaded.model.model.layers[0].self_attn
+    assert module.num_key_value_groups == 2
+    generator = torch.Generator().manual_seed(0)
+    for length, slots in ((5, 9), (5, 5), (1, 9)):
+        query = torch.randn(3, 4, length, 8, generator=generator)
+        key, value = (torch.randn(3, 2, slots, 8, generator=generator) for _ in range(2))
+        mask = torch.ones(3, 1, length, slots, dtype=torch.bool).tril(slots - length)
+        mask[1, :, :, :2] = False  # a left-padded row
+        for given in (mask, None) if length == slots else (mask,):
+            ours, _ = runtime.grouped_sdpa(module, query, key, value, given, scaling=0.3)
+            theirs, _ = sdpa_attention_forward(module, query, key, value, given, scaling=0.3)
+            assert ours.shape == theirs.shape == (3, length, 4, 8)
+            assert torch.allclose(ours, theirs, atol=1e-6), (length, slots, given is None)
