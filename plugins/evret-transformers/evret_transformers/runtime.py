@@ -90,6 +90,9 @@ class Batcher:
 
 #: the batchers that ever started a thread, so that :func:`_stop_batchers` can end them at exit
 _BATCHERS: list[Batcher] = []
+#: the batcher threads started and perhaps still alive: a thread that has left its queue (``batcher.thread`` is
+#: None again) still drops its reference to the model as it ends, and the last reference frees the model in it
+_THREADS: list[threading.Thread] = []
 #: how long the interpreter waits at exit for a batch still running (its calls are cancelled first)
 EXIT_WAIT = 60.0
 
@@ -98,13 +101,15 @@ def _stop_batchers() -> None:
     """At interpreter exit, before daemon threads are frozen: cancel every queued and running call and wait for
     each batcher thread to end. A daemon thread still inside torch when Python 3.11 finalizes is ended by
     ``pthread_exit`` through C++ frames that cannot unwind, and the process aborts ("terminate called without an
-    active exception") after its work is done; a cancelled batch ends at its next step."""
+    active exception") after its work is done; a cancelled batch ends at its next step. Every thread still alive is
+    waited for, also one that has left its queue: as it ends it drops its reference to the model, and when that is
+    the last one (the process let go of the model) torch frees it in that thread."""
     for batcher in list(_BATCHERS):
         with batcher.ready:
             for queued in [*batcher.queue, *batcher.current]:
                 queued.call.cancel.set()
-            thread = batcher.thread
-        if thread is not None and thread is not threading.current_thread():
+    for thread in list(_THREADS):
+        if thread is not threading.current_thread():
             thread.join(EXIT_WAIT)
 
 
@@ -314,6 +319,7 @@ def submit(loaded: Loaded, call: Call, max_batch: int, window: float) -> Future[
                 _BATCHERS.append(batcher)
             batcher.thread = threading.Thread(target=_serve, args=(loaded,), name="evret-transformers-batch",
                                               daemon=True)
+            _THREADS[:] = [t for t in _THREADS if t.is_alive()] + [batcher.thread]
             try:
                 batcher.thread.start()
             except BaseException as exc:  # no thread ("can't start new thread"): nothing would ever serve the
